@@ -1,0 +1,101 @@
+"""Shared pieces of the benchmark scripts: data, tutorial features, measurement."""
+
+import gc
+import os
+import sys
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from skcrf.datasets import get_data_home  # noqa: E402
+
+
+def data_home():
+    """$SKCRF_DATA, else the repository's ../shared/data."""
+    if "SKCRF_DATA" in os.environ:
+        return get_data_home()
+    return Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def word2features(sent, i):
+    """The sklearn-crfsuite tutorial's features for token i of a (word, POS) sentence."""
+    word, postag = sent[i][0], sent[i][1]
+    features = {
+        "bias": 1.0,
+        "word.lower()": word.lower(),
+        "word[-3:]": word[-3:],
+        "word[-2:]": word[-2:],
+        "word.isupper()": word.isupper(),
+        "word.istitle()": word.istitle(),
+        "word.isdigit()": word.isdigit(),
+        "postag": postag,
+        "postag[:2]": postag[:2],
+    }
+    if i > 0:
+        word1, postag1 = sent[i - 1][0], sent[i - 1][1]
+        features.update({
+            "-1:word.lower()": word1.lower(),
+            "-1:word.istitle()": word1.istitle(),
+            "-1:word.isupper()": word1.isupper(),
+            "-1:postag": postag1,
+            "-1:postag[:2]": postag1[:2],
+        })
+    else:
+        features["BOS"] = True
+    if i < len(sent) - 1:
+        word1, postag1 = sent[i + 1][0], sent[i + 1][1]
+        features.update({
+            "+1:word.lower()": word1.lower(),
+            "+1:word.istitle()": word1.istitle(),
+            "+1:word.isupper()": word1.isupper(),
+            "+1:postag": postag1,
+            "+1:postag[:2]": postag1[:2],
+        })
+    else:
+        features["EOS"] = True
+    return features
+
+
+def sent2features(sent):
+    return [word2features(sent, i) for i in range(len(sent))]
+
+
+class PeakRSS:
+    """Peak resident memory above the starting level, sampled in a thread.
+
+    tracemalloc cannot see CRFsuite's C allocations, so both libraries are
+    measured the same way: resident set size from /proc, every 5 ms.
+    """
+
+    def __init__(self, interval=0.005):
+        self.interval = interval
+
+    @staticmethod
+    def _rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def __enter__(self):
+        gc.collect()
+        self.base = self._rss()
+        self.peak = self.base
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def _sample(self):
+        while not self._stop.is_set():
+            self.peak = max(self.peak, self._rss())
+            time.sleep(self.interval)
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._rss())
+        self.mib = (self.peak - self.base) / 2**20

@@ -1,0 +1,9 @@
+"""skcrf: linear-chain conditional random fields for scikit-learn."""
+
+from ._estimator import CRFClassifier
+from ._sequence_matrix import SequenceMatrix
+from ._vectorizer import SequenceVectorizer
+
+__version__ = "0.1.0"
+
+__all__ = ["CRFClassifier", "SequenceMatrix", "SequenceVectorizer", "__version__"]

@@ -1,0 +1,279 @@
+"""CRFClassifier: validation, fit orchestration and the fitted attributes."""
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ._kernels import forward_backward, viterbi
+from ._loss import NegativeLogLikelihood, csr_times_dense, n_parameters, unpack
+from ._parallel import kernel_threads
+from ._sequence_matrix import SequenceMatrix
+from ._solvers import lbfgs
+from ._validation import check_finite_features, check_labels, check_sequences
+from ._vectorizer import SequenceVectorizer
+
+
+class CRFClassifier(BaseEstimator):
+    """Linear-chain conditional random field trained by L-BFGS.
+
+    The model scores a label sequence ``y`` of a token sequence ``x`` as
+    ``p(y | x) = exp(w . Phi(x, y)) / Z(x)`` with state weights (label, feature),
+    transition weights (previous label, label), and start and end weights.
+    Training minimises, summed over the training sequences ``q``::
+
+        L(w) = sum_q -log p(y_q | x_q)
+               + alpha * l1_ratio * ||w||_1
+               + 0.5 * alpha * (1 - l1_ratio) * ||w||_2^2
+
+    The loss is summed, not averaged, so CRFsuite's settings map exactly:
+    ``c1 = alpha * l1_ratio`` and ``c2 = 0.5 * alpha * (1 - l1_ratio)`` (CRFsuite
+    adds ``c2 * ||w||^2``). Conversely ``alpha = c1 + 2 * c2`` and
+    ``l1_ratio = c1 / (c1 + 2 * c2)``; sklearn-crfsuite's ``c1=0.1, c2=0.1`` is
+    ``alpha=0.3, l1_ratio=1/3``.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Regularization strength, the parameter to search over. 0 disables
+        regularization.
+    l1_ratio : float, default=0.0
+        Elastic-net mixing: 0 is pure L2, 1 pure L1. With ``l1_ratio > 0`` many
+        weights are exactly zero.
+    max_iter : int, default=100
+        Maximum number of L-BFGS iterations. Reaching it emits a
+        :class:`~sklearn.exceptions.ConvergenceWarning`.
+    tol : float, default=1e-5
+        Stop once the objective improved by less than ``tol`` (relative) over
+        the last 10 iterations, as CRFsuite's ``delta``.
+    solver : {"lbfgs"}, default="lbfgs"
+        L-BFGS; with ``l1_ratio > 0`` it runs on the split ``w = u - v`` with
+        ``u, v >= 0``, which makes the L1 term smooth and yields exact zeros.
+    n_jobs : int, default=None
+        Threads for the forward-backward, Viterbi and sparse-product kernels.
+        ``None`` and ``-1`` use all cores (inside a joblib worker, the share
+        joblib grants it); ``-2`` all but one. Results do not depend on it.
+    verbose : int, default=0
+        Print the objective, gradient norm and elapsed time every iteration.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The labels, sorted; columns of ``predict_marginals`` follow this order.
+    coef_ : ndarray of shape (n_classes, n_features)
+        State weights.
+    transition_coef_ : ndarray of shape (n_classes, n_classes)
+        Transition weights, indexed [from, to].
+    start_coef_ : ndarray of shape (n_classes,)
+        Weights of the first label of a sequence.
+    end_coef_ : ndarray of shape (n_classes,)
+        Weights of the last label of a sequence.
+    n_features_in_ : int
+        Number of token features.
+    feature_names_ : ndarray of str of shape (n_features,)
+        Name of every feature (column of ``coef_``).
+    vectorizer_ : SequenceVectorizer or None
+        The vectorizer fitted on dict input; None when ``fit`` received a
+        :class:`SequenceMatrix`.
+    n_iter_ : int
+        Number of solver iterations.
+    loss_curve_ : list of float
+        Objective value after each iteration.
+
+    See Also
+    --------
+    SequenceVectorizer : Turns per-token feature dicts into a SequenceMatrix.
+
+    Examples
+    --------
+    >>> from skcrf import CRFClassifier
+    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}, {"w": "ran"}]]
+    >>> y = [["DET", "N"], ["DET", "N", "V"]]
+    >>> crf = CRFClassifier(alpha=0.1).fit(X, y)
+    >>> [labels.tolist() for labels in crf.predict([[{"w": "the"}, {"w": "dog"}]])]
+    [['DET', 'N']]
+    """
+
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "l1_ratio": [Interval(Real, 0, 1, closed="both")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions({"lbfgs"})],
+        "n_jobs": [Integral, None],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(self, *, alpha=1.0, l1_ratio=0.0, max_iter=100, tol=1e-5, solver="lbfgs",
+                 n_jobs=None, verbose=0):
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.max_iter = max_iter
+        self.tol = tol
+        self.solver = solver
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn the weights from labelled sequences.
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+            Each sequence is a list of per-token feature dicts, as
+            sklearn-crfsuite takes them (see :class:`SequenceVectorizer` for the
+            value rules), or the output of a vectorizer.
+        y : list of sequences of labels
+            One label (str or int) per token.
+
+        Returns
+        -------
+        self : CRFClassifier
+            The fitted estimator.
+        """
+        X = check_sequences(X)
+        if len(X) == 0:
+            raise ValueError("X is empty: fit needs at least one sequence.")
+        if isinstance(X, SequenceMatrix):
+            vectorizer = None
+            matrix = X
+        else:
+            vectorizer = SequenceVectorizer()
+            matrix = vectorizer.fit_transform(X)
+        labels = check_labels(y, matrix.lengths)
+        if matrix.n_tokens == 0:
+            raise ValueError("X has no tokens: every sequence is empty.")
+        check_finite_features(matrix)
+        classes, label_ids = np.unique(labels, return_inverse=True)
+        if classes.shape[0] < 2:
+            raise ValueError(
+                f"y holds a single class ({classes[0]!r}); a CRF needs at least two.")
+
+        n_features = matrix.n_features
+        n_classes = classes.shape[0]
+        alpha, l1_ratio = float(self.alpha), float(self.l1_ratio)
+        loss = NegativeLogLikelihood(matrix.matrix, matrix.offsets, label_ids.ravel(),
+                                     n_classes, l2=alpha * (1.0 - l1_ratio))
+        w0 = np.zeros(n_parameters(n_features, n_classes))
+        with kernel_threads(self.n_jobs):
+            result = lbfgs(loss, w0, l1=alpha * l1_ratio, max_iter=self.max_iter,
+                           tol=self.tol, verbose=self.verbose)
+        if not np.all(np.isfinite(result.w)) or not np.isfinite(result.loss_curve[-1:]).all():
+            raise ValueError(
+                "Training diverged: the objective or the weights became non-finite. "
+                "Check for extreme feature values or increase alpha.")
+        if not result.converged:
+            warnings.warn(
+                f"CRFClassifier did not converge in max_iter={self.max_iter} iterations; "
+                f"increase max_iter or tol.", ConvergenceWarning, stacklevel=2)
+
+        state, transitions, start, end = unpack(result.w, n_features, n_classes)
+        self.classes_ = classes
+        self.coef_ = np.ascontiguousarray(state.T)
+        self.transition_coef_ = transitions.copy()
+        self.start_coef_ = start.copy()
+        self.end_coef_ = end.copy()
+        self.n_features_in_ = n_features
+        self.feature_names_ = (np.asarray(matrix.feature_names, dtype=object)
+                               if matrix.feature_names is not None
+                               else np.asarray([f"x{i}" for i in range(n_features)],
+                                               dtype=object))
+        self.vectorizer_ = vectorizer
+        self.n_iter_ = result.n_iter
+        self.loss_curve_ = result.loss_curve
+        return self
+
+    def _transform(self, X):
+        """Check fitted state and input, and vectorize like ``fit`` did."""
+        check_is_fitted(self)
+        X = check_sequences(X)
+        if isinstance(X, SequenceMatrix):
+            if X.n_features != self.n_features_in_:
+                raise ValueError(
+                    f"X has {X.n_features} features, but CRFClassifier was fitted with "
+                    f"{self.n_features_in_}.")
+            matrix = X
+        elif self.vectorizer_ is None:
+            raise TypeError(
+                "This CRFClassifier was fitted on a SequenceMatrix; pass one here too "
+                "(or fit on feature dicts).")
+        else:
+            matrix = self.vectorizer_.transform(X)
+        check_finite_features(matrix)
+        return matrix
+
+    def _unary(self, matrix):
+        return csr_times_dense(matrix.matrix, self.coef_.T)
+
+    def _split(self, values, matrix):
+        return np.split(values, matrix.offsets[1:-1])
+
+    def predict(self, X):
+        """Most likely label sequence of each sequence (Viterbi decoding).
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+
+        Returns
+        -------
+        y_pred : list of ndarray
+            One 1-D array of labels from ``classes_`` per sequence.
+        """
+        matrix = self._transform(X)
+        with kernel_threads(self.n_jobs):
+            label_ids = viterbi(self._unary(matrix), self.transition_coef_,
+                                self.start_coef_, self.end_coef_, matrix.offsets)
+        return self._split(self.classes_[label_ids], matrix)
+
+    def predict_marginals(self, X):
+        """Probability of each label at each token (forward-backward).
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+
+        Returns
+        -------
+        marginals : list of ndarray
+            One (n_tokens_i, n_classes) array per sequence, columns in
+            ``classes_`` order, rows summing to 1.
+        """
+        matrix = self._transform(X)
+        with kernel_threads(self.n_jobs):
+            _, marginals, _ = forward_backward(
+                self._unary(matrix), self.transition_coef_, self.start_coef_,
+                self.end_coef_, matrix.offsets, False)
+        return self._split(marginals, matrix)
+
+    def score(self, X, y):
+        """Token accuracy of ``predict(X)`` against ``y``.
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+        y : list of sequences of labels
+
+        Returns
+        -------
+        score : float
+            Fraction of tokens labelled correctly.
+        """
+        matrix = self._transform(X)
+        labels = check_labels(y, matrix.lengths)
+        if labels.shape[0] == 0:
+            raise ValueError("score needs at least one token.")
+        predicted = np.concatenate(self.predict(matrix))
+        return float(np.mean(predicted == labels))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.dict = True
+        tags.target_tags.required = True
+        return tags

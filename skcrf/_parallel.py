@@ -1,0 +1,37 @@
+"""How many threads the numba kernels use for one call."""
+
+from contextlib import contextmanager
+
+import numba
+
+
+def effective_n_threads(n_jobs):
+    """Thread count for ``n_jobs``, following scikit-learn's conventions.
+
+    ``None`` and ``-1`` mean every thread numba may use (inside a joblib worker
+    that is already limited through ``NUMBA_NUM_THREADS``); ``-2`` all but one,
+    and so on; a positive value is capped at that maximum.
+    """
+    available = numba.config.NUMBA_NUM_THREADS
+    if n_jobs is None:
+        return available
+    if n_jobs == 0:
+        raise ValueError("n_jobs == 0 has no meaning; use None, -1 or a positive int.")
+    if n_jobs < 0:
+        return max(1, available + 1 + n_jobs)
+    return min(n_jobs, available)
+
+
+@contextmanager
+def kernel_threads(n_jobs):
+    """Run the enclosed kernel calls on ``effective_n_threads(n_jobs)`` threads.
+
+    numba's thread count is local to the calling thread, so concurrent callers
+    with different settings do not interfere.
+    """
+    previous = numba.get_num_threads()
+    numba.set_num_threads(effective_n_threads(n_jobs))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)

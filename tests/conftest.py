@@ -1,0 +1,43 @@
+"""Shared fixtures: one numba warm-up per session, the data home, small corpora."""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from skcrf.datasets import get_data_home
+
+
+def data_home():
+    """$SKCRF_DATA, else the ../shared/data beside the repository."""
+    if "SKCRF_DATA" in os.environ:
+        return get_data_home()
+    return Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_kernels():
+    """Compile (or load from numba's cache) every kernel once for the session."""
+    from skcrf._kernels import csr_dot_dense, forward_backward, viterbi
+
+    unary = np.zeros((3, 2))
+    transitions = np.zeros((2, 2))
+    bias = np.zeros(2)
+    offsets = np.array([0, 1, 3], dtype=np.int64)
+    forward_backward(unary, transitions, bias, bias, offsets, True)
+    viterbi(unary, transitions, bias, bias, offsets)
+    csr_dot_dense(np.ones(1), np.zeros(1, dtype=np.int32), np.array([0, 1, 1, 1]), np.ones((1, 2)))
+
+
+@pytest.fixture(scope="session")
+def conll2002_small():
+    """First 300 training and 100 test sentences of CoNLL-2002 Spanish, as dicts."""
+    from skcrf.datasets import load_conll2002
+
+    try:
+        X_train, y_train = load_conll2002("train", data_home=data_home())
+        X_test, y_test = load_conll2002("testb", data_home=data_home())
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    return X_train[:300], y_train[:300], X_test[:100], y_test[:100]
