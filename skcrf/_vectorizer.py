@@ -101,6 +101,10 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     - a number or ``bool`` gives the real-valued feature ``name``;
     - a list, tuple or set of ``str`` gives one one-hot feature per item.
 
+    ``X`` may also be a :class:`SequenceMatrix` with ``feature_names`` (what
+    :class:`TokenFeaturizer` emits): its columns are then matched to the fitted
+    vocabulary by name, one lookup per distinct name, with no per-token dicts.
+
     The output is a :class:`SequenceMatrix`: one CSR matrix over all tokens plus
     sequence offsets, which :class:`CRFClassifier` consumes directly.
 
@@ -178,9 +182,13 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         """
         self._validate_params()
         X = check_sequences(X)
-        vocabulary = {}
-        data, indices, indptr, offsets = _vectorize(X, vocabulary, True, self.separator)
-        names = np.array(list(vocabulary), dtype=object)
+        if isinstance(X, SequenceMatrix):
+            data, indices, indptr, offsets = _named_matrix_arrays(X)
+            names = np.asarray(X.feature_names, dtype=object)
+        else:
+            vocabulary = {}
+            data, indices, indptr, offsets = _vectorize(X, vocabulary, True, self.separator)
+            names = np.array(list(vocabulary), dtype=object)
         keep = np.ones(len(names), dtype=bool)
         if self.min_freq > 1:
             keep = np.bincount(indices, minlength=len(names)) >= self.min_freq
@@ -211,7 +219,17 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         """
         check_is_fitted(self, "vocabulary_")
         X = check_sequences(X)
-        data, indices, indptr, offsets = _vectorize(X, self.vocabulary_, False, self.separator)
+        if isinstance(X, SequenceMatrix):
+            data, indices, indptr, offsets = _named_matrix_arrays(X)
+            # one dictionary lookup per distinct column name, not per token
+            get = self.vocabulary_.get
+            remap = np.fromiter((get(name, -1) for name in X.feature_names),
+                                dtype=np.int64, count=X.n_features)
+            indices = remap[indices]
+            data, indices, indptr = _drop_columns(data, indices, indptr)
+        else:
+            data, indices, indptr, offsets = _vectorize(X, self.vocabulary_, False,
+                                                        self.separator)
         return self._to_matrix(data, indices, indptr, offsets)
 
     def get_feature_names_out(self, input_features=None):
@@ -241,6 +259,17 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         tags.input_tags.two_d_array = False
         tags.input_tags.dict = True
         return tags
+
+
+def _named_matrix_arrays(X):
+    """CSR arrays and offsets of a SequenceMatrix that must carry feature names."""
+    if X.feature_names is None:
+        raise ValueError(
+            "SequenceVectorizer needs a SequenceMatrix with feature_names to match "
+            "its columns by name; this one has none.")
+    matrix = X.matrix
+    return (matrix.data.astype(np.float64, copy=False), matrix.indices.astype(np.int64),
+            matrix.indptr.astype(np.int64, copy=False), X.offsets)
 
 
 def _drop_columns(data, indices, indptr):
