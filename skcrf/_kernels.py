@@ -574,16 +574,61 @@ def viterbi(unary, transitions, start, end, offsets):
     return label_ids
 
 
+#: Fixed number of partial sums in csr_transpose_dot_dense: more would cost a
+#: copy of the output each; a fixed count keeps the sum order thread-independent.
+TRANSPOSE_CHUNKS = 4
+
+
 @njit(**_PARALLEL)
-def csr_dot_dense(data, indices, indptr, dense):
-    """``X @ dense`` for a CSR ``X``; rows are independent, so parallel and exact."""
+def csr_dot_dense(data, indices, indptr, dense, binary):
+    """``X @ dense`` for a CSR ``X``; rows are independent, so parallel and exact.
+
+    With ``binary`` true every stored value is taken to be 1 and ``data`` is
+    not read: most token features are indicators, and skipping a third of the
+    memory traffic is most of this kernel's cost.
+    """
     n_rows = indptr.shape[0] - 1
     n_cols = dense.shape[1]
     out = np.zeros((n_rows, n_cols))
     for row in prange(n_rows):
-        for k in range(indptr[row], indptr[row + 1]):
-            value = data[k]
-            col = indices[k]
-            for j in range(n_cols):
-                out[row, j] += value * dense[col, j]
+        if binary:
+            for k in range(indptr[row], indptr[row + 1]):
+                col = indices[k]
+                for j in range(n_cols):
+                    out[row, j] += dense[col, j]
+        else:
+            for k in range(indptr[row], indptr[row + 1]):
+                value = data[k]
+                col = indices[k]
+                for j in range(n_cols):
+                    out[row, j] += value * dense[col, j]
+    return out
+
+
+@njit(**_PARALLEL)
+def csr_transpose_dot_dense(data, indices, indptr, dense, n_features, binary):
+    """``X.T @ dense`` for a CSR ``X`` of shape (n_rows, n_features).
+
+    Rows are split into TRANSPOSE_CHUNKS fixed blocks, each scattered into its
+    own partial sum (reading ``dense`` in order and writing into an output that
+    stays in cache), then the partial sums are added in block order.
+    """
+    n_rows = indptr.shape[0] - 1
+    n_cols = dense.shape[1]
+    n_chunks = TRANSPOSE_CHUNKS
+    partial = np.zeros((n_chunks, n_features, n_cols))
+    for c in prange(n_chunks):
+        for row in range((n_rows * c) // n_chunks, (n_rows * (c + 1)) // n_chunks):
+            for k in range(indptr[row], indptr[row + 1]):
+                col = indices[k]
+                value = 1.0 if binary else data[k]
+                for j in range(n_cols):
+                    partial[c, col, j] += value * dense[row, j]
+    out = np.empty((n_features, n_cols))
+    for f in prange(n_features):
+        for j in range(n_cols):
+            total = partial[0, f, j]
+            for c in range(1, n_chunks):
+                total += partial[c, f, j]
+            out[f, j] = total
     return out

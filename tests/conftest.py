@@ -19,7 +19,10 @@ def data_home():
 @pytest.fixture(scope="session", autouse=True)
 def warm_kernels():
     """Compile (or load from numba's cache) every kernel once for the session."""
-    from skcrf._kernels import csr_dot_dense, forward_backward, viterbi
+    import scipy.sparse as sp
+
+    from skcrf._kernels import forward_backward, viterbi
+    from skcrf._loss import csr_times_dense, csr_transpose_times_dense
 
     unary = np.zeros((3, 2))
     transitions = np.zeros((2, 2))
@@ -27,7 +30,9 @@ def warm_kernels():
     offsets = np.array([0, 1, 3], dtype=np.int64)
     forward_backward(unary, transitions, bias, bias, offsets, True)
     viterbi(unary, transitions, bias, bias, offsets)
-    csr_dot_dense(np.ones(1), np.zeros(1, dtype=np.int32), np.array([0, 1, 1, 1]), np.ones((1, 2)))
+    X = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]))
+    csr_times_dense(X, np.ones((2, 2)))
+    csr_transpose_times_dense(X, np.ones((3, 2)))
 
 
 @pytest.fixture(scope="session")
