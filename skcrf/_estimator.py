@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import forward_backward, viterbi
-from ._loss import NegativeLogLikelihood, csr_times_dense, n_parameters, unpack
+from ._loss import NegativeLogLikelihood, StatePairs, csr_times_dense, n_parameters, unpack
 from ._parallel import kernel_threads
 from ._sequence_matrix import SequenceMatrix
 from ._solvers import lbfgs
@@ -51,8 +51,15 @@ class CRFClassifier(BaseEstimator):
         Stop once the objective improved by less than ``tol`` (relative) over
         the last 10 iterations, as CRFsuite's ``delta``.
     solver : {"lbfgs"}, default="lbfgs"
-        L-BFGS; with ``l1_ratio > 0`` it runs on the split ``w = u - v`` with
-        ``u, v >= 0``, which makes the L1 term smooth and yields exact zeros.
+        L-BFGS; with ``l1_ratio > 0`` its orthant-wise variant OWL-QN (as in
+        CRFsuite), which yields exact zeros.
+    all_possible_states : bool, default=False
+        Whether every (feature, label) pair gets a state weight. By default
+        only the pairs that occur in the training data do, as in CRFsuite
+        (sklearn-crfsuite's ``all_possible_states``): several times fewer
+        parameters, so faster training and less memory, at no cost in
+        accuracy on the benchmark corpora. Transitions always cover every pair
+        of labels (CRFsuite's ``all_possible_transitions=True``).
     n_jobs : int, default=None
         Threads for the forward-backward, Viterbi and sparse-product kernels.
         ``None`` and ``-1`` use all cores (inside a joblib worker, the share
@@ -104,17 +111,19 @@ class CRFClassifier(BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
         "solver": [StrOptions({"lbfgs"})],
+        "all_possible_states": ["boolean"],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
     }
 
     def __init__(self, *, alpha=1.0, l1_ratio=0.0, max_iter=100, tol=1e-5, solver="lbfgs",
-                 n_jobs=None, verbose=0):
+                 all_possible_states=False, n_jobs=None, verbose=0):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.max_iter = max_iter
         self.tol = tol
         self.solver = solver
+        self.all_possible_states = all_possible_states
         self.n_jobs = n_jobs
         self.verbose = verbose
 
@@ -157,9 +166,12 @@ class CRFClassifier(BaseEstimator):
         n_features = matrix.n_features
         n_classes = classes.shape[0]
         alpha, l1_ratio = float(self.alpha), float(self.l1_ratio)
-        loss = NegativeLogLikelihood(matrix.matrix, matrix.offsets, label_ids.ravel(),
-                                     n_classes, l2=alpha * (1.0 - l1_ratio))
-        w0 = np.zeros(n_parameters(n_features, n_classes))
+        label_ids = label_ids.ravel()
+        pairs = (StatePairs.every(n_features, n_classes) if self.all_possible_states
+                 else StatePairs.observed(matrix.matrix, label_ids, n_classes))
+        loss = NegativeLogLikelihood(matrix.matrix, matrix.offsets, label_ids, pairs,
+                                     l2=alpha * (1.0 - l1_ratio))
+        w0 = np.zeros(n_parameters(pairs.n_pairs, n_classes))
         with kernel_threads(self.n_jobs):
             result = lbfgs(loss, w0, l1=alpha * l1_ratio, max_iter=self.max_iter,
                            tol=self.tol, verbose=self.verbose)
@@ -172,9 +184,9 @@ class CRFClassifier(BaseEstimator):
                 f"CRFClassifier did not converge in max_iter={self.max_iter} iterations; "
                 f"increase max_iter or tol.", ConvergenceWarning, stacklevel=2)
 
-        state, transitions, start, end = unpack(result.w, n_features, n_classes)
+        pair_weights, transitions, start, end = unpack(result.w, pairs.n_pairs, n_classes)
         self.classes_ = classes
-        self.coef_ = np.ascontiguousarray(state.T)
+        self.coef_ = pairs.to_dense(pair_weights)
         self.transition_coef_ = transitions.copy()
         self.start_coef_ = start.copy()
         self.end_coef_ = end.copy()

@@ -22,7 +22,7 @@ def warm_kernels():
     import scipy.sparse as sp
 
     from skcrf._kernels import forward_backward, viterbi
-    from skcrf._loss import csr_times_dense, csr_transpose_times_dense
+    from skcrf._loss import NegativeLogLikelihood, StatePairs, csr_times_dense
 
     unary = np.zeros((3, 2))
     transitions = np.zeros((2, 2))
@@ -30,9 +30,12 @@ def warm_kernels():
     offsets = np.array([0, 1, 3], dtype=np.int64)
     forward_backward(unary, transitions, bias, bias, offsets, True)
     viterbi(unary, transitions, bias, bias, offsets)
-    X = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]))
-    csr_times_dense(X, np.ones((2, 2)))
-    csr_transpose_times_dense(X, np.ones((3, 2)))
+    for X in (sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])),
+              sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))):
+        csr_times_dense(X, np.ones((2, 2)))
+        labels = np.array([0, 1, 0])
+        loss = NegativeLogLikelihood(X, offsets, labels, StatePairs.observed(X, labels, 2), 1.0)
+        loss(np.zeros(loss.n_parameters))
 
 
 @pytest.fixture(scope="session")

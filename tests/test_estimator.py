@@ -1,0 +1,306 @@
+"""CRFClassifier: the scikit-learn contract, training behaviour and bad input."""
+
+import pickle
+import warnings
+
+import numba
+import numpy as np
+import pytest
+import sklearn.utils.estimator_checks as checks
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.model_selection import GridSearchCV, cross_val_score, cross_validate
+from sklearn.pipeline import make_pipeline
+
+from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer
+from skcrf._loss import NegativeLogLikelihood, StatePairs
+
+# A tiny labelled corpus whose labels follow from the word and the previous
+# label, so a CRF can learn it exactly.
+WORDS = ["the", "a", "cat", "dog", "runs", "sleeps", "big"]
+TAGS = {"the": "DET", "a": "DET", "cat": "N", "dog": "N", "runs": "V", "sleeps": "V",
+        "big": "ADJ"}
+
+
+def _toy_corpus(n_sequences=40, seed=0):
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_sequences):
+        words = [rng.choice(["the", "a"])] + (["big"] if rng.random() < 0.3 else []) + [
+            rng.choice(["cat", "dog"]), rng.choice(["runs", "sleeps"])]
+        X.append([{"w": w, "first": i == 0, "len": len(w) / 5} for i, w in enumerate(words)])
+        y.append([TAGS[w] for w in words])
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return _toy_corpus()
+
+
+@pytest.fixture(scope="module")
+def fitted(toy):
+    X, y = toy
+    return CRFClassifier(alpha=0.1).fit(X, y)
+
+
+# --- behaviour -----------------------------------------------------------------
+
+def test_fit_returns_self_and_learns_the_toy_task(toy):
+    X, y = toy
+    crf = CRFClassifier(alpha=0.1)
+    assert crf.fit(X, y) is crf
+    assert crf.score(X, y) == 1.0
+    assert crf.classes_.tolist() == ["ADJ", "DET", "N", "V"]
+    assert crf.coef_.shape == (4, crf.n_features_in_) == (4, len(crf.feature_names_))
+    assert crf.transition_coef_.shape == (4, 4)
+    assert crf.start_coef_.shape == crf.end_coef_.shape == (4,)
+    assert crf.n_iter_ == len(crf.loss_curve_) > 0
+
+
+def test_predict_and_marginals_shapes(fitted, toy):
+    X, y = toy
+    predicted = fitted.predict(X[:5])
+    marginals = fitted.predict_marginals(X[:5])
+    assert isinstance(predicted, list) and len(predicted) == 5
+    for labels, probs, seq in zip(predicted, marginals, X[:5]):
+        assert labels.shape == (len(seq),)
+        assert probs.shape == (len(seq), 4)
+        np.testing.assert_allclose(probs.sum(axis=1), 1.0)
+        # the Viterbi label is the most probable one on this easy task
+        assert fitted.classes_[probs.argmax(axis=1)].tolist() == labels.tolist()
+
+
+def test_empty_sequences_at_predict_give_empty_arrays(fitted, toy):
+    X, _ = toy
+    predicted = fitted.predict([[], X[0], []])
+    marginals = fitted.predict_marginals([[], X[0]])
+    assert [len(p) for p in predicted] == [0, len(X[0]), 0]
+    assert marginals[0].shape == (0, 4)
+
+
+def test_unseen_features_are_ignored_at_predict(fitted):
+    predicted = fitted.predict([[{"w": "the", "unknown": "zzz"}, {"w": "never-seen"}]])
+    assert len(predicted[0]) == 2
+
+
+def test_integer_labels(toy):
+    X, y = toy
+    mapping = {"ADJ": 3, "DET": 0, "N": 1, "V": 2}
+    y_int = [[mapping[t] for t in seq] for seq in y]
+    crf = CRFClassifier(alpha=0.1).fit(X, y_int)
+    assert crf.classes_.tolist() == [0, 1, 2, 3]
+    assert crf.predict(X[:1])[0].tolist() == y_int[0]
+
+
+def test_sequence_matrix_input_equals_dict_input(toy):
+    X, y = toy
+    matrix = SequenceVectorizer().fit_transform(X)
+    from_dicts = CRFClassifier(alpha=0.1).fit(X, y)
+    from_matrix = CRFClassifier(alpha=0.1).fit(matrix, y)
+    np.testing.assert_array_equal(from_dicts.coef_, from_matrix.coef_)
+    assert from_matrix.vectorizer_ is None
+    assert [p.tolist() for p in from_matrix.predict(matrix[:3])] == y[:3]
+    with pytest.raises(TypeError, match="SequenceMatrix"):
+        from_matrix.predict(X[:3])
+
+
+def test_l1_gives_exact_zeros_and_more_than_l2(toy):
+    X, y = toy
+    l2 = CRFClassifier(alpha=1.0, l1_ratio=0.0).fit(X, y)
+    l1 = CRFClassifier(alpha=1.0, l1_ratio=1.0).fit(X, y)
+    assert (l1.coef_ == 0).sum() > (l2.coef_ == 0).sum()
+
+
+def test_all_possible_states_uses_every_pair(toy):
+    X, y = toy
+    observed = CRFClassifier(alpha=0.1).fit(X, y)
+    every = CRFClassifier(alpha=0.1, all_possible_states=True).fit(X, y)
+    # "the" is never a noun: only the dense model may give (N, w=the) a weight
+    col = list(observed.feature_names_).index("w=the")
+    noun = list(observed.classes_).index("N")
+    assert observed.coef_[noun, col] == 0.0
+    assert every.coef_[noun, col] != 0.0
+    assert every.score(X, y) == 1.0
+
+
+def test_converged_l2_fit_has_zero_gradient(toy):
+    X, y = toy
+    crf = CRFClassifier(alpha=1.0, max_iter=500, tol=0.0).fit(X, y)
+    matrix = crf.vectorizer_.transform(X)
+    labels = np.searchsorted(crf.classes_, np.concatenate(y))
+    pairs = StatePairs.observed(matrix.matrix, labels, 4)
+    loss = NegativeLogLikelihood(matrix.matrix, matrix.offsets, labels, pairs, l2=1.0)
+    dense_to_pairs = crf.coef_[pairs.labels, pairs.feature_of_pairs()]
+    w = np.concatenate([dense_to_pairs, crf.transition_coef_.ravel(), crf.start_coef_,
+                        crf.end_coef_])
+    value, grad = loss(w)
+    assert np.linalg.norm(grad) < 1e-3 * np.linalg.norm(w)
+    np.testing.assert_allclose(crf.loss_curve_[-1], value, rtol=1e-10)
+
+
+def test_max_iter_reached_warns(toy):
+    X, y = toy
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        CRFClassifier(max_iter=2, tol=0.0).fit(X, y)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+def test_fit_bitwise_identical_across_runs_and_thread_counts(toy):
+    X, y = toy
+    one = CRFClassifier(alpha=0.1, l1_ratio=0.5, n_jobs=1).fit(X, y)
+    two = CRFClassifier(alpha=0.1, l1_ratio=0.5, n_jobs=2).fit(X, y)
+    again = CRFClassifier(alpha=0.1, l1_ratio=0.5, n_jobs=2).fit(X, y)
+    for a in ("coef_", "transition_coef_", "start_coef_", "end_coef_"):
+        assert np.array_equal(getattr(one, a), getattr(two, a))
+        assert np.array_equal(getattr(two, a), getattr(again, a))
+
+
+def test_real_corpus_learns_entities(conll2002_small):
+    X_train, y_train, X_test, y_test = conll2002_small
+
+    def features(sentence):
+        return [{"w": w.lower(), "title": w.istitle(), "pos": p,
+                 "prev": sentence[i - 1][0].lower() if i else "<s>"}
+                for i, (w, p) in enumerate(sentence)]
+
+    crf = CRFClassifier(alpha=0.5, max_iter=60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        crf.fit([features(s) for s in X_train], y_train)
+    accuracy = crf.score([features(s) for s in X_test], y_test)
+    majority = np.mean(np.concatenate(y_test) == "O")
+    assert accuracy > majority + 0.02
+
+
+# --- scikit-learn contract -----------------------------------------------------
+
+@pytest.mark.parametrize("check", [
+    checks.check_estimator_cloneable,
+    checks.check_estimator_repr,
+    checks.check_no_attributes_set_in_init,
+    checks.check_parameters_default_constructible,
+    checks.check_get_params_invariance,
+    checks.check_set_params,
+    checks.check_do_not_raise_errors_in_init_or_set_params,
+    checks.check_estimators_unfitted,
+    checks.check_estimator_tags_renamed,
+    checks.check_valid_tag_types,
+    checks.check_mixin_order,
+], ids=lambda check: check.__name__)
+def test_sklearn_checks_that_apply(check):
+    check("CRFClassifier", CRFClassifier())
+
+
+def test_tags_are_honest():
+    tags = CRFClassifier().__sklearn_tags__()
+    assert not tags.input_tags.two_d_array and tags.input_tags.dict
+    assert tags.target_tags.required
+    assert tags.estimator_type is None  # not a classifier: no stratified CV on ragged y
+
+
+def test_fit_does_not_change_params_nor_add_public_attributes(toy):
+    X, y = toy
+    crf = CRFClassifier(alpha=0.2, l1_ratio=0.1, max_iter=50)
+    before = crf.get_params()
+    public_before = {k for k in vars(crf) if not k.startswith("_")}
+    crf.fit(X, y)
+    assert crf.get_params() == before
+    added = {k for k in vars(crf) if not k.startswith("_")} - public_before
+    assert added and all(k.endswith("_") for k in added)
+
+
+def test_pickle_round_trip_predicts_the_same(fitted, toy):
+    X, _ = toy
+    restored = pickle.loads(pickle.dumps(fitted))
+    for a, b in zip(fitted.predict(X), restored.predict(X)):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(fitted.predict_marginals(X), restored.predict_marginals(X)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_clone_and_params(fitted):
+    copy = clone(fitted)
+    assert copy.get_params() == fitted.get_params()
+    assert not hasattr(copy, "coef_")
+    copy.set_params(alpha=3.0, l1_ratio=0.5)
+    assert copy.alpha == 3.0 and copy.l1_ratio == 0.5
+
+
+@pytest.mark.parametrize("method", ["predict", "predict_marginals", "score"])
+def test_unfitted_raises_not_fitted(method, toy):
+    X, y = toy
+    args = (X, y) if method == "score" else (X,)
+    with pytest.raises(NotFittedError):
+        getattr(CRFClassifier(), method)(*args)
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_cross_validation_and_grid_search(toy, n_jobs):
+    X, y = toy
+    crf = CRFClassifier(max_iter=30)
+    scores = cross_val_score(crf, X, y, n_jobs=n_jobs)
+    assert scores.shape == (5,) and np.all(scores > 0.5)
+    result = cross_validate(crf, X, y, cv=3, n_jobs=n_jobs, return_train_score=True)
+    assert result["test_score"].shape == (3,) and np.all(result["train_score"] > 0.5)
+    search = GridSearchCV(crf, {"alpha": [0.01, 1.0, 1000.0]}, n_jobs=n_jobs).fit(X, y)
+    # a huge alpha flattens every weight: it cannot win
+    assert search.best_params_["alpha"] != 1000.0
+    assert len(search.predict(X[:2])) == 2
+
+
+def test_grid_search_over_a_vectorizer_pipeline(toy):
+    X, y = toy
+    pipe = make_pipeline(SequenceVectorizer(), CRFClassifier(max_iter=30))
+    search = GridSearchCV(pipe, {"crfclassifier__alpha": [0.1, 1.0]}, cv=3).fit(X, y)
+    assert search.best_score_ > 0.9
+
+
+# --- bad input -------------------------------------------------------------------
+
+@pytest.mark.parametrize("make_input, error, match", [
+    (lambda X, y: (X, y[:-1]), ValueError, r"40 sequences but y has 39"),
+    (lambda X, y: (X, y[:3] + [y[3][:-1]] + y[4:]), ValueError,
+     r"Sequence 3 has \d tokens but \d labels"),
+    (lambda X, y: ([], []), ValueError, "X is empty"),
+    (lambda X, y: ([[]] * 2, [[]] * 2), ValueError, "no tokens"),
+    (lambda X, y: (X, [["N"] * len(s) for s in y]), ValueError, "single class"),
+    (lambda X, y: (X[:2] + [[{"w": "x", "v": float("nan")}]], y[:2] + [["N"]]), ValueError,
+     r"Sequence 2, token 0, feature 'v' has the value nan"),
+    (lambda X, y: ([[{"w": "x"}, {"v": float("inf")}]] + X[1:], [["N", "V"]] + y[1:]),
+     ValueError, r"Sequence 0, token 1, feature 'v' has the value inf"),
+    (lambda X, y: ("not a list", y), TypeError, "list of sequences"),
+    (lambda X, y: (X, y[:5] + [[1] * len(y[5])] + y[6:]), TypeError, "mixes"),
+])
+def test_bad_input_is_named(toy, make_input, error, match):
+    X, y = make_input(*toy)
+    with pytest.raises(error, match=match):
+        CRFClassifier(max_iter=5).fit(X, y)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"alpha": -1.0}, "'alpha' parameter"),
+    ({"l1_ratio": 1.5}, "'l1_ratio' parameter"),
+    ({"l1_ratio": -0.1}, "'l1_ratio' parameter"),
+    ({"max_iter": 0}, "'max_iter' parameter"),
+    ({"solver": "sgd"}, "'solver' parameter"),
+])
+def test_bad_parameters_fail_at_fit(toy, params, match):
+    X, y = toy
+    crf = CRFClassifier(**params)  # __init__ stores, never validates
+    with pytest.raises(ValueError, match=match):
+        crf.fit(X, y)
+
+
+def test_score_checks_lengths(fitted, toy):
+    X, y = toy
+    with pytest.raises(ValueError, match="Sequence 0 has"):
+        fitted.score(X, [y[0][:-1]] + y[1:])
+
+
+def test_sequence_matrix_of_wrong_width_is_refused(fitted):
+    import scipy.sparse as sp
+
+    wrong = SequenceMatrix(sp.csr_matrix((2, fitted.n_features_in_ + 1)), [0, 2])
+    with pytest.raises(ValueError, match="features"):
+        fitted.predict(wrong)

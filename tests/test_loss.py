@@ -1,0 +1,98 @@
+"""The negative log-likelihood against brute force, its gradient against finite differences."""
+
+import numba
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import approx_fprime
+
+from skcrf._loss import NegativeLogLikelihood, StatePairs, unpack
+from tests.naive import enumerate_sequence, path_score
+
+
+def _problem(seed, n_sequences=6, n_features=7, n_classes=3, binary=False, max_length=4):
+    """Random sparse features (lengths 0..max_length), labels and offsets."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, max_length + 1, size=n_sequences)
+    lengths[0], lengths[1] = 1, max_length  # always one length-1 and one full sequence
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n_tokens = int(offsets[-1])
+    dense = (rng.random((n_tokens, n_features)) < 0.4) * (
+        1.0 if binary else rng.normal(size=(n_tokens, n_features)))
+    X = sp.csr_matrix(dense)
+    label_ids = rng.integers(0, n_classes, size=n_tokens)
+    return X, offsets, label_ids, n_classes
+
+
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("every_pair", [False, True])
+def test_loss_equals_brute_force_negative_log_likelihood(binary, every_pair):
+    X, offsets, label_ids, n_classes = _problem(0, binary=binary)
+    pairs = (StatePairs.every(X.shape[1], n_classes) if every_pair
+             else StatePairs.observed(X, label_ids, n_classes))
+    l2 = 0.7
+    loss = NegativeLogLikelihood(X, offsets, label_ids, pairs, l2)
+    w = np.random.default_rng(1).normal(size=loss.n_parameters)
+    pair_weights, transitions, start, end = unpack(w, pairs.n_pairs, n_classes)
+    unary = X @ pairs.to_dense(pair_weights).T
+    expected = 0.5 * l2 * (w @ w)
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        if hi == lo:
+            continue
+        log_z = enumerate_sequence(unary[lo:hi], transitions, start, end)[0]
+        expected += log_z - path_score(unary[lo:hi], transitions, start, end, label_ids[lo:hi])
+    value, _ = loss(w)
+    np.testing.assert_allclose(value, expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_gradient_matches_finite_differences(binary):
+    X, offsets, label_ids, n_classes = _problem(2, binary=binary)
+    loss = NegativeLogLikelihood(X, offsets, label_ids,
+                                 StatePairs.observed(X, label_ids, n_classes), l2=0.3)
+    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
+    _, grad = loss(w)
+    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+
+
+def test_observed_pairs_are_the_feature_label_cooccurrences():
+    X = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]))
+    label_ids = np.array([0, 1, 2])
+    pairs = StatePairs.observed(X, label_ids, 3)
+    found = set(zip(pairs.feature_of_pairs().tolist(), pairs.labels.tolist()))
+    assert found == {(0, 0), (2, 0), (1, 1), (0, 2)}
+    # summed feature values per (label, feature): the one-hot product Y.T @ X
+    one_hot = np.eye(3)[label_ids]
+    np.testing.assert_array_equal(pairs.to_dense(pairs.empirical_counts(X, label_ids)),
+                                  one_hot.T @ X.toarray())
+
+
+def test_at_zero_weights_gradient_is_uniform_expectation_minus_counts():
+    # with w = 0 every label path is equally likely: marginals are 1 / n_classes
+    X, offsets, label_ids, n_classes = _problem(4, binary=True)
+    pairs = StatePairs.every(X.shape[1], n_classes)
+    loss = NegativeLogLikelihood(X, offsets, label_ids, pairs, l2=0.0)
+    _, grad = loss(np.zeros(loss.n_parameters))
+    g_pairs = unpack(grad, pairs.n_pairs, n_classes)[0]
+    uniform = np.asarray(X.sum(axis=0)).ravel()[pairs.feature_of_pairs()] / n_classes
+    counts = unpack(loss.empirical, pairs.n_pairs, n_classes)[0]
+    np.testing.assert_allclose(g_pairs, uniform - counts, atol=1e-12)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+def test_loss_bitwise_identical_for_one_and_two_threads():
+    X, offsets, label_ids, n_classes = _problem(5, n_sequences=300, n_features=40,
+                                                n_classes=5, max_length=20)
+    loss = NegativeLogLikelihood(X, offsets, label_ids,
+                                 StatePairs.observed(X, label_ids, n_classes), l2=0.1)
+    w = np.random.default_rng(6).normal(size=loss.n_parameters)
+    results = []
+    for n_threads in (1, 2):
+        numba.set_num_threads(n_threads)
+        try:
+            results.append(loss(w))
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    assert results[0][0] == results[1][0]
+    assert np.array_equal(results[0][1], results[1][1])
