@@ -1,0 +1,187 @@
+"""Readable tables of the weights of a fitted CRFClassifier.
+
+:func:`state_features` lists the strongest (feature, label) weights,
+:func:`transition_features` the (label, next label) weights, both as lists of
+named tuples: ``print(format_table(rows))`` shows them as text and
+``pandas.DataFrame(rows)`` turns them into a data frame with named columns.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["StateFeature", "Transition", "format_table", "state_features",
+           "transition_features"]
+
+StateFeature = namedtuple("StateFeature", ["feature", "label", "weight"])
+StateFeature.__doc__ = """Weight of one feature for one label (a cell of ``coef_``)."""
+
+Transition = namedtuple("Transition", ["from_label", "to_label", "weight"])
+Transition.__doc__ = """Weight of label ``to_label`` following ``from_label``
+(a cell of ``transition_coef_``)."""
+
+
+def _check_top(top):
+    if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer))
+                            or top < 1):
+        raise ValueError(f"top must be a positive integer or None; got {top!r}.")
+
+
+def _class_indices(crf, classes):
+    """Row indices in ``coef_`` of the requested labels, in the order given."""
+    # tolist() gives Python str / int, so a plain "PER" finds np.str_("PER").
+    index = {label: k for k, label in enumerate(crf.classes_.tolist())}
+    if classes is None:
+        return list(range(len(index)))
+    if isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__"):
+        raise TypeError(f"classes must be a list of labels; got {classes!r}. "
+                        f"Wrap a single label in a list.")
+    missing = [label for label in classes if label not in index]
+    if missing:
+        raise ValueError(f"Unknown label(s) {missing!r}; the model's labels are "
+                         f"{crf.classes_.tolist()!r}.")
+    return [index[label] for label in classes]
+
+
+def _strongest(weights, top):
+    """Indices of the nonzero entries by decreasing absolute value.
+
+    The sort is stable, so equal weights keep their column order and the
+    result does not depend on the platform's sort.
+    """
+    nonzero = np.flatnonzero(weights)
+    order = nonzero[np.argsort(-np.abs(weights[nonzero]), kind="stable")]
+    return order if top is None else order[:top]
+
+
+def state_features(crf, *, top=20, classes=None):
+    """The strongest state weights of each label: (feature, label, weight) rows.
+
+    Parameters
+    ----------
+    crf : CRFClassifier
+        A fitted model.
+    top : int or None, default=20
+        Number of features listed per label, those with the largest absolute
+        weight. None lists every nonzero weight.
+    classes : list of labels, default=None
+        Labels to list, in this order; by default all of ``crf.classes_``.
+
+    Returns
+    -------
+    rows : list of StateFeature
+        Named tuples ``(feature, label, weight)``, grouped by label and, within
+        a label, by decreasing absolute weight. Zero weights (common with L1
+        regularization) are left out.
+
+    Examples
+    --------
+    >>> from skcrf import CRFClassifier
+    >>> from skcrf.inspection import state_features, format_table
+    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]]
+    >>> y = [["DET", "N"], ["DET", "N"]]
+    >>> crf = CRFClassifier(alpha=0.1).fit(X, y)
+    >>> rows = state_features(crf, top=2, classes=["N"])
+    >>> [(row.feature, row.label) for row in rows]
+    [('w=cat', 'N'), ('w=dog', 'N')]
+    >>> rows[0].weight > 0
+    True
+    """
+    check_is_fitted(crf, ["coef_", "classes_", "feature_names_"])
+    _check_top(top)
+    labels = crf.classes_.tolist()
+    names = crf.feature_names_
+    rows = []
+    for k in _class_indices(crf, classes):
+        for j in _strongest(crf.coef_[k], top):
+            rows.append(StateFeature(str(names[j]), labels[k], float(crf.coef_[k, j])))
+    return rows
+
+
+def transition_features(crf, *, top=None):
+    """Transition weights as (from_label, to_label, weight) rows.
+
+    Parameters
+    ----------
+    crf : CRFClassifier
+        A fitted model.
+    top : int or None, default=None
+        Number of transitions listed, those with the largest absolute weight;
+        None lists all of them.
+
+    Returns
+    -------
+    rows : list of Transition
+        Named tuples ``(from_label, to_label, weight)`` by decreasing absolute
+        weight; a forbidden transition (weight ``-inf``) comes first. Zero
+        weights are listed too when ``top`` is None, so that the table is the
+        whole matrix.
+
+    Examples
+    --------
+    >>> from skcrf import CRFClassifier
+    >>> from skcrf.inspection import transition_features
+    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]]
+    >>> y = [["DET", "N"], ["DET", "N"]]
+    >>> crf = CRFClassifier(alpha=0.1).fit(X, y)
+    >>> strongest = transition_features(crf, top=1)[0]
+    >>> strongest.from_label, strongest.to_label, strongest.weight > 0
+    ('DET', 'N', True)
+    """
+    check_is_fitted(crf, ["transition_coef_", "classes_"])
+    _check_top(top)
+    labels = crf.classes_.tolist()
+    weights = crf.transition_coef_
+    n_classes = weights.shape[0]
+    flat = weights.ravel()
+    order = np.argsort(-np.abs(flat), kind="stable")
+    if top is not None:
+        order = order[:top]
+    return [Transition(labels[i // n_classes], labels[i % n_classes], float(flat[i]))
+            for i in order.tolist()]
+
+
+def format_table(rows, *, digits=4):
+    """Align the rows of :func:`state_features` or :func:`transition_features` as text.
+
+    Parameters
+    ----------
+    rows : list of namedtuple
+        Rows of one kind; their field names become the header.
+    digits : int, default=4
+        Digits after the decimal point of float columns.
+
+    Returns
+    -------
+    text : str
+        One header line and one line per row; text columns left-aligned,
+        numbers right-aligned. An empty ``rows`` gives an empty string.
+
+    Examples
+    --------
+    >>> from skcrf.inspection import StateFeature, format_table
+    >>> print(format_table([StateFeature("w=cat", "N", 1.25),
+    ...                     StateFeature("suffix=s", "N", -0.5)], digits=2))
+    feature   label  weight
+    w=cat     N       +1.25
+    suffix=s  N       -0.50
+    """
+    if not rows:
+        return ""
+    header = list(rows[0]._fields)
+    cells = [[_format_cell(value, digits) for value in row] for row in rows]
+    numeric = [isinstance(value, (float, np.floating)) for value in rows[0]]
+    widths = [max(len(line[i]) for line in [header, *cells]) for i in range(len(header))]
+    lines = []
+    for line in [header, *cells]:
+        padded = [cell.rjust(width) if is_number else cell.ljust(width)
+                  for cell, width, is_number in zip(line, widths, numeric)]
+        lines.append("  ".join(padded).rstrip())
+    return "\n".join(lines)
+
+
+def _format_cell(value, digits):
+    if isinstance(value, (float, np.floating)):
+        return f"{value:+.{digits}f}"
+    return str(value)
