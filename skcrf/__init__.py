@@ -1,9 +1,16 @@
 """skcrf: linear-chain conditional random fields for scikit-learn."""
 
 from ._estimator import CRFClassifier
+from ._featurizer import TokenFeaturizer
 from ._sequence_matrix import SequenceMatrix
 from ._vectorizer import SequenceVectorizer
 
 __version__ = "0.1.0"
 
-__all__ = ["CRFClassifier", "SequenceMatrix", "SequenceVectorizer", "__version__"]
+__all__ = [
+    "CRFClassifier",
+    "SequenceMatrix",
+    "SequenceVectorizer",
+    "TokenFeaturizer",
+    "__version__",
+]

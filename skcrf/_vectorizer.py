@@ -1,8 +1,11 @@
 """SequenceVectorizer: DictVectorizer for sequences of per-token feature dicts."""
 
+import gc
 import numbers
 from array import array
 from collections.abc import Mapping
+from contextlib import contextmanager
+from itertools import chain, count, islice
 
 import numpy as np
 import scipy.sparse as sp
@@ -15,20 +18,131 @@ from ._validation import check_sequences
 
 _ITERABLE_VALUES = (list, tuple, set, frozenset)
 
+# The flat path works through the input in runs of about this many tokens.
+_CHUNK_TOKENS = 1 << 15
 
-def _type_error(seq_idx, tok_idx, key, value, why):
-    return TypeError(
-        f"Sequence {seq_idx}, token {tok_idx}, feature {key!r}: {why} "
-        f"(got {type(value).__name__} {value!r:.60}). Feature values must be str, "
-        f"a real number, a bool, or a list/tuple/set of str.")
+# The flat path numbers (key, value) pairs with a dense lookup table over all
+# key ids x value ids when that table has at most this many entries more than
+# twice the number of feature values; beyond it, it sorts the pair codes.
+_MAX_EXTRA_TABLE_SIZE = 1 << 20
+
+
+class FeatureValueError(TypeError):
+    """A feature value breaks the value rules; it knows where it was found.
+
+    ``sequence``, ``token`` and ``key`` locate the value, so a caller that
+    vectorized something other than the user's own sequences (such as
+    :class:`TokenFeaturizer` with the dicts of its ``custom`` callable) can
+    re-raise the error at the user's position with :meth:`relocated`.
+    """
+
+    def __init__(self, sequence, token, key, value, why):
+        self.sequence = sequence
+        self.token = token
+        self.key = key
+        self.value = value
+        self.why = why
+        super().__init__(
+            f"Sequence {sequence}, token {token}, feature {key!r}: {why} "
+            f"(got {type(value).__name__} {value!r:.60}). Feature values must be str, "
+            f"a real number, a bool, or a list/tuple/set of str.")
+
+    def relocated(self, sequence, token):
+        """The same error, reported at another sequence and token."""
+        return FeatureValueError(sequence, token, self.key, self.value, self.why)
 
 
 def _vectorize(X, vocabulary, grow, separator):
-    """One pass over ``X``: CSR arrays over all tokens and sequence offsets.
+    """CSR arrays of ``X`` over all tokens, and the sequence offsets.
 
-    With ``grow`` true, unseen feature names are appended to ``vocabulary``;
-    otherwise they are dropped. Zero-valued numeric features register their name
-    but store nothing, as an explicit zero would change nothing but the cost.
+    With ``grow`` true, unseen feature names are appended to ``vocabulary`` in
+    order of first occurrence; otherwise they are dropped. Zero-valued numeric
+    features register their name but store nothing, as an explicit zero would
+    change nothing but the cost.
+
+    Plain dicts of scalar values take the flat path (:func:`_vectorize_flat`,
+    about 1.5x faster); anything else, errors included, goes through
+    :func:`_vectorize_loop`, which defines the output.
+
+    Returns
+    -------
+    data : ndarray of float64
+    indices : ndarray of int64
+    indptr : ndarray of int64 of shape (n_tokens + 1,)
+    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    """
+    n_known = len(vocabulary)
+    with _collector_paused():
+        arrays = _vectorize_chunks(X, vocabulary, grow, separator)
+    if arrays is None:
+        # forget the names a partial flat pass added, then start over
+        for name in list(islice(vocabulary, n_known, None)):
+            del vocabulary[name]
+        arrays = _vectorize_loop(X, vocabulary, grow, separator)
+    return arrays
+
+
+def _vectorize_chunks(X, vocabulary, grow, separator):
+    """:func:`_vectorize_flat` over runs of about ``_CHUNK_TOKENS`` tokens.
+
+    The flat path makes several passes over lists of every value; on chunks,
+    those lists stay in cache (esp.train: 1.3 s instead of 2.4 s in one piece).
+    Chunks run in order, so a growing vocabulary still numbers names in order
+    of first occurrence. Returns None if a chunk needs the loop.
+    """
+    lengths = np.fromiter(map(len, X), dtype=np.int64, count=len(X))
+    ends = np.searchsorted(np.cumsum(lengths),
+                           np.arange(_CHUNK_TOKENS, lengths.sum(), _CHUNK_TOKENS))
+    bounds = np.unique(np.concatenate([[0], ends + 1, [len(X)]]).clip(0, len(X)))
+    sequences = iter(X)
+    parts = []
+    for n_sequences in np.diff(bounds).tolist():
+        part = _vectorize_flat(list(islice(sequences, n_sequences)), vocabulary, grow,
+                               separator)
+        if part is None:
+            return None
+        parts.append(part)
+    if not parts:  # no sequences at all
+        return _vectorize_flat([], vocabulary, grow, separator)
+    return _concatenate_chunks(parts)
+
+
+def _concatenate_chunks(parts):
+    """Join the (data, indices, indptr, offsets) of consecutive chunks."""
+    data = np.concatenate([part[0] for part in parts])
+    indices = np.concatenate([part[1] for part in parts])
+    nnz_before = np.cumsum([0] + [part[2][-1] for part in parts[:-1]])
+    indptr = np.concatenate([[0]] + [part[2][1:] + shift
+                                     for part, shift in zip(parts, nnz_before.tolist())])
+    tokens_before = np.cumsum([0] + [part[3][-1] for part in parts[:-1]])
+    offsets = np.concatenate([[0]] + [part[3][1:] + shift
+                                      for part, shift in zip(parts, tokens_before.tolist())])
+    return data, indices, indptr.astype(np.int64), offsets.astype(np.int64)
+
+
+@contextmanager
+def _collector_paused():
+    """Pause the cyclic garbage collector, restoring its state afterwards.
+
+    The flat path allocates one small tuple per token while the caller holds
+    hundreds of thousands of feature dicts; every collection those allocations
+    trigger would traverse all of the caller's dicts, for nothing (tuples of
+    str form no cycles). On esp.train this was a third of the flat path's time.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _vectorize_loop(X, vocabulary, grow, separator):
+    """The reference implementation of :func:`_vectorize`, one value at a time.
+
+    It handles every input, raises the errors that name the sequence, token and
+    key, and defines the output :func:`_vectorize_flat` must reproduce.
     """
     indices = array("q")
     values = array("d")
@@ -52,9 +166,10 @@ def _vectorize(X, vocabulary, grow, separator):
                     number = value
                 elif kind in _ITERABLE_VALUES:
                     for item in value:
-                        if type(item) is not str and not isinstance(item, str):
-                            raise _type_error(seq_idx, tok_idx, key, value,
-                                              "a list/tuple/set value may hold only str")
+                        if not isinstance(item, str):
+                            raise FeatureValueError(
+                                seq_idx, tok_idx, key, value,
+                                "a list/tuple/set value may hold only str")
                         name = f"{key}{separator}{item}"
                         idx = get(name)
                         if idx is None:
@@ -64,17 +179,8 @@ def _vectorize(X, vocabulary, grow, separator):
                         indices.append(idx)
                         values.append(1.0)
                     continue
-                elif isinstance(value, str):
-                    name = f"{key}{separator}{value}"
-                    number = 1.0
-                elif isinstance(value, numbers.Real):
-                    name = key
-                    number = float(value)
-                elif isinstance(value, Mapping):
-                    raise _type_error(seq_idx, tok_idx, key, value,
-                                      "nested mappings are not supported; flatten them")
                 else:
-                    raise _type_error(seq_idx, tok_idx, key, value, "unsupported type")
+                    name, number = _scalar_feature(seq_idx, tok_idx, key, value, separator)
                 idx = get(name)
                 if idx is None:
                     if not grow:
@@ -90,6 +196,153 @@ def _vectorize(X, vocabulary, grow, separator):
             np.frombuffer(indptr, dtype=np.int64), np.frombuffer(offsets, dtype=np.int64))
 
 
+def _scalar_feature(seq_idx, tok_idx, key, value, separator):
+    """(name, number) of a value whose type is not exactly str, float, int or bool."""
+    if isinstance(value, str):
+        return f"{key}{separator}{value}", 1.0
+    if isinstance(value, (numbers.Real, np.bool_)):
+        return key, float(value)
+    if isinstance(value, Mapping):
+        raise FeatureValueError(seq_idx, tok_idx, key, value,
+                                "nested mappings are not supported; flatten them")
+    raise FeatureValueError(seq_idx, tok_idx, key, value, "unsupported type")
+
+
+def _is_scalar_type(kind):
+    """Whether :func:`_vectorize_loop` maps every value of this type to one feature."""
+    return issubclass(kind, (str, numbers.Real, np.bool_))
+
+
+def _vectorize_flat(X, vocabulary, grow, separator):
+    """:func:`_vectorize` for plain dicts of scalars, or None for anything else.
+
+    The per-value work is a handful of C-level passes (flatten keys and values,
+    number them with dicts); Python code runs once per distinct (key, value)
+    pair, not once per value. Lists, sets, non-dict tokens and invalid values
+    return None, leaving them (and their error messages) to the loop.
+    """
+    tokens = list(chain.from_iterable(X))
+    if not tokens:
+        offsets = np.zeros(len(X) + 1, dtype=np.int64)
+        return (np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                offsets)
+    if set(map(type, tokens)) != {dict}:
+        return None
+    values = list(chain.from_iterable(map(dict.values, tokens)))
+    # every value type must be a scalar, so that values that compare equal
+    # (1, 1.0 and True) may share a number without changing the result
+    if not all(map(_is_scalar_type, set(map(type, values)))):
+        return None
+    key_ids, distinct_keys, items_per_token = _key_ids(tokens)
+    value_ids, distinct_values = _factorize(values)
+    n_values = len(distinct_values)
+    pair_codes, pair_ids = _number_pairs(key_ids * n_values + value_ids,
+                                         len(distinct_keys) * n_values)
+
+    # the distinct pairs, in order of first occurrence so a growing
+    # vocabulary numbers names exactly as the loop does
+    order = _first_occurrence_order(pair_ids, pair_codes.shape[0]) if grow else None
+    pair_keys = (pair_codes // n_values).tolist()
+    pair_values = (pair_codes % n_values).tolist()
+    names = []
+    numbers_ = np.empty(pair_codes.shape[0], dtype=np.float64)
+    for j, (k, v) in enumerate(zip(pair_keys, pair_values)):
+        key, value = distinct_keys[k], distinct_values[v]
+        kind = type(value)
+        if kind is str:
+            names.append(f"{key}{separator}{value}")
+            numbers_[j] = 1.0
+        elif kind is float or kind is int or kind is bool:
+            names.append(key)
+            numbers_[j] = value
+        else:
+            name, numbers_[j] = _scalar_feature(None, None, key, value, separator)
+            names.append(name)
+    columns = _name_columns(names, order, vocabulary, grow)
+
+    indices = columns[pair_ids]
+    data = numbers_[pair_ids]
+    kept = (indices >= 0) & (data != 0)
+    kept_before = np.zeros(kept.shape[0] + 1, dtype=np.int64)
+    np.cumsum(kept, out=kept_before[1:])
+    token_starts = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(items_per_token, out=token_starts[1:])
+    offsets = np.zeros(len(X) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, X), dtype=np.int64, count=len(X)), out=offsets[1:])
+    return data[kept], indices[kept], kept_before[token_starts], offsets
+
+
+def _factorize(objects):
+    """Integer codes of hashable objects and the distinct ones in first-seen order.
+
+    One C-level pass: ``dict.setdefault`` with a running counter returns, for
+    each object, the position where it was first seen.
+    """
+    first_seen = {}
+    positions = np.fromiter(map(first_seen.setdefault, objects, count()),
+                            dtype=np.int64, count=len(objects))
+    distinct_positions = np.fromiter(first_seen.values(), dtype=np.int64,
+                                     count=len(first_seen))
+    code_of_position = np.empty(len(objects), dtype=np.int64)
+    code_of_position[distinct_positions] = np.arange(len(first_seen))
+    return code_of_position[positions], list(first_seen)
+
+
+def _key_ids(tokens):
+    """Key id of every value of every token, the distinct keys, and the value counts.
+
+    Tokens mostly share a few layouts (the same keys in the same order), so the
+    keys are numbered once per distinct layout and spread to the tokens with
+    numpy, instead of hashing every key of every token.
+    """
+    layout_ids, layouts = _factorize(list(map(tuple, tokens)))
+    layout_key_ids, distinct_keys = _factorize(list(chain.from_iterable(layouts)))
+    layout_lengths = np.fromiter(map(len, layouts), dtype=np.int64, count=len(layouts))
+    layout_starts = np.cumsum(layout_lengths) - layout_lengths
+    items_per_token = layout_lengths[layout_ids]
+    token_starts = np.cumsum(items_per_token) - items_per_token
+    # value j of token t is key layout_key_ids[layout_starts[layout of t] + j - token_starts[t]]
+    shift = np.repeat(layout_starts[layout_ids] - token_starts, items_per_token)
+    key_ids = layout_key_ids[np.arange(shift.shape[0]) + shift]
+    return key_ids, distinct_keys, items_per_token
+
+
+def _number_pairs(codes, n_codes):
+    """Distinct codes (sorted) and the index of each code among them."""
+    if n_codes <= 2 * codes.shape[0] + _MAX_EXTRA_TABLE_SIZE:
+        used = np.zeros(n_codes, dtype=bool)
+        used[codes] = True
+        distinct = np.flatnonzero(used)
+        index = np.empty(n_codes, dtype=np.int64)
+        index[distinct] = np.arange(distinct.shape[0])
+        return distinct, index[codes]
+    return np.unique(codes, return_inverse=True)
+
+
+def _first_occurrence_order(ids, n_ids):
+    """The ids ``0..n_ids-1`` ordered by their first position in ``ids``."""
+    first = np.full(n_ids, ids.shape[0], dtype=np.int64)
+    np.minimum.at(first, ids, np.arange(ids.shape[0]))
+    return np.argsort(first, kind="stable")
+
+
+def _name_columns(names, order, vocabulary, grow):
+    """Column of each name (-1 if unknown and not ``grow``), growing ``vocabulary``."""
+    get = vocabulary.get
+    columns = np.empty(len(names), dtype=np.int64)
+    if grow:
+        for j in order.tolist():
+            name = names[j]
+            idx = get(name)
+            if idx is None:
+                idx = vocabulary[name] = len(vocabulary)
+            columns[j] = idx
+    else:
+        columns[:] = np.fromiter((get(name, -1) for name in names), dtype=np.int64,
+                                 count=len(names))
+    return columns
+
+
 class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Turn sequences of per-token feature dicts into one sparse matrix.
 
@@ -98,8 +351,11 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     a list of dicts mapping feature names to values.
 
     - a ``str`` value gives the one-hot feature ``name=value`` (see ``separator``);
-    - a number or ``bool`` gives the real-valued feature ``name``;
+    - a real number or a ``bool`` gives the real-valued feature ``name``;
     - a list, tuple or set of ``str`` gives one one-hot feature per item.
+
+    Any other value (None, a nested mapping, ...) raises a ``TypeError`` naming
+    the sequence, the token and the key.
 
     ``X`` may also be a :class:`SequenceMatrix` with ``feature_names`` (what
     :class:`TokenFeaturizer` emits): its columns are then matched to the fitted
@@ -115,10 +371,12 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     separator : str, default="="
         Put between a feature name and a string value.
     sort : bool, default=True
-        Whether ``feature_names_`` and the columns are sorted by name.
+        Whether ``feature_names_`` and the columns are sorted by name; if False
+        they follow the order in which ``fit`` first met them.
     min_freq : int, default=1
-        Keep only features that occur in at least this many tokens of the
-        training data (CRFsuite's ``feature.minfreq``).
+        Keep only features that are non-zero in at least this many tokens of
+        the training data (CRFsuite's ``feature.minfreq``). With the default,
+        every name met in ``fit`` is kept, even one whose values were all zero.
 
     Attributes
     ----------
@@ -126,6 +384,11 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Feature name to column index.
     feature_names_ : list of str
         Column index to feature name.
+
+    See Also
+    --------
+    sklearn.feature_extraction.DictVectorizer : The same for single samples.
+    TokenFeaturizer : Features straight from raw tokens, without dicts.
 
     Examples
     --------
@@ -138,6 +401,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     >>> Xt[0].toarray()
     array([[0., 0., 1., 0.],
            [5., 0., 0., 1.]])
+    >>> vec.transform([[{"word": "world", "unseen": 1.0}]])[0].toarray()
+    array([[0., 0., 0., 1.]])
     """
 
     _parameter_constraints = {
@@ -158,12 +423,15 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Parameters
         ----------
-        X : list of sequences of dict
-        y : ignored
+        X : list of sequences of dict, or SequenceMatrix with feature_names
+            Token feature dicts, or the output of :class:`TokenFeaturizer`.
+        y : None
+            Ignored.
 
         Returns
         -------
         self : SequenceVectorizer
+            The fitted vectorizer.
         """
         self.fit_transform(X)
         return self
@@ -173,37 +441,46 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Parameters
         ----------
-        X : list of sequences of dict
-        y : ignored
+        X : list of sequences of dict, or SequenceMatrix with feature_names
+            Token feature dicts, or the output of :class:`TokenFeaturizer`.
+        y : None
+            Ignored.
 
         Returns
         -------
         Xt : SequenceMatrix
+            One row per token, one column per kept feature name.
         """
         self._validate_params()
         X = check_sequences(X)
         if isinstance(X, SequenceMatrix):
             data, indices, indptr, offsets = _named_matrix_arrays(X)
-            names = np.asarray(X.feature_names, dtype=object)
+            # distinct columns may share a name: give them one column
+            name_ids, names = _factorize(list(X.feature_names))
+            indices = name_ids[indices]
         else:
             vocabulary = {}
             data, indices, indptr, offsets = _vectorize(X, vocabulary, True, self.separator)
-            names = np.array(list(vocabulary), dtype=object)
-        keep = np.ones(len(names), dtype=bool)
+            names = list(vocabulary)
         if self.min_freq > 1:
+            # count tokens, not entries: merge the repeats of a list value first
+            merged = _csr(data, indices, indptr, len(names), np.float64)
+            data, indices, indptr = merged.data, merged.indices, merged.indptr
             keep = np.bincount(indices, minlength=len(names)) >= self.min_freq
-        order = np.flatnonzero(keep)
+            order = np.flatnonzero(keep)
+        else:
+            order = np.arange(len(names))
         if self.sort:
-            order = order[np.argsort(names[order].astype(str), kind="stable")]
-        # column remap: old index -> new index, -1 for dropped features
-        remap = np.full(len(names), -1, dtype=np.int64)
-        remap[order] = np.arange(order.shape[0])
-        self.feature_names_ = names[order].tolist()
+            # Python's sort: no fixed-width copy of every name, as numpy's would make
+            text = list(map(str, names))
+            order = np.asarray(sorted(order.tolist(), key=text.__getitem__), dtype=np.int64)
+        self.feature_names_ = [names[i] for i in order.tolist()]
         self.vocabulary_ = {name: i for i, name in enumerate(self.feature_names_)}
         if order.shape[0] != len(names) or self.sort:
-            indices = remap[indices]
-            if not keep.all():
-                data, indices, indptr = _drop_columns(data, indices, indptr)
+            # column remap: old index -> new index, -1 for dropped features
+            remap = np.full(len(names), -1, dtype=np.int64)
+            remap[order] = np.arange(order.shape[0])
+            data, indices, indptr = _drop_columns(data, remap[indices], indptr)
         return self._to_matrix(data, indices, indptr, offsets)
 
     def transform(self, X):
@@ -211,11 +488,13 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Parameters
         ----------
-        X : list of sequences of dict
+        X : list of sequences of dict, or SequenceMatrix with feature_names
+            Token feature dicts, or the output of :class:`TokenFeaturizer`.
 
         Returns
         -------
         Xt : SequenceMatrix
+            One row per token, the columns of ``feature_names_``.
         """
         check_is_fitted(self, "vocabulary_")
         X = check_sequences(X)
@@ -225,8 +504,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             get = self.vocabulary_.get
             remap = np.fromiter((get(name, -1) for name in X.feature_names),
                                 dtype=np.int64, count=X.n_features)
-            indices = remap[indices]
-            data, indices, indptr = _drop_columns(data, indices, indptr)
+            data, indices, indptr = _drop_columns(data, remap[indices], indptr)
         else:
             data, indices, indptr, offsets = _vectorize(X, self.vocabulary_, False,
                                                         self.separator)
@@ -237,21 +515,19 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
         Parameters
         ----------
-        input_features : ignored
+        input_features : None
+            Ignored.
 
         Returns
         -------
         feature_names_out : ndarray of str objects
+            ``feature_names_`` as an array.
         """
         check_is_fitted(self, "feature_names_")
         return np.asarray(self.feature_names_, dtype=object)
 
     def _to_matrix(self, data, indices, indptr, offsets):
-        matrix = sp.csr_matrix(
-            (data.astype(self.dtype), indices.astype(np.int32, copy=False), indptr),
-            shape=(indptr.shape[0] - 1, len(self.feature_names_)))
-        # a list value may repeat an item: merge the duplicates it made
-        matrix.sum_duplicates()
+        matrix = _csr(data, indices, indptr, len(self.feature_names_), self.dtype)
         return SequenceMatrix(matrix, offsets, self.get_feature_names_out())
 
     def __sklearn_tags__(self):
@@ -259,6 +535,16 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         tags.input_tags.two_d_array = False
         tags.input_tags.dict = True
         return tags
+
+
+def _csr(data, indices, indptr, n_columns, dtype):
+    """A canonical CSR matrix: sorted column indices, repeats summed."""
+    matrix = sp.csr_matrix(
+        (data.astype(dtype, copy=False), indices.astype(np.int32, copy=False), indptr),
+        shape=(indptr.shape[0] - 1, n_columns))
+    # a list value may repeat an item, and two keys may make the same name
+    matrix.sum_duplicates()
+    return matrix
 
 
 def _named_matrix_arrays(X):
@@ -275,6 +561,8 @@ def _named_matrix_arrays(X):
 def _drop_columns(data, indices, indptr):
     """Remove the entries whose column index is -1 from CSR arrays."""
     kept = indices >= 0
+    if kept.all():
+        return data, indices, indptr
     kept_before = np.zeros(kept.shape[0] + 1, dtype=np.int64)
     np.cumsum(kept, out=kept_before[1:])
     return data[kept], indices[kept], kept_before[indptr]

@@ -1,0 +1,770 @@
+"""TokenFeaturizer: window features straight from raw token sequences.
+
+The fast path builds no per-token dict. It numbers the distinct values of each
+token column once (a few tens of thousands of words for a few hundred thousand
+tokens), computes every feature once per distinct value into a small sparse
+table, and gathers table rows for all tokens with numpy: a context offset is a
+shift of those row numbers within each sequence.
+"""
+
+import re
+from collections.abc import Mapping
+from itertools import chain
+from operator import itemgetter
+from numbers import Integral
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._sequence_matrix import SequenceMatrix
+from ._validation import _locate, check_sequences
+from ._vectorizer import FeatureValueError, _csr, _factorize, _vectorize
+
+
+def _has_digit(word):
+    return any(map(str.isdigit, word))
+
+
+def _has_hyphen(word):
+    return "-" in word
+
+
+_FLAGS = {
+    "isupper": str.isupper,
+    "islower": str.islower,
+    "istitle": str.istitle,
+    "isdigit": str.isdigit,
+    "isalpha": str.isalpha,
+    "hasdigit": _has_digit,
+    "hyphen": _has_hyphen,
+}
+_WORD_FEATURES = ("word", "lower", "prefix", "suffix", "shape", *_FLAGS)
+_RUNS = re.compile(r"(.)\1+", re.DOTALL)
+
+
+def _char_class(char):
+    if char.isupper():
+        return "X"
+    if char.isalpha():
+        return "x"
+    if char.isdigit():
+        return "d"
+    return char
+
+
+def word_shape(word):
+    """Collapsed shape of a word: upper case X, other letters x, digits d.
+
+    Other characters stay as they are, and runs of one symbol shrink to one.
+
+    Parameters
+    ----------
+    word : str
+
+    Returns
+    -------
+    shape : str
+
+    Examples
+    --------
+    >>> from skcrf._featurizer import word_shape
+    >>> word_shape("McDonald's"), word_shape("1990s"), word_shape("U.S."), word_shape("año")
+    ("XxXx'x", 'dx', 'X.X.', 'x')
+    """
+    return _RUNS.sub(r"\1", "".join(map(_char_class, word)))
+
+
+def _shapes(words):
+    """:func:`word_shape` of many words: one ``str.translate`` table for all."""
+    table = {ord(char): _char_class(char) for char in set("".join(words))}
+    return [_RUNS.sub(r"\1", word.translate(table)) for word in words]
+
+
+def _offset_prefix(offset):
+    """Name prefix of the features of the token at ``offset``: '', '-1:', '+2:'."""
+    return f"{offset:+d}:" if offset else ""
+
+
+class _Plan:
+    """What to emit for tokens of ``n_columns`` columns: keys, offsets, names.
+
+    Shared by the fast path and :meth:`TokenFeaturizer.transform_dicts`, so both
+    use the same feature keys.
+    """
+
+    def __init__(self, featurizer, n_columns):
+        f = featurizer
+        if f.word_column >= n_columns:
+            raise ValueError(
+                f"word_column={f.word_column}, but the tokens have {n_columns} "
+                f"column(s).")
+        if f.column_names is None:
+            names = [f"col{c}" for c in range(n_columns)]
+            names[f.word_column] = "word"
+        elif len(f.column_names) != n_columns:
+            raise ValueError(
+                f"column_names has {len(f.column_names)} names, but the tokens have "
+                f"{n_columns} column(s).")
+        else:
+            names = list(f.column_names)
+        if f.columns == "auto":
+            columns = {c: f.window for c in range(n_columns) if c != f.word_column}
+        else:
+            columns = dict(f.columns or {})
+        for c in columns:
+            if c >= n_columns:
+                raise ValueError(
+                    f"columns asks for column {c}, but the tokens have {n_columns} "
+                    f"column(s).")
+        self.word_column = f.word_column
+        self.word_keys = _word_keys(names[f.word_column], f.word_features,
+                                    f.prefixes, f.suffixes)
+        self.context_keys = _word_keys(names[f.word_column], f.context_features,
+                                       f.prefixes, f.suffixes)
+        window = f.window if self.context_keys else 0
+        self.context_offsets = [k for k in range(-window, window + 1) if k]
+        # (column, window, [(prefix length or None, key)]) of the other columns
+        self.columns = [(c, columns[c], _column_keys(names[c], f.column_prefixes))
+                        for c in sorted(columns)]
+        self.bias = f.bias
+        self.boundary = f.boundary
+        max_offset = max([window] + [w for _, w, _ in self.columns])
+        self.marker_offsets = list(range(2, max_offset + 1)) if f.boundary else []
+        self.custom = f.custom
+        self.keys = self._builtin_keys()
+
+    def global_names(self):
+        """Names of the bias and boundary-marker columns, in table order."""
+        names = ["bias", "BOS", "EOS"]
+        for k in self.marker_offsets:
+            names += [f"{-k:+d}:BOS", f"{k:+d}:EOS"]
+        return names
+
+    def _builtin_keys(self):
+        keys = (["bias"] if self.bias else []) + (
+            self.global_names()[1:] if self.boundary else [])
+        keys += [key for _, _, key in self.word_keys]
+        for k in self.context_offsets:
+            keys += [_offset_prefix(k) + key for _, _, key in self.context_keys]
+        for _, window, column_keys in self.columns:
+            for k in range(-window, window + 1):
+                keys += [_offset_prefix(k) + key for _, key in column_keys]
+        seen = set()
+        for key in keys:
+            if key in seen:
+                raise ValueError(
+                    f"Two built-in features share the key {key!r}; give the token "
+                    f"columns distinct column_names.")
+            seen.add(key)
+        return seen
+
+
+def _word_keys(name, features, prefixes, suffixes):
+    """(feature, length, key) of each word feature, in parameter order."""
+    keys = []
+    for feature in features:
+        if feature == "word":
+            keys.append((feature, None, name))
+        elif feature == "lower":
+            keys.append((feature, None, f"{name}.lower"))
+        elif feature == "prefix":
+            keys += [(feature, k, f"{name}[:{k}]") for k in prefixes]
+        elif feature == "suffix":
+            keys += [(feature, k, f"{name}[-{k}:]") for k in suffixes]
+        else:  # shape and the flags
+            keys.append((feature, None, f"{name}.{feature}"))
+    return keys
+
+
+def _column_keys(name, prefixes):
+    """(prefix length or None, key) of the features of another token column."""
+    return [(None, name)] + [(k, f"{name}[:{k}]") for k in prefixes]
+
+
+class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+    """Window features of raw tokens, with no hand-written ``word2features``.
+
+    A token is a ``str`` (the word) or a tuple of str columns such as
+    ``(word, POS)`` as :func:`skcrf.datasets.load_conll` returns them. For each
+    token it emits:
+
+    - ``bias``, and ``BOS`` / ``EOS`` on the first / last token of a sequence;
+    - features of its word (``word_features``): the word as is (``word=The``),
+      lowercased (``word.lower=the``), prefixes (``word[:2]=Th``), suffixes
+      (``word[-3:]=The``), shape (``word.shape=Xx``) and flags
+      (``word.isupper``, ``word.istitle``, ``word.isdigit``, ``word.hyphen``, ...);
+    - features of the words up to ``window`` tokens away
+      (``context_features``), named with the offset: ``-1:word.lower=the``;
+    - the values of the other columns and their prefixes within their own
+      window (``columns``): ``col1=NC``, ``col1[:2]=NC``, ``+1:col1=VMI``;
+    - with ``boundary``, ``-2:BOS`` and ``+2:EOS`` style markers for context
+      offsets beyond 1 that fall outside the sequence;
+    - the features ``custom(token)`` returns.
+
+    With the defaults and ``(word, POS)`` tokens this is the feature set of the
+    sklearn-crfsuite tutorial. Features are computed once per distinct word or
+    column value and gathered for all tokens with numpy, so featurizing costs a
+    small fraction of what building per-token dicts in Python does.
+
+    The output is a :class:`SequenceMatrix` whose ``feature_names`` name its
+    columns; those columns are local to each call, so put a
+    :class:`SequenceVectorizer` after this step to map them to a fixed
+    vocabulary learned in ``fit``.
+
+    Parameters
+    ----------
+    window : int, default=1
+        Context size: ``context_features`` of the words at offsets ``-window``
+        to ``window``, and the default window of the other columns.
+    word_features : tuple of str, default=("lower", "suffix", "isupper", \
+"istitle", "isdigit")
+        Features of a token's own word, any of ``"word"`` (as is), ``"lower"``,
+        ``"prefix"``, ``"suffix"``, ``"shape"`` (see :func:`word_shape`),
+        ``"isupper"``, ``"islower"``, ``"istitle"``, ``"isdigit"``,
+        ``"isalpha"`` (the ``str`` methods), ``"hasdigit"`` and ``"hyphen"``.
+        Flags are emitted only when true.
+    context_features : tuple of str, default=("lower", "isupper", "istitle")
+        The same choices, for the words at the context offsets.
+    prefixes : tuple of int, default=(2, 3)
+        Lengths of the ``"prefix"`` features.
+    suffixes : tuple of int, default=(2, 3)
+        Lengths of the ``"suffix"`` features.
+    word_column : int, default=0
+        Which column of a tuple token holds the word.
+    columns : "auto", dict of int to int, or None, default="auto"
+        The other token columns to use, each with its window: ``{1: 1}`` uses
+        column 1 (POS) at offsets -1, 0 and 1. ``"auto"`` uses every column
+        but the word with ``window``; None uses none.
+    column_prefixes : tuple of int, default=(2,)
+        Lengths of the prefixes of the other columns' values also emitted
+        (``col1[:2]``: coarse POS tags).
+    column_names : tuple of str, default=None
+        Names of the token columns in feature names. None names the word column
+        ``"word"`` and column ``i`` ``"col{i}"``.
+    bias : bool, default=True
+        Emit the constant feature ``bias``, giving each label a bias weight.
+    boundary : bool, default=True
+        Emit ``BOS`` on the first token, ``EOS`` on the last, and the markers
+        of context offsets beyond the sequence.
+    custom : callable, default=None
+        ``custom(token)`` returns a dict of extra features of that token (value
+        rules as in :class:`SequenceVectorizer`; keys must differ from the
+        built-in ones). It is called once per distinct token, so it must
+        depend on the token only. Tokens made of lists are passed as tuples.
+
+    See Also
+    --------
+    SequenceVectorizer : Maps these features to fixed columns; put it next.
+    skcrf.datasets.load_conll : Reads tokens in this form from CoNLL files.
+
+    Examples
+    --------
+    >>> from skcrf._featurizer import TokenFeaturizer
+    >>> X = [[("The", "DT"), ("cat", "NN")]]
+    >>> featurizer = TokenFeaturizer(word_features=("lower",),
+    ...                              context_features=(), column_prefixes=())
+    >>> featurizer.transform_dicts(X)[0][0]
+    {'bias': 1.0, 'BOS': True, 'word.lower': 'the', 'col1': 'DT', '+1:col1': 'NN'}
+    >>> Xt = featurizer.fit_transform(X)
+    >>> Xt
+    SequenceMatrix(n_sequences=1, n_tokens=2, n_features=9, nnz=10)
+    >>> sorted(Xt.feature_names[Xt[0][0].indices])
+    ['+1:col1=NN', 'BOS', 'bias', 'col1=DT', 'word.lower=the']
+
+    In a pipeline, with the vocabulary learned by :class:`SequenceVectorizer`:
+
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from skcrf import CRFClassifier, SequenceVectorizer
+    >>> pipe = make_pipeline(TokenFeaturizer(), SequenceVectorizer(),
+    ...                      CRFClassifier(alpha=0.1))
+    >>> y = [["DET", "NOUN"]]
+    >>> [labels.tolist() for labels in pipe.fit(X, y).predict(X)]
+    [['DET', 'NOUN']]
+    """
+
+    _parameter_constraints = {
+        "window": [Interval(Integral, 0, None, closed="left")],
+        "word_features": [tuple, list],
+        "context_features": [tuple, list],
+        "prefixes": [tuple, list],
+        "suffixes": [tuple, list],
+        "word_column": [Interval(Integral, 0, None, closed="left")],
+        "columns": [StrOptions({"auto"}), dict, None],
+        "column_prefixes": [tuple, list],
+        "column_names": [tuple, list, None],
+        "bias": ["boolean"],
+        "boundary": ["boolean"],
+        "custom": [callable, None],
+    }
+
+    def __init__(self, *, window=1,
+                 word_features=("lower", "suffix", "isupper", "istitle", "isdigit"),
+                 context_features=("lower", "isupper", "istitle"), prefixes=(2, 3),
+                 suffixes=(2, 3), word_column=0, columns="auto", column_prefixes=(2,),
+                 column_names=None, bias=True, boundary=True, custom=None):
+        self.window = window
+        self.word_features = word_features
+        self.context_features = context_features
+        self.prefixes = prefixes
+        self.suffixes = suffixes
+        self.word_column = word_column
+        self.columns = columns
+        self.column_prefixes = column_prefixes
+        self.column_names = column_names
+        self.bias = bias
+        self.boundary = boundary
+        self.custom = custom
+
+    def fit(self, X, y=None):
+        """Check the parameters; the featurizer learns nothing from data.
+
+        Parameters
+        ----------
+        X : list of sequences of tokens
+            Ignored.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : TokenFeaturizer
+            The featurizer.
+        """
+        self._check_params()
+        return self
+
+    def transform(self, X):
+        """Features of every token of every sequence, as one sparse matrix.
+
+        Parameters
+        ----------
+        X : list of sequences of tokens
+            A token is a str (the word) or a tuple of str columns, the same
+            form for every token.
+
+        Returns
+        -------
+        Xt : SequenceMatrix
+            One row per token; ``feature_names`` names the columns, which are
+            the features present in ``X`` (a vocabulary local to this call).
+        """
+        self._check_params()
+        tokens = _Tokens(X)
+        if tokens.n_tokens == 0:
+            return SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [])
+        return _featurize(_Plan(self, tokens.n_columns), tokens)
+
+    def fit_transform(self, X, y=None):
+        """Check the parameters and return the features of ``X``.
+
+        Parameters
+        ----------
+        X : list of sequences of tokens
+            See :meth:`transform`.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        Xt : SequenceMatrix
+            See :meth:`transform`.
+        """
+        return self.transform(X)
+
+    def transform_dicts(self, X):
+        """The features of :meth:`transform` as per-token dicts, for inspection.
+
+        ``SequenceVectorizer().fit_transform(featurizer.transform_dicts(X))``
+        equals ``SequenceVectorizer().fit_transform(featurizer.transform(X))``.
+        This builds one dict per token in Python: use it to look at features,
+        not to train.
+
+        Parameters
+        ----------
+        X : list of sequences of tokens
+            See :meth:`transform`.
+
+        Returns
+        -------
+        dicts : list of list of dict
+            One dict per token: str values are one-hot features, True flags
+            and the bias (1.0) real-valued ones.
+        """
+        self._check_params()
+        tokens = _Tokens(X)
+        if tokens.n_tokens == 0:
+            return [[] for _ in range(len(tokens.offsets) - 1)]
+        plan = _Plan(self, tokens.n_columns)
+        columns = [tokens.column(c) for c in range(tokens.n_columns)]
+        offsets = tokens.offsets.tolist()
+        return [[_token_dict(plan, tokens.tokens, columns, sequence, start, stop, position)
+                 for position in range(stop - start)]
+                for sequence, (start, stop) in enumerate(zip(offsets[:-1], offsets[1:]))]
+
+    def _check_params(self):
+        self._validate_params()
+        for name in ("word_features", "context_features"):
+            features = getattr(self, name)
+            unknown = [f for f in features if f not in _WORD_FEATURES]
+            if unknown:
+                raise ValueError(
+                    f"{name} holds unknown feature(s) {unknown}; choose from "
+                    f"{list(_WORD_FEATURES)}.")
+            if len(set(features)) != len(features):
+                raise ValueError(f"{name} names a feature twice: {features!r}.")
+        for name in ("prefixes", "suffixes", "column_prefixes"):
+            lengths = getattr(self, name)
+            if (not all(isinstance(k, Integral) and not isinstance(k, bool) and k >= 1
+                        for k in lengths) or len(set(lengths)) != len(lengths)):
+                raise ValueError(
+                    f"{name} must hold distinct positive ints; got {lengths!r}.")
+        if isinstance(self.columns, dict):
+            for column, window in self.columns.items():
+                if not (isinstance(column, Integral) and column >= 0
+                        and isinstance(window, Integral) and window >= 0):
+                    raise ValueError(
+                        f"columns maps column indices to windows, both ints >= 0; got "
+                        f"{column!r}: {window!r}.")
+                if column == self.word_column:
+                    raise ValueError(
+                        f"columns holds the word column {column}; its features are "
+                        f"set by word_features and context_features.")
+        if self.column_names is not None and (
+                not all(isinstance(name, str) for name in self.column_names)
+                or len(set(self.column_names)) != len(self.column_names)):
+            raise ValueError(
+                f"column_names must be distinct str; got {self.column_names!r}.")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.string = True
+        tags.requires_fit = False
+        tags.transformer_tags.preserves_dtype = []
+        return tags
+
+
+class _Tokens:
+    """Validated raw sequences, their tokens numbered by distinct value.
+
+    Checks run on the distinct tokens (a few tens of thousands), not on every
+    token; only when one fails is every token visited, to name the culprit.
+    """
+
+    def __init__(self, X):
+        X = check_sequences(X)
+        if isinstance(X, SequenceMatrix):
+            raise TypeError(
+                "TokenFeaturizer takes raw token sequences (lists of str or of tuples "
+                "of str), not a SequenceMatrix.")
+        self.lengths = np.fromiter(map(len, X), dtype=np.int64, count=len(X))
+        self.offsets = np.zeros(len(X) + 1, dtype=np.int64)
+        np.cumsum(self.lengths, out=self.offsets[1:])
+        self.n_tokens = int(self.offsets[-1])
+        tokens = list(chain.from_iterable(X))
+        try:
+            self.token_ids, self.types = _factorize(tokens)
+        except TypeError:
+            # lists do not hash: as tuples they do, if their items are str
+            _check_tokens(tokens, self.lengths)
+            tokens = list(map(tuple, tokens))
+            self.token_ids, self.types = _factorize(tokens)
+        self.tokens = tokens
+        self.n_columns = 0
+        if self.types:
+            self.n_columns = _check_types(self.types, tokens, self.lengths)
+        self.is_str = isinstance(self.types[0], str) if self.types else True
+
+    def column(self, c):
+        """Column ``c`` of every token, as a list."""
+        return self.tokens if self.is_str else list(map(itemgetter(c), self.tokens))
+
+    def column_codes(self, c):
+        """Code of column ``c`` of every token and its distinct values.
+
+        Numbered over the distinct tokens, then spread to all tokens with numpy.
+        """
+        if self.is_str:
+            return self.token_ids, self.types
+        codes, values = _factorize(list(map(itemgetter(c), self.types)))
+        return codes[self.token_ids], values
+
+
+def _check_types(types, tokens, lengths):
+    """Number of columns of the distinct tokens; raise (naming a token) if bad."""
+    kinds = set(map(type, types))
+    if all(issubclass(kind, str) for kind in kinds):
+        return 1
+    if all(issubclass(kind, (tuple, list)) for kind in kinds):
+        widths = set(map(len, types))
+        if len(widths) == 1 and 0 not in widths and all(
+                issubclass(kind, str) for kind in set(map(type, chain.from_iterable(types)))):
+            return widths.pop()
+    _check_tokens(tokens, lengths)
+    raise AssertionError("a malformed token escaped _check_tokens")  # pragma: no cover
+
+
+def _check_tokens(tokens, lengths):
+    """Raise a TypeError naming the first malformed token, if any.
+
+    A token is a str, or a tuple or list of str, all of one form and width.
+    """
+    first_kind = type(tokens[0])
+    is_str = isinstance(tokens[0], str)
+    width = None if is_str else len(tokens[0]) if isinstance(tokens[0], (tuple, list)) else 0
+    for i, token in enumerate(tokens):
+        kind = type(token)
+        if not isinstance(token, (str, tuple, list)):
+            raise _token_error(lengths, i, f"is a {kind.__name__}; expected a str or a "
+                                           f"tuple of str (word, POS, ...)")
+        if isinstance(token, str) != is_str:
+            raise _token_error(lengths, i, f"is a {kind.__name__}, but the first token "
+                                           f"is a {first_kind.__name__}; all tokens must "
+                                           f"have the same form")
+        if is_str:
+            continue
+        if len(token) != width:
+            raise _token_error(lengths, i, f"has {len(token)} columns, but the first "
+                                           f"token has {width}")
+        if width == 0:
+            raise _token_error(lengths, i, "has no columns")
+        for c, value in enumerate(token):
+            if not isinstance(value, str):
+                raise _token_error(lengths, i, f"has a {type(value).__name__} in column "
+                                               f"{c} ({value!r:.40}); token columns must "
+                                               f"be str")
+
+
+def _token_error(lengths, index, what):
+    sequence, position = _locate(lengths, index)
+    return TypeError(f"Sequence {sequence}, token {position} {what}.")
+
+
+# ---------------------------------------------------------------------------
+# fast path: each feature group is a "slot" holding at most one column per
+# token, computed per distinct value and gathered for all tokens
+
+
+def _featurize(plan, tokens):
+    """The SequenceMatrix of all tokens: slots side by side, then custom features."""
+    n_tokens = tokens.n_tokens
+    position = np.arange(n_tokens) - np.repeat(tokens.offsets[:-1], tokens.lengths)
+    seq_length = np.repeat(tokens.lengths, tokens.lengths)
+    # (column within the slot for each token, -1 for none; names; name prefix)
+    slots = _global_slots(plan, position, seq_length)
+
+    word_ids, words = tokens.column_codes(plan.word_column)
+    for type_columns, names in _word_groups(words, plan.word_keys):
+        slots.append((type_columns[word_ids], names, ""))
+    if plan.context_offsets:
+        groups = _word_groups(words, plan.context_keys)
+        slots += _shifted_slots(groups, word_ids, plan.context_offsets, position,
+                                seq_length)
+    for column, window, column_keys in plan.columns:
+        ids, values = tokens.column_codes(column)
+        groups = [_one_hot_group(key, values if length is None
+                                 else [value[:length] for value in values])
+                  for length, key in column_keys]
+        slots += _shifted_slots(groups, ids, range(-window, window + 1), position,
+                                seq_length)
+    matrix, names = _slots_to_csr(slots, n_tokens)
+
+    if plan.custom is not None:
+        custom_matrix, custom_names = _custom_features(plan, tokens)
+        matrix = sp.hstack([matrix, custom_matrix], format="csr")
+        names += custom_names
+    # a custom feature may be spelled like a built-in one: merge such columns,
+    # as SequenceVectorizer does for the same features given as dicts
+    name_ids, distinct = _factorize(names)
+    if len(distinct) < len(names):
+        matrix = _csr(matrix.data, name_ids[matrix.indices], matrix.indptr,
+                      len(distinct), np.float64)
+    return SequenceMatrix(matrix, tokens.offsets, np.asarray(distinct, dtype=object))
+
+
+def _global_slots(plan, position, seq_length):
+    """Bias, BOS, EOS and the markers of context offsets beyond the sequence."""
+    n_tokens = position.shape[0]
+
+    def flag(where, name):
+        return np.where(where, 0, -1), [name], ""
+
+    slots = [flag(np.full(n_tokens, plan.bias), "bias")]
+    if plan.boundary:
+        slots += [flag(position == 0, "BOS"), flag(position == seq_length - 1, "EOS")]
+    for k in plan.marker_offsets:
+        slots += [flag(position < k, f"{-k:+d}:BOS"),
+                  flag(position >= seq_length - k, f"{k:+d}:EOS")]
+    return slots
+
+
+def _one_hot_group(key, values):
+    """One column ``key=value`` per distinct value, and the column of each value."""
+    codes, distinct = _factorize(values)
+    return codes, [f"{key}={value}" for value in distinct]
+
+
+def _flag_group(key, flags, n):
+    """The single column ``key`` where the flag holds, -1 elsewhere."""
+    return np.where(np.fromiter(flags, dtype=bool, count=n), 0, -1), [key]
+
+
+def _word_groups(words, word_keys):
+    """(column of each distinct word or -1, names) of each word feature."""
+    groups = []
+    for feature, length, key in word_keys:
+        if feature in _FLAGS:
+            groups.append(_flag_group(key, map(_FLAGS[feature], words), len(words)))
+        elif feature == "word":
+            groups.append(_one_hot_group(key, words))
+        elif feature == "lower":
+            groups.append(_one_hot_group(key, list(map(str.lower, words))))
+        elif feature == "prefix":
+            groups.append(_one_hot_group(key, [word[:length] for word in words]))
+        elif feature == "suffix":
+            groups.append(_one_hot_group(key, [word[-length:] for word in words]))
+        else:  # shape
+            groups.append(_one_hot_group(key, _shapes(words)))
+    return groups
+
+
+def _shifted_slots(groups, ids, offsets, position, seq_length):
+    """The groups of the tokens ``k`` places away, for each offset ``k``.
+
+    A position outside the sequence reads an extra "no feature" entry (-1)
+    appended to every group.
+    """
+    n_tokens = ids.shape[0]
+    n_types = groups[0][0].shape[0] if groups else 0
+    padded = [(np.append(type_columns, -1), names) for type_columns, names in groups]
+    slots = []
+    for k in offsets:
+        rows = ids[np.clip(np.arange(n_tokens) + k, 0, max(n_tokens - 1, 0))]
+        rows[(position + k < 0) | (position + k >= seq_length)] = n_types
+        prefix = _offset_prefix(k)
+        slots += [(type_columns[rows], names, prefix) for type_columns, names in padded]
+    return slots
+
+
+def _slots_to_csr(slots, n_tokens):
+    """One CSR matrix of the slots side by side, keeping only the used columns.
+
+    Each slot puts at most one entry in a row, in a column range of its own
+    placed after the previous slot's, so reading the (token, slot) grid row by
+    row yields sorted column indices with no repeats: the CSR is canonical.
+    """
+    widths = [len(names) for _, names, _ in slots]
+    starts = np.cumsum([0] + widths[:-1]).tolist()
+    grid = np.empty((n_tokens, len(slots)), dtype=np.int32)
+    for j, ((columns, _, _), start) in enumerate(zip(slots, starts)):
+        grid[:, j] = np.where(columns >= 0, columns + start, -1)
+    present = grid >= 0
+    indices = grid[present]
+    indptr = np.zeros(n_tokens + 1, dtype=np.int64)
+    np.cumsum(present.sum(axis=1), out=indptr[1:])
+    # keep the columns some token uses (a word may never be a right neighbour)
+    used = np.zeros(sum(widths), dtype=bool)
+    used[indices] = True
+    names = []
+    for (_, slot_names, prefix), start, width in zip(slots, starts, widths):
+        names += [prefix + slot_names[j]
+                  for j in np.flatnonzero(used[start:start + width]).tolist()]
+    new_index = np.cumsum(used) - 1
+    matrix = sp.csr_matrix((np.ones(indices.shape[0]), new_index[indices], indptr),
+                           shape=(n_tokens, len(names)))
+    return matrix, names
+
+
+def _custom_features(plan, tokens):
+    """Features of ``custom(token)``, called once per distinct token."""
+
+    def where_first(type_index):
+        # (sequence, position) of the first token of this type, for errors
+        return _locate(tokens.lengths, int(np.argmax(tokens.token_ids == type_index)))
+
+    dicts = list(map(plan.custom, tokens.types))
+    for j, features in enumerate(dicts):
+        if not isinstance(features, Mapping) or not plan.keys.isdisjoint(features):
+            _check_custom(features, plan.keys, *where_first(j))
+    vocabulary = {}
+    try:
+        data, indices, indptr, _ = _vectorize([dicts], vocabulary, True, "=")
+    except FeatureValueError as error:
+        raise error.relocated(*where_first(error.token)) from None
+    table = _csr(data, indices, indptr, len(vocabulary), np.float64)
+    # every custom name is kept, even one whose values are all zero, as
+    # SequenceVectorizer does for the same features given as dicts
+    return table[tokens.token_ids], list(vocabulary)
+
+
+def _check_custom(features, builtin_keys, sequence, position):
+    """Raise for a custom result that is not a mapping or reuses a built-in key."""
+    if not isinstance(features, Mapping):
+        raise TypeError(
+            f"Sequence {sequence}, token {position}: custom returned a "
+            f"{type(features).__name__}; it must return a dict of features.")
+    clash = sorted(builtin_keys.intersection(features), key=str)
+    if clash:
+        raise ValueError(
+            f"Sequence {sequence}, token {position}: custom returned the built-in "
+            f"feature key(s) {clash}; rename them.")
+
+
+# ---------------------------------------------------------------------------
+# reference path: one dict per token, straight from the definitions
+
+
+def _word_value(feature, length, word):
+    if feature in _FLAGS:
+        return _FLAGS[feature](word)
+    if feature == "word":
+        return word
+    if feature == "lower":
+        return word.lower()
+    if feature == "prefix":
+        return word[:length]
+    if feature == "suffix":
+        return word[-length:]
+    return word_shape(word)
+
+
+def _token_dict(plan, tokens, columns, sequence, start, stop, i):
+    """The features of token ``i`` of sequence ``sequence``, ``tokens[start:stop]``."""
+    n = stop - start
+    features = {}
+    if plan.bias:
+        features["bias"] = 1.0
+    if plan.boundary and i == 0:
+        features["BOS"] = True
+    if plan.boundary and i == n - 1:
+        features["EOS"] = True
+    for k in plan.marker_offsets:
+        if i - k < 0:
+            features[f"{-k:+d}:BOS"] = True
+        if i + k >= n:
+            features[f"{k:+d}:EOS"] = True
+    words = columns[plan.word_column]
+    for offset, word_keys in [(0, plan.word_keys)] + [
+            (k, plan.context_keys) for k in plan.context_offsets]:
+        if 0 <= i + offset < n:
+            prefix = _offset_prefix(offset)
+            word = words[start + i + offset]
+            for feature, length, key in word_keys:
+                value = _word_value(feature, length, word)
+                if value is not False:
+                    features[prefix + key] = value
+    for column, window, column_keys in plan.columns:
+        for offset in range(-window, window + 1):
+            if 0 <= i + offset < n:
+                value = columns[column][start + i + offset]
+                for length, key in column_keys:
+                    features[_offset_prefix(offset) + key] = (
+                        value if length is None else value[:length])
+    if plan.custom is not None:
+        extra = plan.custom(tokens[start + i])
+        if not isinstance(extra, Mapping) or not plan.keys.isdisjoint(extra):
+            _check_custom(extra, plan.keys, sequence, i)
+        features.update(extra)
+    return features

@@ -1,0 +1,145 @@
+"""CoNLL reader and the named corpus loaders."""
+
+from pathlib import Path
+
+import pytest
+
+from skcrf.datasets import get_data_home, load_conll, load_conll2000, load_conll2002
+from tests.conftest import data_home
+
+TEXT = """-DOCSTART- -X- O
+
+EU NNP B-ORG
+rejects VBZ O
+German JJ B-MISC
+
+
+Peter NNP B-PER
+-DOCSTART- -X- O
+Año NC O
+"""
+
+
+def write(tmp_path, text, name="data.txt", encoding="utf-8", newline=None):
+    path = tmp_path / name
+    with open(path, "w", encoding=encoding, newline=newline) as handle:
+        handle.write(text)
+    return path
+
+
+def test_sequences_labels_and_docstart(tmp_path):
+    X, y = load_conll(write(tmp_path, TEXT))
+    assert X == [[("EU", "NNP"), ("rejects", "VBZ"), ("German", "JJ")], [("Peter", "NNP")],
+                 [("Año", "NC")]]
+    assert y == [["B-ORG", "O", "B-MISC"], ["B-PER"], ["O"]]
+
+
+def test_columns_and_label_column(tmp_path):
+    path = write(tmp_path, TEXT)
+    X, y = load_conll(path, columns=[0])
+    assert X[0] == ["EU", "rejects", "German"] and y[0] == ["B-ORG", "O", "B-MISC"]
+    X, y = load_conll(path, columns=[1, 0], label_column=None)
+    assert X[1] == [("NNP", "Peter")] and y is None
+    X, y = load_conll(path, label_column=1)
+    assert X[0][0] == ("EU", "B-ORG") and y[0] == ["NNP", "VBZ", "JJ"]
+    X, y = load_conll(path, columns=[-3], label_column=-2)
+    assert X[2] == ["Año"] and y[2] == ["NC"]
+
+
+def test_windows_line_ends_and_missing_final_newline(tmp_path):
+    path = write(tmp_path, "a X B\r\nb Y O\r\n\r\nc Z O", newline="")
+    assert load_conll(path) == ([[("a", "X"), ("b", "Y")], [("c", "Z")]], [["B", "O"], ["O"]])
+
+
+def test_separator_keeps_spaces_inside_columns(tmp_path):
+    path = write(tmp_path, "New York\tNNP\tB-LOC\ncity\tNN\tO\n \nx\tNN\tO\n")
+    X, y = load_conll(path, separator="\t")
+    assert X == [[("New York", "NNP"), ("city", "NN")], [("x", "NN")]]
+    assert y == [["B-LOC", "O"], ["O"]]
+
+
+def test_other_encodings(tmp_path):
+    path = write(tmp_path, "España NP B-LOC\n", encoding="latin-1")
+    with pytest.raises(UnicodeDecodeError):
+        load_conll(path)
+    assert load_conll(path, encoding="latin-1")[0] == [[("España", "NP")]]
+
+
+def test_empty_file(tmp_path):
+    assert load_conll(write(tmp_path, "\n\n")) == ([], [])
+    assert load_conll(write(tmp_path, ""), label_column=None) == ([], None)
+
+
+@pytest.mark.parametrize("text, kwargs, match", [
+    ("a X O\nb Y\n", {}, r"data.txt, line 2: expected 3 columns as on line 1, found 2"),
+    ("a X O\n\nb Y O extra\n", {}, r"line 3: expected 3 columns as on line 1, found 4"),
+    ("a X O\n", {"label_column": 3}, r"line 1: label_column 3 does not exist; the line has 3"),
+    ("a X O\n", {"columns": [0, 5]}, r"line 1: token column 5 does not exist"),
+    ("a\n", {}, r"line 1: no token columns left"),
+])
+def test_malformed_files_name_the_file_and_line(tmp_path, text, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        load_conll(write(tmp_path, text), **kwargs)
+
+
+def test_get_data_home(monkeypatch, tmp_path):
+    assert get_data_home(tmp_path) == tmp_path
+    monkeypatch.setenv("SKCRF_DATA", str(tmp_path / "env"))
+    assert get_data_home() == tmp_path / "env"
+    monkeypatch.delenv("SKCRF_DATA")
+    assert get_data_home() == Path("..") / "shared" / "data"
+
+
+def test_named_loaders_read_the_data_home(monkeypatch, tmp_path):
+    (tmp_path / "conll2000").mkdir()
+    (tmp_path / "conll2002").mkdir()
+    write(tmp_path / "conll2000", "He PRP B-NP\nran VBD B-VP\n", "test.txt")
+    # the original Spanish release is Latin-1: the loader falls back to it
+    write(tmp_path / "conll2002", "España NP B-LOC\n", "esp.testa", encoding="latin-1")
+    assert load_conll2000("test", data_home=tmp_path) == (
+        [[("He", "PRP"), ("ran", "VBD")]], [["B-NP", "B-VP"]])
+    monkeypatch.setenv("SKCRF_DATA", str(tmp_path))
+    assert load_conll2002("testa") == ([[("España", "NP")]], [["B-LOC"]])
+
+
+def test_named_loaders_errors(tmp_path):
+    with pytest.raises(ValueError, match=r"subset must be one of \['test', 'train'\]"):
+        load_conll2000("dev", data_home=tmp_path)
+    with pytest.raises(ValueError, match=r"subset must be one of \['testa', 'testb', 'train'\]"):
+        load_conll2002("test", data_home=tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"esp.train not found. Point SKCRF_DATA"):
+        load_conll2002("train", data_home=tmp_path)
+
+
+def real_corpus(loader, subset):
+    try:
+        return loader(subset, data_home=data_home())
+    except FileNotFoundError as exc:
+        pytest.skip(f"corpus not available: {exc}")
+
+
+@pytest.mark.parametrize("subset, n_sequences, n_tokens", [
+    ("train", 8323, 264715), ("testa", 1915, 52923), ("testb", 1517, 51533)])
+def test_conll2002_spanish(subset, n_sequences, n_tokens):
+    X, y = real_corpus(load_conll2002, subset)
+    assert len(X) == len(y) == n_sequences
+    assert sum(map(len, X)) == n_tokens
+    assert all(len(s) == len(labels) for s, labels in zip(X, y))
+    if subset == "train":
+        assert X[0][:3] == [("Melbourne", "NP"), ("(", "Fpa"), ("Australia", "NP")]
+        assert y[0][:3] == ["B-LOC", "O", "B-LOC"]
+    assert all(isinstance(t, tuple) and len(t) == 2 for s in X[:50] for t in s)
+    labels = {label for labels in y for label in labels}
+    assert labels == {"O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER",
+                      "B-MISC", "I-MISC"}
+
+
+@pytest.mark.parametrize("subset, n_sequences, n_tokens", [
+    ("train", 8936, 211727), ("test", 2012, 47377)])
+def test_conll2000_chunking(subset, n_sequences, n_tokens):
+    X, y = real_corpus(load_conll2000, subset)
+    assert len(X) == len(y) == n_sequences
+    assert sum(map(len, X)) == n_tokens
+    assert all(len(s) == len(labels) for s, labels in zip(X, y))
+    assert {label.split("-")[0] for labels in y for label in labels} == {"B", "I", "O"}
+    assert "B-NP" in {label for labels in y for label in labels}

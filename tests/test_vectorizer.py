@@ -1,0 +1,377 @@
+"""SequenceVectorizer: DictVectorizer parity, value rules, errors, both dict paths."""
+
+import math
+import pickle
+from collections import OrderedDict
+from fractions import Fraction
+from unittest import mock
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.feature_extraction import DictVectorizer
+from sklearn.utils import _safe_indexing
+from sklearn.utils.estimator_checks import (
+    check_do_not_raise_errors_in_init_or_set_params,
+    check_estimator_cloneable,
+    check_estimator_repr,
+    check_get_params_invariance,
+    check_no_attributes_set_in_init,
+    check_parameters_default_constructible,
+    check_set_params,
+)
+
+from skcrf import SequenceMatrix, SequenceVectorizer
+from skcrf import _vectorizer
+from skcrf._vectorizer import _vectorize_flat, _vectorize_loop
+
+
+def tutorial_dicts(sentence):
+    """The sklearn-crfsuite tutorial features of a (word, POS) sentence."""
+    dicts = []
+    for i, (word, pos) in enumerate(sentence):
+        features = {"bias": 1.0, "word.lower()": word.lower(), "word[-3:]": word[-3:],
+                    "word.isupper()": word.isupper(), "word.istitle()": word.istitle(),
+                    "word.isdigit()": word.isdigit(), "postag": pos}
+        if i > 0:
+            features["-1:word.lower()"] = sentence[i - 1][0].lower()
+        else:
+            features["BOS"] = True
+        if i == len(sentence) - 1:
+            features["EOS"] = True
+        dicts.append(features)
+    return dicts
+
+
+MIXED = [
+    [{"w": "Él", "len": 2, "upper": True, "score": 0.5, "tags": ["a", "b"]},
+     {"w": "año", "len": 3, "upper": False, "score": -1.25, "tags": ("b",)}],
+    [],
+    [{"w": "日本", "len": 0, "tags": {"c"}, "n": np.float64(2.5), "m": np.int64(4)}],
+]
+
+
+def dense(matrix):
+    return matrix.matrix.toarray() if isinstance(matrix, SequenceMatrix) else matrix.toarray()
+
+
+def both_paths(X, vocabulary, grow, separator="="):
+    """Outputs of the flat and the loop implementations on fresh vocabularies."""
+    flat_vocabulary, loop_vocabulary = dict(vocabulary), dict(vocabulary)
+    flat = _vectorize_flat(X, flat_vocabulary, grow, separator)
+    loop = _vectorize_loop(X, loop_vocabulary, grow, separator)
+    return flat, flat_vocabulary, loop, loop_vocabulary
+
+
+# --- parity with DictVectorizer ---------------------------------------------
+
+
+@pytest.mark.parametrize("sort", [True, False])
+def test_parity_with_dict_vectorizer_on_real_sentences(conll2002_small, sort):
+    X_train, _, X_test, _ = conll2002_small
+    train = [tutorial_dicts(s) for s in X_train]
+    test = [tutorial_dicts(s) for s in X_test]
+    ours = SequenceVectorizer(sort=sort)
+    theirs = DictVectorizer(sort=sort)
+    Xt = ours.fit_transform(train)
+    Dt = theirs.fit_transform([d for s in train for d in s])
+    assert ours.feature_names_ == list(theirs.feature_names_)
+    np.testing.assert_array_equal(dense(Xt), Dt.toarray())
+    np.testing.assert_array_equal(dense(ours.transform(test)),
+                                  theirs.transform([d for s in test for d in s]).toarray())
+    assert Xt.lengths.tolist() == [len(s) for s in X_train]
+
+
+def test_parity_with_dict_vectorizer_on_mixed_values():
+    ours = SequenceVectorizer()
+    theirs = DictVectorizer()
+    Xt = ours.fit_transform(MIXED)
+    Dt = theirs.fit_transform([d for s in MIXED for d in s])
+    assert ours.feature_names_ == list(theirs.feature_names_)
+    np.testing.assert_array_equal(dense(Xt), Dt.toarray())
+    assert "w=日本" in ours.vocabulary_ and "tags=c" in ours.vocabulary_
+
+
+def test_values_of_each_rule():
+    vec = SequenceVectorizer()
+    Xt = vec.fit_transform(MIXED)
+    row = dict(zip(vec.feature_names_, Xt[0][0].toarray().ravel()))
+    assert row["w=Él"] == 1.0 and row["len"] == 2.0 and row["upper"] == 1.0
+    assert row["score"] == 0.5 and row["tags=a"] == 1.0 and row["tags=b"] == 1.0
+    assert row["w=año"] == 0.0
+    last = dict(zip(vec.feature_names_, Xt[2][0].toarray().ravel()))
+    assert last["n"] == 2.5 and last["m"] == 4.0 and last["len"] == 0.0
+
+
+def test_exotic_real_and_bool_types():
+    X = [[{"f": Fraction(1, 4), "b": np.bool_(True), "z": np.bool_(False), "i": np.int32(3)}]]
+    vec = SequenceVectorizer()
+    row = dict(zip(vec.fit(X).feature_names_, vec.transform(X)[0].toarray().ravel()))
+    assert row == {"b": 1.0, "f": 0.25, "i": 3.0, "z": 0.0}
+
+
+# --- the flat path reproduces the loop exactly -------------------------------
+
+
+scalars = st.one_of(
+    st.sampled_from(["a", "b", "é", "x=y", "", "1"]),
+    st.integers(-2, 2), st.booleans(),
+    st.sampled_from([0.0, -0.0, 1.0, 0.5, -2.5, math.nan]))
+tokens = st.dictionaries(st.sampled_from(["k", "w", "w=x", "-1:w", "x", "n"]), scalars,
+                         max_size=5)
+sequences = st.lists(st.lists(tokens, max_size=6), max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(X=sequences, sort=st.booleans())
+def test_flat_path_matches_loop(X, sort):
+    flat, flat_vocabulary, loop, loop_vocabulary = both_paths(X, {}, True)
+    assert list(flat_vocabulary) == list(loop_vocabulary)  # same first-seen order
+    for a, b in zip(flat, loop):
+        np.testing.assert_array_equal(a, b)
+    # and with a fixed vocabulary that misses some names
+    known = {name: i for i, name in enumerate(sorted(loop_vocabulary, key=str)[::2])}
+    flat, _, loop, _ = both_paths(X, known, False)
+    for a, b in zip(flat, loop):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_flat_path_handles_the_tutorial_features(conll2002_small):
+    X = [tutorial_dicts(s) for s in conll2002_small[0]]
+    flat, flat_vocabulary, loop, loop_vocabulary = both_paths(X, {}, True)
+    assert flat is not None
+    assert list(flat_vocabulary) == list(loop_vocabulary)
+    for a, b in zip(flat, loop):
+        np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(X=sequences, with_list=st.booleans())
+def test_chunks_join_like_one_pass(X, with_list):
+    """Tiny chunks give the loop's output; a list value in a late chunk makes
+    the whole input go through the loop, with the names of earlier chunks undone."""
+    if with_list and X and X[-1]:
+        X = X[:-1] + [X[-1] + [{"tags": ["z", "a"]}]]
+    vocabulary, loop_vocabulary = {}, {}
+    with mock.patch.object(_vectorizer, "_CHUNK_TOKENS", 2):
+        chunked = _vectorizer._vectorize(X, vocabulary, True, "=")
+    loop = _vectorize_loop(X, loop_vocabulary, True, "=")
+    assert list(vocabulary) == list(loop_vocabulary)
+    for a, b in zip(chunked, loop):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+
+
+@pytest.mark.parametrize("X", [
+    [[{"tags": ["a", "b"]}]],              # list values
+    [[OrderedDict(w="a")]],                # a mapping that is not exactly a dict
+    [[{"w": 1}, {"w": complex(1, 0)}]],    # equal to 1, but unsupported
+    [[{"w": None}]],
+])
+def test_flat_path_defers_what_it_does_not_handle(X):
+    assert _vectorize_flat(X, {}, True, "=") is None
+
+
+def test_names_from_distinct_keys_merge_into_one_column():
+    # "w=x" + "y" and "w" + "x=y" both make the name "w=x=y"
+    X = [[{"w=x": "y", "w": "x=y"}, {"w": "x=y"}]]
+    vec = SequenceVectorizer()
+    Xt = vec.fit_transform(X)
+    assert vec.feature_names_ == ["w=x=y"]
+    assert dense(Xt).ravel().tolist() == [2.0, 1.0]
+
+
+# --- shapes, options, fitted attributes --------------------------------------
+
+
+def test_empty_and_length_one_sequences():
+    vec = SequenceVectorizer()
+    Xt = vec.fit_transform([[], [{"a": "x"}], [], [{"a": "y"}, {"b": 1}]])
+    assert len(Xt) == 4 and Xt.lengths.tolist() == [0, 1, 0, 2]
+    assert Xt[0].shape == (0, 3) and Xt[1].toarray().tolist() == [[1.0, 0.0, 0.0]]
+    empty = vec.transform([])
+    assert len(empty) == 0 and empty.matrix.shape == (0, 3)
+    assert vec.transform([[]]).lengths.tolist() == [0]
+
+
+def test_fit_on_no_tokens_gives_no_features():
+    vec = SequenceVectorizer().fit([[], []])
+    assert vec.feature_names_ == [] and vec.transform([[{"a": 1}]]).matrix.nnz == 0
+
+
+def test_unseen_features_are_ignored_at_transform():
+    vec = SequenceVectorizer().fit([[{"w": "a", "n": 1.0}]])
+    Xt = vec.transform([[{"w": "b", "n": 2.0, "new": 3.0, "other": ["z"]}]])
+    assert dense(Xt).tolist() == [[2.0, 0.0]]
+
+
+def test_min_freq_counts_tokens():
+    X = [[{"w": "a", "t": ["r", "r"]}, {"w": "a"}], [{"w": "b", "t": ["r"]}]]
+    vec = SequenceVectorizer(min_freq=2).fit(X)
+    # t=r appears twice in the first token (counted once) and once later: 2 tokens
+    assert vec.feature_names_ == ["t=r", "w=a"]
+    Xt = vec.transform(X)
+    assert dense(Xt).tolist() == [[2.0, 1.0], [0.0, 1.0], [1.0, 0.0]]
+    assert SequenceVectorizer(min_freq=3).fit(X).feature_names_ == []
+
+
+def test_min_freq_keeps_the_fit_transform_and_transform_outputs_equal(conll2002_small):
+    X = [tutorial_dicts(s) for s in conll2002_small[0]]
+    vec = SequenceVectorizer(min_freq=3)
+    Xt = vec.fit_transform(X)
+    assert len(vec.feature_names_) < len(SequenceVectorizer().fit(X).feature_names_)
+    assert (Xt.matrix != vec.transform(X).matrix).nnz == 0
+
+
+def test_sort_false_keeps_first_seen_order():
+    vec = SequenceVectorizer(sort=False).fit([[{"z": 1, "a": "q"}], [{"m": 1, "z": 2}]])
+    assert vec.feature_names_ == ["z", "a=q", "m"]
+
+
+def test_dtype_and_separator():
+    vec = SequenceVectorizer(dtype=np.float32, separator=":")
+    Xt = vec.fit_transform([[{"w": "a", "n": 0.5}]])
+    assert Xt.matrix.dtype == np.float32 and vec.feature_names_ == ["n", "w:a"]
+
+
+def test_fitted_attributes_agree():
+    vec = SequenceVectorizer().fit(MIXED)
+    names = vec.get_feature_names_out()
+    assert names.dtype == object and names.tolist() == vec.feature_names_
+    assert all(vec.vocabulary_[name] == i for i, name in enumerate(vec.feature_names_))
+    assert vec.feature_names_ == sorted(vec.feature_names_)
+    assert vec.transform(MIXED).feature_names.tolist() == vec.feature_names_
+
+
+def test_output_is_canonical_and_splittable():
+    Xt = SequenceVectorizer().fit_transform(MIXED)
+    assert Xt.matrix.has_canonical_format
+    part = _safe_indexing(Xt, [2, 0])
+    assert isinstance(part, SequenceMatrix) and part.lengths.tolist() == [1, 2]
+    np.testing.assert_array_equal(part[0].toarray(), Xt[2].toarray())
+
+
+def test_not_fitted():
+    with pytest.raises(NotFittedError):
+        SequenceVectorizer().transform(MIXED)
+    with pytest.raises(NotFittedError):
+        SequenceVectorizer().get_feature_names_out()
+
+
+@pytest.mark.parametrize("params", [{"min_freq": 0}, {"separator": 1}, {"sort": "yes"}])
+def test_invalid_params(params):
+    with pytest.raises(ValueError):
+        SequenceVectorizer(**params).fit(MIXED)
+
+
+# --- errors name the sequence, token and key -----------------------------------
+
+
+@pytest.mark.parametrize("value, why", [
+    (None, "unsupported type"),
+    ({"nested": 1}, "nested mappings are not supported"),
+    (["a", 3], "a list/tuple/set value may hold only str"),
+    (complex(1, 0), "unsupported type"),
+])
+def test_unsupported_values_name_sequence_token_and_key(value, why):
+    X = [[{"w": "a"}], [{"w": "b"}, {"w": "c", "n": 1, "bad": value}]]
+    with pytest.raises(TypeError, match=rf"Sequence 1, token 1, feature 'bad': {why}"):
+        SequenceVectorizer().fit(X)
+    vec = SequenceVectorizer().fit(X[:1])
+    with pytest.raises(TypeError, match=r"Sequence 1, token 1, feature 'bad'"):
+        vec.transform(X)
+
+
+def test_an_unsupported_value_equal_to_a_supported_one_still_raises():
+    # complex(1, 0) == 1: the flat path must not let it hide behind the int
+    X = [[{"w": 1}], [{"w": complex(1, 0)}]]
+    with pytest.raises(TypeError, match=r"Sequence 1, token 0, feature 'w'"):
+        SequenceVectorizer().fit(X)
+
+
+@pytest.mark.parametrize("X, match", [
+    ([[{"a": 1}, "word"]], r"Sequence 0, token 1 is a str; expected a mapping"),
+    ([{"a": 1}], r"Sequence 0 of X is a dict"),
+    ("abc", r"X must be a list of sequences"),
+    (np.zeros((2, 2)), r"X must be a list of sequences"),
+])
+def test_malformed_input(X, match):
+    with pytest.raises(TypeError, match=match):
+        SequenceVectorizer().fit(X)
+
+
+# --- named SequenceMatrix input -----------------------------------------------
+
+
+def named_matrix(rows, names, offsets):
+    return SequenceMatrix(sp.csr_matrix(np.asarray(rows, dtype=float)), offsets, names)
+
+
+def test_named_matrix_fit_matches_dict_fit():
+    X_dicts = [[{"b": 1.0}, {"a": 2.0, "c": 1.0}], [{"c": 1.0}]]
+    X_matrix = named_matrix([[0, 1, 0], [1, 0, 2], [1, 0, 0]], ["c", "b", "a"], [0, 2, 3])
+    from_dicts, from_matrix = SequenceVectorizer(), SequenceVectorizer()
+    A = from_dicts.fit_transform(X_dicts)
+    B = from_matrix.fit_transform(X_matrix)
+    assert from_dicts.feature_names_ == from_matrix.feature_names_ == ["a", "b", "c"]
+    np.testing.assert_array_equal(dense(A), dense(B))
+
+
+def test_named_matrix_transform_matches_columns_by_name():
+    vec = SequenceVectorizer().fit([[{"a": 1.0, "b": 1.0}]])
+    Xt = vec.transform(named_matrix([[5, 0, 7]], ["b", "new", "a"], [0, 1]))
+    assert dense(Xt).tolist() == [[7.0, 5.0]]
+
+
+def test_named_matrix_duplicate_names_are_merged():
+    vec = SequenceVectorizer()
+    Xt = vec.fit_transform(named_matrix([[1, 2, 4]], ["x", "y", "x"], [0, 1]))
+    assert vec.feature_names_ == ["x", "y"] and dense(Xt).tolist() == [[5.0, 2.0]]
+
+
+def test_named_matrix_min_freq():
+    X = named_matrix([[1, 1], [1, 0]], ["x", "y"], [0, 2])
+    assert SequenceVectorizer(min_freq=2).fit(X).feature_names_ == ["x"]
+
+
+def test_matrix_without_names_is_refused():
+    X = SequenceMatrix(sp.eye(2, format="csr"), [0, 2])
+    with pytest.raises(ValueError, match="feature_names"):
+        SequenceVectorizer().fit(X)
+
+
+# --- sklearn contract and pickling --------------------------------------------
+
+
+@pytest.mark.parametrize("check", [
+    check_estimator_cloneable, check_estimator_repr, check_no_attributes_set_in_init,
+    check_parameters_default_constructible, check_get_params_invariance, check_set_params,
+    check_do_not_raise_errors_in_init_or_set_params,
+])
+def test_sklearn_checks(check):
+    check("SequenceVectorizer", SequenceVectorizer())
+
+
+def test_fit_returns_self_and_does_not_change_params():
+    vec = SequenceVectorizer(min_freq=2, sort=False)
+    params = vec.get_params()
+    assert vec.fit(MIXED) is vec
+    assert vec.get_params() == params
+    assert clone(vec).get_params() == params
+
+
+def test_pickle_round_trip(conll2002_small):
+    X = [tutorial_dicts(s) for s in conll2002_small[0][:50]]
+    vec = SequenceVectorizer().fit(X)
+    restored = pickle.loads(pickle.dumps(vec))
+    assert restored.vocabulary_ == vec.vocabulary_
+    assert (restored.transform(X).matrix != vec.transform(X).matrix).nnz == 0
+
+
+def test_tags():
+    tags = SequenceVectorizer().__sklearn_tags__()
+    assert not tags.input_tags.two_d_array and tags.input_tags.dict
