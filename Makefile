@@ -1,0 +1,29 @@
+# The two commands of the README, each setting up what it needs on first use:
+#   make demo   train and evaluate a CRF on CoNLL-2002 Spanish NER, print the report
+#   make test   run the test suite
+# The corpora are read from $SKCRF_DATA, by default ../shared/data.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export SKCRF_DATA ?= $(abspath ../shared/data)
+
+.PHONY: demo test bench docs clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test,bench,plot]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) examples/conll2002_ner.py
+
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+bench: $(VENV)/.installed
+	cd benchmarks && ../$(PY) bench_core.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info
