@@ -13,7 +13,7 @@ export SKCRF_DATA ?= $(abspath ../shared/data)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test,bench,plot]"
+	$(PY) -m pip install --quiet -e ".[test,bench,plot,docs]"
 	touch $@
 
 demo: $(VENV)/.installed
@@ -24,6 +24,9 @@ test: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	cd benchmarks && ../$(PY) bench_core.py
+
+docs: $(VENV)/.installed
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
 
 clean:
 	rm -rf $(VENV) build *.egg-info
