@@ -657,9 +657,12 @@ def _slots_to_csr(slots, n_tokens):
     """
     widths = [len(names) for _, names, _ in slots]
     starts = np.cumsum([0] + widths[:-1]).tolist()
-    grid = np.empty((n_tokens, len(slots)), dtype=np.int32)
+    # filled slot by slot (contiguous writes), then transposed once to token-major
+    grid = np.empty((len(slots), n_tokens), dtype=np.int32)
     for j, ((columns, _, _), start) in enumerate(zip(slots, starts)):
-        grid[:, j] = np.where(columns >= 0, columns + start, -1)
+        np.add(columns, start, out=grid[j], casting="unsafe")
+        grid[j][columns < 0] = -1
+    grid = np.ascontiguousarray(grid.T)
     present = grid >= 0
     indices = grid[present]
     indptr = np.zeros(n_tokens + 1, dtype=np.int64)

