@@ -1,5 +1,6 @@
 """Shared pieces of the benchmark scripts: data, tutorial features, measurement."""
 
+import ctypes
 import gc
 import os
 import sys
@@ -80,8 +81,22 @@ class PeakRSS:
         with open("/proc/self/statm") as f:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
+    @staticmethod
+    def _release_free_memory():
+        """Return freed heap pages to the OS (glibc), so the base is honest.
+
+        Without it, memory freed by an earlier measurement in the same process
+        stays resident and a later fit reuses it without raising the RSS: the
+        second library measured looked like it needed no memory at all.
+        """
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
     def __enter__(self):
         gc.collect()
+        self._release_free_memory()
         self.base = self._rss()
         self.peak = self.base
         self._stop = threading.Event()
