@@ -95,7 +95,9 @@ def load_conll(path, *, columns=None, label_column=-1, encoding="utf-8", separat
                 fields = line.split()
             else:
                 fields = line.rstrip("\r\n").split(separator) if line.strip() else []
-            if not fields or fields[0] == "-DOCSTART-":
+            # startswith, not fields[0]: with a separator such as a tab, the usual
+            # space-separated "-DOCSTART- -X- O" line is a single field
+            if not fields or line.startswith("-DOCSTART-"):
                 if tokens:
                     X.append(tokens)
                     y.append(labels)

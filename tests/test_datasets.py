@@ -58,6 +58,15 @@ def test_separator_keeps_spaces_inside_columns(tmp_path):
     assert y == [["B-LOC", "O"], ["O"]]
 
 
+def test_docstart_line_is_skipped_whatever_the_separator(tmp_path):
+    path = tmp_path / "tabs.txt"
+    path.write_text("-DOCSTART- -X- O\n\nNew York\tNNP\tB-LOC\nis\tVBZ\tO\n",
+                    encoding="utf-8")
+    X, y = load_conll(path, separator="\t")
+    assert X == [[("New York", "NNP"), ("is", "VBZ")]]
+    assert y == [["B-LOC", "O"]]
+
+
 def test_other_encodings(tmp_path):
     path = write(tmp_path, "España NP B-LOC\n", encoding="latin-1")
     with pytest.raises(UnicodeDecodeError):
