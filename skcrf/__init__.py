@@ -2,6 +2,7 @@
 
 from ._estimator import CRFClassifier
 from ._featurizer import TokenFeaturizer
+from ._persistence import ModelVersionWarning, load_model, save_model
 from ._sequence_matrix import SequenceMatrix
 from ._vectorizer import SequenceVectorizer
 
@@ -9,8 +10,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CRFClassifier",
+    "ModelVersionWarning",
     "SequenceMatrix",
     "SequenceVectorizer",
     "TokenFeaturizer",
+    "load_model",
+    "save_model",
     "__version__",
 ]

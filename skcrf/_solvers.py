@@ -45,9 +45,7 @@ class _Progress:
         self.loss_curve.append(float(loss))
         n = len(self.loss_curve)
         if self.verbose:
-            elapsed = time.perf_counter() - self._started
-            print(f"iter {n:4d}  loss {loss:.6e}  |grad| {grad_norm:.3e}  "
-                  f"elapsed {elapsed:7.2f}s", flush=True)
+            self._report(n, loss, grad_norm)
         if n > self.period:
             before = self.loss_curve[-1 - self.period]
             improvement = (before - loss) / max(abs(loss), np.finfo(float).tiny)
@@ -55,6 +53,15 @@ class _Progress:
                 self.converged = True
                 return True
         return False
+
+    def _report(self, n, loss, grad_norm):
+        # Plain aligned columns under a header, one flushed line per iteration:
+        # they read the same in a terminal, a log file and a pipe (no "\r").
+        if n == 1:
+            print(f"{'iteration':>9}  {'objective':>15}  {'gradient norm':>13}  "
+                  f"{'elapsed (s)':>11}", flush=True)
+        elapsed = time.perf_counter() - self._started
+        print(f"{n:>9d}  {loss:>15.8e}  {grad_norm:>13.3e}  {elapsed:>11.2f}", flush=True)
 
 
 def _pseudo_gradient(w, grad, l1):

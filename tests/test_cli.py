@@ -1,0 +1,354 @@
+"""The skcrf command line end to end: train, tag, evaluate, and its errors.
+
+Runs ``main([...])`` in-process for speed, on small CoNLL files written here;
+one subprocess run proves ``python -m skcrf`` works. Every training uses
+``--n-jobs 1``: on a loaded 2-core machine extra kernel threads only add
+waiting, and the tests do not depend on the thread count.
+"""
+
+import contextlib
+import io
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import skcrf
+from skcrf._cli import main
+from skcrf._persistence import FORMAT_VERSION, load_model, save_model
+from skcrf.metrics import (
+    flat_accuracy_score,
+    flat_classification_report,
+    span_classification_report,
+)
+
+NAMES = ["Pedro", "Ana", "Luis", "Marta", "Jorge"]
+SURNAMES = ["García", "López", "Pérez"]
+CITIES = ["Madrid", "Lima", "Quito", "Bogotá"]
+VERBS = ["vive", "trabaja", "viaja", "llega"]
+
+
+def _sentences(seed, n):
+    """``n`` sentences of (word, POS, label) rows: a person goes to a city."""
+    rng = np.random.default_rng(seed)
+    sentences = []
+    for _ in range(n):
+        rows = [(rng.choice(NAMES), "NP", "B-PER")]
+        if rng.random() < 0.5:
+            rows.append((rng.choice(SURNAMES), "NP", "I-PER"))
+        rows += [(rng.choice(VERBS), "VMI", "O"), ("en", "SP", "O"),
+                 (rng.choice(CITIES), "NP", "B-LOC")]
+        if rng.random() < 0.3:
+            rows.append(("hoy", "RG", "O"))
+        rows.append((".", "Fp", "O"))
+        sentences.append([tuple(map(str, row)) for row in rows])
+    return sentences
+
+
+def _write(path, sentences, columns=(0, 1, 2), separator=" "):
+    """A CoNLL file of the given columns of each row, with a -DOCSTART- line."""
+    lines = [separator.join(["-DOCSTART-", "-X-", "O"][:len(columns)]), ""]
+    for sentence in sentences:
+        lines += [separator.join(row[c] for c in columns) for row in sentence] + [""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def _run(*argv):
+    """(status, stdout, stderr) of ``main(argv)``."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main([str(arg) for arg in argv])
+    return status, out.getvalue(), err.getvalue()
+
+
+def _blocks(text):
+    """Sequences of split lines of a CoNLL text."""
+    return [[line.split() for line in block.splitlines()]
+            for block in text.strip("\n").split("\n\n")]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cli")
+    train, test = _sentences(0, 40), _sentences(1, 12)
+    return {
+        "folder": folder, "train_sentences": train, "test_sentences": test,
+        "train": _write(folder / "train.txt", train),
+        "test": _write(folder / "test.txt", test),
+        "unlabelled": _write(folder / "unlabelled.txt", test, columns=(0, 1)),
+    }
+
+
+@pytest.fixture(scope="module")
+def trained(data):
+    """A model trained once by the CLI, with its output."""
+    model = data["folder"] / "model.skcrf"
+    status, out, err = _run("train", data["train"], "--model", model, "--max-iter", 50,
+                            "--n-jobs", 1)
+    assert status == 0, err
+    return {"model": model, "out": out, "err": err}
+
+
+def test_train_reports_progress_then_a_summary(trained):
+    model = load_model(trained["model"])
+    crf = model[-1]
+    lines = trained["out"].splitlines()
+    assert "\r" not in trained["out"]
+    header = lines.index(next(line for line in lines if line.split()[:1] == ["iteration"]))
+    assert lines[header].split() == ["iteration", "objective", "gradient", "norm",
+                                     "elapsed", "(s)"]
+    rows = [line.split() for line in lines[header + 1:-1]]
+    assert [int(row[0]) for row in rows] == list(range(1, crf.n_iter_ + 1))
+    np.testing.assert_allclose([float(row[1]) for row in rows], crf.loss_curve_, rtol=1e-7)
+    # aligned: every iteration line as wide as the header
+    assert {len(line) for line in lines[header:-1]} == {len(lines[header])}
+    summary = lines[-1]
+    assert f"{crf.n_iter_} iterations" in summary
+    assert f"{crf.n_features_in_} features, {len(crf.classes_)} labels" in summary
+    assert summary.endswith(str(trained["model"]))
+    assert "40 sequences" in trained["out"]
+
+
+def test_train_saves_the_pipeline_and_the_layout(trained):
+    model, metadata = load_model(trained["model"], return_metadata=True)
+    assert [name for name, _ in model.steps] == ["tokenfeaturizer", "sequencevectorizer",
+                                                 "crfclassifier"]
+    assert metadata["layout"] == {"n_columns": 3, "token_columns": [0, 1],
+                                  "label_column": 2, "separator": None, "encoding": None}
+    crf = model[-1]
+    # the CRFsuite-equivalent defaults c1 = c2 = 0.1
+    assert crf.alpha * crf.l1_ratio == pytest.approx(0.1)
+    assert 0.5 * crf.alpha * (1 - crf.l1_ratio) == pytest.approx(0.1)
+    assert crf.max_iter == 50 and crf.n_jobs == 1 and crf.verbose == 0
+    assert list(crf.classes_) == ["B-LOC", "B-PER", "I-PER", "O"]
+
+
+def test_tag_writes_the_input_columns_and_the_prediction(data, trained):
+    status, out, err = _run("tag", "--model", trained["model"], data["test"])
+    assert status == 0 and err == ""
+    blocks = _blocks(out)
+    model = load_model(trained["model"])
+    X = [[row[:2] for row in sentence] for sentence in data["test_sentences"]]
+    expected = model.predict(X)
+    assert len(blocks) == len(data["test_sentences"])
+    for block, sentence, labels in zip(blocks, data["test_sentences"], expected, strict=True):
+        assert [tuple(fields[:3]) for fields in block] == sentence
+        assert [fields[3] for fields in block] == list(labels)
+    assert out.endswith("\n") and not out.endswith("\n\n\n")
+
+
+def test_tag_accepts_a_file_without_the_label_column(data, trained):
+    _, labelled, _ = _run("tag", "--model", trained["model"], data["test"])
+    status, unlabelled, _ = _run("tag", "--model", trained["model"], data["unlabelled"])
+    assert status == 0
+    # same tokens, same predictions; only the gold column is missing
+    assert [[fields[:2] + fields[3:] for fields in block] for block in _blocks(labelled)] \
+        == _blocks(unlabelled)
+
+
+def test_tag_marginals_and_output_file(data, trained):
+    output = data["folder"] / "tagged.txt"
+    status, out, _ = _run("tag", "--model", trained["model"], data["unlabelled"],
+                          "--marginals", "--output", output)
+    assert status == 0 and out == ""
+    blocks = _blocks(output.read_text(encoding="utf-8"))
+    model = load_model(trained["model"])
+    crf = model[-1]
+    X = [[row[:2] for row in sentence] for sentence in data["test_sentences"]]
+    marginals = crf.predict_marginals(model[:-1].transform(X))
+    for block, probabilities in zip(blocks, marginals, strict=True):
+        for fields, row in zip(block, probabilities, strict=True):
+            assert re.fullmatch(r"\d\.\d{4}", fields[3])
+            column = list(crf.classes_).index(fields[2])
+            assert float(fields[3]) == pytest.approx(row[column], abs=5e-5)
+
+
+def test_evaluate_prints_accuracy_and_both_reports(data, trained):
+    status, out, err = _run("evaluate", "--model", trained["model"], data["test"])
+    assert status == 0, err
+    model = load_model(trained["model"])
+    X = [[row[:2] for row in sentence] for sentence in data["test_sentences"]]
+    y = [[row[2] for row in sentence] for sentence in data["test_sentences"]]
+    y_pred = model.predict(X)
+    assert f"token accuracy: {flat_accuracy_score(y, y_pred):.4f}\n" in out
+    spans, tokens = out.split("Spans", 1)[1].split("Tokens", 1)
+    assert span_classification_report(y, y_pred, digits=4, zero_division=0.0) in spans
+    # the token report leaves out O, which would dominate it
+    labels = ["B-LOC", "B-PER", "I-PER"]
+    assert flat_classification_report(y, y_pred, labels=labels, digits=4,
+                                      zero_division=0.0) in tokens
+
+
+def test_evaluate_counts_a_missed_type_as_zero_without_warnings(data, trained, tmp_path):
+    """A span type the model never predicts scores 0, as in conlleval."""
+    sentences = [[(*row[:2], "B-MISC") if row[0] == "hoy" else row for row in sentence]
+                 for sentence in data["test_sentences"]]
+    test = _write(tmp_path / "misc.txt", sentences)
+    status, out, err = _run("evaluate", "--model", trained["model"], test)
+    assert status == 0 and err == ""
+    misc = next(line.split() for line in out.splitlines() if line.split()[:1] == ["MISC"])
+    assert misc[1:4] == ["0.0000"] * 3
+
+
+def test_quiet_and_convergence_warning_as_one_line(data, tmp_path):
+    model = tmp_path / "m.skcrf"
+    status, out, err = _run("train", data["train"], "--model", model, "--max-iter", 2,
+                            "--n-jobs", 1, "--quiet")
+    assert status == 0 and model.exists()
+    assert out.splitlines() == [out.strip()] and out.startswith("trained 2 iterations")
+    assert err.splitlines() == [err.strip()]
+    assert err.startswith("skcrf train: warning: stopped at --max-iter 2")
+    assert "ConvergenceWarning" not in err and "warn(" not in err
+
+
+def test_train_options_reach_the_estimators(data, tmp_path):
+    model_path = tmp_path / "m.skcrf"
+    status, _, err = _run(
+        "train", data["train"], "--model", model_path, "--quiet", "--window", 0,
+        "--word-features", "word,prefix", "--context-features", "", "--prefixes", "1",
+        "--suffixes", "2", "--min-freq", 2, "--no-bias", "--no-boundary", "--alpha", 0.5,
+        "--l1-ratio", 0, "--max-iter", 40, "--tol", 1e-3, "--n-jobs", 1)
+    assert status == 0, err
+    featurizer, vectorizer, crf = load_model(model_path)
+    assert featurizer.get_params()["window"] == 0
+    assert featurizer.word_features == ("word", "prefix")
+    assert featurizer.context_features == ()
+    assert featurizer.prefixes == (1,) and featurizer.suffixes == (2,)
+    assert not featurizer.bias and not featurizer.boundary
+    assert vectorizer.min_freq == 2
+    assert (crf.alpha, crf.l1_ratio, crf.max_iter, crf.tol) == (0.5, 0.0, 40, 1e-3)
+    names = set(crf.feature_names_)
+    assert "bias" not in names and "BOS" not in names
+    assert "word=Pedro" in names and "word[:1]=P" in names
+    assert not any(name.startswith(("-1:", "+1:")) for name in names)
+
+
+def test_custom_layout_round_trip(data, tmp_path):
+    """Tab-separated, label in the middle, POS after it: word, label, POS."""
+    train = _write(tmp_path / "train.tsv", data["train_sentences"], (0, 2, 1), "\t")
+    test = _write(tmp_path / "test.tsv", data["test_sentences"], (0, 2, 1), "\t")
+    bare = _write(tmp_path / "bare.tsv", data["test_sentences"], (0, 1), "\t")
+    model_path = tmp_path / "m.skcrf"
+    status, _, err = _run("train", train, "--model", model_path, "--quiet", "--n-jobs", 1,
+                          "--separator", "\\t", "--columns", "0,2", "--label-column", 1)
+    assert status == 0, err
+    model, metadata = load_model(model_path, return_metadata=True)
+    assert metadata["layout"]["token_columns"] == [0, 2]
+    assert metadata["layout"]["separator"] == "\t"
+    # the POS column reached the featurizer as the second token column
+    assert "col1=VMI" in set(model[-1].feature_names_)
+    status, labelled, _ = _run("tag", "--model", model_path, test)
+    assert status == 0
+    assert "\t" in labelled
+    status, unlabelled, _ = _run("tag", "--model", model_path, bare)
+    assert status == 0
+    predicted = [[fields[-1] for fields in block] for block in _blocks(labelled)]
+    assert predicted == [[fields[-1] for fields in block] for block in _blocks(unlabelled)]
+    X = [[(row[0], row[1]) for row in sentence] for sentence in data["test_sentences"]]
+    assert predicted == [list(labels) for labels in model.predict(X)]
+
+
+def test_model_saved_from_python_tags_every_column(data, trained, tmp_path):
+    """Without a stored layout every column is a token column."""
+    path = tmp_path / "python.skcrf"
+    save_model(load_model(trained["model"]), path)
+    status, out, _ = _run("tag", "--model", path, data["unlabelled"])
+    _, expected, _ = _run("tag", "--model", trained["model"], data["unlabelled"])
+    assert status == 0 and out == expected
+
+
+def test_model_from_another_version_warns_in_one_line(trained, data, tmp_path):
+    magic, header, payload = trained["model"].read_bytes().split(b"\n", 2)
+    fields = json.loads(header)
+    path = tmp_path / "old.skcrf"
+    path.write_bytes(b"\n".join([magic, json.dumps({**fields, "skcrf": "0.0.1"}).encode(),
+                                 payload]))
+    status, out, err = _run("tag", "--model", path, data["unlabelled"])
+    assert status == 0 and out
+    assert err.splitlines() == [err.strip()]
+    assert err.startswith("skcrf tag: warning:") and "0.0.1" in err
+    assert skcrf.__version__ in err
+
+
+def _future_model(trained, tmp_path):
+    magic, header, payload = trained["model"].read_bytes().split(b"\n", 2)
+    fields = {**json.loads(header), "format": FORMAT_VERSION + 1}
+    path = tmp_path / "future.skcrf"
+    path.write_bytes(b"\n".join([magic, json.dumps(fields).encode(), payload]))
+    return path
+
+
+@pytest.mark.parametrize("argv, status, expected", [
+    (["train", "{folder}/missing.txt", "--model", "{tmp}/m.skcrf"], 1,
+     "skcrf train: error: cannot read .*missing.txt: No such file"),
+    (["train", "{train}", "--model", "{tmp}/no/such/folder/m.skcrf"], 1,
+     "skcrf train: error: cannot write --model .*no folder"),
+    (["train", "{train}", "--model", "{tmp}/m.skcrf", "--columns", "0,x"], 2,
+     "skcrf train: error: argument --columns: '0,x' is not a comma-separated list"),
+    (["train", "{train}", "--model", "{tmp}/m.skcrf", "--columns", "0,5"], 2,
+     "skcrf train: error: --columns 5: .*train.txt has 3 column"),
+    (["train", "{train}", "--model", "{tmp}/m.skcrf", "--columns", "0,2"], 2,
+     "column 2 is both a token column"),
+    (["train", "{train}", "--model", "{tmp}/m.skcrf", "--word-features", "colour"], 2,
+     "unknown feature.* colour"),
+    (["train", "{train}", "--model", "{tmp}/m.skcrf", "--l1-ratio", "2"], 2,
+     "argument --l1-ratio: '2' is not a number in"),
+    (["train", "{ragged}", "--model", "{tmp}/m.skcrf"], 1,
+     "skcrf train: error: .*ragged.txt, line 4: expected 3 columns as on line 2, found 2"),
+    (["train", "{train}"], 2, "the following arguments are required: --model"),
+    ([], 2, "skcrf: error: the following arguments are required: COMMAND"),
+    (["tag", "--model", "{train}", "{test}"], 1,
+     "skcrf tag: error: .*train.txt is not an skcrf model file"),
+    (["tag", "--model", "{future}", "{test}"], 1,
+     f"future.skcrf was saved by skcrf .* in model format {FORMAT_VERSION + 1}"),
+    (["tag", "--model", "{model}", "{one_column}"], 1,
+     "one_column.txt has 1 column.* expected 3, or 2 without the label"),
+    (["tag", "--model", "{model}", "{test}", "--output", "{folder}"], 1,
+     "cannot write --output .*: it is a directory"),
+    (["evaluate", "--model", "{model}", "{unlabelled}"], 1,
+     "unlabelled.txt has 2 column.* expected 3$"),
+    (["evaluate", "--model", "{model}", "{test}", "--scheme", "XYZ"], 2,
+     "argument --scheme: invalid choice"),
+])
+def test_errors_are_one_line_with_a_status(data, trained, tmp_path, argv, status, expected):
+    ragged = data["folder"] / "ragged.txt"
+    ragged.write_text("\nEU NNP B-ORG\nrejects VBZ O\nGerman JJ\n")
+    one_column = _write(data["folder"] / "one_column.txt", data["test_sentences"][:2], (0,))
+    paths = {**{key: value for key, value in data.items() if key != "train_sentences"},
+             "tmp": tmp_path, "model": trained["model"], "ragged": ragged,
+             "one_column": one_column, "future": _future_model(trained, tmp_path)}
+    code, out, err = _run(*[arg.format(**paths) for arg in argv])
+    assert code == status
+    assert len(err.splitlines()) == 1, err
+    assert "Traceback" not in err
+    assert re.search(expected, err.strip()), err
+    assert not (tmp_path / "m.skcrf").exists()
+
+
+@pytest.mark.parametrize("command", ["train", "tag", "evaluate"])
+def test_help_of_each_command(command):
+    status, out, _ = _run(command, "--help")
+    assert status == 0
+    words = " ".join(out.split())
+    assert out.startswith(f"usage: skcrf {command}")
+    assert "examples:" in out and f"skcrf {command} " in out.split("examples:")[1]
+    assert "--model MODEL" in out
+    if command == "train":
+        assert "(default: 0.3)" in words and "(default: 1/3)" in words
+        assert "c1=0.1, c2=0.1" in words and "(default: 100)" in words
+
+
+def test_python_dash_m_entry_point(data, tmp_path):
+    model = tmp_path / "m.skcrf"
+    result = subprocess.run(
+        [sys.executable, "-m", "skcrf", "train", str(data["train"]), "--model", str(model),
+         "--max-iter", "3", "--n-jobs", "1"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].startswith("trained 3 iterations")
+    assert result.stderr.startswith("skcrf train: warning:")
+    assert load_model(model)[-1].n_iter_ == 3
