@@ -10,12 +10,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import forward_backward, viterbi
-from ._loss import NegativeLogLikelihood, StatePairs, csr_times_dense, n_parameters, unpack
+from ._loss import (FeatureArrays, NegativeLogLikelihood, StatePairs, csr_times_dense,
+                    n_parameters, unpack)
 from ._parallel import kernel_threads
 from ._sequence_matrix import SequenceMatrix
 from ._solvers import lbfgs
-from ._validation import check_finite_features, check_labels, check_sequences
-from ._vectorizer import SequenceVectorizer
+from ._validation import (check_feature_values, check_finite_features, check_labels,
+                          check_sequences, describe_largest_value, encode_labels)
+from ._vectorizer import SequenceVectorizer, _release_freed_memory
 
 
 class CRFClassifier(BaseEstimator):
@@ -150,39 +152,46 @@ class CRFClassifier(BaseEstimator):
             raise ValueError("X is empty: fit needs at least one sequence.")
         if isinstance(X, SequenceMatrix):
             vectorizer = None
-            matrix = X
+            offsets, feature_names = X.offsets, X.feature_names
+            features = None  # converted once the labels are checked
         else:
+            # the vectorizer's arrays straight, with no float values for
+            # indicator features and nothing else left alive while training
             vectorizer = SequenceVectorizer()
-            matrix = vectorizer.fit_transform(X)
-        labels = check_labels(y, matrix.lengths)
-        if matrix.n_tokens == 0:
+            data, indices, indptr, offsets = vectorizer._fit_arrays(X)
+            feature_names = vectorizer.get_feature_names_out()
+            features = FeatureArrays(data, indices, indptr, len(feature_names))
+        lengths = np.diff(offsets)
+        classes, label_ids = encode_labels(y, lengths)
+        if offsets[-1] == 0:
             raise ValueError("X has no tokens: every sequence is empty.")
-        check_finite_features(matrix)
-        classes, label_ids = np.unique(labels, return_inverse=True)
+        if features is None:
+            check_finite_features(X)
+            features = FeatureArrays.from_sparse(X.matrix)
+        else:
+            check_feature_values(features.data, features.indices, features.indptr, lengths,
+                                 feature_names)
         if classes.shape[0] < 2:
             raise ValueError(
                 f"y holds a single class ({classes[0]!r}); a CRF needs at least two.")
 
-        n_features = matrix.n_features
+        n_features = features.n_features
         n_classes = classes.shape[0]
         alpha, l1_ratio = float(self.alpha), float(self.l1_ratio)
-        label_ids = label_ids.ravel()
         pairs = (StatePairs.every(n_features, n_classes) if self.all_possible_states
-                 else StatePairs.observed(matrix.matrix, label_ids, n_classes))
-        loss = NegativeLogLikelihood(matrix.matrix, matrix.offsets, label_ids, pairs,
+                 else StatePairs.observed(features, label_ids, n_classes))
+        loss = NegativeLogLikelihood(features, offsets, label_ids, pairs,
                                      l2=alpha * (1.0 - l1_ratio))
-        w0 = np.zeros(n_parameters(pairs.n_pairs, n_classes))
-        with kernel_threads(self.n_jobs):
-            result = lbfgs(loss, w0, l1=alpha * l1_ratio, max_iter=self.max_iter,
-                           tol=self.tol, verbose=self.verbose)
-        if not np.all(np.isfinite(result.w)) or not np.isfinite(result.loss_curve[-1:]).all():
-            raise ValueError(
-                "Training diverged: the objective or the weights became non-finite. "
-                "Check for extreme feature values or increase alpha.")
-        if not result.converged:
-            warnings.warn(
-                f"CRFClassifier did not converge in max_iter={self.max_iter} iterations; "
-                f"increase max_iter or tol.", ConvergenceWarning, stacklevel=2)
+        del label_ids
+        _release_freed_memory()  # the setup's temporaries, before the solver's arrays
+        # overflow warnings from the solver's arithmetic would only precede the
+        # clearer errors of _check_training
+        with kernel_threads(self.n_jobs, hold_blas=True), \
+                np.errstate(over="ignore", invalid="ignore"):
+            result = lbfgs(loss, np.zeros(n_parameters(pairs.n_pairs, n_classes)),
+                           l1=alpha * l1_ratio, max_iter=self.max_iter, tol=self.tol,
+                           verbose=self.verbose)
+        self._check_training(result, features, lengths, feature_names)
 
         pair_weights, transitions, start, end = unpack(result.w, pairs.n_pairs, n_classes)
         self.classes_ = classes
@@ -191,8 +200,8 @@ class CRFClassifier(BaseEstimator):
         self.start_coef_ = start.copy()
         self.end_coef_ = end.copy()
         self.n_features_in_ = n_features
-        self.feature_names_ = (np.asarray(matrix.feature_names, dtype=object)
-                               if matrix.feature_names is not None
+        self.feature_names_ = (np.asarray(feature_names, dtype=object)
+                               if feature_names is not None
                                else np.asarray([f"x{i}" for i in range(n_features)],
                                                dtype=object))
         self.vectorizer_ = vectorizer
@@ -200,8 +209,46 @@ class CRFClassifier(BaseEstimator):
         self.loss_curve_ = result.loss_curve
         return self
 
-    def _transform(self, X):
-        """Check fitted state and input, and vectorize like ``fit`` did."""
+    def _check_training(self, result, features, lengths, feature_names):
+        """Raise or warn, saying what to do, if the solver did not really train.
+
+        Huge feature values make the objective overflow (the loss reports
+        ``inf`` there and the solver backs off) or the solver's own norms
+        overflow, so that it either cannot move at all or takes steps of
+        length zero: either way it would return the all-zero model as if
+        converged.
+        """
+        def largest():
+            return describe_largest_value(features.data, features.indices,
+                                          features.indptr, lengths, feature_names)
+
+        advice = ("Scale real-valued features to a moderate range (e.g. divide each by "
+                  "its largest magnitude, or standardize it), or increase alpha.")
+        if not np.isfinite(result.w).all() or not np.isfinite(result.loss_curve[-1:]).all():
+            raise ValueError(
+                f"Training diverged: the objective or the weights became non-finite; "
+                f"{largest()}. {advice}")
+        if result.n_iter == 0 and "not finite" in result.message:
+            raise ValueError(
+                f"Training cannot start: the objective or its gradient overflows at "
+                f"zero weights; {largest()}. {advice}")
+        stuck = "line search" in result.message or result.n_iter > 0
+        if stuck and not result.w.any():  # still the starting point, zero weights
+            raise ValueError(
+                f"Training made no progress: the solver could not decrease the "
+                f"objective from zero weights ({result.message}); {largest()}. {advice}")
+        if "line search" in result.message:
+            warnings.warn(
+                f"CRFClassifier stopped after {result.n_iter} iterations because the line "
+                f"search could not decrease the objective, so the model may be poor; "
+                f"{largest()}. {advice}", ConvergenceWarning, stacklevel=3)
+        elif not result.converged:
+            warnings.warn(
+                f"CRFClassifier did not converge in max_iter={self.max_iter} iterations; "
+                f"increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
+
+    def _features(self, X):
+        """Check fitted state and input; the FeatureArrays and offsets of ``X``."""
         check_is_fitted(self)
         X = check_sequences(X)
         if isinstance(X, SequenceMatrix):
@@ -209,21 +256,29 @@ class CRFClassifier(BaseEstimator):
                 raise ValueError(
                     f"X has {X.n_features} features, but CRFClassifier was fitted with "
                     f"{self.n_features_in_}.")
-            matrix = X
-        elif self.vectorizer_ is None:
+            check_finite_features(X)
+            return FeatureArrays.from_sparse(X.matrix), X.offsets
+        if self.vectorizer_ is None:
             raise TypeError(
                 "This CRFClassifier was fitted on a SequenceMatrix; pass one here too "
                 "(or fit on feature dicts).")
-        else:
-            matrix = self.vectorizer_.transform(X)
-        check_finite_features(matrix)
-        return matrix
+        data, indices, indptr, offsets = self.vectorizer_._transform_arrays(X)
+        check_feature_values(data, indices, indptr, np.diff(offsets),
+                             self.vectorizer_.feature_names_)
+        return FeatureArrays(data, indices, indptr, self.n_features_in_), offsets
 
-    def _unary(self, matrix):
-        return csr_times_dense(matrix.matrix, self.coef_.T)
+    def _unary(self, features):
+        return csr_times_dense(features, self.coef_.T)
 
-    def _split(self, values, matrix):
-        return np.split(values, matrix.offsets[1:-1])
+    def _label_ids(self, features, offsets):
+        with kernel_threads(self.n_jobs):
+            return viterbi(self._unary(features), self.transition_coef_, self.start_coef_,
+                           self.end_coef_, offsets)
+
+    @staticmethod
+    def _split(values, offsets):
+        # np.split of no boundaries gives one piece, even for no sequences
+        return np.split(values, offsets[1:-1]) if offsets.shape[0] > 1 else []
 
     def predict(self, X):
         """Most likely label sequence of each sequence (Viterbi decoding).
@@ -237,11 +292,8 @@ class CRFClassifier(BaseEstimator):
         y_pred : list of ndarray
             One 1-D array of labels from ``classes_`` per sequence.
         """
-        matrix = self._transform(X)
-        with kernel_threads(self.n_jobs):
-            label_ids = viterbi(self._unary(matrix), self.transition_coef_,
-                                self.start_coef_, self.end_coef_, matrix.offsets)
-        return self._split(self.classes_[label_ids], matrix)
+        features, offsets = self._features(X)
+        return self._split(self.classes_[self._label_ids(features, offsets)], offsets)
 
     def predict_marginals(self, X):
         """Probability of each label at each token (forward-backward).
@@ -256,12 +308,12 @@ class CRFClassifier(BaseEstimator):
             One (n_tokens_i, n_classes) array per sequence, columns in
             ``classes_`` order, rows summing to 1.
         """
-        matrix = self._transform(X)
+        features, offsets = self._features(X)
         with kernel_threads(self.n_jobs):
             _, marginals, _ = forward_backward(
-                self._unary(matrix), self.transition_coef_, self.start_coef_,
-                self.end_coef_, matrix.offsets, False)
-        return self._split(marginals, matrix)
+                self._unary(features), self.transition_coef_, self.start_coef_,
+                self.end_coef_, offsets, False)
+        return self._split(marginals, offsets)
 
     def score(self, X, y):
         """Token accuracy of ``predict(X)`` against ``y``.
@@ -276,11 +328,11 @@ class CRFClassifier(BaseEstimator):
         score : float
             Fraction of tokens labelled correctly.
         """
-        matrix = self._transform(X)
-        labels = check_labels(y, matrix.lengths)
+        features, offsets = self._features(X)
+        labels = check_labels(y, np.diff(offsets))
         if labels.shape[0] == 0:
             raise ValueError("score needs at least one token.")
-        predicted = np.concatenate(self.predict(matrix))
+        predicted = self.classes_[self._label_ids(features, offsets)]
         return float(np.mean(predicted == labels))
 
     def __sklearn_tags__(self):

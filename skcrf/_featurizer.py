@@ -454,7 +454,7 @@ class _Tokens:
     """
 
     def __init__(self, X):
-        X = check_sequences(X)
+        X = check_sequences(X, tokens="str tokens or tuples of str", matrix_ok=False)
         if isinstance(X, SequenceMatrix):
             raise TypeError(
                 "TokenFeaturizer takes raw token sequences (lists of str or of tuples "

@@ -1,7 +1,10 @@
-"""Numba kernels: forward-backward, Viterbi and the sparse products around them.
+"""Numba kernels: forward-backward, Viterbi, the training loss and sparse helpers.
 
-Potentials in, marginals out. Nothing here validates or mutates its inputs; the
-Python callers check everything once. All batch kernels take the same layout:
+Potentials in, marginals out. Nothing here validates its inputs, and nothing
+mutates them but :func:`sort_row_indices` (called on arrays the vectorizer
+owns) and the workspace of :func:`nll_terms`; the Python callers check
+everything once. The batch kernels take this
+layout:
 
 - ``unary`` : (n_tokens, n_classes) float64, log-space state scores of all tokens
   of all sequences stacked;
@@ -12,20 +15,64 @@ Python callers check everything once. All batch kernels take the same layout:
   ``offsets[q]:offsets[q + 1]`` (CSR ``indptr`` semantics).
 
 Parallelism is over a fixed number of contiguous chunks of sequences, chosen from
-``offsets`` alone, followed by a serial reduction in chunk order, so every result
-is bitwise identical whatever the thread count.
+the data alone, followed by a serial reduction in chunk order, so every result
+is bitwise identical whatever the thread count. :func:`nll_terms`, the loss of
+training, fuses the products with the features into that pass, so training
+keeps no (n_tokens, n_classes) array.
 
 ``fastmath`` stays off everywhere: it lets LLVM assume no infinities, which turns
 the ``-inf`` guards of log-space code into NaN.
 """
 
+import warnings
+
 import numpy as np
 from numba import njit, prange
 
-# error_model="numpy": a float division by zero gives inf/NaN instead of raising
-# (the callers guard every division that matters), and loops skip zero checks.
-_SERIAL = dict(cache=True, nogil=True, error_model="numpy")
-_PARALLEL = dict(cache=True, nogil=True, parallel=True, error_model="numpy")
+
+class CacheUnavailableWarning(RuntimeWarning):
+    """numba found no writable directory for its cache: kernels compile per process."""
+
+
+_cache_warned = False
+
+
+def _jit(parallel=False):
+    """``njit`` with the options every kernel shares, cached on disk when possible.
+
+    error_model="numpy": a float division by zero gives inf/NaN instead of
+    raising (the callers guard every division that matters), and loops skip
+    zero checks. ``cache=True`` makes numba look for a writable directory at
+    decoration time (NUMBA_CACHE_DIR, ``__pycache__`` beside this file, the
+    user's cache directory) and raise a RuntimeError if there is none, which
+    would make ``import skcrf`` fail on a read-only install. Then the kernels
+    are compiled without a cache instead, with one warning.
+    """
+    options = dict(nogil=True, error_model="numpy", parallel=parallel)
+
+    def decorate(func):
+        try:
+            return njit(cache=True, **options)(func)
+        except RuntimeError as error:
+            if "cannot cache" not in str(error):
+                raise
+            _warn_cache_unavailable()
+            return njit(cache=False, **options)(func)
+
+    return decorate
+
+
+def _warn_cache_unavailable():
+    global _cache_warned
+    if _cache_warned:
+        return
+    _cache_warned = True
+    warnings.warn(
+        "numba cannot write a cache for skcrf's kernels (no writable NUMBA_CACHE_DIR, "
+        "skcrf/__pycache__ or user cache directory), so they are compiled again in "
+        "every process, which takes about a minute on first use. Set NUMBA_CACHE_DIR "
+        "to a writable directory to cache them.", CacheUnavailableWarning, stacklevel=3)
+
 
 #: Upper bound on the number of work chunks. It only has to exceed the thread
 #: count comfortably for load balance; it must not depend on it.
@@ -39,7 +86,7 @@ _TINY = 1e-280
 
 
 
-@njit(**_SERIAL)
+@_jit()
 def chunk_bounds(offsets, n_chunks):
     """Split sequences into ``n_chunks`` contiguous groups of similar token counts.
 
@@ -60,13 +107,13 @@ def chunk_bounds(offsets, n_chunks):
     return bounds
 
 
-@njit(**_SERIAL)
+@_jit()
 def _n_chunks(offsets):
     n_sequences = offsets.shape[0] - 1
     return max(1, min(N_CHUNKS, n_sequences))
 
 
-@njit(**_SERIAL)
+@_jit()
 def _max_length(offsets, lo, hi):
     longest = 0
     for q in range(lo, hi):
@@ -74,7 +121,7 @@ def _max_length(offsets, lo, hi):
     return longest
 
 
-@njit(**_SERIAL)
+@_jit()
 def _shifted_exp_transitions(transitions):
     """exp(T) shifted per column and per row so that nothing overflows.
 
@@ -106,7 +153,7 @@ def _shifted_exp_transitions(transitions):
     return col_max, exp_by_col, row_max, exp_by_row
 
 
-@njit(**_SERIAL)
+@_jit()
 def _logsumexp(values):
     top = -np.inf
     for v in values:
@@ -120,7 +167,7 @@ def _logsumexp(values):
     return top + np.log(total)
 
 
-@njit(**_SERIAL)
+@_jit()
 def _forward(unary, transitions, start, col_max, exp_by_col, lo, hi, alpha, scaled, column):
     """Log forward scores of tokens lo..hi-1 into ``alpha[: hi - lo]``."""
     n_classes = unary.shape[1]
@@ -153,7 +200,7 @@ def _forward(unary, transitions, start, col_max, exp_by_col, lo, hi, alpha, scal
                 alpha[r, j] = unary[t, j] + _exact_into(alpha[r - 1], transitions, j)
 
 
-@njit(**_SERIAL)
+@_jit()
 def _exact_into(previous, transitions, j):
     """log sum_i exp(previous[i] + T[i, j]), computed without shortcuts."""
     n_classes = previous.shape[0]
@@ -170,7 +217,7 @@ def _exact_into(previous, transitions, j):
     return top + np.log(total)
 
 
-@njit(**_SERIAL)
+@_jit()
 def _exact_from(following, transitions, i):
     """log sum_j exp(T[i, j] + following[j]), computed without shortcuts."""
     n_classes = following.shape[0]
@@ -187,7 +234,7 @@ def _exact_from(following, transitions, i):
     return top + np.log(total)
 
 
-@njit(**_SERIAL)
+@_jit()
 def _backward(unary, transitions, end, row_max, exp_by_row, lo, hi, beta, scaled, following):
     """Log backward scores of tokens lo..hi-1 into ``beta[: hi - lo]``."""
     n_classes = unary.shape[1]
@@ -217,7 +264,7 @@ def _backward(unary, transitions, end, row_max, exp_by_row, lo, hi, beta, scaled
                 beta[r, i] = _exact_from(following, transitions, i)
 
 
-@njit(**_SERIAL)
+@_jit()
 def _accumulate_transitions(unary, transitions, col_max, exp_by_col, lo, hi, alpha,
                             beta, counts, block, scaled, following):
     """Add the expected transition counts of one sequence to ``counts``.
@@ -283,7 +330,7 @@ _FLOOR = 1e-290
 _HUGE = 1e250
 
 
-@njit(**_SERIAL)
+@_jit()
 def _shifted_exp(values):
     """(max, exp(values - max)); a max of -inf becomes 0 so the exponentials are 0."""
     top = -np.inf
@@ -295,7 +342,7 @@ def _shifted_exp(values):
     return top, np.exp(values - top)
 
 
-@njit(**_SERIAL)
+@_jit()
 def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, trans_max, exp_start,
                      start_max, exp_end, end_max, any_forbidden, emission, alpha, beta, norm,
                      reach, with_transitions, marginals, counts, scratch):
@@ -416,7 +463,7 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, trans_ma
     return log_z
 
 
-@njit(**_SERIAL)
+@_jit()
 def _log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_col,
                         row_max, exp_by_row, with_transitions, marginals, counts, alpha,
                         beta, block, scaled, scratch):
@@ -449,7 +496,7 @@ def _log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_
     return log_z
 
 
-@njit(**_PARALLEL)
+@_jit(parallel=True)
 def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     """Log partition functions, token marginals and expected transition counts.
 
@@ -520,7 +567,7 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     return log_z, marginals, transition_counts
 
 
-@njit(**_PARALLEL)
+@_jit(parallel=True)
 def viterbi(unary, transitions, start, end, offsets):
     """Most likely label path of every sequence.
 
@@ -574,12 +621,7 @@ def viterbi(unary, transitions, start, end, offsets):
     return label_ids
 
 
-#: Fixed number of partial sums in csr_transpose_dot_dense: more would cost a
-#: copy of the output each; a fixed count keeps the sum order thread-independent.
-TRANSPOSE_CHUNKS = 4
-
-
-@njit(**_PARALLEL)
+@_jit(parallel=True)
 def csr_dot_dense(data, indices, indptr, dense, binary):
     """``X @ dense`` for a CSR ``X``; rows are independent, so parallel and exact.
 
@@ -605,30 +647,257 @@ def csr_dot_dense(data, indices, indptr, dense, binary):
     return out
 
 
-@njit(**_PARALLEL)
-def csr_transpose_dot_dense(data, indices, indptr, dense, n_features, binary):
-    """``X.T @ dense`` for a CSR ``X`` of shape (n_rows, n_features).
+#: Memory bounds of :func:`nll_terms`, in float64 values. Each chunk of
+#: sequences keeps a partial sum of the expected counts of every pair, so the
+#: number of chunks is at most LOSS_PAIR_BUDGET // n_pairs (2 MiB in all), but
+#: at least MIN_LOSS_CHUNKS, for the threads to share; and a dense (n_hot,
+#: n_classes) partial sum for the most frequent features, with n_hot up to
+#: LOSS_HOT_BUDGET // (n_chunks * n_classes) (1 MiB in all). On esp.train
+#: (96k pairs, 9 labels): 4 chunks and 3640 frequent features carrying 92% of
+#: the non-zeros, 4 MiB, against 19 MiB for one (n_tokens, n_classes) array.
+LOSS_PAIR_BUDGET = 1 << 18
+LOSS_HOT_BUDGET = 1 << 17
+MIN_LOSS_CHUNKS = 4
 
-    Rows are split into TRANSPOSE_CHUNKS fixed blocks, each scattered into its
-    own partial sum (reading ``dense`` in order and writing into an output that
-    stays in cache), then the partial sums are added in block order.
+
+@_jit()
+def _sequence_unary(data, indices, indptr, binary, hot_slot, hot_state, pair_ptr,
+                    pair_labels, pair_weights, lo, hi, unary):
+    """Unary scores of tokens lo..hi-1 into ``unary[: hi - lo]``.
+
+    A frequent feature adds its row of the dense ``hot_state``, a loop that
+    vectorizes; any other adds its pairs' weights one by one.
     """
-    n_rows = indptr.shape[0] - 1
-    n_cols = dense.shape[1]
-    n_chunks = TRANSPOSE_CHUNKS
-    partial = np.zeros((n_chunks, n_features, n_cols))
+    n_classes = unary.shape[1]
+    for r in range(hi - lo):
+        for j in range(n_classes):
+            unary[r, j] = 0.0
+        for k in range(indptr[lo + r], indptr[lo + r + 1]):
+            col = indices[k]
+            value = 1.0 if binary else data[k]
+            slot = hot_slot[col]
+            if slot >= 0:
+                for j in range(n_classes):
+                    unary[r, j] += value * hot_state[slot, j]
+            else:
+                for p in range(pair_ptr[col], pair_ptr[col + 1]):
+                    unary[r, pair_labels[p]] += value * pair_weights[p]
+
+
+@_jit()
+def _scatter_expected(data, indices, indptr, binary, hot_slot, pair_ptr, pair_labels, lo,
+                      hi, marginals, hot_expected, expected):
+    """Add feature value times marginal over tokens lo..hi-1 to the expected counts.
+
+    Frequent features go to their dense row of ``hot_expected`` (every label),
+    the others to their pairs in ``expected``.
+    """
+    n_classes = marginals.shape[1]
+    for r in range(hi - lo):
+        for k in range(indptr[lo + r], indptr[lo + r + 1]):
+            col = indices[k]
+            value = 1.0 if binary else data[k]
+            slot = hot_slot[col]
+            if slot >= 0:
+                for j in range(n_classes):
+                    hot_expected[slot, j] += value * marginals[r, j]
+            else:
+                for p in range(pair_ptr[col], pair_ptr[col + 1]):
+                    expected[p] += value * marginals[r, pair_labels[p]]
+
+
+@_jit(parallel=True)
+def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights,
+              transitions, start, end, offsets, hot_features, hot_slot, partial, hot_partial):
+    """Everything the CRF loss needs from the features, in one pass over the tokens.
+
+    The features are a CSR matrix (``data``, ``indices``, ``indptr``; with
+    ``binary`` every value is 1 and ``data`` is not read). State weights exist
+    for (feature, label) pairs only: feature ``f`` owns pairs
+    ``pair_ptr[f]:pair_ptr[f + 1]``, pair ``p`` has label ``pair_labels[p]`` and
+    weight ``pair_weights[p]``. The sequences are split into ``n_chunks``
+    chunks of similar token counts, given by the workspace: ``partial``
+    (n_chunks, n_pairs) and ``hot_partial`` (n_chunks, n_hot, n_classes) are
+    overwritten with each chunk's partial sums. The caller allocates them once
+    for all calls: reallocated per call, these few MiB left as many free
+    between the solver's arrays for the allocator to keep.
+
+    Per sequence, the unary scores and then the marginals live in per-chunk
+    scratch rows, never in (n_tokens, n_classes) arrays. Each chunk sums the
+    expected pair counts of its sequences on its own, so the result does not
+    depend on the thread count. The frequent features ``hot_features``
+    (``hot_slot[f]`` is the position of ``f`` among them, -1 for the others)
+    carry most non-zeros; they are handled as dense rows of all labels, which
+    vectorizes, and the others through their pair lists, which are compact
+    but twice as slow per non-zero (measured on esp.train, one thread: 16 ms
+    against 41 ms for all unary scores through the pair lists).
+
+    Returns
+    -------
+    log_z : (n_sequences,) float64
+        As :func:`forward_backward`; NaN or inf where the scores overflow.
+    expected_pairs : (n_pairs,) float64
+        Expected value of each pair feature (its feature value where the token
+        has its label), summed over all tokens.
+    transition_counts : (n_classes, n_classes) float64
+    start_counts, end_counts : (n_classes,) float64
+        Expected number of sequences that start / end with each label.
+    """
+    n_classes = transitions.shape[0]
+    n_sequences = offsets.shape[0] - 1
+    n_pairs = pair_labels.shape[0]
+    n_hot = hot_features.shape[0]
+    n_chunks = partial.shape[0]
+    bounds = chunk_bounds(offsets, n_chunks)
+    hot_state = np.zeros((n_hot, n_classes))
+    for slot in range(n_hot):
+        f = hot_features[slot]
+        for p in range(pair_ptr[f], pair_ptr[f + 1]):
+            hot_state[slot, pair_labels[p]] = pair_weights[p]
+    col_max, exp_by_col, row_max, exp_by_row = _shifted_exp_transitions(transitions)
+    trans_max, exp_trans = _shifted_exp(transitions)
+    start_max, exp_start = _shifted_exp(start)
+    end_max, exp_end = _shifted_exp(end)
+    any_forbidden = (np.isneginf(transitions).any() or np.isneginf(start).any()
+                     or np.isneginf(end).any())
+
+    log_z = np.zeros(n_sequences)
+    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
+    chunk_start = np.zeros((n_chunks, n_classes))
+    chunk_end = np.zeros((n_chunks, n_classes))
+
     for c in prange(n_chunks):
-        for row in range((n_rows * c) // n_chunks, (n_rows * (c + 1)) // n_chunks):
-            for k in range(indptr[row], indptr[row + 1]):
-                col = indices[k]
-                value = 1.0 if binary else data[k]
-                for j in range(n_cols):
-                    partial[c, col, j] += value * dense[row, j]
-    out = np.empty((n_features, n_cols))
-    for f in prange(n_features):
-        for j in range(n_cols):
-            total = partial[0, f, j]
+        partial[c] = 0.0
+        hot_partial[c] = 0.0
+        longest = max(_max_length(offsets, bounds[c], bounds[c + 1]), 1)
+        unary = np.empty((longest, n_classes))
+        marginals = np.empty((longest, n_classes))
+        alpha = np.empty((longest, n_classes))
+        beta = np.empty((longest, n_classes))
+        emission = np.empty((longest, n_classes))
+        norm = np.empty(longest)
+        reach = np.empty((2, n_classes), np.bool_)
+        block = np.empty((n_classes, n_classes))
+        scaled = np.empty(n_classes)
+        scratch = np.empty(n_classes)
+        for q in range(bounds[c], bounds[c + 1]):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            n = hi - lo
+            if n == 0:
+                continue
+            _sequence_unary(data, indices, indptr, binary, hot_slot, hot_state, pair_ptr,
+                            pair_labels, pair_weights, lo, hi, unary)
+            lz = _scaled_sequence(unary, transitions, start, end, 0, n, exp_trans,
+                                  trans_max, exp_start, start_max, exp_end, end_max,
+                                  any_forbidden, emission, alpha, beta, norm, reach,
+                                  True, marginals, chunk_counts[c], scratch)
+            if np.isnan(lz):
+                lz = _log_space_sequence(unary, transitions, start, end, 0, n, col_max,
+                                         exp_by_col, row_max, exp_by_row, True, marginals,
+                                         chunk_counts[c], alpha, beta, block, scaled,
+                                         scratch)
+            log_z[q] = lz
+            if not np.isfinite(lz):
+                # no marginals were written (the loss is not finite anyway)
+                continue
+            for j in range(n_classes):
+                chunk_start[c, j] += marginals[0, j]
+                chunk_end[c, j] += marginals[n - 1, j]
+            _scatter_expected(data, indices, indptr, binary, hot_slot, pair_ptr, pair_labels,
+                              lo, hi, marginals, hot_partial[c], partial[c])
+
+    # chunk partial sums added in chunk order: the thread count changes nothing
+    expected_pairs = np.empty(n_pairs)
+    for p in prange(n_pairs):
+        total = partial[0, p]
+        for c in range(1, n_chunks):
+            total += partial[c, p]
+        expected_pairs[p] = total
+    for slot in prange(n_hot):
+        f = hot_features[slot]
+        for p in range(pair_ptr[f], pair_ptr[f + 1]):
+            j = pair_labels[p]
+            total = hot_partial[0, slot, j]
             for c in range(1, n_chunks):
-                total += partial[c, f, j]
-            out[f, j] = total
-    return out
+                total += hot_partial[c, slot, j]
+            expected_pairs[p] = total
+    transition_counts = np.zeros((n_classes, n_classes))
+    start_counts = np.zeros(n_classes)
+    end_counts = np.zeros(n_classes)
+    for c in range(n_chunks):
+        transition_counts += chunk_counts[c]
+        start_counts += chunk_start[c]
+        end_counts += chunk_end[c]
+    return log_z, expected_pairs, transition_counts, start_counts, end_counts
+
+
+@_jit()
+def pair_pattern(indices, indptr, label_ids, n_features, n_classes):
+    """(n_features, n_classes) bool: which (feature, label) pairs occur in the data.
+
+    An explicitly stored zero counts as an occurrence.
+    """
+    seen = np.zeros((n_features, n_classes), np.bool_)
+    for row in range(indptr.shape[0] - 1):
+        j = label_ids[row]
+        for k in range(indptr[row], indptr[row + 1]):
+            seen[indices[k], j] = True
+    return seen
+
+
+@_jit()
+def pair_sums(data, indices, indptr, binary, label_ids, pair_ptr, pair_labels):
+    """(n_pairs,) sum over tokens of each pair feature's value: the empirical counts.
+
+    Every (feature, label) of the data must have a pair. Serial, in token
+    order: the sums do not depend on the thread count.
+    """
+    sums = np.zeros(pair_labels.shape[0])
+    for row in range(indptr.shape[0] - 1):
+        j = label_ids[row]
+        for k in range(indptr[row], indptr[row + 1]):
+            col = indices[k]
+            for p in range(pair_ptr[col], pair_ptr[col + 1]):
+                if pair_labels[p] == j:
+                    sums[p] += 1.0 if binary else data[k]
+                    break
+    return sums
+
+
+@_jit()
+def column_counts(indices, n_columns):
+    """Number of stored entries of each column (``np.bincount`` without its int64 copy)."""
+    counts = np.zeros(n_columns, np.int64)
+    for k in range(indices.shape[0]):
+        counts[indices[k]] += 1
+    return counts
+
+
+@_jit()
+def sort_row_indices(indptr, indices, data, binary):
+    """Sort the column indices of each row of a CSR matrix, in place.
+
+    The one kernel that writes into its arguments: the vectorizer calls it on
+    arrays it has just built and owns. Rows hold a few tens of entries, so an
+    insertion sort, which is stable, is fast; ``data`` moves along unless
+    ``binary``. Returns whether any row holds a column twice.
+    """
+    repeated = False
+    for row in range(indptr.shape[0] - 1):
+        lo = indptr[row]
+        for k in range(lo + 1, indptr[row + 1]):
+            col = indices[k]
+            value = 0.0 if binary else data[k]
+            m = k - 1
+            while m >= lo and indices[m] > col:
+                indices[m + 1] = indices[m]
+                if not binary:
+                    data[m + 1] = data[m]
+                m -= 1
+            indices[m + 1] = col
+            if not binary:
+                data[m + 1] = value
+            if m >= lo and indices[m] == col:
+                repeated = True
+    return repeated

@@ -1,6 +1,7 @@
-"""How many threads the numba kernels use for one call."""
+"""How many threads the numba kernels use for one call, safely from many threads."""
 
-from contextlib import contextmanager
+import threading
+from contextlib import contextmanager, nullcontext
 
 import numba
 from threadpoolctl import threadpool_limits
@@ -24,20 +25,71 @@ def effective_n_threads(n_jobs):
 
 
 @contextmanager
-def kernel_threads(n_jobs):
+def kernel_threads(n_jobs, hold_blas=False):
     """Run the enclosed kernel calls on ``effective_n_threads(n_jobs)`` threads.
 
     numba's thread count is local to the calling thread, so concurrent callers
-    with different settings do not interfere. BLAS is held to one thread
-    meanwhile: the solver's BLAS calls are vector dot products too small to
-    gain from threads, and idle BLAS threads spin on the cores numba's threads
-    need (measured: 30 L-BFGS iterations on esp.train took 6.5-7.5 s with one
-    BLAS thread, 12.8-13.5 s with two, same run).
+    with different settings do not interfere. Kernel launches are serialized
+    when numba's threading layer cannot take concurrent ones (its
+    ``workqueue`` fallback aborts the process), so ``predict`` may be called
+    from several threads at once.
+
+    With ``hold_blas``, BLAS is held to one thread meanwhile: the solver's BLAS
+    calls are vector dot products too small to gain from threads, and idle
+    BLAS threads spin on the cores numba's threads need (measured: 30 L-BFGS
+    iterations on esp.train took 6.5-7.5 s with one BLAS thread, 12.8-13.5 s
+    with two, same run). Prediction calls no BLAS, so it leaves the
+    process-wide BLAS setting alone.
     """
     previous = numba.get_num_threads()
     numba.set_num_threads(effective_n_threads(n_jobs))
     try:
-        with threadpool_limits(limits=1, user_api="blas"):
+        with (_blas_single_threaded() if hold_blas else nullcontext()), _launch_guard():
             yield
     finally:
         numba.set_num_threads(previous)
+
+
+_blas_lock = threading.Lock()
+_blas_users = 0
+_blas_limits = None
+
+
+@contextmanager
+def _blas_single_threaded():
+    """``threadpool_limits(1, "blas")`` shared by overlapping callers (fits in threads).
+
+    The limit is process-wide: a caller restoring the original limits on its
+    own would lift it under another one still running, and one that entered
+    second would "restore" the limit of 1 for good when leaving last. So the
+    first caller in sets it and the last one out restores it.
+    """
+    global _blas_users, _blas_limits
+    with _blas_lock:
+        if _blas_users == 0:
+            _blas_limits = threadpool_limits(limits=1, user_api="blas")
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                _blas_limits.restore_original_limits()
+                _blas_limits = None
+
+
+_launch_lock = threading.RLock()
+
+
+def _launch_guard():
+    """A lock around kernel launches if the threading layer is not thread-safe.
+
+    The layer is chosen at the first parallel launch; until then, launches are
+    serialized in case it turns out to be ``workqueue``.
+    """
+    try:
+        safe = numba.threading_layer() != "workqueue"
+    except ValueError:  # no parallel kernel has run yet
+        safe = False
+    return nullcontext() if safe else _launch_lock

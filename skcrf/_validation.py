@@ -16,32 +16,36 @@ from ._sequence_matrix import SequenceMatrix
 _PLAIN_SEQUENCES = (list, tuple)
 
 
-def check_sequences(X, name="X"):
+def check_sequences(X, name="X", tokens="per-token feature dicts", matrix_ok=True):
     """Return ``X`` as an indexable collection of sequences, or raise.
 
     A ``SequenceMatrix`` passes through. A generator or other one-shot iterator
-    is materialized into a list, since it could only be read once.
+    is materialized into a list, since it could only be read once. ``tokens``
+    says what the caller expects each sequence to hold and ``matrix_ok``
+    whether it takes a SequenceMatrix, for the messages.
     """
     if isinstance(X, SequenceMatrix):
         return X
+    expected = f"a list of sequences of {tokens}" + (
+        " or a SequenceMatrix" if matrix_ok else "")
     if isinstance(X, (str, bytes)):
-        raise TypeError(f"{name} must be a list of sequences; got a {type(X).__name__}.")
+        raise TypeError(f"{name} must be {expected}; got a {type(X).__name__}.")
     if isinstance(X, Mapping):
         raise TypeError(
-            f"{name} must be a list of sequences; got a {type(X).__name__}. "
-            f"A single sequence of feature dicts must be wrapped in a list: [sequence].")
+            f"{name} must be {expected}; got a {type(X).__name__}. A single sequence "
+            f"must be wrapped in a list: [sequence].")
     if sp.issparse(X) or (isinstance(X, np.ndarray) and X.dtype != object):
+        hint = (" Wrap pre-vectorized token features as SequenceMatrix(matrix, offsets)."
+                if matrix_ok else "")
         raise TypeError(
-            f"{name} must be a list of sequences (each a list of per-token feature "
-            f"dicts) or a SequenceMatrix; got a {type(X).__name__} of shape "
-            f"{X.shape}. Wrap pre-vectorized token features as "
-            f"SequenceMatrix(matrix, offsets).")
+            f"{name} must be {expected}; got a {type(X).__name__} of shape "
+            f"{X.shape}.{hint}")
     if not hasattr(X, "__len__") or not hasattr(X, "__getitem__"):
         try:
             X = list(X)
         except TypeError:
             raise TypeError(
-                f"{name} must be a list of sequences; got a {type(X).__name__}.") from None
+                f"{name} must be {expected}; got a {type(X).__name__}.") from None
     for q, sequence in enumerate(X):
         # lists and tuples are the common case: skip the Mapping ABC check,
         # which costs ~2 us per sequence (14 ms of 40 ms on esp.train)
@@ -50,7 +54,7 @@ def check_sequences(X, name="X"):
         if isinstance(sequence, (str, bytes, Mapping)) or not hasattr(sequence, "__len__"):
             raise TypeError(
                 f"Sequence {q} of {name} is a {type(sequence).__name__}; expected a "
-                f"list of tokens.")
+                f"list of {tokens}.")
     return X
 
 
@@ -80,8 +84,43 @@ def check_labels(y, lengths):
     labels : ndarray of shape (n_tokens,)
         All labels in order, as one array of a single type.
     """
-    if isinstance(y, (str, bytes, Mapping)) or not hasattr(y, "__len__"):
+    flat = _flat_labels(y, lengths)
+    return np.asarray(flat) if flat else np.asarray([], dtype=object)
+
+
+def encode_labels(y, lengths):
+    """The sorted distinct labels and each token's index among them.
+
+    The same checks as :func:`check_labels`, but the labels are numbered with
+    a dict of the few distinct ones instead of sorting an array of all of them
+    (which needs several copies of it).
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+    label_ids : ndarray of int64 of shape (n_tokens,)
+    """
+    flat = _flat_labels(y, lengths)
+    distinct = sorted(set(flat))
+    index = {label: i for i, label in enumerate(distinct)}
+    label_ids = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
+    return np.asarray(distinct), label_ids
+
+
+_LABEL_KINDS = {"str", "bytes", "int", "float"}
+
+
+def _flat_labels(y, lengths):
+    """All labels of ``y`` in one list, after checking count, type and NaN."""
+    if isinstance(y, (str, bytes, Mapping)) or y is None:
         raise TypeError(f"y must be a list of label sequences; got a {type(y).__name__}.")
+    if not hasattr(y, "__len__"):
+        # a generator can be read once: keep what it yields
+        try:
+            y = list(y)
+        except TypeError:
+            raise TypeError(
+                f"y must be a list of label sequences; got a {type(y).__name__}.") from None
     if len(y) != len(lengths):
         raise ValueError(
             f"X has {len(lengths)} sequences but y has {len(y)}: they must match "
@@ -96,17 +135,27 @@ def check_labels(y, lengths):
             raise ValueError(
                 f"Sequence {q} has {n_tokens} tokens but {len(labels)} labels.")
         flat.extend(labels)
-    if flat:
-        kinds = {_label_kind(label) for label in flat}
-        if len(kinds) > 1 or kinds & {"bool", "NoneType"}:
-            first_kind = _label_kind(flat[0])
-            seq, tok = _locate(lengths, next(
-                i for i, label in enumerate(flat)
-                if _label_kind(label) != first_kind or first_kind in ("bool", "NoneType")))
-            raise TypeError(
-                f"Labels must all be str or all numbers; y mixes "
-                f"{', '.join(sorted(kinds))} (see sequence {seq}, token {tok}).")
-    return np.asarray(flat) if flat else np.asarray([], dtype=object)
+    if not flat:
+        return flat
+    kinds = set(map(_label_kind, flat))
+    if len(kinds) > 1 or not kinds <= _LABEL_KINDS:
+        first_kind = _label_kind(flat[0])
+        seq, tok = _locate(lengths, next(
+            i for i, label in enumerate(flat)
+            if _label_kind(label) != first_kind or first_kind not in _LABEL_KINDS))
+        what = (f"y mixes {', '.join(sorted(kinds))}" if len(kinds) > 1
+                else f"y holds {first_kind} labels")
+        raise TypeError(
+            f"Labels must all be str or all numbers; {what} (see sequence {seq}, "
+            f"token {tok}).")
+    if kinds == {"float"}:
+        missing = [i for i, label in enumerate(flat) if label != label]
+        if missing:
+            seq, tok = _locate(lengths, missing[0])
+            raise ValueError(
+                f"Label of sequence {seq}, token {tok} is NaN; every token needs a "
+                f"label ({len(missing)} NaN label(s) in all).")
+    return flat
 
 
 def _locate(lengths, token_index):
@@ -117,16 +166,48 @@ def _locate(lengths, token_index):
 
 
 def check_finite_features(X):
-    """Raise if a ``SequenceMatrix`` holds NaN or infinite feature values."""
-    data = X.matrix.data
+    """Raise if a ``SequenceMatrix`` holds complex, NaN or infinite feature values."""
+    matrix = X.matrix
+    if np.iscomplexobj(matrix.data):
+        bad = np.flatnonzero(matrix.data.imag != 0)
+        where = (_describe_entry(matrix.data, matrix.indices, matrix.indptr, X.lengths,
+                                 X.feature_names, bad[0]) + ": " if bad.size else "")
+        raise TypeError(
+            f"{where}X holds complex feature values (dtype {matrix.data.dtype}); "
+            f"feature values must be real numbers.")
+    check_feature_values(matrix.data, matrix.indices, matrix.indptr, X.lengths,
+                         X.feature_names)
+
+
+def check_feature_values(data, indices, indptr, lengths, feature_names):
+    """Raise if CSR ``data`` holds NaN or infinite values, naming the first one.
+
+    ``data`` may be None (every value 1), which is always fine.
+    """
+    if data is None:
+        return
     bad = np.flatnonzero(~np.isfinite(data))
     if bad.size == 0:
         return
-    k = bad[0]
-    row = int(np.searchsorted(X.matrix.indptr, k, side="right") - 1)
-    seq, tok = _locate(X.lengths, row)
-    col = int(X.matrix.indices[k])
-    feature = X.feature_names[col] if X.feature_names is not None else f"column {col}"
     raise ValueError(
-        f"Sequence {seq}, token {tok}, feature {feature!r} has the value {data[k]}; "
-        f"feature values must be finite ({bad.size} such value(s) in all).")
+        f"{_describe_entry(data, indices, indptr, lengths, feature_names, bad[0])} has "
+        f"the value {data[bad[0]]}; feature values must be finite ({bad.size} such "
+        f"value(s) in all).")
+
+
+def describe_largest_value(data, indices, indptr, lengths, feature_names):
+    """Text naming the largest feature value in magnitude and where it is."""
+    if data is None or data.shape[0] == 0:
+        return "every feature value is 1"
+    k = int(np.argmax(np.abs(data)))
+    where = _describe_entry(data, indices, indptr, lengths, feature_names, k)
+    return f"the largest feature value is {data[k]:.3g}, at {where[0].lower()}{where[1:]}"
+
+
+def _describe_entry(data, indices, indptr, lengths, feature_names, k):
+    """'Sequence q, token t, feature name' of entry ``k`` of CSR arrays."""
+    row = int(np.searchsorted(indptr, k, side="right") - 1)
+    seq, tok = _locate(lengths, row)
+    col = int(indices[k])
+    feature = feature_names[col] if feature_names is not None else f"column {col}"
+    return f"Sequence {seq}, token {tok}, feature {feature!r}"
