@@ -315,6 +315,26 @@ class CRFClassifier(BaseEstimator):
                 self.end_coef_, offsets, False)
         return self._split(marginals, offsets)
 
+    def predict_proba(self, X):
+        """Token marginals under the name scikit-learn's meta-estimators pass on.
+
+        The same as :meth:`predict_marginals`. :class:`~sklearn.pipeline.Pipeline`
+        and :class:`~sklearn.model_selection.GridSearchCV` forward
+        ``predict_proba`` but not other method names, so this is how a fitted
+        pipeline or search gives marginals: ``pipe.predict_proba(X)``.
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+
+        Returns
+        -------
+        marginals : list of ndarray
+            One (n_tokens_i, n_classes) array per sequence, columns in
+            ``classes_`` order, rows summing to 1.
+        """
+        return self.predict_marginals(X)
+
     def score(self, X, y):
         """Token accuracy of ``predict(X)`` against ``y``.
 

@@ -256,6 +256,18 @@ def test_grid_search_over_a_vectorizer_pipeline(toy):
     assert search.best_score_ > 0.9
 
 
+def test_fitted_pipeline_and_search_give_marginals_through_predict_proba(toy):
+    X, y = toy
+    pipe = make_pipeline(SequenceVectorizer(), CRFClassifier(max_iter=30)).fit(X, y)
+    expected = pipe[-1].predict_marginals(pipe[:-1].transform(X))
+    for got in (pipe.predict_proba(X),
+                GridSearchCV(pipe, {"crfclassifier__alpha": [1.0]}, cv=2)
+                .fit(X, y).predict_proba(X)):
+        assert len(got) == len(X)
+        for a, b in zip(got, expected, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 # --- bad input -------------------------------------------------------------------
 
 @pytest.mark.parametrize("make_input, error, match", [
