@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ._kernels import slot_grid_to_csr
 from ._sequence_matrix import SequenceMatrix
 from ._validation import _locate, check_sequences
 from ._vectorizer import FeatureValueError, _csr, _factorize, _vectorize
@@ -656,26 +657,19 @@ def _slots_to_csr(slots, n_tokens):
     row yields sorted column indices with no repeats: the CSR is canonical.
     """
     widths = [len(names) for _, names, _ in slots]
-    starts = np.cumsum([0] + widths[:-1]).tolist()
-    # filled slot by slot (contiguous writes), then transposed once to token-major
+    starts = np.cumsum([0] + widths[:-1])
+    # slot-major: each slot's columns are written contiguously
     grid = np.empty((len(slots), n_tokens), dtype=np.int32)
-    for j, ((columns, _, _), start) in enumerate(zip(slots, starts)):
-        np.add(columns, start, out=grid[j], casting="unsafe")
-        grid[j][columns < 0] = -1
-    grid = np.ascontiguousarray(grid.T)
-    present = grid >= 0
-    indices = grid[present]
-    indptr = np.zeros(n_tokens + 1, dtype=np.int64)
-    np.cumsum(present.sum(axis=1), out=indptr[1:])
-    # keep the columns some token uses (a word may never be a right neighbour)
-    used = np.zeros(sum(widths), dtype=bool)
-    used[indices] = True
+    for j, (columns, _, _) in enumerate(slots):
+        grid[j] = columns
+    indices, indptr, used = slot_grid_to_csr(grid, starts, sum(widths))
+    del grid
+    # the names of the columns some token uses (a word may never be a right neighbour)
     names = []
-    for (_, slot_names, prefix), start, width in zip(slots, starts, widths):
+    for (_, slot_names, prefix), start, width in zip(slots, starts.tolist(), widths):
         names += [prefix + slot_names[j]
                   for j in np.flatnonzero(used[start:start + width]).tolist()]
-    new_index = np.cumsum(used) - 1
-    matrix = sp.csr_matrix((np.ones(indices.shape[0]), new_index[indices], indptr),
+    matrix = sp.csr_matrix((np.ones(indices.shape[0]), indices, indptr),
                            shape=(n_tokens, len(names)))
     return matrix, names
 

@@ -901,3 +901,54 @@ def sort_row_indices(indptr, indices, data, binary):
             if m >= lo and indices[m] == col:
                 repeated = True
     return repeated
+
+
+@_jit()
+def slot_grid_to_csr(grid, starts, n_columns):
+    """CSR pattern of one-entry-per-slot features, keeping only used columns.
+
+    ``grid[s, t]`` is the column of token ``t`` within slot ``s`` (-1: none);
+    slot ``s`` owns columns ``starts[s]:starts[s + 1]`` of ``n_columns``, in
+    slot order, so each row's columns come out sorted with no repeats. Columns
+    no token uses are dropped and the rest renumbered in order.
+
+    One pass to count, one to fill: the token-major copy of the grid, its mask
+    and the gathered and remapped index arrays that numpy needs were 60 MiB of
+    fresh memory on esp.train.
+
+    Returns
+    -------
+    indices : (nnz,) int32
+    indptr : (n_tokens + 1,) int64
+    used : (n_columns,) bool
+        Which of the columns some token uses.
+    """
+    n_slots, n_tokens = grid.shape
+    indptr = np.empty(n_tokens + 1, np.int64)
+    indptr[0] = 0
+    total = 0
+    for t in range(n_tokens):
+        for s in range(n_slots):
+            if grid[s, t] >= 0:
+                total += 1
+        indptr[t + 1] = total
+    indices = np.empty(total, np.int32)
+    used = np.zeros(n_columns, np.bool_)
+    k = 0
+    for t in range(n_tokens):
+        for s in range(n_slots):
+            local = grid[s, t]
+            if local >= 0:
+                column = starts[s] + local
+                indices[k] = column
+                used[column] = True
+                k += 1
+    new_index = np.empty(n_columns, np.int32)
+    n_used = 0
+    for column in range(n_columns):
+        new_index[column] = n_used
+        if used[column]:
+            n_used += 1
+    for k in range(total):
+        indices[k] = new_index[indices[k]]
+    return indices, indptr, used
