@@ -2,6 +2,7 @@
 
 from ._estimator import CRFClassifier
 from ._featurizer import TokenFeaturizer
+from ._kernels import CacheUnavailableWarning
 from ._persistence import ModelVersionWarning, load_model, save_model
 from ._sequence_matrix import SequenceMatrix
 from ._vectorizer import SequenceVectorizer
@@ -10,6 +11,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CRFClassifier",
+    "CacheUnavailableWarning",
     "ModelVersionWarning",
     "SequenceMatrix",
     "SequenceVectorizer",
