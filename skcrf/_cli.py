@@ -459,7 +459,10 @@ def _warnings_as_lines(prog, convergence_message=None):
         yield
     seen = set()
     for warning in caught:
-        if issubclass(warning.category, ConvergenceWarning) and convergence_message:
+        # only the max_iter warning gets the --max-iter advice; a line search that
+        # gave up says something else (scale the features), in its own words
+        if (issubclass(warning.category, ConvergenceWarning) and convergence_message
+                and "did not converge" in str(warning.message)):
             text = convergence_message
         else:
             text = " ".join(str(warning.message).split())

@@ -212,6 +212,9 @@ class CRFClassifier(BaseEstimator):
     def _check_training(self, result, features, lengths, feature_names):
         """Raise or warn, saying what to do, if the solver did not really train.
 
+        Warnings use ``stacklevel=4`` (here, fit, sklearn's ``_fit_context``
+        wrapper) to point at the user's call of ``fit``.
+
         Huge feature values make the objective overflow (the loss reports
         ``inf`` there and the solver backs off) or the solver's own norms
         overflow, so that it either cannot move at all or takes steps of
@@ -241,11 +244,11 @@ class CRFClassifier(BaseEstimator):
             warnings.warn(
                 f"CRFClassifier stopped after {result.n_iter} iterations because the line "
                 f"search could not decrease the objective, so the model may be poor; "
-                f"{largest()}. {advice}", ConvergenceWarning, stacklevel=3)
+                f"{largest()}. {advice}", ConvergenceWarning, stacklevel=4)
         elif not result.converged:
             warnings.warn(
                 f"CRFClassifier did not converge in max_iter={self.max_iter} iterations; "
-                f"increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
+                f"increase max_iter or tol.", ConvergenceWarning, stacklevel=4)
 
     def _features(self, X):
         """Check fitted state and input; the FeatureArrays and offsets of ``X``."""

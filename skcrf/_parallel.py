@@ -13,11 +13,20 @@ from threadpoolctl import threadpool_limits
 #: busy, 30 iterations on esp.train took 4.8-5.5 s on 2 threads against 3.3 s
 #: on 1 thread; with 3,000 spins 3.2-4.0 s, and no slower on an idle machine
 #: (1.75-2.19 s vs 1.72-2.81 s, same runs). libgomp reads it when it loads,
-#: at numba's first parallel launch, after this import; an explicit choice of
-#: the user's (either variable) is left alone.
+#: at numba's first parallel launch, so it is set on the first use of
+#: kernel_threads (not on import: a process that only imports skcrf keeps its
+#: environment); an explicit choice of the user's (either variable) is left alone.
 _GOMP_SPINCOUNT = "3000"
-if "OMP_WAIT_POLICY" not in os.environ:
-    os.environ.setdefault("GOMP_SPINCOUNT", _GOMP_SPINCOUNT)
+_openmp_configured = False
+
+
+def _configure_openmp():
+    """Shorten libgomp's spin-wait once, before numba's first parallel launch."""
+    global _openmp_configured
+    if not _openmp_configured:
+        _openmp_configured = True
+        if "OMP_WAIT_POLICY" not in os.environ:
+            os.environ.setdefault("GOMP_SPINCOUNT", _GOMP_SPINCOUNT)
 
 
 def effective_n_threads(n_jobs):
@@ -54,6 +63,7 @@ def kernel_threads(n_jobs, hold_blas=False):
     with two, same run). Prediction calls no BLAS, so it leaves the
     process-wide BLAS setting alone.
     """
+    _configure_openmp()
     previous = numba.get_num_threads()
     numba.set_num_threads(effective_n_threads(n_jobs))
     try:

@@ -558,7 +558,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             _remap_in_place(indices, remap)
             data, indices, indptr = _drop_columns(data, indices, indptr)
         data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
-        _release_freed_memory()
+        _release_freed_memory()  # once per fit; never on the predict path (70% of a short predict)
         return data, indices, indptr, offsets
 
     def transform(self, X):
@@ -592,7 +592,6 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             data, indices, indptr, offsets = _vectorize_compact(X, self.vocabulary_, False,
                                                                 self.separator)
         data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
-        _release_freed_memory()
         return data, indices, indptr, offsets
 
     def get_feature_names_out(self, input_features=None):

@@ -12,6 +12,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -352,3 +353,22 @@ def test_python_dash_m_entry_point(data, tmp_path):
     assert result.stdout.splitlines()[-1].startswith("trained 3 iterations")
     assert result.stderr.startswith("skcrf train: warning:")
     assert load_model(model)[-1].n_iter_ == 3
+
+
+def test_only_the_max_iter_warning_gets_the_max_iter_advice(capsys):
+    from sklearn.exceptions import ConvergenceWarning
+
+    from skcrf._cli import _warnings_as_lines
+
+    with _warnings_as_lines("skcrf train", "raise --max-iter"):
+        warnings.warn("CRFClassifier did not converge in max_iter=5 iterations",
+                      ConvergenceWarning)
+        warnings.warn("CRFClassifier stopped after 3 iterations because the line search "
+                      "could not decrease the objective; scale the features",
+                      ConvergenceWarning)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "skcrf train: warning: raise --max-iter",
+        "skcrf train: warning: CRFClassifier stopped after 3 iterations because the line "
+        "search could not decrease the objective; scale the features",
+    ]
