@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skcrf._kernels import forward_backward, viterbi
+from tests._threads import results_per_thread_count
 from tests.naive import enumerate_batch, path_score
 
 SETTINGS = settings(max_examples=150, deadline=None,
@@ -174,12 +175,7 @@ def test_inputs_are_not_mutated():
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
 def test_bitwise_identical_for_one_and_two_threads():
     batch = _random_batch(6, n_sequences=500)
-    results = {}
-    for n_threads in (1, 2):
-        numba.set_num_threads(n_threads)
-        try:
-            results[n_threads] = (*forward_backward(*batch, True), viterbi(*batch))
-        finally:
-            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    results = dict(zip((1, 2), results_per_thread_count(
+        lambda: (*forward_backward(*batch, True), viterbi(*batch)))))
     for one, two in zip(results[1], results[2]):
         assert np.array_equal(one, two)

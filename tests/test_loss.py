@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from scipy.optimize import approx_fprime
 
 from skcrf._loss import NegativeLogLikelihood, StatePairs, unpack
+from tests._threads import results_per_thread_count
 from tests.naive import enumerate_sequence, path_score
 
 
@@ -87,12 +88,6 @@ def test_loss_bitwise_identical_for_one_and_two_threads():
     loss = NegativeLogLikelihood(X, offsets, label_ids,
                                  StatePairs.observed(X, label_ids, n_classes), l2=0.1)
     w = np.random.default_rng(6).normal(size=loss.n_parameters)
-    results = []
-    for n_threads in (1, 2):
-        numba.set_num_threads(n_threads)
-        try:
-            results.append(loss(w))
-        finally:
-            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    results = results_per_thread_count(lambda: loss(w))
     assert results[0][0] == results[1][0]
     assert np.array_equal(results[0][1], results[1][1])

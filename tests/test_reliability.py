@@ -31,6 +31,7 @@ from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer, TokenFeatur
 from skcrf._kernels import LOSS_HOT_BUDGET, MIN_LOSS_CHUNKS, nll_terms
 from skcrf._loss import (NegativeLogLikelihood, StatePairs, as_feature_arrays, loss_layout,
                          unpack)
+from tests._threads import results_per_thread_count
 
 REPO = Path(__file__).resolve().parents[1]
 TWO_THREADS = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
@@ -483,13 +484,7 @@ def test_loss_bitwise_equal_for_1_and_2_threads_with_cold_features():
     loss.hot_slot = np.full(X.shape[1], -1, dtype=np.int32)
     loss.hot_slot[loss.hot_features] = np.arange(20, dtype=np.int32)
     w = np.random.default_rng(11).normal(size=loss.n_parameters)
-    results = []
-    for n_threads in (1, 2):
-        numba.set_num_threads(n_threads)
-        try:
-            results.append(loss(w))
-        finally:
-            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    results = results_per_thread_count(lambda: loss(w))
     assert results[0][0] == results[1][0]
     assert np.array_equal(results[0][1], results[1][1])
 
