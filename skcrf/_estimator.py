@@ -167,7 +167,7 @@ class CRFClassifier(BaseEstimator):
             raise ValueError("X has no tokens: every sequence is empty.")
         if features is None:
             check_finite_features(X)
-            features = FeatureArrays.from_sparse(X.matrix)
+            features = FeatureArrays.of_sequences(X)
         else:
             check_feature_values(features.data, features.indices, features.indptr, lengths,
                                  feature_names)
@@ -260,7 +260,7 @@ class CRFClassifier(BaseEstimator):
                     f"X has {X.n_features} features, but CRFClassifier was fitted with "
                     f"{self.n_features_in_}.")
             check_finite_features(X)
-            return FeatureArrays.from_sparse(X.matrix), X.offsets
+            return FeatureArrays.of_sequences(X), X.offsets
         if self.vectorizer_ is None:
             raise TypeError(
                 "This CRFClassifier was fitted on a SequenceMatrix; pass one here too "

@@ -2,23 +2,25 @@
 
 The fast path builds no per-token dict. It numbers the distinct values of each
 token column once (a few tens of thousands of words for a few hundred thousand
-tokens), computes every feature once per distinct value into a small sparse
-table, and gathers table rows for all tokens with numpy: a context offset is a
-shift of those row numbers within each sequence.
+tokens), computes every feature once per distinct value into a small table,
+and lets one kernel gather the table entries of all tokens: a context offset
+is a shift within each sequence. Columns come out sorted by name, so
+SequenceVectorizer has nothing to reorder.
 """
 
 import re
 from collections.abc import Mapping
-from itertools import chain
-from operator import itemgetter
+from itertools import chain, compress
+from operator import itemgetter, lt
 from numbers import Integral
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._kernels import slot_grid_to_csr
+from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_features
 from ._sequence_matrix import SequenceMatrix
 from ._validation import _locate, check_sequences
 from ._vectorizer import FeatureValueError, _csr, _factorize, _vectorize
@@ -210,9 +212,10 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
     small fraction of what building per-token dicts in Python does.
 
     The output is a :class:`SequenceMatrix` whose ``feature_names`` name its
-    columns; those columns are local to each call, so put a
+    columns, sorted by name; those columns are local to each call, so put a
     :class:`SequenceVectorizer` after this step to map them to a fixed
-    vocabulary learned in ``fit``.
+    vocabulary learned in ``fit``. Its values are all 1 unless ``custom``
+    says otherwise, and their array is only allocated if you read ``matrix``.
 
     Parameters
     ----------
@@ -544,134 +547,168 @@ def _token_error(lengths, index, what):
 
 
 # ---------------------------------------------------------------------------
-# fast path: each feature group is a "slot" holding at most one column per
-# token, computed per distinct value and gathered for all tokens
+# fast path: each feature group at each offset is a "slot" holding at most one
+# column per token, computed once per distinct value and gathered for all
+# tokens by the slot_features kernel
+
+
+class _Slot(NamedTuple):
+    """One feature group at one offset: at most one column per token."""
+
+    kind: int  # SLOT_GATHER, SLOT_ALWAYS, SLOT_BEFORE or SLOT_AFTER
+    shift: int  # token offset (gather), distance from the edge (before / after)
+    source: int  # the token column a gather slot reads, as a row of the sources
+    group: int  # the per-type table a gather slot reads, -1 for none
+    names: list  # the names of the slot's columns without the prefix, sorted
+    prefix: str  # "", "-1:", "+2:", ...
 
 
 def _featurize(plan, tokens):
-    """The SequenceMatrix of all tokens: slots side by side, then custom features."""
-    n_tokens = tokens.n_tokens
-    position = np.arange(n_tokens) - np.repeat(tokens.offsets[:-1], tokens.lengths)
-    seq_length = np.repeat(tokens.lengths, tokens.lengths)
-    # (column within the slot for each token, -1 for none; names; name prefix)
-    slots = _global_slots(plan, position, seq_length)
+    """The SequenceMatrix of all tokens, its columns sorted by name.
 
-    word_ids, words = tokens.column_codes(plan.word_column)
-    for type_columns, names in _word_groups(words, plan.word_keys):
-        slots.append((type_columns[word_ids], names, ""))
-    if plan.context_offsets:
-        groups = _word_groups(words, plan.context_keys)
-        slots += _shifted_slots(groups, word_ids, plan.context_offsets, position,
-                                seq_length)
-    for column, window, column_keys in plan.columns:
-        ids, values = tokens.column_codes(column)
-        groups = [_one_hot_group(key, values if length is None
-                                 else [value[:length] for value in values])
-                  for length, key in column_keys]
-        slots += _shifted_slots(groups, ids, range(-window, window + 1), position,
-                                seq_length)
-    matrix, names = _slots_to_csr(slots, n_tokens)
-
+    Slots are laid side by side in name order, so the kernel's rows come out
+    sorted and the names need no sort: SequenceVectorizer then takes them as
+    they are. Only custom features (or built-in names that interleave, which
+    takes unusual column names) go through a sort of all the columns.
+    """
+    sources, tables, slots = _slots(plan, tokens)
+    slots, in_name_order = _name_order(slots)
+    widths = [len(slot.names) for slot in slots]
+    column_starts = np.zeros(len(slots), dtype=np.int64)
+    np.cumsum(widths[:-1], out=column_starts[1:])
+    table_starts = np.cumsum([0] + [table.shape[0] for table in tables])
+    indices, indptr, used = slot_features(
+        sources, tokens.offsets,
+        np.array([slot.kind for slot in slots], dtype=np.int64),
+        np.array([slot.shift for slot in slots], dtype=np.int64),
+        np.array([slot.source for slot in slots], dtype=np.int64),
+        np.array([table_starts[slot.group] if slot.group >= 0 else 0 for slot in slots],
+                 dtype=np.int64),
+        np.concatenate(tables) if tables else np.zeros(0, dtype=np.int32),
+        column_starts, sum(widths))
+    names = _used_names(slots, column_starts, widths, used)
+    if plan.custom is None and in_name_order:
+        # every value is 1: the matrix of ones is built only if someone reads it
+        return SequenceMatrix._from_arrays(None, indices, indptr, len(names),
+                                           tokens.offsets, names)
+    matrix = sp.csr_matrix((np.ones(indices.shape[0]), indices, indptr),
+                           shape=(tokens.n_tokens, len(names)))
     if plan.custom is not None:
         custom_matrix, custom_names = _custom_features(plan, tokens)
         matrix = sp.hstack([matrix, custom_matrix], format="csr")
         names += custom_names
-    # a custom feature may be spelled like a built-in one: merge such columns,
-    # as SequenceVectorizer does for the same features given as dicts
-    name_ids, distinct = _factorize(names)
-    if len(distinct) < len(names):
-        matrix = _csr(matrix.data, name_ids[matrix.indices], matrix.indptr,
-                      len(distinct), np.float64)
-    return SequenceMatrix(matrix, tokens.offsets, np.asarray(distinct, dtype=object))
+    matrix, names = _sort_columns_by_name(matrix, names)
+    return SequenceMatrix(matrix, tokens.offsets, np.asarray(names, dtype=object))
 
 
-def _global_slots(plan, position, seq_length):
-    """Bias, BOS, EOS and the markers of context offsets beyond the sequence."""
-    n_tokens = position.shape[0]
+def _slots(plan, tokens):
+    """The plan's slots, the type ids they read and their per-type tables.
 
-    def flag(where, name):
-        return np.where(where, 0, -1), [name], ""
-
-    slots = [flag(np.full(n_tokens, plan.bias), "bias")]
+    Returns
+    -------
+    sources : ndarray of shape (n_sources, n_tokens)
+        Type id of every token in each token column the slots read.
+    tables : list of int32 ndarray
+        Per feature group, the column of each type within the group (-1: none).
+    slots : list of _Slot
+    """
+    slots = [_Slot(SLOT_ALWAYS, 0, 0, -1, ["bias"], "")] if plan.bias else []
     if plan.boundary:
-        slots += [flag(position == 0, "BOS"), flag(position == seq_length - 1, "EOS")]
-    for k in plan.marker_offsets:
-        slots += [flag(position < k, f"{-k:+d}:BOS"),
-                  flag(position >= seq_length - k, f"{k:+d}:EOS")]
-    return slots
+        for k in [1] + plan.marker_offsets:
+            slots += [_Slot(SLOT_BEFORE, k, 0, -1, [f"{-k:+d}:BOS" if k > 1 else "BOS"], ""),
+                      _Slot(SLOT_AFTER, k, 0, -1, [f"{k:+d}:EOS" if k > 1 else "EOS"], "")]
+    word_ids, words = tokens.column_codes(plan.word_column)
+    sources, tables, group_names = [word_ids], [], []
+    # a word feature is computed once, for the token and its context alike
+    word_groups = {}
+    for offset, word_keys in [(0, plan.word_keys)] + [
+            (k, plan.context_keys) for k in plan.context_offsets]:
+        for feature, length, key in word_keys:
+            if (feature, length) not in word_groups:
+                word_groups[feature, length] = len(tables)
+                table, names = _word_group(words, feature, length, key)
+                tables.append(table)
+                group_names.append(names)
+            group = word_groups[feature, length]
+            slots.append(_Slot(SLOT_GATHER, offset, 0, group, group_names[group],
+                               _offset_prefix(offset)))
+    for column, window, column_keys in plan.columns:
+        ids, values = tokens.column_codes(column)
+        sources.append(ids)
+        for length, key in column_keys:
+            table, names = _one_hot_group(
+                key, values if length is None else [value[:length] for value in values])
+            tables.append(table)
+            slots += [_Slot(SLOT_GATHER, k, len(sources) - 1, len(tables) - 1, names,
+                            _offset_prefix(k)) for k in range(-window, window + 1)]
+    return np.stack(sources), tables, slots
+
+
+def _word_group(words, feature, length, key):
+    """(column of each distinct word or -1, sorted names) of one word feature."""
+    if feature in _FLAGS:
+        flags = np.fromiter(map(_FLAGS[feature], words), dtype=bool, count=len(words))
+        return np.where(flags, 0, -1).astype(np.int32), [key]
+    if feature == "word":
+        return _one_hot_group(key, words)
+    if feature == "lower":
+        return _one_hot_group(key, list(map(str.lower, words)))
+    if feature == "prefix":
+        return _one_hot_group(key, [word[:length] for word in words])
+    if feature == "suffix":
+        return _one_hot_group(key, [word[-length:] for word in words])
+    return _one_hot_group(key, _shapes(words))  # shape
 
 
 def _one_hot_group(key, values):
-    """One column ``key=value`` per distinct value, and the column of each value."""
+    """One column ``key=value`` per distinct value, in name order, and the column of each value."""
     codes, distinct = _factorize(values)
-    return codes, [f"{key}={value}" for value in distinct]
+    order = sorted(range(len(distinct)), key=distinct.__getitem__)
+    rank = np.empty(len(distinct), dtype=np.int32)
+    rank[order] = np.arange(len(distinct), dtype=np.int32)
+    return rank[codes], [f"{key}={distinct[j]}" for j in order]
 
 
-def _flag_group(key, flags, n):
-    """The single column ``key`` where the flag holds, -1 elsewhere."""
-    return np.where(np.fromiter(flags, dtype=bool, count=n), 0, -1), [key]
+def _name_order(slots):
+    """The slots sorted by name, and whether that puts all their columns in name order.
 
-
-def _word_groups(words, word_keys):
-    """(column of each distinct word or -1, names) of each word feature."""
-    groups = []
-    for feature, length, key in word_keys:
-        if feature in _FLAGS:
-            groups.append(_flag_group(key, map(_FLAGS[feature], words), len(words)))
-        elif feature == "word":
-            groups.append(_one_hot_group(key, words))
-        elif feature == "lower":
-            groups.append(_one_hot_group(key, list(map(str.lower, words))))
-        elif feature == "prefix":
-            groups.append(_one_hot_group(key, [word[:length] for word in words]))
-        elif feature == "suffix":
-            groups.append(_one_hot_group(key, [word[-length:] for word in words]))
-        else:  # shape
-            groups.append(_one_hot_group(key, _shapes(words)))
-    return groups
-
-
-def _shifted_slots(groups, ids, offsets, position, seq_length):
-    """The groups of the tokens ``k`` places away, for each offset ``k``.
-
-    A position outside the sequence reads an extra "no feature" entry (-1)
-    appended to every group.
+    Each slot's names share its prefix and key (``-1:word.lower=``), so the
+    slots' name ranges only overlap if a name starts with another slot's key
+    and ``=``, which takes a column name holding ``=``; then the caller sorts
+    every column instead.
     """
-    n_tokens = ids.shape[0]
-    n_types = groups[0][0].shape[0] if groups else 0
-    padded = [(np.append(type_columns, -1), names) for type_columns, names in groups]
-    slots = []
-    for k in offsets:
-        rows = ids[np.clip(np.arange(n_tokens) + k, 0, max(n_tokens - 1, 0))]
-        rows[(position + k < 0) | (position + k >= seq_length)] = n_types
-        prefix = _offset_prefix(k)
-        slots += [(type_columns[rows], names, prefix) for type_columns, names in padded]
-    return slots
+    firsts = [slot.prefix + slot.names[0] for slot in slots]
+    order = sorted(range(len(slots)), key=firsts.__getitem__)
+    slots = [slots[i] for i in order]
+    lasts = [slot.prefix + slot.names[-1] for slot in slots]
+    return slots, all(map(lt, lasts, [firsts[i] for i in order[1:]]))
 
 
-def _slots_to_csr(slots, n_tokens):
-    """One CSR matrix of the slots side by side, keeping only the used columns.
-
-    Each slot puts at most one entry in a row, in a column range of its own
-    placed after the previous slot's, so reading the (token, slot) grid row by
-    row yields sorted column indices with no repeats: the CSR is canonical.
-    """
-    widths = [len(names) for _, names, _ in slots]
-    starts = np.cumsum([0] + widths[:-1])
-    # slot-major: each slot's columns are written contiguously
-    grid = np.empty((len(slots), n_tokens), dtype=np.int32)
-    for j, (columns, _, _) in enumerate(slots):
-        grid[j] = columns
-    indices, indptr, used = slot_grid_to_csr(grid, starts, sum(widths))
-    del grid
-    # the names of the columns some token uses (a word may never be a right neighbour)
+def _used_names(slots, column_starts, widths, used):
+    """The names of the columns some token uses, in column order."""
     names = []
-    for (_, slot_names, prefix), start, width in zip(slots, starts.tolist(), widths):
-        names += [prefix + slot_names[j]
-                  for j in np.flatnonzero(used[start:start + width]).tolist()]
-    matrix = sp.csr_matrix((np.ones(indices.shape[0]), indices, indptr),
-                           shape=(n_tokens, len(names)))
-    return matrix, names
+    for slot, start, width in zip(slots, column_starts.tolist(), widths):
+        kept = used[start:start + width]
+        slot_names = slot.names if kept.all() else list(compress(slot.names, kept.tolist()))
+        names += [slot.prefix + name for name in slot_names] if slot.prefix else slot_names
+    return names
+
+
+def _sort_columns_by_name(matrix, names):
+    """The columns sorted by name, those sharing a name merged into one.
+
+    A custom feature may be spelled like a built-in one: its column is added
+    to the built-in one, as SequenceVectorizer does for the same features
+    given as dicts.
+    """
+    name_ids, distinct = _factorize(names)
+    text = list(map(str, distinct))
+    order = sorted(range(len(distinct)), key=text.__getitem__)
+    rank = np.empty(len(distinct), dtype=np.int32)
+    rank[order] = np.arange(len(distinct), dtype=np.int32)
+    matrix = _csr(matrix.data, rank[name_ids][matrix.indices], matrix.indptr,
+                  len(distinct), np.float64)
+    return matrix, [distinct[j] for j in order]
 
 
 def _custom_features(plan, tokens):

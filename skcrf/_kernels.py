@@ -903,18 +903,47 @@ def sort_row_indices(indptr, indices, data, binary):
     return repeated
 
 
+#: Kinds of featurizer slots (see :func:`slot_features`).
+SLOT_GATHER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_AFTER = 0, 1, 2, 3
+
+
 @_jit()
-def slot_grid_to_csr(grid, starts, n_columns):
-    """CSR pattern of one-entry-per-slot features, keeping only used columns.
+def _slot_column(kind, shift, source, table_start, sources, table, t, start, stop):
+    """Column of token ``t`` (of a sequence ``start:stop``) within one slot, or -1."""
+    if kind == SLOT_GATHER:
+        u = t + shift
+        if u < start or u >= stop:
+            return -1
+        return table[table_start + sources[source, u]]
+    if kind == SLOT_ALWAYS:
+        return 0
+    if kind == SLOT_BEFORE:
+        return 0 if t - start < shift else -1
+    return 0 if t >= stop - shift else -1  # SLOT_AFTER
 
-    ``grid[s, t]`` is the column of token ``t`` within slot ``s`` (-1: none);
-    slot ``s`` owns columns ``starts[s]:starts[s + 1]`` of ``n_columns``, in
-    slot order, so each row's columns come out sorted with no repeats. Columns
-    no token uses are dropped and the rest renumbered in order.
 
-    One pass to count, one to fill: the token-major copy of the grid, its mask
-    and the gathered and remapped index arrays that numpy needs were 60 MiB of
-    fresh memory on esp.train.
+@_jit()
+def slot_features(sources, offsets, kinds, shifts, slot_sources, table_starts, table,
+                  column_starts, n_columns):
+    """CSR pattern of the featurizer's slots, keeping only the columns in use.
+
+    A slot puts at most one entry in each token's row, in a column range of its
+    own (``column_starts[s]`` on) placed after the previous slot's, so the rows
+    come out with sorted column indices and no repeats. Slot ``s`` is one of:
+
+    - ``SLOT_GATHER``: a feature of the token ``shifts[s]`` places away, none
+      outside the sequence: local column
+      ``table[table_starts[s] + sources[slot_sources[s], t + shifts[s]]]``
+      (-1: none), where ``sources`` holds one type id per token of each token
+      column;
+    - ``SLOT_ALWAYS``: local column 0 on every token (the bias);
+    - ``SLOT_BEFORE`` / ``SLOT_AFTER``: local column 0 on the tokens fewer than
+      ``shifts[s]`` places from the start / end of their sequence (BOS, EOS and
+      the markers of offsets beyond the sequence).
+
+    One pass to count and one to fill, straight from the per-type tables: a
+    (slot, token) grid gathered with numpy was 32 MiB on esp.train. Columns no
+    token uses are dropped and the rest renumbered in order.
 
     Returns
     -------
@@ -923,26 +952,33 @@ def slot_grid_to_csr(grid, starts, n_columns):
     used : (n_columns,) bool
         Which of the columns some token uses.
     """
-    n_slots, n_tokens = grid.shape
+    n_slots = kinds.shape[0]
+    n_tokens = offsets[offsets.shape[0] - 1]
     indptr = np.empty(n_tokens + 1, np.int64)
     indptr[0] = 0
     total = 0
-    for t in range(n_tokens):
-        for s in range(n_slots):
-            if grid[s, t] >= 0:
-                total += 1
-        indptr[t + 1] = total
+    for q in range(offsets.shape[0] - 1):
+        start, stop = offsets[q], offsets[q + 1]
+        for t in range(start, stop):
+            for s in range(n_slots):
+                if _slot_column(kinds[s], shifts[s], slot_sources[s], table_starts[s],
+                                sources, table, t, start, stop) >= 0:
+                    total += 1
+            indptr[t + 1] = total
     indices = np.empty(total, np.int32)
     used = np.zeros(n_columns, np.bool_)
     k = 0
-    for t in range(n_tokens):
-        for s in range(n_slots):
-            local = grid[s, t]
-            if local >= 0:
-                column = starts[s] + local
-                indices[k] = column
-                used[column] = True
-                k += 1
+    for q in range(offsets.shape[0] - 1):
+        start, stop = offsets[q], offsets[q + 1]
+        for t in range(start, stop):
+            for s in range(n_slots):
+                local = _slot_column(kinds[s], shifts[s], slot_sources[s], table_starts[s],
+                                     sources, table, t, start, stop)
+                if local >= 0:
+                    column = column_starts[s] + local
+                    indices[k] = column
+                    used[column] = True
+                    k += 1
     new_index = np.empty(n_columns, np.int32)
     n_used = 0
     for column in range(n_columns):

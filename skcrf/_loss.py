@@ -57,6 +57,14 @@ class FeatureArrays:
         return cls(data, X.indices.astype(index_type, copy=False),
                    X.indptr.astype(np.int64, copy=False), X.shape[1])
 
+    @classmethod
+    def of_sequences(cls, X):
+        """The arrays of a SequenceMatrix, with no array of ones read or built."""
+        arrays = X._canonical_arrays()
+        if arrays is not None and arrays[0] is None:
+            return cls(None, arrays[1], arrays[2], X.n_features)
+        return cls.from_sparse(X.matrix)
+
     @property
     def binary(self):
         return self.data is None

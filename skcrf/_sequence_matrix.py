@@ -29,6 +29,10 @@ class SequenceMatrix:
 
     Attributes
     ----------
+    matrix : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
+        The stacked features.
+    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    feature_names : ndarray of str objects of shape (n_features,) or None
     shape : tuple of (int,)
         ``(n_sequences,)``: scikit-learn reads the number of samples from it.
 
@@ -60,9 +64,49 @@ class SequenceMatrix:
                 raise ValueError(
                     f"feature_names has {feature_names.shape[0]} entries for "
                     f"{matrix.shape[1]} feature columns.")
-        self.matrix = matrix
+        self._matrix = matrix
+        self._arrays = None
+        self._shape = matrix.shape
         self.offsets = offsets
         self.feature_names = feature_names
+
+    @classmethod
+    def _from_arrays(cls, data, indices, indptr, n_features, offsets, feature_names,
+                     dtype=np.float64):
+        """A SequenceMatrix of canonical CSR arrays, made by skcrf's own transformers.
+
+        ``data`` is None when every value is 1. The scipy matrix, and with it
+        an array of ones as large as ``indices`` twice over, is built only when
+        someone reads :attr:`matrix`: a pipeline's next step reads the arrays
+        (:meth:`_canonical_arrays`) and never needs it.
+        """
+        self = cls.__new__(cls)
+        self._matrix = None
+        self._arrays = (None if data is None else data.astype(dtype, copy=False),
+                        indices, indptr, np.dtype(dtype))
+        self._shape = (indptr.shape[0] - 1, int(n_features))
+        self.offsets = offsets
+        self.feature_names = (None if feature_names is None
+                              else np.asarray(feature_names, dtype=object))
+        return self
+
+    @property
+    def matrix(self):
+        """The stacked features, as a CSR matrix of shape (n_tokens, n_features)."""
+        if self._matrix is None:
+            data, indices, indptr, dtype = self._arrays
+            if data is None:
+                data = np.ones(indices.shape[0], dtype=dtype)
+            self._matrix = sp.csr_matrix((data, indices, indptr), shape=self._shape)
+        return self._matrix
+
+    def _canonical_arrays(self):
+        """(data or None if all ones, int32 indices, int64 indptr) of :meth:`_from_arrays`.
+
+        None for a SequenceMatrix made from a user's matrix, whose arrays may
+        be of any type and order.
+        """
+        return None if self._arrays is None else self._arrays[:3]
 
     @property
     def shape(self):
@@ -75,11 +119,11 @@ class SequenceMatrix:
 
     @property
     def n_tokens(self):
-        return self.matrix.shape[0]
+        return self._shape[0]
 
     @property
     def n_features(self):
-        return self.matrix.shape[1]
+        return self._shape[1]
 
     def __len__(self):
         return self.offsets.shape[0] - 1
@@ -117,4 +161,9 @@ class SequenceMatrix:
 
     def __repr__(self):
         return (f"SequenceMatrix(n_sequences={len(self)}, n_tokens={self.n_tokens}, "
-                f"n_features={self.n_features}, nnz={self.matrix.nnz})")
+                f"n_features={self.n_features}, nnz={self.nnz})")
+
+    @property
+    def nnz(self):
+        """Number of stored feature values."""
+        return self.matrix.nnz if self._arrays is None else self._arrays[1].shape[0]

@@ -3,6 +3,7 @@
 import ctypes
 import gc
 import numbers
+import operator
 from array import array
 from collections.abc import Mapping
 from contextlib import contextmanager
@@ -526,11 +527,17 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         """
         self._validate_params()
         X = check_sequences(X)
+        names_sorted = False
         if isinstance(X, SequenceMatrix):
             data, indices, indptr, offsets = _named_matrix_arrays(X)
-            # distinct columns may share a name: give them one column
-            name_ids, names = _factorize(list(X.feature_names))
-            _remap_in_place(indices, name_ids.astype(np.int32))
+            names = X.feature_names.tolist()
+            # TokenFeaturizer's names are sorted already: then they are unique,
+            # and neither the names nor the rows need reordering
+            names_sorted = _strictly_increasing(names)
+            if not names_sorted:
+                # distinct columns may share a name: give them one column
+                name_ids, names = _factorize(names)
+                _remap_in_place(indices, name_ids.astype(np.int32))
         else:
             vocabulary = {}
             data, indices, indptr, offsets = _vectorize_compact(X, vocabulary, True,
@@ -544,14 +551,16 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             order = np.flatnonzero(keep)
         else:
             order = np.arange(len(names))
-        if self.sort:
+        if self.sort and not names_sorted:
             # Python's sort: no fixed-width copy of every name, as numpy's would make
             text = list(map(str, names))
             order = np.asarray(sorted(order.tolist(), key=text.__getitem__), dtype=np.int64)
+        reordered = order.shape[0] != len(names) or (self.sort and not names_sorted)
         # map/zip build these in C: 4x faster than comprehensions for 77k names
-        self.feature_names_ = list(map(names.__getitem__, order.tolist()))
+        self.feature_names_ = (list(map(names.__getitem__, order.tolist())) if reordered
+                               else names)
         self.vocabulary_ = dict(zip(self.feature_names_, range(len(self.feature_names_))))
-        if order.shape[0] != len(names) or self.sort:
+        if reordered:
             # column remap: old index -> new index, -1 for dropped features
             remap = np.full(len(names), -1, dtype=np.int32)
             remap[order] = np.arange(order.shape[0], dtype=np.int32)
@@ -612,10 +621,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
     def _to_matrix(self, data, indices, indptr, offsets):
         """The SequenceMatrix of canonical compact arrays."""
-        if data is None:
-            data = np.ones(indices.shape[0], dtype=self.dtype)
-        matrix = _csr(data, indices, indptr, len(self.feature_names_), self.dtype)
-        return SequenceMatrix(matrix, offsets, self.get_feature_names_out())
+        return SequenceMatrix._from_arrays(data, indices, indptr, len(self.feature_names_),
+                                           offsets, self.get_feature_names_out(), self.dtype)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -640,9 +647,19 @@ def _named_matrix_arrays(X):
         raise ValueError(
             "SequenceVectorizer needs a SequenceMatrix with feature_names to match "
             "its columns by name; this one has none.")
+    arrays = X._canonical_arrays()
+    if arrays is not None and arrays[0] is None:
+        # all ones, as TokenFeaturizer's: no array of ones to read
+        return None, arrays[1].copy(), arrays[2].copy(), X.offsets
     matrix = X.matrix
     data = None if np.all(matrix.data == 1) else matrix.data.astype(np.float64)
     return data, matrix.indices.astype(np.int32), matrix.indptr.astype(np.int64), X.offsets
+
+
+def _strictly_increasing(names):
+    """Whether ``names`` are str in strictly increasing order: sorted and unique."""
+    return (set(map(type, names)) <= {str}
+            and all(map(operator.lt, names, islice(names, 1, None))))
 
 
 def _remap_in_place(indices, remap, block=1 << 20):

@@ -52,7 +52,8 @@ def assert_paths_agree(featurizer, X):
     fast = featurizer.fit_transform(X)
     assert isinstance(fast, SequenceMatrix)
     assert fast.lengths.tolist() == [len(s) for s in X]
-    assert len(set(fast.feature_names)) == fast.n_features
+    # sorted and unique: SequenceVectorizer then has nothing to reorder
+    assert list(fast.feature_names) == sorted(set(fast.feature_names))
     names_fast, matrix_fast = vectorized(fast)
     names_dicts, matrix_dicts = vectorized(featurizer.transform_dicts(X))
     assert names_fast == names_dicts
@@ -74,6 +75,8 @@ PARAMS = [
     {"bias": False, "boundary": False, "column_prefixes": (), "window": 2},
     {"column_names": ("w", "pos"), "column_prefixes": (1, 2)},
     {"custom": custom_features},
+    # "w=x=..." sorts between "w=a" and "w=z": the slots interleave by name
+    {"word_features": ("word",), "context_features": (), "column_names": ("w", "w=x")},
 ]
 
 
@@ -176,6 +179,26 @@ def test_matrix_names_and_values():
     assert rows == [["BOS", "bias", "word.lower=the"], ["EOS", "bias", "word.lower=the"]]
     assert np.all(Xt.matrix.data == 1.0)
     assert Xt.matrix.has_canonical_format
+
+
+def test_interleaved_names_are_sorted_into_one_order():
+    featurizer = TokenFeaturizer(word_features=("word",), context_features=(),
+                                 column_names=("w", "w=x"), column_prefixes=(), bias=False,
+                                 boundary=False, window=0)
+    Xt = featurizer.fit_transform([[("a", "NC"), ("z", "NC")]])
+    assert Xt.feature_names.tolist() == ["w=a", "w=x=NC", "w=z"]
+    assert Xt.matrix.toarray().tolist() == [[1, 1, 0], [0, 1, 1]]
+    assert Xt.matrix.has_sorted_indices
+
+
+def test_output_arrays_are_canonical_and_built_lazily():
+    Xt = TokenFeaturizer().fit_transform(SENTENCES)
+    data, indices, indptr = Xt._canonical_arrays()
+    assert data is None  # indicator features: no array of ones until asked
+    assert Xt.nnz == indices.shape[0] and Xt._matrix is None
+    matrix = Xt.matrix
+    assert matrix.has_canonical_format and matrix.dtype == np.float64
+    assert np.all(matrix.data == 1) and np.shares_memory(matrix.indices, indices)
 
 
 def test_str_tokens_have_one_column():

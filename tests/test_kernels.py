@@ -179,3 +179,26 @@ def test_bitwise_identical_for_one_and_two_threads():
         lambda: (*forward_backward(*batch, True), viterbi(*batch)))))
     for one, two in zip(results[1], results[2]):
         assert np.array_equal(one, two)
+
+
+def test_slot_features_reads_shifted_types_and_drops_unused_columns():
+    from skcrf._kernels import (SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER,
+                                slot_features)
+
+    # two sequences, of 3 and 1 tokens; one token column with types 0, 1, 2
+    sources = np.array([[0, 1, 0, 2]], dtype=np.int64)
+    offsets = np.array([0, 3, 4], dtype=np.int64)
+    # slots: bias | BOS | type of the next token, one-hot | EOS
+    kinds = np.array([SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, SLOT_AFTER])
+    shifts = np.array([0, 1, 1, 1])
+    slot_sources = np.zeros(4, dtype=np.int64)
+    table = np.array([0, 1, 2], dtype=np.int32)
+    table_starts = np.zeros(4, dtype=np.int64)
+    # columns: bias 0, BOS 1, +1:type0 2, +1:type1 3, +1:type2 4, EOS 5
+    column_starts = np.array([0, 1, 2, 5])
+    indices, indptr, used = slot_features(sources, offsets, kinds, shifts, slot_sources,
+                                          table_starts, table, column_starts, 6)
+    # no token is followed by type 2: its column goes and EOS becomes column 4
+    assert used.tolist() == [True, True, True, True, False, True]
+    rows = [indices[indptr[t]:indptr[t + 1]].tolist() for t in range(4)]
+    assert rows == [[0, 1, 3], [0, 2], [0, 4], [0, 1, 4]]

@@ -327,6 +327,24 @@ def test_named_matrix_transform_matches_columns_by_name():
     assert dense(Xt).tolist() == [[7.0, 5.0]]
 
 
+def test_named_matrix_with_sorted_names_and_unsorted_rows():
+    # sorted unique names skip the renaming, but rows are still put in order
+    matrix = sp.csr_matrix((np.array([2.0, 1.0, 3.0]), np.array([2, 0, 1]),
+                            np.array([0, 2, 3])), shape=(2, 3))
+    assert not matrix.has_sorted_indices
+    vec = SequenceVectorizer()
+    Xt = vec.fit_transform(SequenceMatrix(matrix, [0, 2], ["a", "b", "c"]))
+    assert vec.feature_names_ == ["a", "b", "c"]
+    assert Xt.matrix.has_canonical_format
+    assert dense(Xt).tolist() == [[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]
+
+
+def test_indicator_output_builds_no_values_until_read():
+    Xt = SequenceVectorizer().fit_transform([[{"w": "a"}, {"w": "b", "x": True}]])
+    assert Xt._canonical_arrays()[0] is None
+    assert dense(Xt).tolist() == [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]]
+
+
 def test_named_matrix_duplicate_names_are_merged():
     vec = SequenceVectorizer()
     Xt = vec.fit_transform(named_matrix([[1, 2, 4]], ["x", "y", "x"], [0, 1]))
