@@ -649,12 +649,14 @@ def csr_dot_dense(data, indices, indptr, dense, binary):
 
 #: Memory bounds of :func:`nll_terms`, in float64 values. Each chunk of
 #: sequences keeps a partial sum of the expected counts of every pair, so the
-#: number of chunks is at most LOSS_PAIR_BUDGET // n_pairs (2 MiB in all), but
-#: at least MIN_LOSS_CHUNKS, for the threads to share; and a dense (n_hot,
-#: n_classes) partial sum for the most frequent features, with n_hot up to
-#: LOSS_HOT_BUDGET // (n_chunks * n_classes) (1 MiB in all). On esp.train
-#: (96k pairs, 9 labels): 4 chunks and 3640 frequent features carrying 92% of
-#: the non-zeros, 4 MiB, against 19 MiB for one (n_tokens, n_classes) array.
+#: number of chunks is LOSS_PAIR_BUDGET // n_pairs (2 MiB in all), but at
+#: least MIN_LOSS_CHUNKS, for the threads to share: past 65k pairs the partial
+#: sums take MIN_LOSS_CHUNKS * n_pairs values (32 bytes a pair), and at most 4
+#: threads share the loss. There is also a dense (n_hot, n_classes) partial sum
+#: for the most frequent features, with n_hot up to LOSS_HOT_BUDGET //
+#: (n_chunks * n_classes) (1 MiB in all). On esp.train (96k pairs, 9 labels):
+#: 4 chunks and 3640 frequent features carrying 92% of the non-zeros, 4 MiB,
+#: against 19 MiB for one (n_tokens, n_classes) array.
 LOSS_PAIR_BUDGET = 1 << 18
 LOSS_HOT_BUDGET = 1 << 17
 MIN_LOSS_CHUNKS = 4

@@ -107,9 +107,9 @@ def save_model(model, file, *, metadata=None):
         :class:`TokenFeaturizer`, or a fitted :class:`~sklearn.pipeline.Pipeline`
         whose last step is one of them.
     file : str, path-like or binary file object
-        Where to write. A path is created or overwritten (and removed again if
-        pickling fails); a file object must be open for binary writing and is
-        left open.
+        Where to write. A path is created or overwritten; a model that cannot
+        be pickled leaves it untouched, and a failed write removes it. A file
+        object must be open for binary writing and is left open.
     metadata : dict, default=None
         JSON-serializable information to keep beside the model, such as how
         its input files are laid out; :func:`load_model` returns it with
@@ -154,12 +154,16 @@ def save_model(model, file, *, metadata=None):
             f"{_MAX_HEADER_BYTES - 1}); keep large objects in the model itself.")
 
     if not isinstance(file, (str, os.PathLike)):
-        _write(model, header_line, file)
+        _check_binary(file)
+        _write(_pickled(model), header_line, file)
         return
+    # pickled before the file is opened: a model that cannot be pickled leaves
+    # an existing file as it was
+    payload = _pickled(model)
     path = Path(file)
     with open(path, "wb") as handle:
         try:
-            _write(model, header_line, handle)
+            _write(payload, header_line, handle)
         except BaseException:
             # leave no half-written model behind that would fail only when loaded
             handle.close()
@@ -167,20 +171,27 @@ def save_model(model, file, *, metadata=None):
             raise
 
 
-def _write(model, header_line, handle):
+def _check_binary(handle):
     if isinstance(handle, io.TextIOBase):
         raise TypeError(
             f"{_file_name(handle)} is open in text mode; save_model writes bytes: open it "
             f"with mode 'wb'.")
-    handle.write(_MAGIC)
-    handle.write(header_line + b"\n")
+
+
+def _pickled(model):
     try:
-        pickle.dump(model, handle, protocol=_PROTOCOL)
+        return pickle.dumps(model, protocol=_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError) as error:
         raise TypeError(
             f"The model cannot be pickled: {error}. Callables in it (such as "
             f"TokenFeaturizer's custom) must be module-level functions, not lambdas or "
             f"local functions.") from error
+
+
+def _write(payload, header_line, handle):
+    handle.write(_MAGIC)
+    handle.write(header_line + b"\n")
+    handle.write(payload)
 
 
 def load_model(file, *, return_metadata=False):

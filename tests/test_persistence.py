@@ -196,3 +196,9 @@ def test_unpicklable_model_leaves_no_file(tmp_path):
     model.set_params(tokenfeaturizer__custom=_custom_features)
     save_model(model, path)
     assert load_model(path)[0].custom is _custom_features
+    # and a later failure leaves that model as it was
+    saved = path.read_bytes()
+    model.set_params(tokenfeaturizer__custom=lambda token: {})
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        save_model(model, path)
+    assert path.read_bytes() == saved
