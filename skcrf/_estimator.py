@@ -14,7 +14,7 @@ from ._loss import (FeatureArrays, NegativeLogLikelihood, StatePairs, csr_times_
                     n_parameters, unpack)
 from ._parallel import kernel_threads
 from ._sequence_matrix import SequenceMatrix
-from ._solvers import lbfgs
+from ._solvers import Stop, lbfgs
 from ._validation import (check_feature_values, check_finite_features, check_labels,
                           check_sequences, describe_largest_value, encode_labels)
 from ._vectorizer import SequenceVectorizer, _release_freed_memory
@@ -231,21 +231,21 @@ class CRFClassifier(BaseEstimator):
             raise ValueError(
                 f"Training diverged: the objective or the weights became non-finite; "
                 f"{largest()}. {advice}")
-        if result.n_iter == 0 and "not finite" in result.message:
+        if result.stop is Stop.NOT_FINITE:
             raise ValueError(
                 f"Training cannot start: the objective or its gradient overflows at "
                 f"zero weights; {largest()}. {advice}")
-        stuck = "line search" in result.message or result.n_iter > 0
+        stuck = result.stop is Stop.LINE_SEARCH or result.n_iter > 0
         if stuck and not result.w.any():  # still the starting point, zero weights
             raise ValueError(
                 f"Training made no progress: the solver could not decrease the "
                 f"objective from zero weights ({result.message}); {largest()}. {advice}")
-        if "line search" in result.message:
+        if result.stop is Stop.LINE_SEARCH:
             warnings.warn(
                 f"CRFClassifier stopped after {result.n_iter} iterations because the line "
                 f"search could not decrease the objective, so the model may be poor; "
                 f"{largest()}. {advice}", ConvergenceWarning, stacklevel=4)
-        elif not result.converged:
+        elif result.stop is Stop.MAX_ITER:
             warnings.warn(
                 f"CRFClassifier did not converge in max_iter={self.max_iter} iterations; "
                 f"increase max_iter or tol.", ConvergenceWarning, stacklevel=4)

@@ -7,8 +7,19 @@ the solver's business.
 
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
+
+
+class Stop(Enum):
+    """Why a solver stopped; the estimator acts on this, not on the message."""
+
+    TOL = "relative improvement below tol"
+    GRADIENT = "gradient below epsilon"
+    MAX_ITER = "reached max_iter"
+    LINE_SEARCH = "the line search could not decrease the objective"
+    NOT_FINITE = "the objective is not finite at the starting point"
 
 
 @dataclass
@@ -17,9 +28,17 @@ class SolverResult:
 
     w: np.ndarray
     n_iter: int
-    converged: bool
+    stop: Stop
     loss_curve: list = field(default_factory=list)
-    message: str = ""
+
+    @property
+    def converged(self):
+        """Whether a stopping rule held (the line search giving up counts)."""
+        return self.stop in (Stop.TOL, Stop.GRADIENT, Stop.LINE_SEARCH)
+
+    @property
+    def message(self):
+        return self.stop.value
 
 
 class _Progress:
@@ -37,7 +56,6 @@ class _Progress:
         self.tol = tol
         self.verbose = verbose
         self.loss_curve = []
-        self.converged = False
         self._started = time.perf_counter()
 
     def record(self, loss, grad_norm):
@@ -50,7 +68,6 @@ class _Progress:
             before = self.loss_curve[-1 - self.period]
             improvement = (before - loss) / max(abs(loss), np.finfo(float).tiny)
             if improvement < self.tol:
-                self.converged = True
                 return True
         return False
 
@@ -136,16 +153,15 @@ def lbfgs(loss_grad, w0, *, l1=0.0, max_iter=100, tol=1e-5, epsilon=1e-5, verbos
     loss, grad = loss_grad(w)
     objective = loss + l1 * np.abs(w).sum()
     if not np.isfinite(objective):
-        return SolverResult(w=w, n_iter=0, converged=False, loss_curve=[float(objective)],
-                            message="the objective is not finite at the starting point")
+        return SolverResult(w=w, n_iter=0, stop=Stop.NOT_FINITE,
+                            loss_curve=[float(objective)])
     pairs = []
-    message = f"reached max_iter={max_iter}"
-    converged = False
+    stop = Stop.MAX_ITER
     for _ in range(max_iter):
         pseudo = _pseudo_gradient(w, grad, l1)
         pseudo_norm = np.linalg.norm(pseudo)
         if pseudo_norm <= epsilon * max(1.0, np.linalg.norm(w)):
-            converged, message = True, "gradient below epsilon"
+            stop = Stop.GRADIENT
             break
         direction = _two_loop(pseudo, pairs)
         if l1 > 0:
@@ -173,7 +189,7 @@ def lbfgs(loss_grad, w0, *, l1=0.0, max_iter=100, tol=1e-5, epsilon=1e-5, verbos
                 break
             step *= 0.5
         else:
-            converged, message = True, "the line search could not decrease the objective"
+            stop = Stop.LINE_SEARCH
             break
         s = w_new - w
         y = grad_new - grad
@@ -184,7 +200,7 @@ def lbfgs(loss_grad, w0, *, l1=0.0, max_iter=100, tol=1e-5, epsilon=1e-5, verbos
                 pairs.pop(0)
         w, grad, objective = w_new, grad_new, objective_new
         if progress.record(objective, pseudo_norm):
-            converged, message = True, "relative improvement below tol"
+            stop = Stop.TOL
             break
-    return SolverResult(w=w, n_iter=len(progress.loss_curve), converged=converged,
-                        loss_curve=progress.loss_curve, message=message)
+    return SolverResult(w=w, n_iter=len(progress.loss_curve), stop=stop,
+                        loss_curve=progress.loss_curve)

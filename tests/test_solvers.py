@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import Lasso
 
-from skcrf._solvers import _pseudo_gradient, lbfgs
+from skcrf._solvers import Stop, _pseudo_gradient, lbfgs
 
 
 def _least_squares(seed, n_samples=60, n_features=12):
@@ -45,19 +45,35 @@ def test_loss_curve_decreases_and_counts_iterations():
     A, _, loss_grad = _least_squares(2)
     result = lbfgs(loss_grad, np.zeros(A.shape[1]), l1=1.0, max_iter=7, tol=0.0)
     assert result.n_iter == len(result.loss_curve) == 7
-    assert not result.converged
+    assert not result.converged and result.stop is Stop.MAX_ITER
     assert np.all(np.diff(result.loss_curve) <= 0)
 
 
 def test_relative_improvement_rule_stops_early():
     A, _, loss_grad = _least_squares(3)
     result = lbfgs(loss_grad, np.zeros(A.shape[1]), max_iter=1000, tol=1e-3, epsilon=0.0)
-    assert result.converged and result.n_iter < 1000
+    assert result.stop is Stop.TOL and result.converged and result.n_iter < 1000
 
 
 def test_non_finite_start_is_reported_not_iterated():
     result = lbfgs(lambda w: (np.nan, np.zeros_like(w)), np.zeros(3))
-    assert not result.converged and result.n_iter == 0 and "not finite" in result.message
+    assert result.stop is Stop.NOT_FINITE and not result.converged and result.n_iter == 0
+    assert "not finite" in result.message
+
+
+def test_line_search_failure_is_its_own_stop():
+    # a gradient that points uphill: no step along it decreases the objective
+    result = lbfgs(lambda w: (float(w @ w), -2 * w - 1.0), np.zeros(2), max_linesearch=5)
+    assert result.stop is Stop.LINE_SEARCH and result.converged and result.n_iter == 0
+    assert not result.w.any()
+
+
+def test_strong_l1_stops_at_zero_weights_at_once():
+    # zero is optimal when every |gradient| at zero is below l1: no iteration runs
+    A, _, loss_grad = _least_squares(4)
+    l1 = 2 * np.abs(loss_grad(np.zeros(A.shape[1]))[1]).max()
+    result = lbfgs(loss_grad, np.zeros(A.shape[1]), l1=l1)
+    assert result.stop is Stop.GRADIENT and result.n_iter == 0 and not result.w.any()
 
 
 @pytest.mark.parametrize("w, grad, expected", [
