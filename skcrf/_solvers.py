@@ -157,9 +157,9 @@ def lbfgs(loss_grad, w0, *, l1=0.0, max_iter=100, tol=1e-5, epsilon=1e-5, verbos
                             loss_curve=[float(objective)])
     pairs = []
     stop = Stop.MAX_ITER
+    pseudo = _pseudo_gradient(w, grad, l1)
+    pseudo_norm = np.linalg.norm(pseudo)
     for _ in range(max_iter):
-        pseudo = _pseudo_gradient(w, grad, l1)
-        pseudo_norm = np.linalg.norm(pseudo)
         if pseudo_norm <= epsilon * max(1.0, np.linalg.norm(w)):
             stop = Stop.GRADIENT
             break
@@ -199,6 +199,9 @@ def lbfgs(loss_grad, w0, *, l1=0.0, max_iter=100, tol=1e-5, epsilon=1e-5, verbos
             if len(pairs) > memory:
                 pairs.pop(0)
         w, grad, objective = w_new, grad_new, objective_new
+        # the report shows the gradient norm at the point it reports the objective of
+        pseudo = _pseudo_gradient(w, grad, l1)
+        pseudo_norm = np.linalg.norm(pseudo)
         if progress.record(objective, pseudo_norm):
             stop = Stop.TOL
             break
