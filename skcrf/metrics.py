@@ -920,6 +920,12 @@ def span_classification_report(y_true, y_pred, *, labels=None, scheme="IOB2",
     if not type_names:
         raise ValueError("There is no span in y_true or y_pred and no labels were given: "
                          "nothing to report.")
+    # One "no span" item on both sides scores nothing, but makes scikit-learn
+    # print the micro average even when every span is right: otherwise it
+    # shows an "accuracy" row instead, and output_dict would lack "micro avg".
+    item_true, item_pred = np.append(item_true, -1), np.append(item_pred, -1)
+    if item_weight is not None:
+        item_weight = np.append(item_weight, 0.0)
     return _skm.classification_report(
         item_true, item_pred, labels=type_ids, target_names=type_names,
         sample_weight=item_weight, digits=digits, output_dict=output_dict,

@@ -402,6 +402,20 @@ def test_span_classification_report_rows_and_micro_avg():
     assert re.search(r"micro avg\s+0\.667\s+0\.500\s+0\.571\s+4", text)
 
 
+@pytest.mark.parametrize("sample_weight", [None, [1.0, 3.0]])
+def test_span_classification_report_keeps_micro_avg_when_every_span_is_right(
+        sample_weight):
+    # scikit-learn would print an "accuracy" row instead of "micro avg" here
+    report = span_classification_report(Y_TRUE, Y_TRUE, output_dict=True,
+                                        sample_weight=sample_weight)
+    assert list(report) == ["LOC", "PER", "micro avg", "macro avg", "weighted avg"]
+    assert report["micro avg"]["f1-score"] == 1.0
+    weighted = span_classification_report(Y_TRUE, Y_PRED, output_dict=True,
+                                          sample_weight=sample_weight, zero_division=0)
+    assert report["micro avg"]["support"] == weighted["micro avg"]["support"]
+    assert "micro avg" in span_classification_report(Y_TRUE, Y_TRUE)
+
+
 def test_span_classification_report_without_spans_raises():
     with pytest.raises(ValueError, match="no span"):
         span_classification_report([["O"]], [["O"]])
