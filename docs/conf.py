@@ -28,6 +28,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax served from the build: equations render offline
     "numpydoc",
     "matplotlib.sphinxext.plot_directive",
 ]
