@@ -32,8 +32,7 @@ from seqeval.metrics import f1_score
 from sklearn.pipeline import make_pipeline
 from sklearn_crfsuite import CRF
 
-from skcrf import CRFClassifier, SequenceVectorizer
-from skcrf._featurizer import TokenFeaturizer
+from skcrf import CRFClassifier, SequenceVectorizer, TokenFeaturizer
 from skcrf.datasets import load_conll2002
 
 

@@ -226,8 +226,9 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
     word_features : tuple of str, default=("lower", "suffix", "isupper", \
 "istitle", "isdigit")
         Features of a token's own word, any of ``"word"`` (as is), ``"lower"``,
-        ``"prefix"``, ``"suffix"``, ``"shape"`` (see :func:`word_shape`),
-        ``"isupper"``, ``"islower"``, ``"istitle"``, ``"isdigit"``,
+        ``"prefix"``, ``"suffix"``, ``"shape"`` (upper case letters become
+        ``X``, other letters ``x``, digits ``d``, runs shrink to one:
+        ``McDonald's`` gives ``XxXx'x``, ``1990s`` gives ``dx``), ``"isupper"``, ``"islower"``, ``"istitle"``, ``"isdigit"``,
         ``"isalpha"`` (the ``str`` methods), ``"hasdigit"`` and ``"hyphen"``.
         Flags are emitted only when true.
     context_features : tuple of str, default=("lower", "isupper", "istitle")
@@ -266,7 +267,7 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
 
     Examples
     --------
-    >>> from skcrf._featurizer import TokenFeaturizer
+    >>> from skcrf import TokenFeaturizer
     >>> X = [[("The", "DT"), ("cat", "NN")]]
     >>> featurizer = TokenFeaturizer(word_features=("lower",),
     ...                              context_features=(), column_prefixes=())
