@@ -13,11 +13,7 @@ import scipy.sparse as sp
 from ._kernels import (LOSS_HOT_BUDGET, LOSS_PAIR_BUDGET, MIN_LOSS_CHUNKS, N_CHUNKS,
                        column_counts, csr_dot_dense, nll_terms, pair_pattern,
                        pair_sums)
-
-
-def is_binary(X):
-    """Whether every stored value of sparse ``X`` is 1 (indicator features)."""
-    return bool(np.all(X.data == 1.0))
+from ._sequence_matrix import values_or_none
 
 
 def csr_times_dense(X, dense):
@@ -53,7 +49,7 @@ class FeatureArrays:
         """The arrays of a scipy sparse matrix (shared where the types already fit)."""
         X = sp.csr_matrix(X)
         index_type = np.int32 if X.shape[1] <= np.iinfo(np.int32).max else np.int64
-        data = None if is_binary(X) else X.data.astype(np.float64, copy=False)
+        data = values_or_none(X.data)
         return cls(data, X.indices.astype(index_type, copy=False),
                    X.indptr.astype(np.int64, copy=False), X.shape[1])
 

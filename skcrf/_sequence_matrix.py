@@ -6,6 +6,16 @@ import numpy as np
 import scipy.sparse as sp
 
 
+def values_or_none(data):
+    """None if every value is 1 (indicator features), else ``data`` as float64.
+
+    None is how skcrf's arrays say "all ones": no array of values to keep.
+    """
+    if data is None or np.all(data == 1):
+        return None
+    return data.astype(np.float64, copy=False)
+
+
 class SequenceMatrix:
     """Token features of many sequences: one CSR matrix plus sequence offsets.
 

@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from ._kernels import column_counts, sort_row_indices
-from ._sequence_matrix import SequenceMatrix
+from ._sequence_matrix import SequenceMatrix, values_or_none
 from ._validation import check_sequences
 
 _ITERABLE_VALUES = (list, tuple, set, frozenset)
@@ -97,7 +97,7 @@ def _vectorize_compact(X, vocabulary, grow, separator):
         for name in list(islice(vocabulary, n_known, None)):
             del vocabulary[name]
         data, indices, indptr, offsets = _vectorize_loop(X, vocabulary, grow, separator)
-        arrays = (_ones_to_none(data), indices.astype(np.int32), indptr, offsets)
+        arrays = (values_or_none(data), indices.astype(np.int32), indptr, offsets)
     if len(vocabulary) > np.iinfo(np.int32).max:  # pragma: no cover (100+ GB of names)
         raise ValueError(f"{len(vocabulary)} feature names do not fit int32 indices.")
     return arrays
@@ -124,11 +124,6 @@ def _release_freed_memory():
     """
     if _MALLOC_TRIM is not None:
         _MALLOC_TRIM(0)
-
-
-def _ones_to_none(data):
-    """None if every value is 1 (the compact form of indicator features), else data."""
-    return None if data is None or np.all(data == 1.0) else data
 
 
 def _vectorize_chunks(X, vocabulary, grow, separator):
@@ -652,7 +647,9 @@ def _named_matrix_arrays(X):
         # all ones, as TokenFeaturizer's: no array of ones to read
         return None, arrays[1].copy(), arrays[2].copy(), X.offsets
     matrix = X.matrix
-    data = None if np.all(matrix.data == 1) else matrix.data.astype(np.float64)
+    data = values_or_none(matrix.data)
+    if data is matrix.data:
+        data = data.copy()  # ours to change
     return data, matrix.indices.astype(np.int32), matrix.indptr.astype(np.int64), X.offsets
 
 
@@ -693,5 +690,5 @@ def _canonical(data, indices, indptr, n_columns):
         data = np.ones(indices.shape[0])
     matrix = sp.csr_matrix((data, indices, indptr), shape=(indptr.shape[0] - 1, n_columns))
     matrix.sum_duplicates()  # rows are sorted: this only adds up neighbours
-    return (_ones_to_none(matrix.data), matrix.indices.astype(np.int32, copy=False),
+    return (values_or_none(matrix.data), matrix.indices.astype(np.int32, copy=False),
             matrix.indptr.astype(np.int64, copy=False))
