@@ -58,16 +58,17 @@ def check_sequences(X, name="X", tokens="per-token feature dicts", matrix_ok=Tru
     return X
 
 
-def _label_kind(label):
-    if isinstance(label, str):
+def _label_kind(kind):
+    """'str', 'bool', 'int', 'float' or the name of a label type."""
+    if issubclass(kind, str):
         return "str"
-    if isinstance(label, (bool, np.bool_)):
+    if issubclass(kind, (bool, np.bool_)):
         return "bool"
-    if isinstance(label, numbers.Integral):
+    if issubclass(kind, numbers.Integral):
         return "int"
-    if isinstance(label, numbers.Real):
+    if issubclass(kind, numbers.Real):
         return "float"
-    return type(label).__name__
+    return kind.__name__
 
 
 def check_labels(y, lengths):
@@ -137,12 +138,13 @@ def _flat_labels(y, lengths):
         flat.extend(labels)
     if not flat:
         return flat
-    kinds = set(map(_label_kind, flat))
+    # one check per distinct type, not per label (265k labels on esp.train)
+    kinds = set(map(_label_kind, set(map(type, flat))))
     if len(kinds) > 1 or not kinds <= _LABEL_KINDS:
-        first_kind = _label_kind(flat[0])
+        first_kind = _label_kind(type(flat[0]))
         seq, tok = _locate(lengths, next(
             i for i, label in enumerate(flat)
-            if _label_kind(label) != first_kind or first_kind not in _LABEL_KINDS))
+            if _label_kind(type(label)) != first_kind or first_kind not in _LABEL_KINDS))
         what = (f"y mixes {', '.join(sorted(kinds))}" if len(kinds) > 1
                 else f"y holds {first_kind} labels")
         raise TypeError(
