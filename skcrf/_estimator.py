@@ -227,14 +227,14 @@ class CRFClassifier(BaseEstimator):
 
         advice = ("Scale real-valued features to a moderate range (e.g. divide each by "
                   "its largest magnitude, or standardize it), or increase alpha.")
-        if not np.isfinite(result.w).all() or not np.isfinite(result.loss_curve[-1:]).all():
-            raise ValueError(
-                f"Training diverged: the objective or the weights became non-finite; "
-                f"{largest()}. {advice}")
         if result.stop is Stop.NOT_FINITE:
             raise ValueError(
                 f"Training cannot start: the objective or its gradient overflows at "
                 f"zero weights; {largest()}. {advice}")
+        if not np.isfinite(result.w).all() or not np.isfinite(result.loss_curve[-1:]).all():
+            raise ValueError(
+                f"Training diverged: the objective or the weights became non-finite; "
+                f"{largest()}. {advice}")
         stuck = result.stop is Stop.LINE_SEARCH or result.n_iter > 0
         if stuck and not result.w.any():  # still the starting point, zero weights
             raise ValueError(

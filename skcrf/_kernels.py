@@ -650,7 +650,8 @@ def csr_dot_dense(data, indices, indptr, dense, binary):
 #: Memory bounds of :func:`nll_terms`, in float64 values. Each chunk of
 #: sequences keeps a partial sum of the expected counts of every pair, so the
 #: number of chunks is LOSS_PAIR_BUDGET // n_pairs (2 MiB in all), but at
-#: least MIN_LOSS_CHUNKS, for the threads to share: past 65k pairs the partial
+#: least MIN_LOSS_CHUNKS, for the threads to share, and at most N_CHUNKS and
+#: the number of sequences (see ``_loss.loss_layout``): past 65k pairs the partial
 #: sums take MIN_LOSS_CHUNKS * n_pairs values (32 bytes a pair), and at most 4
 #: threads share the loss. There is also a dense (n_hot, n_classes) partial sum
 #: for the most frequent features, with n_hot up to LOSS_HOT_BUDGET //

@@ -98,7 +98,9 @@ def save_model(model, file, *, metadata=None):
     The file holds a short header (a magic line, then one line of JSON with the
     model format version, the skcrf, scikit-learn, numpy and Python versions
     and ``metadata``) followed by the pickled model, written straight into
-    ``file``: no temporary file.
+    ``file``: no temporary file. The pickle is made in memory first (as much
+    memory again as the file's size), so a model that cannot be pickled
+    leaves ``file`` untouched.
 
     Parameters
     ----------

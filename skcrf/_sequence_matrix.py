@@ -143,9 +143,11 @@ class SequenceMatrix:
         return arrays[:3]
 
     def __getstate__(self):
+        # one of the two: the arrays while the matrix is unread (less space),
+        # the matrix once read, since it may have been changed in place
         state = self.__dict__.copy()
-        if state["_arrays"] is not None:
-            state["_matrix"] = None  # the arrays say it all, in less space
+        if state["_matrix"] is not None:
+            state["_arrays"] = None
         return state
 
     def __setstate__(self, state):

@@ -431,6 +431,13 @@ def test_overflowing_feature_values_stop_fit_with_advice(toy, big, match):
     assert "Scale real-valued features" in message
 
 
+def test_objective_overflowing_at_zero_weights_says_training_cannot_start():
+    # each value is finite, but their sums in the gradient at zero weights are not
+    X = [[{"big": 1e308}, {"big": 1e308}]] * 5
+    with pytest.raises(ValueError, match="Training cannot start.*feature 'big'"):
+        CRFClassifier(alpha=1.0).fit(X, [["x", "y"]] * 5)
+
+
 def test_overflowing_gradient_is_reported_as_infinite_loss():
     X, offsets, label_ids = _binary_problem(20, 5, 2, [10, 10], seed=8)
     X = X.astype(np.float64)

@@ -1,5 +1,6 @@
 """SequenceMatrix: checks, indexing, and the matrix built only when read."""
 
+import copy
 import pickle
 
 import numpy as np
@@ -93,11 +94,14 @@ def test_assigning_a_matrix_is_checked_and_replaces_the_arrays():
     assert X[0].toarray().tolist() == [[2, 0, 0], [0, 2, 0]]
 
 
-def test_pickle_keeps_only_the_arrays():
+def test_pickle_keeps_the_arrays_until_the_matrix_is_read():
     X = from_arrays()
-    small = len(pickle.dumps(X))
-    X.matrix  # noqa: B018 -- build it
-    assert len(pickle.dumps(X)) == small
+    assert pickle.loads(pickle.dumps(X))._matrix is None  # no array of ones stored
+    # once read, the matrix may change in place: copies keep the changes
+    X.matrix.data[:] = 5.0
+    for copy_ in (pickle.loads(pickle.dumps(X)), copy.deepcopy(X)):
+        assert copy_._canonical_arrays() is None
+        assert copy_.matrix.toarray().tolist() == [[5 * v for v in row] for row in EXPECTED]
 
 
 def test_a_pickle_of_the_first_release_still_loads():
