@@ -137,8 +137,12 @@ class StatePairs:
                          self.feature_ptr, self.labels)
 
     def to_dense(self, pair_weights):
-        """State weights as a (n_classes, n_features) array, 0 for absent pairs."""
-        dense = np.zeros((self.n_classes, self.n_features))
+        """State weights as a (n_classes, n_features) array, 0 for absent pairs.
+
+        Feature-major in memory (Fortran order): predict multiplies by its
+        transpose, which is then C-contiguous, with no copy per call.
+        """
+        dense = np.zeros((self.n_features, self.n_classes)).T
         dense[self.labels, self.feature_of_pairs()] = pair_weights
         return dense
 

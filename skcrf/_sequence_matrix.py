@@ -151,7 +151,7 @@ class SequenceMatrix:
         return state
 
     def __setstate__(self, state):
-        if "matrix" in state:  # pickled by skcrf 0.1, before the arrays
+        if "matrix" in state:  # pickled by an earlier skcrf, before the arrays
             matrix = state.pop("matrix")
             state.update(_matrix=matrix, _arrays=None, _shape=matrix.shape)
         self.__dict__.update(state)

@@ -56,6 +56,18 @@ def test_fit_returns_self_and_learns_the_toy_task(toy):
     assert crf.transition_coef_.shape == (4, 4)
     assert crf.start_coef_.shape == crf.end_coef_.shape == (4,)
     assert crf.n_iter_ == len(crf.loss_curve_) > 0
+    # stored feature-major, so predict's product reads coef_.T without a copy
+    assert crf.coef_.T.flags.c_contiguous
+
+
+def test_coef_changed_in_place_changes_predictions(toy):
+    X, y = toy
+    crf = CRFClassifier(alpha=0.1).fit(X, y)
+    crf.coef_[:] = 0.0
+    crf.transition_coef_[:] = 0.0
+    crf.start_coef_[:] = crf.end_coef_[:] = 0.0
+    marginals = crf.predict_marginals(X)
+    assert all(np.allclose(m, 1 / len(crf.classes_)) for m in marginals)
 
 
 def test_predict_and_marginals_shapes(fitted, toy):

@@ -105,7 +105,7 @@ def test_pickle_keeps_the_arrays_until_the_matrix_is_read():
 
 
 def test_a_pickle_of_the_first_release_still_loads():
-    # skcrf 0.1 pickled the matrix as the attribute "matrix"
+    # an earlier skcrf pickled the matrix as the attribute "matrix"
     old = SequenceMatrix.__new__(SequenceMatrix)
     old.__setstate__({"matrix": sp.csr_matrix(np.array(EXPECTED, dtype=float)),
                       "offsets": np.array([0, 2, 3]), "feature_names": None})

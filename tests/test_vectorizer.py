@@ -345,6 +345,17 @@ def test_indicator_output_builds_no_values_until_read():
     assert dense(Xt).tolist() == [[1.0, 0.0, 0.0], [0.0, 1.0, 1.0]]
 
 
+def test_outputs_share_one_read_only_names_array():
+    vec = SequenceVectorizer().fit([[{"w": "a"}, {"w": "b"}]])
+    first, second = vec.transform([[{"w": "a"}]]), vec.transform([[{"w": "b"}]])
+    assert first.feature_names is second.feature_names  # no copy per call
+    with pytest.raises(ValueError, match="read-only"):
+        first.feature_names[0] = "changed"
+    # a vectorizer fitted before the shared array existed still transforms
+    del vec._names_out
+    assert vec.transform([[{"w": "b"}]]).feature_names.tolist() == ["w=a", "w=b"]
+
+
 def test_named_matrix_duplicate_names_are_merged():
     vec = SequenceVectorizer()
     Xt = vec.fit_transform(named_matrix([[1, 2, 4]], ["x", "y", "x"], [0, 1]))
