@@ -23,7 +23,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_features
 from ._sequence_matrix import SequenceMatrix
 from ._validation import _locate, check_sequences
-from ._vectorizer import FeatureValueError, _csr, _factorize, _vectorize
+from ._vectorizer import (FeatureValueError, SequenceVectorizer, _csr, _factorize,
+                          _vectorize)
 
 
 def _has_digit(word):
@@ -572,7 +573,8 @@ def _featurize(plan, tokens):
     Slots are laid side by side in name order, so the kernel's rows come out
     sorted and the names need no sort: SequenceVectorizer then takes them as
     they are. Only custom features (or built-in names that interleave, which
-    takes unusual column names) go through a sort of all the columns.
+    takes unusual column names) go through SequenceVectorizer, which sorts and
+    merges all the columns.
     """
     sources, tables, slots = _slots(plan, tokens)
     slots, in_name_order = _name_order(slots)
@@ -600,8 +602,9 @@ def _featurize(plan, tokens):
         custom_matrix, custom_names = _custom_features(plan, tokens)
         matrix = sp.hstack([matrix, custom_matrix], format="csr")
         names += custom_names
-    matrix, names = _sort_columns_by_name(matrix, names)
-    return SequenceMatrix(matrix, tokens.offsets, np.asarray(names, dtype=object))
+    # sorted and merged by name as SequenceVectorizer does: a custom feature
+    # spelled like a built-in one adds to its column
+    return SequenceVectorizer().fit_transform(SequenceMatrix(matrix, tokens.offsets, names))
 
 
 def _slots(plan, tokens):
@@ -695,23 +698,6 @@ def _used_names(slots, column_starts, widths, used):
         slot_names = slot.names if kept.all() else list(compress(slot.names, kept.tolist()))
         names += [slot.prefix + name for name in slot_names] if slot.prefix else slot_names
     return names
-
-
-def _sort_columns_by_name(matrix, names):
-    """The columns sorted by name, those sharing a name merged into one.
-
-    A custom feature may be spelled like a built-in one: its column is added
-    to the built-in one, as SequenceVectorizer does for the same features
-    given as dicts.
-    """
-    name_ids, distinct = _factorize(names)
-    text = list(map(str, distinct))
-    order = sorted(range(len(distinct)), key=text.__getitem__)
-    rank = np.empty(len(distinct), dtype=np.int32)
-    rank[order] = np.arange(len(distinct), dtype=np.int32)
-    matrix = _csr(matrix.data, rank[name_ids][matrix.indices], matrix.indptr,
-                  len(distinct), np.float64)
-    return matrix, [distinct[j] for j in order]
 
 
 def _custom_features(plan, tokens):

@@ -496,6 +496,50 @@ def _log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_
     return log_z
 
 
+@_jit()
+def _potentials(transitions, start, end):
+    """Shifted exponentials of the potentials, shared by all sequences of a batch."""
+    col_max, exp_by_col, row_max, exp_by_row = _shifted_exp_transitions(transitions)
+    trans_max, exp_trans = _shifted_exp(transitions)
+    start_max, exp_start = _shifted_exp(start)
+    end_max, exp_end = _shifted_exp(end)
+    any_forbidden = (np.isneginf(transitions).any() or np.isneginf(start).any()
+                     or np.isneginf(end).any())
+    return (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, start_max,
+            exp_start, end_max, exp_end, any_forbidden)
+
+
+@_jit()
+def _workspace(longest, n_classes):
+    """Scratch rows for the sequences of one chunk, none longer than ``longest``."""
+    return (np.empty((longest, n_classes)), np.empty((longest, n_classes)),
+            np.empty((longest, n_classes)), np.empty(longest),
+            np.empty((2, n_classes), np.bool_), np.empty((n_classes, n_classes)),
+            np.empty(n_classes), np.empty(n_classes))
+
+
+@_jit()
+def _sequence_posteriors(unary, transitions, start, end, lo, hi, potentials,
+                         with_transitions, marginals, counts, work):
+    """log Z of tokens lo..hi-1, their marginals and transition counts into the outputs.
+
+    The fast scaled pass first; a sequence whose scores under- or overflow it
+    (NaN) is redone exactly in log space.
+    """
+    (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, start_max, exp_start,
+     end_max, exp_end, any_forbidden) = potentials
+    alpha, beta, emission, norm, reach, block, scaled, scratch = work
+    lz = _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, trans_max,
+                          exp_start, start_max, exp_end, end_max, any_forbidden, emission,
+                          alpha, beta, norm, reach, with_transitions, marginals, counts,
+                          scratch)
+    if np.isnan(lz):
+        lz = _log_space_sequence(unary, transitions, start, end, lo, hi, col_max,
+                                 exp_by_col, row_max, exp_by_row, with_transitions,
+                                 marginals, counts, alpha, beta, block, scaled, scratch)
+    return lz
+
+
 @_jit(parallel=True)
 def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     """Log partition functions, token marginals and expected transition counts.
@@ -524,42 +568,22 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     n_sequences = offsets.shape[0] - 1
     n_chunks = _n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
-    col_max, exp_by_col, row_max, exp_by_row = _shifted_exp_transitions(transitions)
-    trans_max, exp_trans = _shifted_exp(transitions)
-    start_max, exp_start = _shifted_exp(start)
-    end_max, exp_end = _shifted_exp(end)
-    any_forbidden = (np.isneginf(transitions).any() or np.isneginf(start).any()
-                     or np.isneginf(end).any())
+    potentials = _potentials(transitions, start, end)
 
     log_z = np.zeros(n_sequences)
     marginals = np.zeros((n_tokens, n_classes))
     chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
 
     for c in prange(n_chunks):
-        longest = max(_max_length(offsets, bounds[c], bounds[c + 1]), 1)
-        alpha = np.empty((longest, n_classes))
-        beta = np.empty((longest, n_classes))
-        emission = np.empty((longest, n_classes))
-        norm = np.empty(longest)
-        reach = np.empty((2, n_classes), np.bool_)
-        block = np.empty((n_classes, n_classes))
-        scaled = np.empty(n_classes)
-        scratch = np.empty(n_classes)
+        work = _workspace(max(_max_length(offsets, bounds[c], bounds[c + 1]), 1), n_classes)
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
             if hi == lo:
                 continue
-            lz = _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans,
-                                  trans_max, exp_start, start_max, exp_end, end_max,
-                                  any_forbidden, emission, alpha, beta, norm, reach,
-                                  with_transitions, marginals, chunk_counts[c], scratch)
-            if np.isnan(lz):
-                lz = _log_space_sequence(unary, transitions, start, end, lo, hi, col_max,
-                                         exp_by_col, row_max, exp_by_row, with_transitions,
-                                         marginals, chunk_counts[c], alpha, beta, block,
-                                         scaled, scratch)
-            log_z[q] = lz
+            log_z[q] = _sequence_posteriors(unary, transitions, start, end, lo, hi,
+                                            potentials, with_transitions, marginals,
+                                            chunk_counts[c], work)
 
     transition_counts = np.zeros((n_classes, n_classes))
     for c in range(n_chunks):
@@ -757,12 +781,7 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
         f = hot_features[slot]
         for p in range(pair_ptr[f], pair_ptr[f + 1]):
             hot_state[slot, pair_labels[p]] = pair_weights[p]
-    col_max, exp_by_col, row_max, exp_by_row = _shifted_exp_transitions(transitions)
-    trans_max, exp_trans = _shifted_exp(transitions)
-    start_max, exp_start = _shifted_exp(start)
-    end_max, exp_end = _shifted_exp(end)
-    any_forbidden = (np.isneginf(transitions).any() or np.isneginf(start).any()
-                     or np.isneginf(end).any())
+    potentials = _potentials(transitions, start, end)
 
     log_z = np.zeros(n_sequences)
     chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
@@ -775,14 +794,7 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
         longest = max(_max_length(offsets, bounds[c], bounds[c + 1]), 1)
         unary = np.empty((longest, n_classes))
         marginals = np.empty((longest, n_classes))
-        alpha = np.empty((longest, n_classes))
-        beta = np.empty((longest, n_classes))
-        emission = np.empty((longest, n_classes))
-        norm = np.empty(longest)
-        reach = np.empty((2, n_classes), np.bool_)
-        block = np.empty((n_classes, n_classes))
-        scaled = np.empty(n_classes)
-        scratch = np.empty(n_classes)
+        work = _workspace(longest, n_classes)
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -791,15 +803,8 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
                 continue
             _sequence_unary(data, indices, indptr, binary, hot_slot, hot_state, pair_ptr,
                             pair_labels, pair_weights, lo, hi, unary)
-            lz = _scaled_sequence(unary, transitions, start, end, 0, n, exp_trans,
-                                  trans_max, exp_start, start_max, exp_end, end_max,
-                                  any_forbidden, emission, alpha, beta, norm, reach,
-                                  True, marginals, chunk_counts[c], scratch)
-            if np.isnan(lz):
-                lz = _log_space_sequence(unary, transitions, start, end, 0, n, col_max,
-                                         exp_by_col, row_max, exp_by_row, True, marginals,
-                                         chunk_counts[c], alpha, beta, block, scaled,
-                                         scratch)
+            lz = _sequence_posteriors(unary, transitions, start, end, 0, n, potentials,
+                                      True, marginals, chunk_counts[c], work)
             log_z[q] = lz
             if not np.isfinite(lz):
                 # no marginals were written (the loss is not finite anyway)

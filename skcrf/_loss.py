@@ -56,9 +56,9 @@ class FeatureArrays:
     @classmethod
     def of_sequences(cls, X):
         """The arrays of a SequenceMatrix, with no array of ones read or built."""
-        arrays = X._canonical_arrays()
-        if arrays is not None and arrays[0] is None:
-            return cls(None, arrays[1], arrays[2], X.n_features)
+        pattern = X._indicator_pattern()
+        if pattern is not None:
+            return cls(None, *pattern, X.n_features)
         return cls.from_sparse(X.matrix)
 
     @property

@@ -142,6 +142,12 @@ class SequenceMatrix:
             return None
         return arrays[:3]
 
+    def _indicator_pattern(self):
+        """(int32 indices, int64 indptr) when every value is 1 with no array of
+        values kept, else None: then consumers read :attr:`matrix`."""
+        arrays = self._canonical_arrays()
+        return None if arrays is None or arrays[0] is not None else arrays[1:]
+
     def __getstate__(self):
         # one of the two: the arrays while the matrix is unread (less space),
         # the matrix once read, since it may have been changed in place

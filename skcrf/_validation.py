@@ -169,8 +169,7 @@ def _locate(lengths, token_index):
 
 def check_finite_features(X):
     """Raise if a ``SequenceMatrix`` holds complex, NaN or infinite feature values."""
-    arrays = X._canonical_arrays()
-    if arrays is not None and arrays[0] is None:
+    if X._indicator_pattern() is not None:
         return  # every value is 1
     matrix = X.matrix
     if np.iscomplexobj(matrix.data):
