@@ -63,7 +63,8 @@ def run_crfsuite(X, y, max_iter):
 
 
 def run_skcrf(X, y, max_iter):
-    from skcrf import CRFClassifier, _solvers
+    from skcrf import CRFClassifier
+    from skcrf.learning import lbfgs as _solvers
 
     # compile (or load from numba's cache) the kernels outside the measurement
     CRFClassifier(max_iter=1).fit([[{"a": 1.0}, {"b": 1.0}]], [["x", "y"]])

@@ -1,11 +1,10 @@
 """skcrf: linear-chain conditional random fields for scikit-learn."""
 
-from ._estimator import CRFClassifier
-from ._featurizer import TokenFeaturizer
-from ._kernels import CacheUnavailableWarning
+# features first: the estimators' modules import parts of it
+from .features import SequenceMatrix, SequenceVectorizer, TokenFeaturizer  # isort: skip
+from ._chain import CRFClassifier
 from ._persistence import ModelVersionWarning, load_model, save_model
-from ._sequence_matrix import SequenceMatrix
-from ._vectorizer import SequenceVectorizer
+from .inference._batch import CacheUnavailableWarning
 
 __version__ = "0.1.0"
 

@@ -22,10 +22,10 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import Pipeline, make_pipeline
 
-from ._estimator import CRFClassifier
-from ._featurizer import _WORD_FEATURES, TokenFeaturizer
+from ._chain import CRFClassifier
 from ._persistence import load_model, save_model
-from ._vectorizer import SequenceVectorizer
+from .features.featurizer import _WORD_FEATURES, TokenFeaturizer
+from .features.vectorizer import SequenceVectorizer
 from .datasets import load_conll
 from .metrics import flat_accuracy_score, flat_classification_report, span_classification_report
 

@@ -42,6 +42,22 @@ _PROTOCOL = 5
 _MAX_HEADER_BYTES = 1 << 16
 
 
+# Where classes pickled by skcrf 0.1 (before the layered layout) live now.
+_MOVED_MODULES = {
+    "skcrf._estimator": "skcrf._chain",
+    "skcrf._featurizer": "skcrf.features.featurizer",
+    "skcrf._vectorizer": "skcrf.features.vectorizer",
+    "skcrf._sequence_matrix": "skcrf.features.sequence_matrix",
+}
+
+
+class _Unpickler(pickle.Unpickler):
+    """Reads files of every earlier layout: classes that moved are found where they are now."""
+
+    def find_class(self, module, name):
+        return super().find_class(_MOVED_MODULES.get(module, module), name)
+
+
 class ModelVersionWarning(UserWarning):
     """A model file was written by a different skcrf version.
 
@@ -254,7 +270,7 @@ def load_model(file, *, return_metadata=False):
 def _load(handle, name, return_metadata):
     header = _read_header(handle, name)
     try:
-        model = pickle.load(handle)
+        model = _Unpickler(handle).load()
     except (pickle.UnpicklingError, EOFError, ValueError) as error:
         raise ValueError(
             f"{name}: the model payload is truncated or corrupt ({error}).") from error

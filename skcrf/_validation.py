@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 import scipy.sparse as sp
 
-from ._sequence_matrix import SequenceMatrix
+from .features.sequence_matrix import SequenceMatrix
 
 #: Exact types of a sequence that need no further check.
 _PLAIN_SEQUENCES = (list, tuple)

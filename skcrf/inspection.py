@@ -1,8 +1,10 @@
 """Readable tables of the weights of a fitted CRFClassifier.
 
 :func:`state_features` lists the strongest (feature, label) weights,
-:func:`transition_features` the (label, next label) weights, both as lists of
-named tuples: ``print(format_table(rows))`` shows them as text and
+:func:`transition_features` the (label, next label) weights,
+:func:`trigram_features` the label-trigram weights of an order-2 chain and
+:func:`edge_features` the strongest transition-feature weights, all as lists
+of named tuples: ``print(format_table(rows))`` shows them as text and
 ``pandas.DataFrame(rows)`` turns them into a data frame with named columns.
 """
 
@@ -11,8 +13,8 @@ from collections import namedtuple
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["StateFeature", "Transition", "format_table", "state_features",
-           "transition_features"]
+__all__ = ["EdgeFeature", "StateFeature", "Transition", "Trigram", "edge_features",
+           "format_table", "state_features", "transition_features", "trigram_features"]
 
 StateFeature = namedtuple("StateFeature", ["feature", "label", "weight"])
 StateFeature.__doc__ = """Weight of one feature for one label (a cell of ``coef_``)."""
@@ -20,6 +22,15 @@ StateFeature.__doc__ = """Weight of one feature for one label (a cell of ``coef_
 Transition = namedtuple("Transition", ["from_label", "to_label", "weight"])
 Transition.__doc__ = """Weight of label ``to_label`` following ``from_label``
 (a cell of ``transition_coef_``)."""
+
+Trigram = namedtuple("Trigram", ["first_label", "second_label", "third_label", "weight"])
+Trigram.__doc__ = """Weight of the label trigram (first, second, third) on consecutive
+tokens (a cell of ``transition2_coef_``)."""
+
+EdgeFeature = namedtuple("EdgeFeature", ["feature", "from_label", "to_label", "weight"])
+EdgeFeature.__doc__ = """Weight a token's feature adds to the transition from
+``from_label`` (previous token) to ``to_label`` (this token): an entry of
+``transition_feature_coef_``."""
 
 
 def _check_top(top):
@@ -140,6 +151,82 @@ def transition_features(crf, *, top=None):
         order = order[:top]
     return [Transition(labels[i // n_classes], labels[i % n_classes], float(flat[i]))
             for i in order.tolist()]
+
+
+def trigram_features(crf, *, top=20):
+    """The strongest label-trigram weights of an order-2 chain.
+
+    Parameters
+    ----------
+    crf : CRFClassifier
+        A model fitted with ``order=2``.
+    top : int or None, default=20
+        Number of trigrams listed, by decreasing absolute weight; None lists
+        every nonzero one.
+
+    Returns
+    -------
+    rows : list of Trigram
+        Named tuples ``(first_label, second_label, third_label, weight)``.
+    """
+    check_is_fitted(crf, ["classes_"])
+    _check_top(top)
+    if not hasattr(crf, "transition2_coef_"):
+        raise ValueError("This model has no trigram weights: fit it with order=2.")
+    labels = crf.classes_.tolist()
+    n_classes = len(labels)
+    flat = crf.transition2_coef_.ravel()
+    rows = []
+    for i in _strongest(flat, top).tolist():
+        a, rest = divmod(i, n_classes * n_classes)
+        b, c = divmod(rest, n_classes)
+        rows.append(Trigram(labels[a], labels[b], labels[c], float(flat[i])))
+    return rows
+
+
+def edge_features(crf, *, top=20):
+    """The strongest transition-feature weights: (feature, from_label, to_label, weight) rows.
+
+    With ``transition_features``, a token's feature ``f`` adds
+    ``V[f, a, b]`` to the score of the transition from label ``a`` (previous
+    token) to label ``b`` (this token).
+
+    Parameters
+    ----------
+    crf : CRFClassifier
+        A model fitted with ``transition_features``.
+    top : int or None, default=20
+        Number of rows listed, by decreasing absolute weight; None lists every
+        nonzero weight.
+
+    Returns
+    -------
+    rows : list of EdgeFeature
+
+    Examples
+    --------
+    >>> from skcrf import CRFClassifier
+    >>> from skcrf.inspection import edge_features
+    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]]
+    >>> y = [["DET", "N"], ["DET", "N"]]
+    >>> crf = CRFClassifier(alpha=0.1, transition_features=["w="]).fit(X, y)
+    >>> [(row.feature, row.from_label, row.to_label) for row in edge_features(crf, top=2)]
+    [('w=cat', 'DET', 'N'), ('w=dog', 'DET', 'N')]
+    """
+    check_is_fitted(crf, ["classes_", "feature_names_"])
+    _check_top(top)
+    if not hasattr(crf, "transition_feature_coef_"):
+        raise ValueError(
+            "This model has no transition-feature weights: fit it with transition_features.")
+    labels = crf.classes_.tolist()
+    n_classes = len(labels)
+    weights = crf.transition_feature_coef_.tocoo()
+    rows = []
+    for k in _strongest(weights.data, top).tolist():
+        a, b = divmod(int(weights.col[k]), n_classes)
+        rows.append(EdgeFeature(str(crf.feature_names_[weights.row[k]]), labels[a], labels[b],
+                                float(weights.data[k])))
+    return rows
 
 
 def format_table(rows, *, digits=4):

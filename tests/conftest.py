@@ -21,8 +21,10 @@ def warm_kernels():
     """Compile (or load from numba's cache) every kernel once for the session."""
     import scipy.sparse as sp
 
-    from skcrf._kernels import forward_backward, viterbi
-    from skcrf._loss import NegativeLogLikelihood, StatePairs, csr_times_dense
+    from skcrf.features.arrays import csr_times_dense
+    from skcrf.inference.chain import forward_backward, viterbi
+    from skcrf.structures._parameters import StatePairs
+    from tests._chain_loss import chain_loss
 
     unary = np.zeros((3, 2))
     transitions = np.zeros((2, 2))
@@ -34,7 +36,7 @@ def warm_kernels():
               sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))):
         csr_times_dense(X, np.ones((2, 2)))
         labels = np.array([0, 1, 0])
-        loss = NegativeLogLikelihood(X, offsets, labels, StatePairs.observed(X, labels, 2), 1.0)
+        loss = chain_loss(X, offsets, labels, StatePairs.observed(X, labels, 2), 1.0)
         loss(np.zeros(loss.n_parameters))
 
 

@@ -202,3 +202,33 @@ def test_unpicklable_model_leaves_no_file(tmp_path):
     with pytest.raises(TypeError, match="cannot be pickled"):
         save_model(model, path)
     assert path.read_bytes() == saved
+
+
+def test_files_of_the_flat_layout_load(tmp_path, monkeypatch):
+    """Models saved by skcrf 0.1, whose classes lived in skcrf._estimator and
+    friends and had no order / transition_features, load and predict."""
+    import sys
+
+    import skcrf._chain
+    import skcrf.features.vectorizer
+    from skcrf import CRFClassifier
+
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}, {"w": "a"}]]
+    y = [["A", "B"], ["B", "A"]]
+    crf = CRFClassifier(alpha=0.1).fit(X, y)
+    expected = crf.predict(X)
+    del crf.__dict__["order"], crf.__dict__["transition_features"]
+    old_names = {skcrf._chain: "skcrf._estimator",
+                 skcrf.features.vectorizer: "skcrf._vectorizer"}
+    for module, old in old_names.items():
+        monkeypatch.setitem(sys.modules, old, module)
+    monkeypatch.setattr(CRFClassifier, "__module__", "skcrf._estimator")
+    monkeypatch.setattr(skcrf.SequenceVectorizer, "__module__", "skcrf._vectorizer")
+    path = tmp_path / "old.skcrf"
+    save_model(crf, path)
+    assert b"skcrf._estimator" in path.read_bytes()
+    monkeypatch.undo()
+    loaded = load_model(path)
+    assert type(loaded) is CRFClassifier
+    assert loaded.get_params()["order"] == 1
+    assert [p.tolist() for p in loaded.predict(X)] == [p.tolist() for p in expected]

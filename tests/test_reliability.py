@@ -28,9 +28,11 @@ from threadpoolctl import threadpool_info
 
 import skcrf
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer, TokenFeaturizer
-from skcrf._kernels import LOSS_HOT_BUDGET, MIN_LOSS_CHUNKS, nll_terms
-from skcrf._loss import (NegativeLogLikelihood, StatePairs, as_feature_arrays, loss_layout,
-                         unpack)
+from skcrf.features.arrays import as_feature_arrays
+from skcrf.structures._chain_fused import (LOSS_HOT_BUDGET, MIN_LOSS_CHUNKS, fused_layout,
+                                           nll_terms)
+from skcrf.structures._parameters import StatePairs
+from tests._chain_loss import chain_loss, unpack
 from tests._threads import results_per_thread_count
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,8 +70,10 @@ def read_only_install(tmp_path_factory):
     root = tmp_path_factory.mktemp("read_only")
     package = root / "skcrf"
     shutil.copytree(REPO / "skcrf", package, ignore=shutil.ignore_patterns("__pycache__"))
-    (package / "__pycache__").write_text("not a directory")
-    for path in [package, *package.iterdir()]:
+    directories = [package, *(path for path in package.rglob("*") if path.is_dir())]
+    for directory in directories:
+        (directory / "__pycache__").write_text("not a directory")
+    for path in [*package.rglob("*"), package]:
         path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_CACHE")}
     env.update(PYTHONPATH=str(root), HOME=str(root / "no-home"), NUMBA_OPT="0",
@@ -80,7 +84,9 @@ def read_only_install(tmp_path_factory):
     if process.poll() is None:
         process.kill()
         process.communicate()
-    package.chmod(package.stat().st_mode | stat.S_IWUSR)
+    for path in [package, *package.rglob("*")]:
+        if path.is_dir():
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
 
 
 # --- shared data -----------------------------------------------------------------
@@ -337,21 +343,22 @@ def test_loss_kernel_stays_finite_on_extreme_weights_over_100k_tokens():
     n_tokens, n_classes = 100_000, 4
     X, offsets, label_ids = _binary_problem(n_tokens, 60, n_classes, [n_tokens], seed=2)
     pairs = StatePairs.observed(X, label_ids, n_classes)
-    loss = NegativeLogLikelihood(X, offsets, label_ids, pairs, l2=0.0)
+    loss = chain_loss(X, offsets, label_ids, pairs, l2=0.0)
     rng = np.random.default_rng(3)
     w = np.empty(loss.n_parameters)
-    pair_weights, transitions, start, end = unpack(w, pairs.n_pairs, n_classes)
+    pair_weights, transitions, start, end = unpack(w, loss.structure)
     pair_weights[:] = rng.choice([-2e3, 2e3], size=pairs.n_pairs)  # 5 features: +-1e4
     transitions[:] = rng.uniform(-1e3, 1e3, size=(n_classes, n_classes))
     start[:] = end[:] = 0.0
     value, grad = loss(w)
     assert np.isfinite(value) and np.isfinite(grad).all()
-    workspace = (np.full((loss.n_chunks, pairs.n_pairs), np.nan),
-                 np.full((loss.n_chunks, loss.hot_features.shape[0], n_classes), np.nan))
+    fused = loss.terms.fused
+    workspace = (np.full((fused.n_chunks, pairs.n_pairs), np.nan),
+                 np.full((fused.n_chunks, fused.hot_features.shape[0], n_classes), np.nan))
     log_z, expected, counts, start_counts, end_counts = nll_terms(
         np.empty(0), X.indices, X.indptr.astype(np.int64), True, pairs.feature_ptr,
         pairs.labels, pair_weights.copy(), transitions.copy(), start.copy(), end.copy(),
-        offsets, loss.hot_features, loss.hot_slot, *workspace)
+        offsets, fused.hot_features, fused.hot_slot, *workspace)
     assert np.isfinite(log_z).all()
     # column 0 is a bias on every token: its expected counts are the marginal
     # sums, n_tokens in all when every marginal row sums to 1
@@ -367,16 +374,17 @@ def test_loss_kernel_layout_changes_only_rounding(n_hot):
     lengths = np.random.default_rng(4).integers(0, 9, size=200)
     X, offsets, label_ids = _binary_problem(int(lengths.sum()), 40, 3, lengths, seed=5)
     pairs = StatePairs.observed(X, label_ids, 3)
-    loss = NegativeLogLikelihood(X, offsets, label_ids, pairs, l2=0.5)
+    loss = chain_loss(X, offsets, label_ids, pairs, l2=0.5)
     w = np.random.default_rng(6).normal(size=loss.n_parameters)
     reference_value, reference_grad = loss(w)
+    fused = loss.terms.fused
     if n_hot is not None:
         frequency = np.bincount(X.indices, minlength=X.shape[1])
-        loss.hot_features = np.argsort(-frequency, kind="stable")[:n_hot].astype(np.int64)
-        loss.hot_slot = np.full(X.shape[1], -1, dtype=np.int32)
-        loss.hot_slot[loss.hot_features] = np.arange(n_hot, dtype=np.int32)
-    for n_chunks in (1, 3, loss.n_chunks):
-        loss.n_chunks = n_chunks
+        fused.hot_features = np.argsort(-frequency, kind="stable")[:n_hot].astype(np.int64)
+        fused.hot_slot = np.full(X.shape[1], -1, dtype=np.int32)
+        fused.hot_slot[fused.hot_features] = np.arange(n_hot, dtype=np.int32)
+    for n_chunks in (1, 3, fused.n_chunks):
+        fused.n_chunks = n_chunks
         value, grad = loss(w)
         np.testing.assert_allclose(value, reference_value, rtol=1e-12)
         np.testing.assert_allclose(grad, reference_grad, rtol=1e-10, atol=1e-10)
@@ -384,7 +392,7 @@ def test_loss_kernel_layout_changes_only_rounding(n_hot):
 
 def test_loss_layout_bounds_memory():
     X, offsets, _ = _binary_problem(1000, 30_000, 9, [10] * 100, seed=7, per_token=20)
-    n_chunks, hot_features, hot_slot = loss_layout(as_feature_arrays(X), offsets,
+    n_chunks, hot_features, hot_slot = fused_layout(as_feature_arrays(X), offsets,
                                                    n_pairs=2_000_000, n_classes=9)
     assert n_chunks == MIN_LOSS_CHUNKS
     assert hot_features.shape[0] * n_chunks * 9 <= LOSS_HOT_BUDGET
@@ -443,7 +451,7 @@ def test_overflowing_gradient_is_reported_as_infinite_loss():
     X = X.astype(np.float64)
     X.data[:] = 1e308  # each value is finite, sums of them are not
     pairs = StatePairs.observed(X, label_ids, 2)
-    loss = NegativeLogLikelihood(X, offsets, label_ids, pairs, l2=0.0)
+    loss = chain_loss(X, offsets, label_ids, pairs, l2=0.0)
     value, _ = loss(np.zeros(loss.n_parameters))
     assert value == np.inf
 
@@ -486,10 +494,11 @@ def test_loss_bitwise_equal_for_1_and_2_threads_with_cold_features():
     lengths = np.random.default_rng(9).integers(0, 30, size=300)
     X, offsets, label_ids = _binary_problem(int(lengths.sum()), 500, 5, lengths, seed=10)
     pairs = StatePairs.observed(X, label_ids, 5)
-    loss = NegativeLogLikelihood(X, offsets, label_ids, pairs, l2=0.1)
-    loss.hot_features = loss.hot_features[:20]
-    loss.hot_slot = np.full(X.shape[1], -1, dtype=np.int32)
-    loss.hot_slot[loss.hot_features] = np.arange(20, dtype=np.int32)
+    loss = chain_loss(X, offsets, label_ids, pairs, l2=0.1)
+    fused = loss.terms.fused
+    fused.hot_features = fused.hot_features[:20]
+    fused.hot_slot = np.full(X.shape[1], -1, dtype=np.int32)
+    fused.hot_slot[fused.hot_features] = np.arange(20, dtype=np.int32)
     w = np.random.default_rng(11).normal(size=loss.n_parameters)
     results = results_per_thread_count(lambda: loss(w))
     assert results[0][0] == results[1][0]
@@ -653,8 +662,10 @@ def test_read_only_install_works_without_a_cache(read_only_install):
     assert labels == str([["A", "B"], ["B", "A", "A"]])
     assert sums == str([1.0, 1.0, 1.0])
     # numba could write nothing: the copy holds only what we put there
-    assert sorted(p.name for p in package.iterdir()) == sorted(
-        [p.name for p in (REPO / "skcrf").glob("*.py")] + ["__pycache__"])
+    sources = [p.relative_to(REPO / "skcrf") for p in (REPO / "skcrf").rglob("*.py")]
+    markers = {source.parent / "__pycache__" for source in sources}
+    assert sorted(p.relative_to(package) for p in package.rglob("*") if p.is_file()) == sorted(
+        sources + list(markers))
     assert skcrf.__file__ != str(package / "__init__.py")
 
 

@@ -26,8 +26,8 @@ from sklearn.utils.estimator_checks import (
 )
 
 from skcrf import SequenceMatrix, SequenceVectorizer
-from skcrf import _vectorizer
-from skcrf._vectorizer import _vectorize_flat, _vectorize_loop
+from skcrf.features import vectorizer as _vectorizer
+from skcrf.features.vectorizer import _vectorize_flat, _vectorize_loop
 
 
 def tutorial_dicts(sentence):

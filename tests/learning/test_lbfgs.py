@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from sklearn.linear_model import Lasso
 
-from skcrf._solvers import Stop, _pseudo_gradient, lbfgs
+from skcrf.learning.lbfgs import Stop, _pseudo_gradient, lbfgs
 
 
 def _least_squares(seed, n_samples=60, n_features=12):

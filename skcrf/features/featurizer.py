@@ -20,10 +20,10 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._validation import _locate, check_sequences
 from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_features
-from ._sequence_matrix import SequenceMatrix
-from ._validation import _locate, check_sequences
-from ._vectorizer import (FeatureValueError, SequenceVectorizer, _csr, _factorize,
+from .sequence_matrix import SequenceMatrix
+from .vectorizer import (FeatureValueError, SequenceVectorizer, _csr, _factorize,
                           _vectorize)
 
 
@@ -73,7 +73,7 @@ def word_shape(word):
 
     Examples
     --------
-    >>> from skcrf._featurizer import word_shape
+    >>> from skcrf.features.featurizer import word_shape
     >>> word_shape("McDonald's"), word_shape("1990s"), word_shape("U.S."), word_shape("año")
     ("XxXx'x", 'dx', 'X.X.', 'x')
     """

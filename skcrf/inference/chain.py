@@ -1,10 +1,8 @@
-"""Numba kernels: forward-backward, Viterbi, the training loss and sparse helpers.
+"""Order-1 chain inference: forward-backward and Viterbi over potentials.
 
-Potentials in, marginals out. Nothing here validates its inputs, and nothing
-mutates them but :func:`sort_row_indices` (called on arrays the vectorizer
-owns) and the workspace of :func:`nll_terms`; the Python callers check
-everything once. The batch kernels take this
-layout:
+Potentials in, marginals out: these kernels never see a feature. Nothing here
+validates or mutates its inputs; the Python callers check everything once. The
+batch kernels take this layout:
 
 - ``unary`` : (n_tokens, n_classes) float64, log-space state scores of all tokens
   of all sequences stacked;
@@ -14,69 +12,15 @@ layout:
 - ``offsets`` : (n_sequences + 1,) int64, sequence q owns tokens
   ``offsets[q]:offsets[q + 1]`` (CSR ``indptr`` semantics).
 
-Parallelism is over a fixed number of contiguous chunks of sequences, chosen from
-the data alone, followed by a serial reduction in chunk order, so every result
-is bitwise identical whatever the thread count. :func:`nll_terms`, the loss of
-training, fuses the products with the features into that pass, so training
-keeps no (n_tokens, n_classes) array.
-
-``fastmath`` stays off everywhere: it lets LLVM assume no infinities, which turns
-the ``-inf`` guards of log-space code into NaN.
+The per-sequence routines (:func:`sequence_posteriors` with
+:func:`chain_potentials` and :func:`chain_workspace`) are also what the chain
+structure's fused training kernel calls.
 """
 
-import warnings
-
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
-
-class CacheUnavailableWarning(RuntimeWarning):
-    """numba found no writable directory for its cache: kernels compile per process."""
-
-
-_cache_warned = False
-
-
-def _jit(parallel=False):
-    """``njit`` with the options every kernel shares, cached on disk when possible.
-
-    error_model="numpy": a float division by zero gives inf/NaN instead of
-    raising (the callers guard every division that matters), and loops skip
-    zero checks. ``cache=True`` makes numba look for a writable directory at
-    decoration time (NUMBA_CACHE_DIR, ``__pycache__`` beside this file, the
-    user's cache directory) and raise a RuntimeError if there is none, which
-    would make ``import skcrf`` fail on a read-only install. Then the kernels
-    are compiled without a cache instead, with one warning.
-    """
-    options = dict(nogil=True, error_model="numpy", parallel=parallel)
-
-    def decorate(func):
-        try:
-            return njit(cache=True, **options)(func)
-        except RuntimeError as error:
-            if "cannot cache" not in str(error):
-                raise
-            _warn_cache_unavailable()
-            return njit(cache=False, **options)(func)
-
-    return decorate
-
-
-def _warn_cache_unavailable():
-    global _cache_warned
-    if _cache_warned:
-        return
-    _cache_warned = True
-    warnings.warn(
-        "numba cannot write a cache for skcrf's kernels (no writable NUMBA_CACHE_DIR, "
-        "skcrf/__pycache__ or user cache directory), so they are compiled again in "
-        "every process, which takes about a minute on first use. Set NUMBA_CACHE_DIR "
-        "to a writable directory to cache them.", CacheUnavailableWarning, stacklevel=3)
-
-
-#: Upper bound on the number of work chunks. It only has to exceed the thread
-#: count comfortably for load balance; it must not depend on it.
-N_CHUNKS = 64
+from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
 
 #: Below this, a sum of shifted exponentials may have lost terms to underflow,
 #: so the cell is recomputed exactly in log space. Terms are products of factors
@@ -85,43 +29,7 @@ N_CHUNKS = 64
 _TINY = 1e-280
 
 
-
-@_jit()
-def chunk_bounds(offsets, n_chunks):
-    """Split sequences into ``n_chunks`` contiguous groups of similar token counts.
-
-    Returns (n_chunks + 1,) int64 sequence indices; chunk c holds sequences
-    ``bounds[c]:bounds[c + 1]`` (possibly none).
-    """
-    n_sequences = offsets.shape[0] - 1
-    n_tokens = offsets[n_sequences]
-    bounds = np.empty(n_chunks + 1, np.int64)
-    bounds[0] = 0
-    q = 0
-    for c in range(1, n_chunks):
-        target = (n_tokens * c) // n_chunks
-        while q < n_sequences and offsets[q] < target:
-            q += 1
-        bounds[c] = q
-    bounds[n_chunks] = n_sequences
-    return bounds
-
-
-@_jit()
-def _n_chunks(offsets):
-    n_sequences = offsets.shape[0] - 1
-    return max(1, min(N_CHUNKS, n_sequences))
-
-
-@_jit()
-def _max_length(offsets, lo, hi):
-    longest = 0
-    for q in range(lo, hi):
-        longest = max(longest, offsets[q + 1] - offsets[q])
-    return longest
-
-
-@_jit()
+@compiled()
 def _shifted_exp_transitions(transitions):
     """exp(T) shifted per column and per row so that nothing overflows.
 
@@ -153,7 +61,7 @@ def _shifted_exp_transitions(transitions):
     return col_max, exp_by_col, row_max, exp_by_row
 
 
-@_jit()
+@compiled()
 def _logsumexp(values):
     top = -np.inf
     for v in values:
@@ -167,7 +75,7 @@ def _logsumexp(values):
     return top + np.log(total)
 
 
-@_jit()
+@compiled()
 def _forward(unary, transitions, start, col_max, exp_by_col, lo, hi, alpha, scaled, column):
     """Log forward scores of tokens lo..hi-1 into ``alpha[: hi - lo]``."""
     n_classes = unary.shape[1]
@@ -200,7 +108,7 @@ def _forward(unary, transitions, start, col_max, exp_by_col, lo, hi, alpha, scal
                 alpha[r, j] = unary[t, j] + _exact_into(alpha[r - 1], transitions, j)
 
 
-@_jit()
+@compiled()
 def _exact_into(previous, transitions, j):
     """log sum_i exp(previous[i] + T[i, j]), computed without shortcuts."""
     n_classes = previous.shape[0]
@@ -217,7 +125,7 @@ def _exact_into(previous, transitions, j):
     return top + np.log(total)
 
 
-@_jit()
+@compiled()
 def _exact_from(following, transitions, i):
     """log sum_j exp(T[i, j] + following[j]), computed without shortcuts."""
     n_classes = following.shape[0]
@@ -234,7 +142,7 @@ def _exact_from(following, transitions, i):
     return top + np.log(total)
 
 
-@_jit()
+@compiled()
 def _backward(unary, transitions, end, row_max, exp_by_row, lo, hi, beta, scaled, following):
     """Log backward scores of tokens lo..hi-1 into ``beta[: hi - lo]``."""
     n_classes = unary.shape[1]
@@ -264,7 +172,7 @@ def _backward(unary, transitions, end, row_max, exp_by_row, lo, hi, beta, scaled
                 beta[r, i] = _exact_from(following, transitions, i)
 
 
-@_jit()
+@compiled()
 def _accumulate_transitions(unary, transitions, col_max, exp_by_col, lo, hi, alpha,
                             beta, counts, block, scaled, following):
     """Add the expected transition counts of one sequence to ``counts``.
@@ -330,7 +238,7 @@ _FLOOR = 1e-290
 _HUGE = 1e250
 
 
-@_jit()
+@compiled()
 def _shifted_exp(values):
     """(max, exp(values - max)); a max of -inf becomes 0 so the exponentials are 0."""
     top = -np.inf
@@ -342,7 +250,7 @@ def _shifted_exp(values):
     return top, np.exp(values - top)
 
 
-@_jit()
+@compiled()
 def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, trans_max, exp_start,
                      start_max, exp_end, end_max, any_forbidden, emission, alpha, beta, norm,
                      reach, with_transitions, marginals, counts, scratch):
@@ -463,7 +371,7 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, trans_ma
     return log_z
 
 
-@_jit()
+@compiled()
 def _log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_col,
                         row_max, exp_by_row, with_transitions, marginals, counts, alpha,
                         beta, block, scaled, scratch):
@@ -496,8 +404,8 @@ def _log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_
     return log_z
 
 
-@_jit()
-def _potentials(transitions, start, end):
+@compiled()
+def chain_potentials(transitions, start, end):
     """Shifted exponentials of the potentials, shared by all sequences of a batch."""
     col_max, exp_by_col, row_max, exp_by_row = _shifted_exp_transitions(transitions)
     trans_max, exp_trans = _shifted_exp(transitions)
@@ -509,8 +417,8 @@ def _potentials(transitions, start, end):
             exp_start, end_max, exp_end, any_forbidden)
 
 
-@_jit()
-def _workspace(longest, n_classes):
+@compiled()
+def chain_workspace(longest, n_classes):
     """Scratch rows for the sequences of one chunk, none longer than ``longest``."""
     return (np.empty((longest, n_classes)), np.empty((longest, n_classes)),
             np.empty((longest, n_classes)), np.empty(longest),
@@ -518,8 +426,8 @@ def _workspace(longest, n_classes):
             np.empty(n_classes), np.empty(n_classes))
 
 
-@_jit()
-def _sequence_posteriors(unary, transitions, start, end, lo, hi, potentials,
+@compiled()
+def sequence_posteriors(unary, transitions, start, end, lo, hi, potentials,
                          with_transitions, marginals, counts, work):
     """log Z of tokens lo..hi-1, their marginals and transition counts into the outputs.
 
@@ -540,7 +448,7 @@ def _sequence_posteriors(unary, transitions, start, end, lo, hi, potentials,
     return lz
 
 
-@_jit(parallel=True)
+@compiled(parallel=True)
 def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     """Log partition functions, token marginals and expected transition counts.
 
@@ -566,22 +474,22 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     """
     n_tokens, n_classes = unary.shape
     n_sequences = offsets.shape[0] - 1
-    n_chunks = _n_chunks(offsets)
+    n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
-    potentials = _potentials(transitions, start, end)
+    potentials = chain_potentials(transitions, start, end)
 
     log_z = np.zeros(n_sequences)
     marginals = np.zeros((n_tokens, n_classes))
     chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
 
     for c in prange(n_chunks):
-        work = _workspace(max(_max_length(offsets, bounds[c], bounds[c + 1]), 1), n_classes)
+        work = chain_workspace(max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1), n_classes)
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
             if hi == lo:
                 continue
-            log_z[q] = _sequence_posteriors(unary, transitions, start, end, lo, hi,
+            log_z[q] = sequence_posteriors(unary, transitions, start, end, lo, hi,
                                             potentials, with_transitions, marginals,
                                             chunk_counts[c], work)
 
@@ -591,7 +499,7 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     return log_z, marginals, transition_counts
 
 
-@_jit(parallel=True)
+@compiled(parallel=True)
 def viterbi(unary, transitions, start, end, offsets):
     """Most likely label path of every sequence.
 
@@ -603,12 +511,12 @@ def viterbi(unary, transitions, start, end, offsets):
     label_ids : (n_tokens,) int64
     """
     n_tokens, n_classes = unary.shape
-    n_chunks = _n_chunks(offsets)
+    n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     label_ids = np.zeros(n_tokens, np.int64)
 
     for c in prange(n_chunks):
-        longest = max(_max_length(offsets, bounds[c], bounds[c + 1]), 1)
+        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         score = np.empty((longest, n_classes))
         backpointer = np.zeros((longest, n_classes), np.int32)
         for q in range(bounds[c], bounds[c + 1]):
@@ -644,355 +552,3 @@ def viterbi(unary, transitions, start, end, offsets):
                 label_ids[lo + r - 1] = best_j
     return label_ids
 
-
-@_jit(parallel=True)
-def csr_dot_dense(data, indices, indptr, dense, binary):
-    """``X @ dense`` for a CSR ``X``; rows are independent, so parallel and exact.
-
-    With ``binary`` true every stored value is taken to be 1 and ``data`` is
-    not read: most token features are indicators, and skipping a third of the
-    memory traffic is most of this kernel's cost.
-    """
-    n_rows = indptr.shape[0] - 1
-    n_cols = dense.shape[1]
-    out = np.zeros((n_rows, n_cols))
-    for row in prange(n_rows):
-        if binary:
-            for k in range(indptr[row], indptr[row + 1]):
-                col = indices[k]
-                for j in range(n_cols):
-                    out[row, j] += dense[col, j]
-        else:
-            for k in range(indptr[row], indptr[row + 1]):
-                value = data[k]
-                col = indices[k]
-                for j in range(n_cols):
-                    out[row, j] += value * dense[col, j]
-    return out
-
-
-#: Memory bounds of :func:`nll_terms`, in float64 values. Each chunk of
-#: sequences keeps a partial sum of the expected counts of every pair, so the
-#: number of chunks is LOSS_PAIR_BUDGET // n_pairs (2 MiB in all), but at
-#: least MIN_LOSS_CHUNKS, for the threads to share, and at most N_CHUNKS and
-#: the number of sequences (see ``_loss.loss_layout``): past 65k pairs the partial
-#: sums take MIN_LOSS_CHUNKS * n_pairs values (32 bytes a pair), and at most 4
-#: threads share the loss. There is also a dense (n_hot, n_classes) partial sum
-#: for the most frequent features, with n_hot up to LOSS_HOT_BUDGET //
-#: (n_chunks * n_classes) (1 MiB in all). On esp.train (96k pairs, 9 labels):
-#: 4 chunks and 3640 frequent features carrying 92% of the non-zeros, 4 MiB,
-#: against 19 MiB for one (n_tokens, n_classes) array.
-LOSS_PAIR_BUDGET = 1 << 18
-LOSS_HOT_BUDGET = 1 << 17
-MIN_LOSS_CHUNKS = 4
-
-
-@_jit()
-def _sequence_unary(data, indices, indptr, binary, hot_slot, hot_state, pair_ptr,
-                    pair_labels, pair_weights, lo, hi, unary):
-    """Unary scores of tokens lo..hi-1 into ``unary[: hi - lo]``.
-
-    A frequent feature adds its row of the dense ``hot_state``, a loop that
-    vectorizes; any other adds its pairs' weights one by one.
-    """
-    n_classes = unary.shape[1]
-    for r in range(hi - lo):
-        for j in range(n_classes):
-            unary[r, j] = 0.0
-        for k in range(indptr[lo + r], indptr[lo + r + 1]):
-            col = indices[k]
-            value = 1.0 if binary else data[k]
-            slot = hot_slot[col]
-            if slot >= 0:
-                for j in range(n_classes):
-                    unary[r, j] += value * hot_state[slot, j]
-            else:
-                for p in range(pair_ptr[col], pair_ptr[col + 1]):
-                    unary[r, pair_labels[p]] += value * pair_weights[p]
-
-
-@_jit()
-def _scatter_expected(data, indices, indptr, binary, hot_slot, pair_ptr, pair_labels, lo,
-                      hi, marginals, hot_expected, expected):
-    """Add feature value times marginal over tokens lo..hi-1 to the expected counts.
-
-    Frequent features go to their dense row of ``hot_expected`` (every label),
-    the others to their pairs in ``expected``.
-    """
-    n_classes = marginals.shape[1]
-    for r in range(hi - lo):
-        for k in range(indptr[lo + r], indptr[lo + r + 1]):
-            col = indices[k]
-            value = 1.0 if binary else data[k]
-            slot = hot_slot[col]
-            if slot >= 0:
-                for j in range(n_classes):
-                    hot_expected[slot, j] += value * marginals[r, j]
-            else:
-                for p in range(pair_ptr[col], pair_ptr[col + 1]):
-                    expected[p] += value * marginals[r, pair_labels[p]]
-
-
-@_jit(parallel=True)
-def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights,
-              transitions, start, end, offsets, hot_features, hot_slot, partial, hot_partial):
-    """Everything the CRF loss needs from the features, in one pass over the tokens.
-
-    The features are a CSR matrix (``data``, ``indices``, ``indptr``; with
-    ``binary`` every value is 1 and ``data`` is not read). State weights exist
-    for (feature, label) pairs only: feature ``f`` owns pairs
-    ``pair_ptr[f]:pair_ptr[f + 1]``, pair ``p`` has label ``pair_labels[p]`` and
-    weight ``pair_weights[p]``. The sequences are split into ``n_chunks``
-    chunks of similar token counts, given by the workspace: ``partial``
-    (n_chunks, n_pairs) and ``hot_partial`` (n_chunks, n_hot, n_classes) are
-    overwritten with each chunk's partial sums. The caller allocates them once
-    for all calls: reallocated per call, these few MiB left as many free
-    between the solver's arrays for the allocator to keep.
-
-    Per sequence, the unary scores and then the marginals live in per-chunk
-    scratch rows, never in (n_tokens, n_classes) arrays. Each chunk sums the
-    expected pair counts of its sequences on its own, so the result does not
-    depend on the thread count. The frequent features ``hot_features``
-    (``hot_slot[f]`` is the position of ``f`` among them, -1 for the others)
-    carry most non-zeros; they are handled as dense rows of all labels, which
-    vectorizes, and the others through their pair lists, which are compact
-    but twice as slow per non-zero (measured on esp.train, one thread: 16 ms
-    against 41 ms for all unary scores through the pair lists).
-
-    Returns
-    -------
-    log_z : (n_sequences,) float64
-        As :func:`forward_backward`; NaN or inf where the scores overflow.
-    expected_pairs : (n_pairs,) float64
-        Expected value of each pair feature (its feature value where the token
-        has its label), summed over all tokens.
-    transition_counts : (n_classes, n_classes) float64
-    start_counts, end_counts : (n_classes,) float64
-        Expected number of sequences that start / end with each label.
-    """
-    n_classes = transitions.shape[0]
-    n_sequences = offsets.shape[0] - 1
-    n_pairs = pair_labels.shape[0]
-    n_hot = hot_features.shape[0]
-    n_chunks = partial.shape[0]
-    bounds = chunk_bounds(offsets, n_chunks)
-    hot_state = np.zeros((n_hot, n_classes))
-    for slot in range(n_hot):
-        f = hot_features[slot]
-        for p in range(pair_ptr[f], pair_ptr[f + 1]):
-            hot_state[slot, pair_labels[p]] = pair_weights[p]
-    potentials = _potentials(transitions, start, end)
-
-    log_z = np.zeros(n_sequences)
-    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
-    chunk_start = np.zeros((n_chunks, n_classes))
-    chunk_end = np.zeros((n_chunks, n_classes))
-
-    for c in prange(n_chunks):
-        partial[c] = 0.0
-        hot_partial[c] = 0.0
-        longest = max(_max_length(offsets, bounds[c], bounds[c + 1]), 1)
-        unary = np.empty((longest, n_classes))
-        marginals = np.empty((longest, n_classes))
-        work = _workspace(longest, n_classes)
-        for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
-            n = hi - lo
-            if n == 0:
-                continue
-            _sequence_unary(data, indices, indptr, binary, hot_slot, hot_state, pair_ptr,
-                            pair_labels, pair_weights, lo, hi, unary)
-            lz = _sequence_posteriors(unary, transitions, start, end, 0, n, potentials,
-                                      True, marginals, chunk_counts[c], work)
-            log_z[q] = lz
-            if not np.isfinite(lz):
-                # no marginals were written (the loss is not finite anyway)
-                continue
-            for j in range(n_classes):
-                chunk_start[c, j] += marginals[0, j]
-                chunk_end[c, j] += marginals[n - 1, j]
-            _scatter_expected(data, indices, indptr, binary, hot_slot, pair_ptr, pair_labels,
-                              lo, hi, marginals, hot_partial[c], partial[c])
-
-    # chunk partial sums added in chunk order: the thread count changes nothing
-    expected_pairs = np.empty(n_pairs)
-    for p in prange(n_pairs):
-        total = partial[0, p]
-        for c in range(1, n_chunks):
-            total += partial[c, p]
-        expected_pairs[p] = total
-    for slot in prange(n_hot):
-        f = hot_features[slot]
-        for p in range(pair_ptr[f], pair_ptr[f + 1]):
-            j = pair_labels[p]
-            total = hot_partial[0, slot, j]
-            for c in range(1, n_chunks):
-                total += hot_partial[c, slot, j]
-            expected_pairs[p] = total
-    transition_counts = np.zeros((n_classes, n_classes))
-    start_counts = np.zeros(n_classes)
-    end_counts = np.zeros(n_classes)
-    for c in range(n_chunks):
-        transition_counts += chunk_counts[c]
-        start_counts += chunk_start[c]
-        end_counts += chunk_end[c]
-    return log_z, expected_pairs, transition_counts, start_counts, end_counts
-
-
-@_jit()
-def pair_pattern(indices, indptr, label_ids, n_features, n_classes):
-    """(n_features, n_classes) bool: which (feature, label) pairs occur in the data.
-
-    An explicitly stored zero counts as an occurrence.
-    """
-    seen = np.zeros((n_features, n_classes), np.bool_)
-    for row in range(indptr.shape[0] - 1):
-        j = label_ids[row]
-        for k in range(indptr[row], indptr[row + 1]):
-            seen[indices[k], j] = True
-    return seen
-
-
-@_jit()
-def pair_sums(data, indices, indptr, binary, label_ids, pair_ptr, pair_labels):
-    """(n_pairs,) sum over tokens of each pair feature's value: the empirical counts.
-
-    Every (feature, label) of the data must have a pair. Serial, in token
-    order: the sums do not depend on the thread count.
-    """
-    sums = np.zeros(pair_labels.shape[0])
-    for row in range(indptr.shape[0] - 1):
-        j = label_ids[row]
-        for k in range(indptr[row], indptr[row + 1]):
-            col = indices[k]
-            for p in range(pair_ptr[col], pair_ptr[col + 1]):
-                if pair_labels[p] == j:
-                    sums[p] += 1.0 if binary else data[k]
-                    break
-    return sums
-
-
-@_jit()
-def column_counts(indices, n_columns):
-    """Number of stored entries of each column (``np.bincount`` without its int64 copy)."""
-    counts = np.zeros(n_columns, np.int64)
-    for k in range(indices.shape[0]):
-        counts[indices[k]] += 1
-    return counts
-
-
-@_jit()
-def sort_row_indices(indptr, indices, data, binary):
-    """Sort the column indices of each row of a CSR matrix, in place.
-
-    The one kernel that writes into its arguments: the vectorizer calls it on
-    arrays it has just built and owns. Rows hold a few tens of entries, so an
-    insertion sort, which is stable, is fast; ``data`` moves along unless
-    ``binary``. Returns whether any row holds a column twice.
-    """
-    repeated = False
-    for row in range(indptr.shape[0] - 1):
-        lo = indptr[row]
-        for k in range(lo + 1, indptr[row + 1]):
-            col = indices[k]
-            value = 0.0 if binary else data[k]
-            m = k - 1
-            while m >= lo and indices[m] > col:
-                indices[m + 1] = indices[m]
-                if not binary:
-                    data[m + 1] = data[m]
-                m -= 1
-            indices[m + 1] = col
-            if not binary:
-                data[m + 1] = value
-            if m >= lo and indices[m] == col:
-                repeated = True
-    return repeated
-
-
-#: Kinds of featurizer slots (see :func:`slot_features`).
-SLOT_GATHER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_AFTER = 0, 1, 2, 3
-
-
-@_jit()
-def _slot_column(kind, shift, source, table_start, sources, table, t, start, stop):
-    """Column of token ``t`` (of a sequence ``start:stop``) within one slot, or -1."""
-    if kind == SLOT_GATHER:
-        u = t + shift
-        if u < start or u >= stop:
-            return -1
-        return table[table_start + sources[source, u]]
-    if kind == SLOT_ALWAYS:
-        return 0
-    if kind == SLOT_BEFORE:
-        return 0 if t - start < shift else -1
-    return 0 if t >= stop - shift else -1  # SLOT_AFTER
-
-
-@_jit()
-def slot_features(sources, offsets, kinds, shifts, slot_sources, table_starts, table,
-                  column_starts, n_columns):
-    """CSR pattern of the featurizer's slots, keeping only the columns in use.
-
-    A slot puts at most one entry in each token's row, in a column range of its
-    own (``column_starts[s]`` on) placed after the previous slot's, so the rows
-    come out with sorted column indices and no repeats. Slot ``s`` is one of:
-
-    - ``SLOT_GATHER``: a feature of the token ``shifts[s]`` places away, none
-      outside the sequence: local column
-      ``table[table_starts[s] + sources[slot_sources[s], t + shifts[s]]]``
-      (-1: none), where ``sources`` holds one type id per token of each token
-      column;
-    - ``SLOT_ALWAYS``: local column 0 on every token (the bias);
-    - ``SLOT_BEFORE`` / ``SLOT_AFTER``: local column 0 on the tokens fewer than
-      ``shifts[s]`` places from the start / end of their sequence (BOS, EOS and
-      the markers of offsets beyond the sequence).
-
-    One pass to count and one to fill, straight from the per-type tables: a
-    (slot, token) grid gathered with numpy was 32 MiB on esp.train. Columns no
-    token uses are dropped and the rest renumbered in order.
-
-    Returns
-    -------
-    indices : (nnz,) int32
-    indptr : (n_tokens + 1,) int64
-    used : (n_columns,) bool
-        Which of the columns some token uses.
-    """
-    n_slots = kinds.shape[0]
-    n_tokens = offsets[offsets.shape[0] - 1]
-    indptr = np.empty(n_tokens + 1, np.int64)
-    indptr[0] = 0
-    total = 0
-    for q in range(offsets.shape[0] - 1):
-        start, stop = offsets[q], offsets[q + 1]
-        for t in range(start, stop):
-            for s in range(n_slots):
-                if _slot_column(kinds[s], shifts[s], slot_sources[s], table_starts[s],
-                                sources, table, t, start, stop) >= 0:
-                    total += 1
-            indptr[t + 1] = total
-    indices = np.empty(total, np.int32)
-    used = np.zeros(n_columns, np.bool_)
-    k = 0
-    for q in range(offsets.shape[0] - 1):
-        start, stop = offsets[q], offsets[q + 1]
-        for t in range(start, stop):
-            for s in range(n_slots):
-                local = _slot_column(kinds[s], shifts[s], slot_sources[s], table_starts[s],
-                                     sources, table, t, start, stop)
-                if local >= 0:
-                    column = column_starts[s] + local
-                    indices[k] = column
-                    used[column] = True
-                    k += 1
-    new_index = np.empty(n_columns, np.int32)
-    n_used = 0
-    for column in range(n_columns):
-        new_index[column] = n_used
-        if used[column]:
-            n_used += 1
-    for k in range(total):
-        indices[k] = new_index[indices[k]]
-    return indices, indptr, used

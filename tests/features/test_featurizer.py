@@ -24,7 +24,7 @@ from sklearn.utils.estimator_checks import (
 )
 
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer
-from skcrf._featurizer import TokenFeaturizer, word_shape
+from skcrf.features.featurizer import TokenFeaturizer, word_shape
 
 SENTENCES = [
     [("El", "DA"), ("Tribunal", "NC"), ("Supremo", "AQ"), ("de", "SP"), ("EE.UU.", "NP")],

@@ -13,7 +13,8 @@ from sklearn.model_selection import GridSearchCV, cross_val_score, cross_validat
 from sklearn.pipeline import make_pipeline
 
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer
-from skcrf._loss import NegativeLogLikelihood, StatePairs
+from skcrf.structures._parameters import StatePairs
+from tests._chain_loss import chain_loss
 
 # A tiny labelled corpus whose labels follow from the word and the previous
 # label, so a CRF can learn it exactly.
@@ -142,7 +143,7 @@ def test_converged_l2_fit_has_zero_gradient(toy):
     matrix = crf.vectorizer_.transform(X)
     labels = np.searchsorted(crf.classes_, np.concatenate(y))
     pairs = StatePairs.observed(matrix.matrix, labels, 4)
-    loss = NegativeLogLikelihood(matrix.matrix, matrix.offsets, labels, pairs, l2=1.0)
+    loss = chain_loss(matrix.matrix, matrix.offsets, labels, pairs, l2=1.0)
     dense_to_pairs = crf.coef_[pairs.labels, pairs.feature_of_pairs()]
     w = np.concatenate([dense_to_pairs, crf.transition_coef_.ravel(), crf.start_coef_,
                         crf.end_coef_])
@@ -328,3 +329,126 @@ def test_sequence_matrix_of_wrong_width_is_refused(fitted):
     wrong = SequenceMatrix(sp.csr_matrix((2, fitted.n_features_in_ + 1)), [0, 2])
     with pytest.raises(ValueError, match="features"):
         fitted.predict(wrong)
+
+
+# --- order 2 and transition features -------------------------------------------
+
+def _trigram_corpus(n_sequences=60, seed=1):
+    """Labels that need two labels of history: after (A, A) comes B, else A.
+
+    The first word tells the first label and every other word is the same, so
+    neither the word nor the previous label alone tells the label; an order-2
+    chain can learn it exactly.
+    """
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_sequences):
+        n = int(rng.integers(3, 9))
+        labels = ["A" if rng.random() < 0.5 else "B", "A"]
+        while len(labels) < n:
+            labels.append("B" if labels[-2:] == ["A", "A"] else "A")
+        X.append([{"w": labels[0].lower()}] + [{"w": "x"} for _ in labels[1:]])
+        y.append(labels)
+    return X, y
+
+
+def test_order_2_learns_what_order_1_cannot():
+    X, y = _trigram_corpus()
+    first = CRFClassifier(alpha=0.01, max_iter=300).fit(X, y)
+    second = CRFClassifier(alpha=0.01, order=2, max_iter=300).fit(X, y)
+    assert second.transition2_coef_.shape == (2, 2, 2)
+    assert not hasattr(first, "transition2_coef_")
+    assert second.score(X, y) == 1.0
+    assert first.score(X, y) < 0.95
+    for marginals in second.predict_marginals(X):
+        np.testing.assert_allclose(marginals.sum(axis=1), 1.0)
+
+
+def test_order_2_pickles_clones_and_searches(toy):
+    X, y = toy
+    crf = CRFClassifier(alpha=0.1, order=2).fit(X, y)
+    loaded = pickle.loads(pickle.dumps(crf))
+    for a, b in zip(crf.predict(X), loaded.predict(X)):
+        assert a.tolist() == b.tolist()
+    assert clone(crf).get_params()["order"] == 2
+    search = GridSearchCV(CRFClassifier(alpha=0.1, max_iter=30), {"order": [1, 2]},
+                          cv=2).fit(X, y)
+    assert search.best_params_["order"] in (1, 2)
+    # refitting with order 1 drops the trigram block
+    crf.set_params(order=1).fit(X, y)
+    assert not hasattr(crf, "transition2_coef_")
+
+
+def test_transition_features_by_prefix(toy):
+    X, y = toy
+    crf = CRFClassifier(alpha=0.1, transition_features=["w="]).fit(X, y)
+    assert crf.score(X, y) == 1.0
+    V = crf.transition_feature_coef_
+    assert V.shape == (crf.n_features_in_, 16)
+    names = crf.feature_names_[V.tocoo().row]
+    assert all(name.startswith("w=") for name in names)
+    # only (feature, label pair) combinations seen in training have a weight:
+    # "cat" is always preceded by DET or ADJ and is always N
+    cat = list(crf.feature_names_).index("w=cat")
+    classes = crf.classes_.tolist()
+    seen = {(classes[c // 4], classes[c % 4]) for c in V[cat].indices}
+    assert seen <= {("DET", "N"), ("ADJ", "N")}
+    for a, b in zip(crf.predict(X), pickle.loads(pickle.dumps(crf)).predict(X)):
+        assert a.tolist() == b.tolist()
+
+
+def test_transition_features_all_and_every_pair(toy):
+    X, y = toy
+    observed = CRFClassifier(alpha=0.1, transition_features="all").fit(X, y)
+    every = CRFClassifier(alpha=0.1, transition_features="all",
+                          all_possible_states=True).fit(X, y)
+    assert every.transition_feature_coef_.nnz > observed.transition_feature_coef_.nnz
+    assert every.transition_feature_coef_.nnz == every.n_features_in_ * 16
+    assert observed.score(X, y) == every.score(X, y) == 1.0
+
+
+def test_transition_features_equal_plain_chain_when_their_weights_are_zero(toy):
+    X, y = toy
+    plain = CRFClassifier(alpha=0.1).fit(X, y)
+    edged = CRFClassifier(alpha=0.1, transition_features=["w="]).fit(X, y)
+    edged.transition_feature_coef_.data[:] = 0.0
+    for attribute in ("coef_", "transition_coef_", "start_coef_", "end_coef_"):
+        setattr(edged, attribute, getattr(plain, attribute))
+    for a, b in zip(plain.predict_marginals(X), edged.predict_marginals(X)):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("params, error, match", [
+    ({"order": 3}, ValueError, "'order' parameter"),
+    ({"transition_features": "some"}, ValueError, "'transition_features' parameter"),
+    ({"transition_features": ["zzz="]}, ValueError, "No feature name starts with"),
+    ({"transition_features": [1]}, ValueError, "prefixes"),
+    ({"transition_features": ["w="], "order": 2}, ValueError, "needs order=1"),
+])
+def test_bad_structure_parameters_fail_at_fit(toy, params, error, match):
+    X, y = toy
+    with pytest.raises(error, match=match):
+        CRFClassifier(max_iter=5, **params).fit(X, y)
+
+
+def test_transition_feature_prefixes_need_feature_names(toy):
+    import scipy.sparse as sp
+
+    matrix = SequenceMatrix(sp.eye(4, format="csr"), [0, 2, 4])
+    with pytest.raises(ValueError, match="no feature names"):
+        CRFClassifier(transition_features=["w="]).fit(matrix, [["a", "b"], ["b", "a"]])
+    fitted = CRFClassifier(transition_features="all", max_iter=5).fit(
+        matrix, [["a", "b"], ["b", "a"]])
+    assert fitted.transition_feature_coef_.shape == (4, 4)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@pytest.mark.parametrize("params", [{"order": 2}, {"transition_features": "all"}])
+def test_structures_fit_bitwise_identical_for_thread_counts(toy, params):
+    X, y = toy
+    one = CRFClassifier(alpha=0.1, n_jobs=1, max_iter=20, **params).fit(X, y)
+    two = CRFClassifier(alpha=0.1, n_jobs=2, max_iter=20, **params).fit(X, y)
+    assert np.array_equal(one.coef_, two.coef_)
+    assert np.array_equal(one.transition_coef_, two.transition_coef_)
+    for a, b in zip(one.predict_marginals(X), two.predict_marginals(X)):
+        assert np.array_equal(a, b)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skcrf._kernels import forward_backward, viterbi
+from skcrf.inference.chain import forward_backward, viterbi
 from tests._threads import results_per_thread_count
 from tests.naive import enumerate_batch, path_score
 
@@ -182,8 +182,8 @@ def test_bitwise_identical_for_one_and_two_threads():
 
 
 def test_slot_features_reads_shifted_types_and_drops_unused_columns():
-    from skcrf._kernels import (SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER,
-                                slot_features)
+    from skcrf.features._kernels import (SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER,
+                                         slot_features)
 
     # two sequences, of 3 and 1 tokens; one token column with types 0, 1, 2
     sources = np.array([[0, 1, 0, 2]], dtype=np.int64)

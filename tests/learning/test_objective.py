@@ -6,7 +6,8 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import approx_fprime
 
-from skcrf._loss import NegativeLogLikelihood, StatePairs, unpack
+from skcrf.structures._parameters import StatePairs
+from tests._chain_loss import chain_loss, unpack
 from tests._threads import results_per_thread_count
 from tests.naive import enumerate_sequence, path_score
 
@@ -32,9 +33,9 @@ def test_loss_equals_brute_force_negative_log_likelihood(binary, every_pair):
     pairs = (StatePairs.every(X.shape[1], n_classes) if every_pair
              else StatePairs.observed(X, label_ids, n_classes))
     l2 = 0.7
-    loss = NegativeLogLikelihood(X, offsets, label_ids, pairs, l2)
+    loss = chain_loss(X, offsets, label_ids, pairs, l2)
     w = np.random.default_rng(1).normal(size=loss.n_parameters)
-    pair_weights, transitions, start, end = unpack(w, pairs.n_pairs, n_classes)
+    pair_weights, transitions, start, end = unpack(w, loss.structure)
     unary = X @ pairs.to_dense(pair_weights).T
     expected = 0.5 * l2 * (w @ w)
     for lo, hi in zip(offsets[:-1], offsets[1:]):
@@ -49,7 +50,7 @@ def test_loss_equals_brute_force_negative_log_likelihood(binary, every_pair):
 @pytest.mark.parametrize("binary", [False, True])
 def test_gradient_matches_finite_differences(binary):
     X, offsets, label_ids, n_classes = _problem(2, binary=binary)
-    loss = NegativeLogLikelihood(X, offsets, label_ids,
+    loss = chain_loss(X, offsets, label_ids,
                                  StatePairs.observed(X, label_ids, n_classes), l2=0.3)
     w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
     _, grad = loss(w)
@@ -73,11 +74,11 @@ def test_at_zero_weights_gradient_is_uniform_expectation_minus_counts():
     # with w = 0 every label path is equally likely: marginals are 1 / n_classes
     X, offsets, label_ids, n_classes = _problem(4, binary=True)
     pairs = StatePairs.every(X.shape[1], n_classes)
-    loss = NegativeLogLikelihood(X, offsets, label_ids, pairs, l2=0.0)
+    loss = chain_loss(X, offsets, label_ids, pairs, l2=0.0)
     _, grad = loss(np.zeros(loss.n_parameters))
-    g_pairs = unpack(grad, pairs.n_pairs, n_classes)[0]
+    g_pairs = unpack(grad, loss.structure)[0]
     uniform = np.asarray(X.sum(axis=0)).ravel()[pairs.feature_of_pairs()] / n_classes
-    counts = unpack(loss.empirical, pairs.n_pairs, n_classes)[0]
+    counts = unpack(loss.empirical, loss.structure)[0]
     np.testing.assert_allclose(g_pairs, uniform - counts, atol=1e-12)
 
 
@@ -85,7 +86,7 @@ def test_at_zero_weights_gradient_is_uniform_expectation_minus_counts():
 def test_loss_bitwise_identical_for_one_and_two_threads():
     X, offsets, label_ids, n_classes = _problem(5, n_sequences=300, n_features=40,
                                                 n_classes=5, max_length=20)
-    loss = NegativeLogLikelihood(X, offsets, label_ids,
+    loss = chain_loss(X, offsets, label_ids,
                                  StatePairs.observed(X, label_ids, n_classes), l2=0.1)
     w = np.random.default_rng(6).normal(size=loss.n_parameters)
     results = results_per_thread_count(lambda: loss(w))

@@ -15,9 +15,9 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from .._validation import check_sequences
 from ._kernels import column_counts, sort_row_indices
-from ._sequence_matrix import SequenceMatrix, values_or_none
-from ._validation import check_sequences
+from .sequence_matrix import SequenceMatrix, values_or_none
 
 _ITERABLE_VALUES = (list, tuple, set, frozenset)
 

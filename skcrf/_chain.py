@@ -1,0 +1,237 @@
+"""CRFClassifier: the linear-chain CRF estimator (order 1 or 2, transition features)."""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._base import CRFEstimator
+from .learning.objective import NegativeLogLikelihood
+from .structures.chain import ChainScores, ChainStructure, chain_decode, chain_posteriors
+
+
+class CRFClassifier(CRFEstimator):
+    """Linear-chain conditional random field trained by L-BFGS.
+
+    The model scores a label sequence ``y`` of a token sequence ``x`` as
+    ``p(y | x) = exp(w . Phi(x, y)) / Z(x)`` with state weights (label, feature),
+    transition weights (previous label, label), and start and end weights.
+    Training minimises, summed over the training sequences ``q``::
+
+        L(w) = sum_q -log p(y_q | x_q)
+               + alpha * l1_ratio * ||w||_1
+               + 0.5 * alpha * (1 - l1_ratio) * ||w||_2^2
+
+    The loss is summed, not averaged, so CRFsuite's settings map exactly:
+    ``c1 = alpha * l1_ratio`` and ``c2 = 0.5 * alpha * (1 - l1_ratio)`` (CRFsuite
+    adds ``c2 * ||w||^2``). Conversely ``alpha = c1 + 2 * c2`` and
+    ``l1_ratio = c1 / (c1 + 2 * c2)``; sklearn-crfsuite's ``c1=0.1, c2=0.1`` is
+    ``alpha=0.3, l1_ratio=1/3``.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Regularization strength, the parameter to search over. 0 disables
+        regularization.
+    l1_ratio : float, default=0.0
+        Elastic-net mixing: 0 is pure L2, 1 pure L1. With ``l1_ratio > 0`` many
+        weights are exactly zero.
+    max_iter : int, default=100
+        Maximum number of L-BFGS iterations. Reaching it emits a
+        :class:`~sklearn.exceptions.ConvergenceWarning`.
+    tol : float, default=1e-5
+        Stop once the objective improved by less than ``tol`` (relative) over
+        the last 10 iterations, as CRFsuite's ``delta``.
+    order : {1, 2}, default=1
+        Markov order of the label chain. 2 adds a weight for every label
+        trigram ``(y[i-2], y[i-1], y[i])`` (``transition2_coef_``); exact
+        inference then runs over label pairs and costs about ``n_classes``
+        times as much per token.
+    transition_features : None, "all" or list of str, default=None
+        Features that also weight the transitions, making them depend on the
+        token: the score of labels ``(a, b)`` at tokens ``(i - 1, i)`` becomes
+        ``transition_coef_[a, b] + sum_f x[i, f] * V[f, a, b]``. ``"all"``
+        takes every feature; a list takes the features whose names start with
+        one of its strings (e.g. ``["pos=", "shape="]``; with
+        :class:`TokenFeaturizer`, ``"-1:pos="`` names the previous token's).
+        As for state weights, ``V`` has weights only for the (feature, label
+        pair) combinations seen in training unless ``all_possible_states``.
+        Only with ``order=1``.
+    solver : {"lbfgs"}, default="lbfgs"
+        L-BFGS; with ``l1_ratio > 0`` its orthant-wise variant OWL-QN (as in
+        CRFsuite), which yields exact zeros.
+    all_possible_states : bool, default=False
+        Whether every (feature, label) pair gets a state weight. By default
+        only the pairs that occur in the training data do, as in CRFsuite
+        (sklearn-crfsuite's ``all_possible_states``): several times fewer
+        parameters, so faster training and less memory, at no cost in
+        accuracy on the benchmark corpora. Transitions always cover every pair
+        of labels (CRFsuite's ``all_possible_transitions=True``).
+    n_jobs : int, default=None
+        Threads for the forward-backward, Viterbi and sparse-product kernels.
+        ``None`` and ``-1`` use all cores (inside a joblib worker, the share
+        joblib grants it); ``-2`` all but one. Results do not depend on it.
+    verbose : int, default=0
+        Print the objective, gradient norm and elapsed time every iteration.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The labels, sorted; columns of ``predict_marginals`` follow this order.
+    coef_ : ndarray of shape (n_classes, n_features)
+        State weights.
+    transition_coef_ : ndarray of shape (n_classes, n_classes)
+        Transition weights, indexed [from, to].
+    transition2_coef_ : ndarray of shape (n_classes, n_classes, n_classes)
+        Trigram weights [y[i-2], y[i-1], y[i]]; only with ``order=2``.
+    transition_feature_coef_ : scipy.sparse.csr_matrix of shape (n_features, n_classes ** 2)
+        Weights of the transition features: row ``f``, column ``a * n_classes + b``
+        is ``V[f, a, b]``. Only with ``transition_features``; see
+        :func:`skcrf.inspection.edge_features`.
+    start_coef_ : ndarray of shape (n_classes,)
+        Weights of the first label of a sequence.
+    end_coef_ : ndarray of shape (n_classes,)
+        Weights of the last label of a sequence.
+    n_features_in_ : int
+        Number of token features.
+    feature_names_ : ndarray of str of shape (n_features,)
+        Name of every feature (column of ``coef_``).
+    vectorizer_ : SequenceVectorizer or None
+        The vectorizer fitted on dict input; None when ``fit`` received a
+        :class:`SequenceMatrix`.
+    n_iter_ : int
+        Number of solver iterations.
+    loss_curve_ : list of float
+        Objective value after each iteration.
+
+    See Also
+    --------
+    SequenceVectorizer : Turns per-token feature dicts into a SequenceMatrix.
+
+    Examples
+    --------
+    >>> from skcrf import CRFClassifier
+    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}, {"w": "ran"}]]
+    >>> y = [["DET", "N"], ["DET", "N", "V"]]
+    >>> crf = CRFClassifier(alpha=0.1).fit(X, y)
+    >>> [labels.tolist() for labels in crf.predict([[{"w": "the"}, {"w": "dog"}]])]
+    [['DET', 'N']]
+    """
+
+    _parameter_constraints = {
+        **CRFEstimator._parameter_constraints,
+        "order": [Interval(Integral, 1, 2, closed="both")],
+        "transition_features": [None, StrOptions({"all"}), list, tuple],
+    }
+
+    def __init__(self, *, alpha=1.0, l1_ratio=0.0, max_iter=100, tol=1e-5, order=1,
+                 transition_features=None, solver="lbfgs", all_possible_states=False,
+                 n_jobs=None, verbose=0):
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.max_iter = max_iter
+        self.tol = tol
+        self.order = order
+        self.transition_features = transition_features
+        self.solver = solver
+        self.all_possible_states = all_possible_states
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def __setstate__(self, state):
+        # models pickled before order and transition_features existed were order-1
+        # chains with plain transitions
+        state.setdefault("order", 1)
+        state.setdefault("transition_features", None)
+        super().__setstate__(state)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Learn the weights from labelled sequences.
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+            Each sequence is a list of per-token feature dicts, as
+            sklearn-crfsuite takes them (see :class:`SequenceVectorizer` for the
+            value rules), or the output of a vectorizer.
+        y : list of sequences of labels
+            One label (str or int) per token.
+
+        Returns
+        -------
+        self : CRFClassifier
+            The fitted estimator.
+        """
+        if self.order == 2 and self.transition_features is not None:
+            raise ValueError("transition_features needs order=1; got order=2.")
+        data = self._training_data(X, y)
+        structure = ChainStructure.for_training(
+            data.features, data.offsets, data.label_ids, data.classes.shape[0],
+            order=self.order, all_possible_states=self.all_possible_states,
+            transition_columns=self._transition_columns(data.feature_names,
+                                                        data.features.n_features))
+        objective = NegativeLogLikelihood(
+            structure, data.features, data.offsets, data.label_ids,
+            l2=float(self.alpha) * (1.0 - float(self.l1_ratio)))
+        data.label_ids = None  # the objective has what it needs from them
+        result = self._solve(objective, np.zeros(structure.n_parameters))
+        self._check_training(result, data)
+
+        named = structure.coefficients(result.w)
+        # every attribute is set here, at the end, so that a concurrent predict
+        # sees the old model or the new one
+        for stale in ("transition2_coef_", "transition_feature_coef_"):
+            self.__dict__.pop(stale, None)
+        self.classes_ = data.classes
+        self.coef_ = named["coef"]
+        self.transition_coef_ = named["transitions"]
+        if "trigram" in named:
+            self.transition2_coef_ = named["trigram"]
+        if "edge_coef" in named:
+            self.transition_feature_coef_ = named["edge_coef"]
+        self.start_coef_ = named["start"]
+        self.end_coef_ = named["end"]
+        self.n_features_in_ = data.features.n_features
+        self.feature_names_ = self._feature_names(data)
+        self.vectorizer_ = data.vectorizer
+        self.n_iter_ = result.n_iter
+        self.loss_curve_ = result.loss_curve
+        return self
+
+    def _transition_columns(self, feature_names, n_features):
+        """Boolean mask of the features named by ``transition_features``, or None."""
+        chosen = self.transition_features
+        if chosen is None:
+            return None
+        if chosen == "all":
+            return np.ones(n_features, dtype=bool)
+        prefixes = tuple(chosen)
+        if not all(isinstance(p, str) for p in prefixes):
+            raise ValueError(
+                f"transition_features must be None, 'all' or a list of feature-name "
+                f"prefixes (str); got {chosen!r}.")
+        if feature_names is None:
+            raise ValueError(
+                "transition_features names feature prefixes, but X has no feature names "
+                "(a SequenceMatrix without feature_names); pass 'all' or named features.")
+        mask = np.fromiter((str(name).startswith(prefixes) for name in feature_names),
+                           dtype=bool, count=n_features)
+        if not mask.any():
+            raise ValueError(
+                f"No feature name starts with any of transition_features={list(prefixes)!r}; "
+                f"feature names look like {list(map(str, feature_names[:5]))!r}.")
+        return mask
+
+    def _scores(self, features):
+        return ChainScores.of_coefficients(
+            features, self.coef_, self.transition_coef_, self.start_coef_, self.end_coef_,
+            trigram=getattr(self, "transition2_coef_", None),
+            edge_coef=getattr(self, "transition_feature_coef_", None))
+
+    def _decode(self, features, offsets):
+        return chain_decode(self._scores(features), offsets)
+
+    def _token_marginals(self, features, offsets):
+        return chain_posteriors(self._scores(features), offsets).marginals

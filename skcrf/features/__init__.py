@@ -1,0 +1,7 @@
+"""Features: raw sequences or feature dicts in, a :class:`SequenceMatrix` out."""
+
+from .featurizer import TokenFeaturizer
+from .sequence_matrix import SequenceMatrix
+from .vectorizer import SequenceVectorizer
+
+__all__ = ["SequenceMatrix", "SequenceVectorizer", "TokenFeaturizer"]

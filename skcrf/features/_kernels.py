@@ -1,0 +1,248 @@
+"""Numba kernels of the feature layer: sparse products, pair patterns, the featurizer's gather.
+
+Nothing here validates its inputs, and nothing mutates them but
+:func:`sort_row_indices` (called on arrays the vectorizer owns).
+"""
+
+import numpy as np
+from numba import prange
+
+from ..inference._batch import compiled
+
+@compiled(parallel=True)
+def csr_dot_dense(data, indices, indptr, dense, binary):
+    """``X @ dense`` for a CSR ``X``; rows are independent, so parallel and exact.
+
+    With ``binary`` true every stored value is taken to be 1 and ``data`` is
+    not read: most token features are indicators, and skipping a third of the
+    memory traffic is most of this kernel's cost.
+    """
+    n_rows = indptr.shape[0] - 1
+    n_cols = dense.shape[1]
+    out = np.zeros((n_rows, n_cols))
+    for row in prange(n_rows):
+        if binary:
+            for k in range(indptr[row], indptr[row + 1]):
+                col = indices[k]
+                for j in range(n_cols):
+                    out[row, j] += dense[col, j]
+        else:
+            for k in range(indptr[row], indptr[row + 1]):
+                value = data[k]
+                col = indices[k]
+                for j in range(n_cols):
+                    out[row, j] += value * dense[col, j]
+    return out
+
+
+@compiled()
+def pair_pattern(indices, indptr, label_ids, n_features, n_classes):
+    """(n_features, n_classes) bool: which (feature, label) pairs occur in the data.
+
+    An explicitly stored zero counts as an occurrence; a row labelled -1 takes
+    no part.
+    """
+    seen = np.zeros((n_features, n_classes), np.bool_)
+    for row in range(indptr.shape[0] - 1):
+        j = label_ids[row]
+        if j < 0:
+            continue
+        for k in range(indptr[row], indptr[row + 1]):
+            seen[indices[k], j] = True
+    return seen
+
+
+@compiled()
+def pair_sums(data, indices, indptr, binary, label_ids, pair_ptr, pair_labels):
+    """(n_pairs,) sum over tokens of each pair feature's value: the empirical counts.
+
+    Every (feature, label) of the data must have a pair; a feature without
+    pairs, or a row labelled -1, counts for nothing. Serial, in token order:
+    the sums do not depend on the thread count.
+    """
+    sums = np.zeros(pair_labels.shape[0])
+    for row in range(indptr.shape[0] - 1):
+        j = label_ids[row]
+        if j < 0:
+            continue
+        for k in range(indptr[row], indptr[row + 1]):
+            col = indices[k]
+            for p in range(pair_ptr[col], pair_ptr[col + 1]):
+                if pair_labels[p] == j:
+                    sums[p] += 1.0 if binary else data[k]
+                    break
+    return sums
+
+
+@compiled()
+def column_counts(indices, n_columns):
+    """Number of stored entries of each column (``np.bincount`` without its int64 copy)."""
+    counts = np.zeros(n_columns, np.int64)
+    for k in range(indices.shape[0]):
+        counts[indices[k]] += 1
+    return counts
+
+
+@compiled()
+def sort_row_indices(indptr, indices, data, binary):
+    """Sort the column indices of each row of a CSR matrix, in place.
+
+    The one kernel that writes into its arguments: the vectorizer calls it on
+    arrays it has just built and owns. Rows hold a few tens of entries, so an
+    insertion sort, which is stable, is fast; ``data`` moves along unless
+    ``binary``. Returns whether any row holds a column twice.
+    """
+    repeated = False
+    for row in range(indptr.shape[0] - 1):
+        lo = indptr[row]
+        for k in range(lo + 1, indptr[row + 1]):
+            col = indices[k]
+            value = 0.0 if binary else data[k]
+            m = k - 1
+            while m >= lo and indices[m] > col:
+                indices[m + 1] = indices[m]
+                if not binary:
+                    data[m + 1] = data[m]
+                m -= 1
+            indices[m + 1] = col
+            if not binary:
+                data[m + 1] = value
+            if m >= lo and indices[m] == col:
+                repeated = True
+    return repeated
+
+
+#: Kinds of featurizer slots (see :func:`slot_features`).
+SLOT_GATHER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_AFTER = 0, 1, 2, 3
+
+
+@compiled()
+def _slot_column(kind, shift, source, table_start, sources, table, t, start, stop):
+    """Column of token ``t`` (of a sequence ``start:stop``) within one slot, or -1."""
+    if kind == SLOT_GATHER:
+        u = t + shift
+        if u < start or u >= stop:
+            return -1
+        return table[table_start + sources[source, u]]
+    if kind == SLOT_ALWAYS:
+        return 0
+    if kind == SLOT_BEFORE:
+        return 0 if t - start < shift else -1
+    return 0 if t >= stop - shift else -1  # SLOT_AFTER
+
+
+@compiled()
+def slot_features(sources, offsets, kinds, shifts, slot_sources, table_starts, table,
+                  column_starts, n_columns):
+    """CSR pattern of the featurizer's slots, keeping only the columns in use.
+
+    A slot puts at most one entry in each token's row, in a column range of its
+    own (``column_starts[s]`` on) placed after the previous slot's, so the rows
+    come out with sorted column indices and no repeats. Slot ``s`` is one of:
+
+    - ``SLOT_GATHER``: a feature of the token ``shifts[s]`` places away, none
+      outside the sequence: local column
+      ``table[table_starts[s] + sources[slot_sources[s], t + shifts[s]]]``
+      (-1: none), where ``sources`` holds one type id per token of each token
+      column;
+    - ``SLOT_ALWAYS``: local column 0 on every token (the bias);
+    - ``SLOT_BEFORE`` / ``SLOT_AFTER``: local column 0 on the tokens fewer than
+      ``shifts[s]`` places from the start / end of their sequence (BOS, EOS and
+      the markers of offsets beyond the sequence).
+
+    One pass to count and one to fill, straight from the per-type tables: a
+    (slot, token) grid gathered with numpy was 32 MiB on esp.train. Columns no
+    token uses are dropped and the rest renumbered in order.
+
+    Returns
+    -------
+    indices : (nnz,) int32
+    indptr : (n_tokens + 1,) int64
+    used : (n_columns,) bool
+        Which of the columns some token uses.
+    """
+    n_slots = kinds.shape[0]
+    n_tokens = offsets[offsets.shape[0] - 1]
+    indptr = np.empty(n_tokens + 1, np.int64)
+    indptr[0] = 0
+    total = 0
+    for q in range(offsets.shape[0] - 1):
+        start, stop = offsets[q], offsets[q + 1]
+        for t in range(start, stop):
+            for s in range(n_slots):
+                if _slot_column(kinds[s], shifts[s], slot_sources[s], table_starts[s],
+                                sources, table, t, start, stop) >= 0:
+                    total += 1
+            indptr[t + 1] = total
+    indices = np.empty(total, np.int32)
+    used = np.zeros(n_columns, np.bool_)
+    k = 0
+    for q in range(offsets.shape[0] - 1):
+        start, stop = offsets[q], offsets[q + 1]
+        for t in range(start, stop):
+            for s in range(n_slots):
+                local = _slot_column(kinds[s], shifts[s], slot_sources[s], table_starts[s],
+                                     sources, table, t, start, stop)
+                if local >= 0:
+                    column = column_starts[s] + local
+                    indices[k] = column
+                    used[column] = True
+                    k += 1
+    new_index = np.empty(n_columns, np.int32)
+    n_used = 0
+    for column in range(n_columns):
+        new_index[column] = n_used
+        if used[column]:
+            n_used += 1
+    for k in range(total):
+        indices[k] = new_index[indices[k]]
+    return indices, indptr, used
+
+
+@compiled(parallel=True)
+def pair_products(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights,
+                  n_labels):
+    """(n_tokens, n_labels) scores: each token's sum of its features' pair weights.
+
+    Weights exist for (feature, label) pairs only, in the layout of
+    :class:`~skcrf.structures.StatePairs`: feature ``f`` owns pairs
+    ``pair_ptr[f]:pair_ptr[f + 1]`` with labels ``pair_labels`` and weights
+    ``pair_weights``. The same as ``X @ W`` for the sparse ``W`` those pairs
+    make; rows are independent, so parallel and exact.
+    """
+    n_tokens = indptr.shape[0] - 1
+    out = np.zeros((n_tokens, n_labels))
+    for row in prange(n_tokens):
+        for k in range(indptr[row], indptr[row + 1]):
+            value = 1.0 if binary else data[k]
+            col = indices[k]
+            for p in range(pair_ptr[col], pair_ptr[col + 1]):
+                out[row, pair_labels[p]] += value * pair_weights[p]
+    return out
+
+
+@compiled(parallel=True)
+def pair_expectations(data, indices, indptr, binary, pair_ptr, pair_labels, marginals,
+                      n_chunks):
+    """(n_pairs,) sum over tokens of feature value times the marginal of the pair's label.
+
+    The adjoint of :func:`pair_products`. Tokens are split into ``n_chunks``
+    contiguous chunks summed on their own and then added in chunk order, so
+    the result does not depend on the thread count.
+    """
+    n_tokens = indptr.shape[0] - 1
+    n_pairs = pair_labels.shape[0]
+    partial = np.zeros((n_chunks, n_pairs))
+    for c in prange(n_chunks):
+        lo = (n_tokens * c) // n_chunks
+        hi = (n_tokens * (c + 1)) // n_chunks
+        for row in range(lo, hi):
+            for k in range(indptr[row], indptr[row + 1]):
+                value = 1.0 if binary else data[k]
+                col = indices[k]
+                for p in range(pair_ptr[col], pair_ptr[col + 1]):
+                    partial[c, p] += value * marginals[row, pair_labels[p]]
+    expected = np.zeros(n_pairs)
+    for c in range(n_chunks):
+        expected += partial[c]
+    return expected

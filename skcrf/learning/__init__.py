@@ -1,0 +1,1 @@
+"""Learning: the training objective and the solvers, as plain functions of the weights."""

@@ -1,0 +1,140 @@
+"""Fused training kernel of a chain with transition features.
+
+Per sequence: the unary scores and the per-token transition scores
+``T + sum_f x[t, f] V[f]`` into per-chunk scratch rows, forward-backward with
+per-token transitions, then the marginals and pair marginals scattered into
+the expected counts of the pairs. Training never holds the
+(n_tokens, n_classes ** 2) arrays of transition scores and pair marginals that
+the unfused path builds. Tested against that path on random problems.
+"""
+
+import numpy as np
+from numba import prange
+
+from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence
+from ..inference.chain_edges import edge_sequence_posteriors, edge_workspace
+
+#: Per-chunk partial sums of the expected pair counts, in float64 values: the
+#: chunk count is this budget over the number of pairs (at least
+#: _MIN_CHUNKS, for the threads to share, and at most N_CHUNKS).
+_PAIR_BUDGET = 1 << 19
+_MIN_CHUNKS = 4
+
+
+@compiled()
+def _pair_rows(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights, lo, hi,
+               rows):
+    """``rows[r] += sum of token lo + r's features' pair weights`` for r < hi - lo."""
+    for r in range(hi - lo):
+        for k in range(indptr[lo + r], indptr[lo + r + 1]):
+            value = 1.0 if binary else data[k]
+            col = indices[k]
+            for p in range(pair_ptr[col], pair_ptr[col + 1]):
+                rows[r, pair_labels[p]] += value * pair_weights[p]
+
+
+@compiled()
+def _scatter_pairs(data, indices, indptr, binary, pair_ptr, pair_labels, lo, hi, first,
+                   rows, expected):
+    """``expected[p] += value * rows[r, label of p]`` for the tokens r >= first."""
+    for r in range(first, hi - lo):
+        for k in range(indptr[lo + r], indptr[lo + r + 1]):
+            value = 1.0 if binary else data[k]
+            col = indices[k]
+            for p in range(pair_ptr[col], pair_ptr[col + 1]):
+                expected[p] += value * rows[r, pair_labels[p]]
+
+
+@compiled(parallel=True)
+def edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state_weights,
+                   edge_ptr, edge_labels, edge_weights, transitions, start, end, offsets,
+                   n_chunks):
+    """log Z and the expected counts of every block, in one pass over the tokens.
+
+    State pairs are (feature, class); edge pairs (feature, label pair
+    ``a * n_classes + b``), in the layout of
+    :class:`~skcrf.structures._parameters.StatePairs`. Each chunk of sequences
+    sums its counts on its own and the chunks are added in order, so the
+    result does not depend on the thread count.
+
+    Returns
+    -------
+    log_z : (n_sequences,) float64
+    expected_state : (n_state_pairs,) float64
+    expected_edge : (n_edge_pairs,) float64
+    transition_counts : (n_classes, n_classes) float64
+    start_counts, end_counts : (n_classes,) float64
+    """
+    n_classes = transitions.shape[0]
+    n_label_pairs = n_classes * n_classes
+    n_sequences = offsets.shape[0] - 1
+    bounds = chunk_bounds(offsets, n_chunks)
+    log_z = np.zeros(n_sequences)
+    state_partial = np.zeros((n_chunks, state_labels.shape[0]))
+    edge_partial = np.zeros((n_chunks, edge_labels.shape[0]))
+    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
+    chunk_start = np.zeros((n_chunks, n_classes))
+    chunk_end = np.zeros((n_chunks, n_classes))
+
+    for c in prange(n_chunks):
+        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        unary = np.empty((longest, n_classes))
+        edges = np.empty((longest, n_classes, n_classes))
+        marginals = np.empty((longest, n_classes))
+        pair_marginals = np.empty((longest, n_classes, n_classes))
+        edge_rows = edges.reshape((longest, n_label_pairs))
+        pair_rows = pair_marginals.reshape((longest, n_label_pairs))
+        work = edge_workspace(longest, n_classes)
+        for q in range(bounds[c], bounds[c + 1]):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            n = hi - lo
+            if n == 0:
+                continue
+            for r in range(n):
+                for a in range(n_classes):
+                    unary[r, a] = 0.0
+                    for b in range(n_classes):
+                        edges[r, a, b] = transitions[a, b]
+            _pair_rows(data, indices, indptr, binary, state_ptr, state_labels,
+                       state_weights, lo, hi, unary)
+            _pair_rows(data, indices, indptr, binary, edge_ptr, edge_labels, edge_weights,
+                       lo, hi, edge_rows)
+            lz = edge_sequence_posteriors(unary, edges, start, end, 0, n, marginals,
+                                          pair_marginals, work)
+            log_z[q] = lz
+            if not np.isfinite(lz):
+                continue  # nothing was written; the loss is not finite anyway
+            for j in range(n_classes):
+                chunk_start[c, j] += marginals[0, j]
+                chunk_end[c, j] += marginals[n - 1, j]
+            for r in range(1, n):
+                for a in range(n_classes):
+                    for b in range(n_classes):
+                        chunk_counts[c, a, b] += pair_marginals[r, a, b]
+            _scatter_pairs(data, indices, indptr, binary, state_ptr, state_labels, lo, hi, 0,
+                           marginals, state_partial[c])
+            _scatter_pairs(data, indices, indptr, binary, edge_ptr, edge_labels, lo, hi, 1,
+                           pair_rows, edge_partial[c])
+
+    # chunk partial sums added in chunk order: the thread count changes nothing
+    expected_state = np.zeros(state_labels.shape[0])
+    expected_edge = np.zeros(edge_labels.shape[0])
+    transition_counts = np.zeros((n_classes, n_classes))
+    start_counts = np.zeros(n_classes)
+    end_counts = np.zeros(n_classes)
+    for c in range(n_chunks):
+        expected_state += state_partial[c]
+        expected_edge += edge_partial[c]
+        transition_counts += chunk_counts[c]
+        start_counts += chunk_start[c]
+        end_counts += chunk_end[c]
+    return (log_z, expected_state, expected_edge, transition_counts, start_counts,
+            end_counts)
+
+
+def edge_chunk_count(offsets, n_pairs):
+    """Number of sequence chunks of :func:`edge_nll_terms`: from the data alone."""
+    n_sequences = offsets.shape[0] - 1
+    by_memory = _PAIR_BUDGET // max(n_pairs, 1)
+    return max(1, min(n_sequences, N_CHUNKS, max(_MIN_CHUNKS, by_memory)))

@@ -1,0 +1,139 @@
+"""Parameter layouts: named blocks of the flat weight vector, and sparse (feature, label) pairs."""
+
+import numpy as np
+
+from ..features._kernels import pair_pattern, pair_sums
+from ..features.arrays import as_feature_arrays
+
+#: Largest (n_features * n_labels) for which the observed pairs are found
+#: through a dense boolean pattern rather than by sorting codes.
+_DENSE_PATTERN_LIMIT = 1 << 26
+
+
+class ParameterLayout:
+    """Named, consecutive blocks of a flat weight vector.
+
+    The one place a structure says where each kind of weight lives in ``w``.
+
+    Parameters
+    ----------
+    blocks : list of (str, tuple of int)
+        Name and shape of each block, in order.
+    """
+
+    def __init__(self, blocks):
+        self.shapes = dict(blocks)
+        self.slices = {}
+        start = 0
+        for name, shape in blocks:
+            size = int(np.prod(shape, dtype=np.int64))
+            self.slices[name] = slice(start, start + size)
+            start += size
+        self.n_parameters = start
+
+    def __contains__(self, name):
+        return name in self.shapes
+
+    def view(self, w, name):
+        """The block ``name`` of ``w`` in its shape (a view, no copy)."""
+        return w[self.slices[name]].reshape(self.shapes[name])
+
+    def views(self, w):
+        """Every block of ``w`` by name, as views."""
+        return {name: self.view(w, name) for name in self.shapes}
+
+    def zeros(self):
+        return np.zeros(self.n_parameters)
+
+
+class StatePairs:
+    """Which (feature, label) pairs carry a weight, feature by feature.
+
+    Pair ``p`` belongs to the feature ``f`` with
+    ``feature_ptr[f] <= p < feature_ptr[f + 1]`` and has label ``labels[p]``
+    (CSR layout of a (n_features, n_labels) pattern). For state weights the
+    labels are classes; for transition features they are label pairs
+    ``a * n_classes + b``.
+    """
+
+    def __init__(self, feature_ptr, labels, n_labels):
+        # int32 where it fits: half the memory the kernels read per non-zero
+        index_type = np.int32 if len(labels) <= np.iinfo(np.int32).max else np.int64
+        self.feature_ptr = np.ascontiguousarray(feature_ptr, dtype=index_type)
+        self.labels = np.ascontiguousarray(labels, dtype=np.int32)
+        self.n_labels = n_labels
+
+    @classmethod
+    def observed(cls, X, label_ids, n_labels, columns=None):
+        """The pairs of a feature and a label that occur together in training.
+
+        ``X`` is a sparse matrix or :class:`~skcrf.features.arrays.FeatureArrays`;
+        ``label_ids`` holds one label per row of ``X``, or -1 for a row that
+        takes no part; an explicitly stored zero counts as an occurrence.
+        ``columns`` (bool mask over features) keeps only those features' pairs.
+        """
+        X = as_feature_arrays(X)
+        label_ids = np.asarray(label_ids, dtype=np.int64)
+        if columns is None and X.n_features * n_labels <= _DENSE_PATTERN_LIMIT:
+            seen = pair_pattern(X.indices, X.indptr, label_ids, X.n_features, n_labels)
+            features, labels = np.nonzero(seen)
+        else:
+            # a dense (n_features, n_labels) pattern of label pairs would be
+            # too large (n_labels = n_classes ** 2): unique codes of the non-zeros
+            row_labels = np.repeat(label_ids, np.diff(X.indptr))
+            keep = row_labels >= 0
+            if columns is not None:
+                keep &= np.asarray(columns, dtype=bool)[X.indices]
+            codes = np.unique(X.indices[keep].astype(np.int64) * n_labels + row_labels[keep])
+            features, labels = np.divmod(codes, n_labels)
+        return cls.from_coordinates(features, labels, X.n_features, n_labels)
+
+    @classmethod
+    def from_coordinates(cls, features, labels, n_features, n_labels):
+        """Pairs from (feature, label) coordinates sorted by feature, then label."""
+        feature_ptr = np.zeros(n_features + 1, dtype=np.int64)
+        np.cumsum(np.bincount(features, minlength=n_features), out=feature_ptr[1:])
+        return cls(feature_ptr, labels, n_labels)
+
+    @classmethod
+    def every(cls, n_features, n_labels, features=None):
+        """All pairs of every feature (or of the given sorted ``features``) with every label."""
+        if features is None:
+            return cls(np.arange(n_features + 1) * n_labels,
+                       np.tile(np.arange(n_labels), n_features), n_labels)
+        features = np.asarray(features, dtype=np.int64)
+        return cls.from_coordinates(np.repeat(features, n_labels),
+                                    np.tile(np.arange(n_labels), features.shape[0]),
+                                    n_features, n_labels)
+
+    @property
+    def n_pairs(self):
+        return self.labels.shape[0]
+
+    @property
+    def n_features(self):
+        return self.feature_ptr.shape[0] - 1
+
+    def feature_of_pairs(self):
+        return np.repeat(np.arange(self.n_features), np.diff(self.feature_ptr))
+
+    def empirical_counts(self, X, label_ids):
+        """Sum of each pair feature's value over the rows whose label is the pair's.
+
+        Every (feature, label) of ``X`` and ``label_ids`` must have a pair, as
+        with the pairs :meth:`observed` finds or :meth:`every` pair; rows with
+        label -1 count for nothing.
+        """
+        X = as_feature_arrays(X)
+        return pair_sums(*X.kernel_args(), np.asarray(label_ids, dtype=np.int64),
+                         self.feature_ptr, self.labels)
+
+    def to_dense(self, pair_weights):
+        """Weights as a (n_labels, n_features) array, 0 for absent pairs.
+
+        Feature-major in memory (Fortran order): predict multiplies by its
+        transpose, which is then C-contiguous, with no copy per call.
+        """
+        dense = np.zeros((self.n_features, self.n_labels)).T
+        dense[self.labels, self.feature_of_pairs()] = pair_weights
+        return dense

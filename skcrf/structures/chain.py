@@ -1,0 +1,352 @@
+"""Linear-chain structures: order 1, order 2 (label trigrams) and observation-conditioned transitions.
+
+The weights of a chain over ``C`` classes, in the flat vector ``w`` (see
+:class:`ChainStructure.layout`):
+
+- ``state`` : one weight per (feature, label) pair of :class:`StatePairs`;
+- ``edge`` (with transition features) : one weight per (feature, label pair)
+  pair, the label pair ``(a, b)`` numbered ``a * C + b``;
+- ``transitions`` : (C, C) [from, to];
+- ``trigram`` (order 2) : (C, C, C) [y_{i-2}, y_{i-1}, y_i];
+- ``start``, ``end`` : (C,).
+
+Potentials are :class:`ChainScores`: unary scores ``X @ W`` per token, the
+transition scores (per token ``e[i, a, b] = T[a, b] + sum_f x[i, f] V[f, a, b]``
+with transition features), the trigram block, start and end. The gradient is
+the adjoint map from marginals back to those blocks.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..features._kernels import pair_expectations, pair_products
+from ..features.arrays import csr_times_dense
+from ..inference.chain import forward_backward, viterbi
+from ..inference.chain2 import forward_backward2, viterbi2
+from ..inference.chain_edges import forward_backward_edges, viterbi_edges
+from ._chain_edges_fused import edge_chunk_count, edge_nll_terms
+from ._chain_fused import FusedChainTerms
+from ._parameters import ParameterLayout, StatePairs
+
+#: Partial sums of :func:`~skcrf.features._kernels.pair_expectations` kept per
+#: chunk of tokens, in float64 values; the chunk count is fixed by the data.
+_EXPECTATION_BUDGET = 1 << 22
+
+
+@dataclass
+class ChainScores:
+    """Log-space potentials of a batch of chains.
+
+    Attributes
+    ----------
+    unary : ndarray of shape (n_tokens, n_classes)
+    transitions : ndarray of shape (n_classes, n_classes)
+    start, end : ndarray of shape (n_classes,)
+    trigram : ndarray of shape (n_classes, n_classes, n_classes) or None
+        Order-2 weights [y_{i-2}, y_{i-1}, y_i].
+    edges : ndarray of shape (n_tokens, n_classes, n_classes) or None
+        Per-token transition scores (transitions included) when transition
+        features weight the transitions; ``edges[i]`` scores the labels of
+        tokens i - 1 and i.
+    """
+
+    unary: np.ndarray
+    transitions: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    trigram: np.ndarray = None
+    edges: np.ndarray = None
+
+    @classmethod
+    def of_coefficients(cls, features, coef, transitions, start, end, trigram=None,
+                        edge_coef=None):
+        """Potentials of a fitted chain's dense state weights ``coef`` (n_classes, n_features).
+
+        ``edge_coef`` is a CSR matrix (n_features, n_classes ** 2) of
+        transition-feature weights, or None.
+        """
+        unary = csr_times_dense(features, coef.T)
+        edges = None
+        if edge_coef is not None:
+            n_classes = transitions.shape[0]
+            pairs = StatePairs(edge_coef.indptr, edge_coef.indices, n_classes * n_classes)
+            edges = _edge_scores(features, pairs, edge_coef.data, transitions)
+        return cls(unary, transitions, start, end, trigram, edges)
+
+
+@dataclass
+class ChainPosteriors:
+    """What forward-backward returns for a batch of chains.
+
+    Attributes
+    ----------
+    log_z : ndarray of shape (n_sequences,)
+    marginals : ndarray of shape (n_tokens, n_classes)
+    transition_counts : ndarray of shape (n_classes, n_classes) or None
+        Expected number of each label pair, summed over the batch.
+    trigram_counts : ndarray of shape (n_classes, n_classes, n_classes) or None
+    pair_marginals : ndarray of shape (n_tokens, n_classes, n_classes) or None
+        Per-token label-pair marginals (only with per-token edges).
+    """
+
+    log_z: np.ndarray
+    marginals: np.ndarray
+    transition_counts: np.ndarray = None
+    trigram_counts: np.ndarray = None
+    pair_marginals: np.ndarray = None
+
+
+def chain_posteriors(scores, offsets, with_counts=False):
+    """Forward-backward over :class:`ChainScores`, by the kernel their shape needs."""
+    if scores.edges is not None:
+        log_z, marginals, pairs = forward_backward_edges(
+            scores.unary, scores.edges, scores.start, scores.end, offsets, with_counts)
+        if not with_counts:
+            return ChainPosteriors(log_z, marginals)
+        return ChainPosteriors(log_z, marginals, pairs.sum(axis=0), pair_marginals=pairs)
+    if scores.trigram is not None:
+        log_z, marginals, pair_counts, trigram_counts = forward_backward2(
+            scores.unary, scores.transitions, scores.trigram, scores.start, scores.end,
+            offsets, with_counts)
+        return ChainPosteriors(log_z, marginals, pair_counts, trigram_counts)
+    log_z, marginals, counts = forward_backward(scores.unary, scores.transitions,
+                                                scores.start, scores.end, offsets,
+                                                with_counts)
+    return ChainPosteriors(log_z, marginals, counts)
+
+
+def chain_decode(scores, offsets):
+    """Viterbi label ids (n_tokens,) over :class:`ChainScores`."""
+    if scores.edges is not None:
+        return viterbi_edges(scores.unary, scores.edges, scores.start, scores.end, offsets)
+    if scores.trigram is not None:
+        return viterbi2(scores.unary, scores.transitions, scores.trigram, scores.start,
+                        scores.end, offsets)
+    return viterbi(scores.unary, scores.transitions, scores.start, scores.end, offsets)
+
+
+def _edge_scores(features, edge_pairs, edge_weights, transitions):
+    """(n_tokens, C, C) per-token transition scores: T plus the transition features' weights."""
+    n_classes = transitions.shape[0]
+    edges = pair_products(*features.kernel_args(), edge_pairs.feature_ptr, edge_pairs.labels,
+                          np.ascontiguousarray(edge_weights), n_classes * n_classes)
+    edges = edges.reshape(-1, n_classes, n_classes)
+    edges += transitions
+    return edges
+
+
+def edge_label_ids(label_ids, offsets, n_classes):
+    """Label-pair id ``y[i-1] * C + y[i]`` of every token, -1 on the first of a sequence."""
+    pair_ids = np.full(label_ids.shape[0], -1, dtype=np.int64)
+    follows = np.ones(label_ids.shape[0], dtype=bool)
+    follows[offsets[:-1][np.diff(offsets) > 0]] = False
+    to = np.flatnonzero(follows)
+    pair_ids[to] = label_ids[to - 1] * n_classes + label_ids[to]
+    return pair_ids
+
+
+class ChainStructure:
+    """Parameter layout, potentials and gradient of a linear-chain CRF.
+
+    Parameters
+    ----------
+    n_classes : int
+    state_pairs : StatePairs
+        The (feature, class) pairs that carry a state weight.
+    order : {1, 2}, default=1
+        2 adds a weight for every label trigram.
+    edge_pairs : StatePairs or None, default=None
+        The (feature, label pair) pairs that weight the transitions, labels
+        numbered ``a * n_classes + b``; None for plain transitions.
+    """
+
+    def __init__(self, n_classes, state_pairs, *, order=1, edge_pairs=None):
+        if order not in (1, 2):
+            raise ValueError(f"order must be 1 or 2, got {order!r}.")
+        if order == 2 and edge_pairs is not None:
+            raise NotImplementedError(
+                "transition features with order=2 are not supported; use order=1.")
+        self.n_classes = n_classes
+        self.order = order
+        self.state_pairs = state_pairs
+        self.edge_pairs = edge_pairs
+        C = n_classes
+        blocks = [("state", (state_pairs.n_pairs,))]
+        if edge_pairs is not None:
+            blocks.append(("edge", (edge_pairs.n_pairs,)))
+        blocks.append(("transitions", (C, C)))
+        if order == 2:
+            blocks.append(("trigram", (C, C, C)))
+        blocks += [("start", (C,)), ("end", (C,))]
+        self.layout = ParameterLayout(blocks)
+
+    @classmethod
+    def for_training(cls, features, offsets, label_ids, n_classes, *, order=1,
+                     all_possible_states=False, transition_columns=None):
+        """The structure of a training set: which pairs get weights.
+
+        ``transition_columns`` is a boolean mask of the features that also
+        weight the transitions, or None.
+        """
+        state_pairs = (StatePairs.every(features.n_features, n_classes) if all_possible_states
+                       else StatePairs.observed(features, label_ids, n_classes))
+        edge_pairs = None
+        if transition_columns is not None:
+            n_pairs = n_classes * n_classes
+            if all_possible_states:
+                edge_pairs = StatePairs.every(features.n_features, n_pairs,
+                                              np.flatnonzero(transition_columns))
+            else:
+                edge_pairs = StatePairs.observed(
+                    features, edge_label_ids(label_ids, offsets, n_classes), n_pairs,
+                    columns=transition_columns)
+        return cls(n_classes, state_pairs, order=order, edge_pairs=edge_pairs)
+
+    @property
+    def n_parameters(self):
+        return self.layout.n_parameters
+
+    def gold_statistics(self, features, offsets, label_ids):
+        """Phi(gold) summed over the training sequences, in the layout of ``w``."""
+        counts = self.layout.zeros()
+        blocks = self.layout.views(counts)
+        blocks["state"][:] = self.state_pairs.empirical_counts(features, label_ids)
+        pair_ids = edge_label_ids(label_ids, offsets, self.n_classes)
+        if self.edge_pairs is not None:
+            blocks["edge"][:] = self.edge_pairs.empirical_counts(features, pair_ids)
+        to = np.flatnonzero(pair_ids >= 0)
+        np.add.at(blocks["transitions"], (label_ids[to - 1], label_ids[to]), 1.0)
+        if self.order == 2:
+            # tokens with two predecessors in their sequence
+            third = to[pair_ids[to - 1] >= 0]
+            np.add.at(blocks["trigram"],
+                      (label_ids[third - 2], label_ids[third - 1], label_ids[third]), 1.0)
+        nonempty = np.diff(offsets) > 0
+        first, last = offsets[:-1][nonempty], offsets[1:][nonempty] - 1
+        blocks["start"][:] = np.bincount(label_ids[first], minlength=self.n_classes)
+        blocks["end"][:] = np.bincount(label_ids[last], minlength=self.n_classes)
+        return counts
+
+    def scores(self, features, w):
+        """:class:`ChainScores` of the features under the weights ``w``."""
+        blocks = self.layout.views(w)
+        unary = pair_products(*features.kernel_args(), self.state_pairs.feature_ptr,
+                              self.state_pairs.labels, np.ascontiguousarray(blocks["state"]),
+                              self.n_classes)
+        transitions = np.ascontiguousarray(blocks["transitions"])
+        edges = None
+        if self.edge_pairs is not None:
+            edges = _edge_scores(features, self.edge_pairs, blocks["edge"], transitions)
+        trigram = np.ascontiguousarray(blocks["trigram"]) if self.order == 2 else None
+        return ChainScores(unary, transitions, np.ascontiguousarray(blocks["start"]),
+                           np.ascontiguousarray(blocks["end"]), trigram, edges)
+
+    def expected_statistics(self, features, offsets, posteriors):
+        """E_p[Phi] in the layout of ``w``: the adjoint of :meth:`scores` applied to marginals.
+
+        Tokens of a sequence with no feasible labelling (log Z = -inf) have
+        all-zero marginals and add nothing.
+        """
+        expected = self.layout.zeros()
+        blocks = self.layout.views(expected)
+        blocks["state"][:] = self._pair_expectations(features, self.state_pairs,
+                                                     posteriors.marginals)
+        if self.edge_pairs is not None:
+            blocks["edge"][:] = self._pair_expectations(
+                features, self.edge_pairs,
+                posteriors.pair_marginals.reshape(-1, self.n_classes ** 2))
+        blocks["transitions"][:] = posteriors.transition_counts
+        if self.order == 2:
+            blocks["trigram"][:] = posteriors.trigram_counts
+        nonempty = np.diff(offsets) > 0
+        blocks["start"][:] = posteriors.marginals[offsets[:-1][nonempty]].sum(axis=0)
+        blocks["end"][:] = posteriors.marginals[offsets[1:][nonempty] - 1].sum(axis=0)
+        return expected
+
+    @staticmethod
+    def _pair_expectations(features, pairs, marginals):
+        n_chunks = max(2, min(16, _EXPECTATION_BUDGET // max(pairs.n_pairs, 1)))
+        return pair_expectations(*features.kernel_args(), pairs.feature_ptr, pairs.labels,
+                                 np.ascontiguousarray(marginals), n_chunks)
+
+    def expectation_terms(self, features, offsets, fused=True):
+        """A function ``w -> (log_z, expected statistics)`` over one training set.
+
+        An order-1 chain takes a fused kernel, which keeps no per-token
+        arrays of scores or marginals; ``fused=False`` (and order 2) goes
+        through :meth:`scores`, the inference kernels and
+        :meth:`expected_statistics`.
+        """
+        if fused and self.order == 1:
+            if self.edge_pairs is None:
+                return _FusedExpectations(self, features, offsets)
+            return _FusedEdgeExpectations(self, features, offsets)
+
+        def unfused(w):
+            posteriors = chain_posteriors(self.scores(features, w), offsets, True)
+            return posteriors.log_z, self.expected_statistics(features, offsets, posteriors)
+
+        return unfused
+
+    def coefficients(self, w):
+        """Named fitted weights: dense state weights and the other blocks, copied.
+
+        Returns a dict with ``coef`` (n_classes, n_features), ``transitions``,
+        ``start``, ``end``, and ``trigram`` or ``edge_coef`` (a CSR matrix
+        (n_features, n_classes ** 2)) where the structure has them.
+        """
+        import scipy.sparse as sp
+
+        blocks = self.layout.views(w)
+        named = {"coef": self.state_pairs.to_dense(blocks["state"]),
+                 "transitions": blocks["transitions"].copy(),
+                 "start": blocks["start"].copy(), "end": blocks["end"].copy()}
+        if self.order == 2:
+            named["trigram"] = blocks["trigram"].copy()
+        if self.edge_pairs is not None:
+            pairs = self.edge_pairs
+            named["edge_coef"] = sp.csr_matrix(
+                (blocks["edge"].copy(), pairs.labels.copy(), pairs.feature_ptr.copy()),
+                shape=(pairs.n_features, pairs.n_labels))
+        return named
+
+
+class _FusedExpectations:
+    """The fused order-1 kernel behind the ``w -> (log_z, expected)`` interface."""
+
+    def __init__(self, structure, features, offsets):
+        self.layout = structure.layout
+        self.fused = FusedChainTerms(features, offsets, structure.state_pairs,
+                                     structure.n_classes)
+
+    def __call__(self, w):
+        blocks = self.layout.views(w)
+        log_z, expected_pairs, transition_counts, start_counts, end_counts = self.fused(
+            blocks["state"], blocks["transitions"], blocks["start"], blocks["end"])
+        return log_z, np.concatenate([expected_pairs, transition_counts.ravel(),
+                                      start_counts, end_counts])
+
+
+class _FusedEdgeExpectations:
+    """The fused kernel of transition features behind the ``w -> (log_z, expected)`` interface."""
+
+    def __init__(self, structure, features, offsets):
+        self.structure = structure
+        self.features = features
+        self.offsets = offsets
+        self.n_chunks = edge_chunk_count(
+            offsets, structure.state_pairs.n_pairs + structure.edge_pairs.n_pairs)
+
+    def __call__(self, w):
+        structure = self.structure
+        blocks = structure.layout.views(w)
+        state, edge = structure.state_pairs, structure.edge_pairs
+        log_z, *counts = edge_nll_terms(
+            *self.features.kernel_args(), state.feature_ptr, state.labels,
+            np.ascontiguousarray(blocks["state"]), edge.feature_ptr, edge.labels,
+            np.ascontiguousarray(blocks["edge"]), np.ascontiguousarray(blocks["transitions"]),
+            np.ascontiguousarray(blocks["start"]), np.ascontiguousarray(blocks["end"]),
+            self.offsets, self.n_chunks)
+        # the kernel returns the blocks in the layout's order
+        return log_z, np.concatenate([block.ravel() for block in counts])
