@@ -137,8 +137,8 @@ def chain2_potentials(transitions, trigram, start, end):
                     allowed[b, c, a >> 6] |= bit
     any_forbidden = (np.isneginf(score).any() or np.isneginf(transitions).any()
                      or np.isneginf(start).any() or np.isneginf(end).any())
-    return (score, tri_max, exp_forward, exp_backward, trans_max, exp_trans, start_max, exp_start,
-            end_max, exp_end, col_max, exp_by_col, row_max, exp_by_row, allowed,
+    return (score, tri_max, exp_forward, exp_backward, trans_max, exp_trans, start_max,
+            exp_start, end_max, exp_end, col_max, exp_by_col, row_max, exp_by_row, allowed,
             any_forbidden)
 
 
@@ -146,9 +146,12 @@ def chain2_potentials(transitions, trigram, start, end):
 def chain2_workspace(longest, n_classes, with_counts):
     """Scratch for the sequences of one chunk, none longer than ``longest``.
 
+    O(longest * n_classes**2) memory, plus one n_classes**3 array of triple
+    weights when ``with_counts``.
+
     Returns ``(alpha, beta, following, emission, norm, reach, reach_first,
-    block, previous_block, vector, shifted, weights)``. ``following`` is
-    indexed [b, token, c]; ``weights`` accumulates the scaled pass's
+    block, previous_block, vector, shifted, gathered, weights)``. ``following``
+    is indexed [b, token, c]; ``weights`` accumulates the scaled pass's
     triple-count weights, indexed [b, a, c] (see :func:`flush_triple_counts`),
     and is zeroed here.
     """
@@ -160,17 +163,17 @@ def chain2_workspace(longest, n_classes, with_counts):
             np.empty((longest, n_classes)), np.empty(longest),
             np.zeros((2, n_classes, n_words), np.uint64), np.empty(n_classes, np.bool_),
             np.empty((n_classes, n_classes)), np.empty((n_classes, n_classes)),
-            np.empty(n_classes), np.empty(n_classes), np.zeros((size, size, size)))
+            np.empty(n_classes), np.empty(n_classes), np.empty((n_classes, longest)),
+            np.zeros((size, size, size)))
 
 
 @compiled()
 def _add_vector_matrix(weights, matrix, out):
     """out[j] += sum_k weights[k] * matrix[k, j], for (K,) weights and a (K, J) matrix.
 
-    Four rows at a time, so that ``out`` is loaded and stored once per four
-    rows rather than once per row. Rows with zero weight add exactly nothing,
-    so skipping them (as four zeros are skipped) changes no bit: the matrices
-    here are finite.
+    Rows go four at a time, so that ``out`` is loaded and stored once per four
+    rows. Skipping four zero weights changes no bit, since every matrix passed
+    here is finite; zeros come from forbidden moves.
     """
     n_rows, n_cols = matrix.shape
     full = n_rows - n_rows % 4
@@ -193,6 +196,43 @@ def _add_vector_matrix(weights, matrix, out):
             m = matrix[k]
             for j in range(n_cols):
                 out[j] += w * m[j]
+
+
+@compiled()
+def _add_vector_matrix_twice(weights0, weights1, matrix, out0, out1):
+    """:func:`_add_vector_matrix` for two weight vectors and one matrix.
+
+    Each row of ``matrix`` is loaded once for both outputs.
+    """
+    n_rows, n_cols = matrix.shape
+    full = n_rows - n_rows % 4
+    for k in range(0, full, 4):
+        v0 = weights0[k]
+        v1 = weights0[k + 1]
+        v2 = weights0[k + 2]
+        v3 = weights0[k + 3]
+        w0 = weights1[k]
+        w1 = weights1[k + 1]
+        w2 = weights1[k + 2]
+        w3 = weights1[k + 3]
+        m0 = matrix[k]
+        m1 = matrix[k + 1]
+        m2 = matrix[k + 2]
+        m3 = matrix[k + 3]
+        for j in range(n_cols):
+            x0 = m0[j]
+            x1 = m1[j]
+            x2 = m2[j]
+            x3 = m3[j]
+            out0[j] += (v0 * x0 + v1 * x1) + (v2 * x2 + v3 * x3)
+            out1[j] += (w0 * x0 + w1 * x1) + (w2 * x2 + w3 * x3)
+    for k in range(full, n_rows):
+        v = weights0[k]
+        w = weights1[k]
+        m = matrix[k]
+        for j in range(n_cols):
+            out0[j] += v * m[j]
+            out1[j] += w * m[j]
 
 
 @compiled()
@@ -233,7 +273,7 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, potentials, with_co
      end_max, exp_end, col_max, exp_by_col, row_max, exp_by_row, allowed,
      any_forbidden) = potentials
     (alpha, beta, following, emission, norm, reach, reach_first, block, previous_block,
-     vector, shifted, weights) = work
+     vector, shifted, gathered, weights) = work
     n_classes = unary.shape[1]
     n = hi - lo
     log_z = start_max + end_max
@@ -292,12 +332,14 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, potentials, with_co
         if total == 0.0:
             return np.nan
         norm[1] = total
+        scale = 1.0 / total
         for b in range(n_classes):
             for c in range(n_classes):
-                alpha[1, b, c] /= total
+                alpha[1, b, c] *= scale
         prev, cur = cur, prev
 
-    # tokens 2..n-1: alpha[r, b, c] = emission[r, c] * sum_a alpha[r-1, a, b] * exp_forward[b, a, c]
+    # tokens 2..n-1:
+    # alpha[r, b, c] = emission[r, c] * sum_a alpha[r-1, a, b] * exp_forward[b, a, c]
     for r in range(2, n):
         t = lo + r
         current = alpha[r]
@@ -323,9 +365,10 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, potentials, with_co
         if total == 0.0:
             return np.nan
         norm[r] = total
+        scale = 1.0 / total
         for b in range(n_classes):
             for c in range(n_classes):
-                current[b, c] /= total
+                current[b, c] *= scale
         prev, cur = cur, prev
 
     final = 0.0
@@ -359,9 +402,10 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, potentials, with_co
             for c in range(n_classes):
                 beta[n - 1, b, c] = exp_end[c] / final
     for r in range(n - 1, 0, -1):
+        scale = 1.0 / norm[r]
         for b in range(n_classes):
             for c in range(n_classes):
-                v = emission[r, c] * beta[r, b, c] / norm[r]
+                v = emission[r, c] * beta[r, b, c] * scale
                 if not v < _HUGE:
                     return np.nan
                 following[b, r, c] = v
@@ -399,22 +443,43 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, potentials, with_co
                 marginals[t, c] += p
                 if with_counts:
                     pair_counts[b, c] += p
-    if with_counts:
-        # weights[b, a, c] += sum_{r >= 2} alpha[r-1, a, b] * following[b, r, c]
+    if with_counts and n >= 3:
+        # weights[b, a, c] += sum_{r >= 2} alpha[r-1, a, b] * following[b, r, c]:
+        # for each b, a product of an (a, r) and an (r, c) matrix, the first
+        # gathered contiguous, two rows of a at a time
         for b in range(n_classes):
             for a in range(n_classes):
-                _add_vector_matrix(alpha[1:n - 1, a, b], following[b, 2:n], weights[b, a])
+                for r in range(2, n):
+                    gathered[a, r - 2] = alpha[r - 1, a, b]
+            products = following[b, 2:n]
+            for a in range(0, n_classes - 1, 2):
+                _add_vector_matrix_twice(gathered[a, :n - 2], gathered[a + 1, :n - 2],
+                                         products, weights[b, a], weights[b, a + 1])
+            if n_classes % 2 == 1:
+                a = n_classes - 1
+                _add_vector_matrix(gathered[a, :n - 2], products, weights[b, a])
     return log_z
 
 
 @compiled()
 def flush_triple_counts(potentials, work, triple_counts):
-    """Add the scaled pass's accumulated triple weights, times the exponentiated potentials, to the counts.
+    """Turn the triple weights the scaled pass left in ``work`` into expected counts.
 
-    Zeroes the weights afterwards, so that ``work`` can serve further sequences.
+    Adds ``exp(score - tri_max) * weights`` to ``triple_counts`` and zeroes the
+    weights, so that ``work`` can serve further sequences.
+
+    Parameters
+    ----------
+    potentials : tuple
+        From :func:`chain2_potentials`.
+    work : tuple
+        From :func:`chain2_workspace`, after :func:`sequence_posteriors2` calls
+        with counts.
+    triple_counts : (n_classes, n_classes, n_classes) float64
+        Accumulated into.
     """
     exp_forward = potentials[2]
-    weights = work[11]
+    weights = work[12]
     n_classes = triple_counts.shape[0]
     for a in range(n_classes):
         for b in range(n_classes):
@@ -473,7 +538,7 @@ def _log_space_sequence(unary, transitions, start, end, lo, hi, potentials, with
      end_max, exp_end, col_max, exp_by_col, row_max, exp_by_row, allowed,
      any_forbidden) = potentials
     (alpha, beta, following, emission, norm, reach, reach_first, block, previous_block,
-     vector, shifted, weights) = work
+     vector, shifted, gathered, weights) = work
     n_classes = unary.shape[1]
     n = hi - lo
 
@@ -648,7 +713,7 @@ def _add_triples(unary, t, beta_r, score, exp_by_row, previous_block, triple_cou
 @compiled()
 def sequence_posteriors2(unary, transitions, start, end, lo, hi, potentials, with_counts,
                          marginals, pair_counts, triple_counts, work):
-    """log Z of tokens lo..hi-1 (hi > lo), their marginals and expected counts into the outputs.
+    """log Z of tokens lo..hi-1 (hi > lo); marginals and expected counts into the outputs.
 
     The fast scaled pass first; a sequence whose scores under- or overflow it
     (NaN) is redone exactly in log space. The triple counts of the scaled pass
@@ -752,6 +817,58 @@ def forward_backward2(unary, transitions, trigram, start, end, offsets, with_cou
     return log_z, marginals, pair_counts, triple_counts
 
 
+@compiled()
+def _max_plus_vector_matrix(values, matrix, best, pointers):
+    """Fold max_k values[k] + matrix[k, j] into best[j], its lowest argmax into pointers[j].
+
+    ``best`` starts at -inf and ``pointers`` at 0; a candidate replaces the
+    incumbent only if strictly greater, so ties keep the lowest k. Rows go
+    four at a time, each cell's incumbent held in locals across them: the
+    one-row form, ``if v > best[j]: best[j] = v``, compiles to masked stores,
+    which are slow on some processors.
+    """
+    n_rows, n_cols = matrix.shape
+    full = n_rows - n_rows % 4
+    for k in range(0, full, 4):
+        s0 = values[k]
+        s1 = values[k + 1]
+        s2 = values[k + 2]
+        s3 = values[k + 3]
+        m0 = matrix[k]
+        m1 = matrix[k + 1]
+        m2 = matrix[k + 2]
+        m3 = matrix[k + 3]
+        for j in range(n_cols):
+            top = best[j]
+            arg = pointers[j]
+            v = s0 + m0[j]
+            if v > top:
+                top = v
+                arg = k
+            v = s1 + m1[j]
+            if v > top:
+                top = v
+                arg = k + 1
+            v = s2 + m2[j]
+            if v > top:
+                top = v
+                arg = k + 2
+            v = s3 + m3[j]
+            if v > top:
+                top = v
+                arg = k + 3
+            best[j] = top
+            pointers[j] = arg
+    for k in range(full, n_rows):
+        s = values[k]
+        m = matrix[k]
+        for j in range(n_cols):
+            v = s + m[j]
+            if v > best[j]:
+                best[j] = v
+                pointers[j] = k
+
+
 @compiled(parallel=True)
 def viterbi2(unary, transitions, trigram, start, end, offsets):
     """Most likely label path of every sequence under the order-2 model.
@@ -773,18 +890,20 @@ def viterbi2(unary, transitions, trigram, start, end, offsets):
     n_tokens, n_classes = unary.shape
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
-    score = np.empty((n_classes, n_classes, n_classes))
+    # score_by_b[b, a, c]: the move (a, b) -> (b, c), contiguous for each b
+    score_by_b = np.empty((n_classes, n_classes, n_classes))
     for a in range(n_classes):
         for b in range(n_classes):
             for c in range(n_classes):
-                score[a, b, c] = transitions[b, c] + trigram[a, b, c]
+                score_by_b[b, a, c] = transitions[b, c] + trigram[a, b, c]
     label_ids = np.zeros(n_tokens, np.int64)
 
     for k in prange(n_chunks):
         longest = max(longest_sequence(offsets, bounds[k], bounds[k + 1]), 1)
-        # delta[r, b, c]: best score of a path ending in (y[r-1], y[r]) = (b, c)
+        # delta[cur, b, c]: best score of a path ending in (y[r-1], y[r]) = (b, c),
+        # for the current and the previous token in turn
         delta = np.empty((2, n_classes, n_classes))
-        backpointer = np.zeros((longest, n_classes, n_classes), np.int32)
+        backpointer = np.zeros((longest, n_classes, n_classes), np.int64)
         for q in range(bounds[k], bounds[k + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -810,19 +929,11 @@ def viterbi2(unary, transitions, trigram, start, end, offsets):
                 t = lo + r
                 previous = delta[cur]
                 current = delta[1 - cur]
-                pointers = backpointer[r]
                 current[:, :] = -np.inf
-                pointers[:, :] = 0
-                for a in range(n_classes):
-                    for b in range(n_classes):
-                        s = previous[a, b]
-                        if s == -np.inf:
-                            continue
-                        for c in range(n_classes):
-                            v = s + score[a, b, c]
-                            if v > current[b, c]:
-                                current[b, c] = v
-                                pointers[b, c] = a
+                backpointer[r, :, :] = 0
+                for b in range(n_classes):
+                    _max_plus_vector_matrix(previous[:, b], score_by_b[b], current[b],
+                                            backpointer[r, b])
                 for b in range(n_classes):
                     for c in range(n_classes):
                         current[b, c] += unary[t, c]
@@ -840,5 +951,6 @@ def viterbi2(unary, transitions, trigram, start, end, offsets):
             label_ids[hi - 1] = best_c
             label_ids[hi - 2] = best_b
             for r in range(n - 1, 1, -1):
-                label_ids[lo + r - 2] = backpointer[r, label_ids[lo + r - 1], label_ids[lo + r]]
+                label_ids[lo + r - 2] = backpointer[r, label_ids[lo + r - 1],
+                                                    label_ids[lo + r]]
     return label_ids
