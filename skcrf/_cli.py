@@ -230,6 +230,14 @@ def _add_train(commands):
     model.add_argument("--tol", type=_bounded(float, 0.0), default=_CRF["tol"], metavar="T",
                        help="stop once the objective improved by less than T (relative) "
                             "over 10 iterations")
+    model.add_argument("--order", type=int, choices=(1, 2), default=_CRF["order"],
+                       metavar="{1,2}",
+                       help="Markov order of the labels: 2 adds label-trigram weights, "
+                            "about as many times slower as there are labels")
+    model.add_argument("--transition-features", type=_split, metavar="PREFIXES",
+                       help="comma-separated feature-name prefixes (e.g. 'pos=,shape=') "
+                            "whose features also weight the transitions into their token; "
+                            "'all' for every feature (order 1 only)")
     model.add_argument("--n-jobs", type=int, metavar="N",
                        help="threads for the kernels; -1 all cores, -2 all but one "
                             "(default: all cores)")
@@ -422,7 +430,9 @@ def _train(args):
                         boundary=not args.no_boundary),
         SequenceVectorizer(min_freq=args.min_freq),
         CRFClassifier(alpha=args.alpha, l1_ratio=args.l1_ratio, max_iter=args.max_iter,
-                      tol=args.tol, n_jobs=args.n_jobs, verbose=0 if args.quiet else 1),
+                      tol=args.tol, order=args.order,
+                      transition_features=_transition_features(args.transition_features),
+                      n_jobs=args.n_jobs, verbose=0 if args.quiet else 1),
     )
     # the steps one by one, as Pipeline.fit runs them, to report the feature count
     # before the iterations start
@@ -443,6 +453,13 @@ def _train(args):
           f"{crf.n_features_in_} features, {len(crf.classes_)} labels; model written to "
           f"{args.model}", flush=True)
     return 0
+
+
+def _transition_features(prefixes):
+    """CRFClassifier's transition_features from the option's list: None, "all" or prefixes."""
+    if not prefixes:
+        return None
+    return "all" if list(prefixes) == ["all"] else list(prefixes)
 
 
 def _convergence_advice(args):

@@ -228,6 +228,26 @@ def test_train_options_reach_the_estimators(data, tmp_path):
     assert not any(name.startswith(("-1:", "+1:")) for name in names)
 
 
+def test_structure_options_reach_the_estimator(data, tmp_path):
+    model_path = tmp_path / "m.skcrf"
+    status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
+                          "--max-iter", 10, "--order", 2)
+    assert status == 0, err
+    crf = load_model(model_path)[-1]
+    assert crf.order == 2 and crf.transition2_coef_.shape[0] == len(crf.classes_)
+    status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
+                          "--max-iter", 10, "--transition-features", "word=,bias")
+    assert status == 0, err
+    crf = load_model(model_path)[-1]
+    assert crf.transition_features == ["word=", "bias"]
+    names = crf.feature_names_[crf.transition_feature_coef_.tocoo().row]
+    assert all(name.startswith(("word=", "bias")) for name in names)
+    status, _, err = _run("evaluate", "--model", model_path, data["test"])
+    assert status == 0, err
+    status, _, err = _run("train", data["train"], "--model", model_path, "--order", 3)
+    assert status == 2 and "--order" in err
+
+
 def test_custom_layout_round_trip(data, tmp_path):
     """Tab-separated, label in the middle, POS after it: word, label, POS."""
     train = _write(tmp_path / "train.tsv", data["train_sentences"], (0, 2, 1), "\t")
