@@ -233,3 +233,42 @@ def test_missing_matplotlib_names_the_extra(crf, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(ImportError, match=r"skcrf\[plot\]"):
         plot_loss_curve(crf)
+
+
+def test_trigram_features_list_the_strongest_trigrams():
+    from skcrf.inspection import Trigram, trigram_features
+
+    second = CRFClassifier(alpha=0.1, order=2).fit(X, Y)
+    rows = trigram_features(second, top=3)
+    assert len(rows) == 3 and all(isinstance(row, Trigram) for row in rows)
+    weights = [abs(row.weight) for row in rows]
+    assert weights == sorted(weights, reverse=True)
+    classes = second.classes_.tolist()
+    a, b, c = (classes.index(label) for label in rows[0][:3])
+    assert second.transition2_coef_[a, b, c] == rows[0].weight
+    assert abs(rows[0].weight) == np.abs(second.transition2_coef_).max()
+    with pytest.raises(ValueError, match="order=2"):
+        trigram_features(CRFClassifier(alpha=0.1).fit(X, Y))
+
+
+def test_edge_features_list_the_strongest_transition_features():
+    from skcrf.inspection import EdgeFeature, edge_features
+
+    edged = CRFClassifier(alpha=0.1, transition_features=["w="]).fit(X, Y)
+    rows = edge_features(edged, top=None)
+    assert all(isinstance(row, EdgeFeature) for row in rows)
+    assert len(rows) == np.count_nonzero(edged.transition_feature_coef_.data)
+    weights = [abs(row.weight) for row in rows]
+    assert weights == sorted(weights, reverse=True)
+    classes = edged.classes_.tolist()
+    V = edged.transition_feature_coef_.toarray()
+    for row in rows:
+        f = list(edged.feature_names_).index(row.feature)
+        column = classes.index(row.from_label) * len(classes) + classes.index(row.to_label)
+        assert V[f, column] == row.weight
+    # a noun after a determiner, as seen in training
+    assert {(row.from_label, row.to_label) for row in rows if row.feature == "w=dog"} == {
+        ("DET", "N")}
+    assert "w=dog" in format_table(rows[:50])
+    with pytest.raises(ValueError, match="transition_features"):
+        edge_features(CRFClassifier(alpha=0.1).fit(X, Y))
