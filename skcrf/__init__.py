@@ -4,6 +4,7 @@
 from .features import SequenceMatrix, SequenceVectorizer, TokenFeaturizer  # isort: skip
 from ._chain import CRFClassifier
 from ._persistence import ModelVersionWarning, load_model, save_model
+from ._semimarkov import SemiMarkovCRF
 from .inference._batch import CacheUnavailableWarning
 
 __version__ = "0.1.0"
@@ -12,6 +13,7 @@ __all__ = [
     "CRFClassifier",
     "CacheUnavailableWarning",
     "ModelVersionWarning",
+    "SemiMarkovCRF",
     "SequenceMatrix",
     "SequenceVectorizer",
     "TokenFeaturizer",

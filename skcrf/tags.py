@@ -500,12 +500,14 @@ def detect_scheme(y):
        scheme then reads no span;
     3. from the set of prefixes used:
 
-       - only B and I: ``"IOB1"`` if some span begins with ``I-`` (an ``I-``
-         first in its sequence, or after ``O`` or another type), else
-         ``"IOB2"``;
-       - only I and E, with some E: ``"IOE1"`` if some span ends with ``I-``
-         (an ``I-`` last in its sequence, or before ``O`` or another type),
-         else ``"IOE2"``;
+       - only B and I: ``"IOB1"`` if more spans begin with ``I-`` than with
+         ``B-`` at a boundary (first in the sequence, or after ``O`` or another
+         type), else ``"IOB2"``. IOB1 writes ``B-`` only between two spans of
+         one type, so in IOB1 no span begins with ``B-`` at a boundary; a few
+         ``I-`` starts in otherwise IOB2 data (annotation slips, as in
+         CoNLL-2002) do not make it IOB1;
+       - only I and E, with some E: the same with the ends of spans,
+         ``"IOE1"`` or ``"IOE2"``;
        - within B, I, E, S: ``"BIOES"``;
        - within B, I, L, U: ``"BILOU"``;
        - any other mix (say E and L) fits no scheme: ValueError.
@@ -550,9 +552,11 @@ def detect_scheme(y):
     if not prefixes:
         return "IOB2"
     if prefixes <= set("BI"):
-        return "IOB1" if _some_inside_tag_at_a_boundary(flat, lengths, "IOB1") else "IOB2"
+        inside, marked = _spans_opened_at_a_boundary(flat, lengths, "IOB1")
+        return "IOB1" if inside > marked else "IOB2"
     if prefixes <= set("IE"):
-        return "IOE1" if _some_inside_tag_at_a_boundary(flat, lengths, "IOE1") else "IOE2"
+        inside, marked = _spans_opened_at_a_boundary(flat, lengths, "IOE1")
+        return "IOE1" if inside > marked else "IOE2"
     for scheme in ("BIOES", "BILOU"):
         if prefixes <= set(_SCHEME_PREFIXES[scheme]):
             return scheme
@@ -561,8 +565,12 @@ def detect_scheme(y):
         f"together, which no scheme does; schemes: {', '.join(SCHEMES)}.")
 
 
-def _some_inside_tag_at_a_boundary(flat, lengths, scheme):
-    """Whether an I- tag begins (IOB1) or ends (IOE1) a span."""
+def _spans_opened_at_a_boundary(flat, lengths, scheme):
+    """How many I- tags and how many B- (E- for IOE1) tags begin (end) a span at a boundary.
+
+    A boundary is the start (end) of a sequence, or ``O`` or another type before
+    (after) the tag.
+    """
     prefix, type_id, _ = _encode_tags(flat, lengths, scheme)
     if scheme == "IOE1":
         # Reversed, the end of a span is its beginning.
@@ -571,4 +579,6 @@ def _some_inside_tag_at_a_boundary(flat, lengths, scheme):
     prev_prefix = np.roll(prefix, 1)
     prev_prefix[offsets[:-1][lengths > 0]] = _O
     boundary = (prev_prefix == _O) | (np.roll(type_id, 1) != type_id)
-    return bool(np.any((prefix == _I) & boundary))
+    inside = int(np.count_nonzero((prefix == _I) & boundary))
+    marked = int(np.count_nonzero((prefix != _I) & (prefix != _O) & boundary))
+    return inside, marked

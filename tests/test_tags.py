@@ -221,12 +221,14 @@ def test_get_spans_of_many_sequences_is_tags_to_segments_of_each(data, scheme):
     ([["B-PER", "I-PER", "O"], ["B-LOC"]], "IOB2"),
     ([["B-PER", "B-PER"]], "IOB2"),
     ([["I-PER", "I-PER", "B-PER", "O"]], "IOB1"),
-    ([["B-PER", "I-LOC"]], "IOB1"),  # an I- opening a span after another type
+    ([["B-PER", "I-LOC"], ["I-ORG"]], "IOB1"),  # I- opens more spans than B- does
+    ([["B-PER", "I-LOC"]], "IOB2"),  # as many: a tie goes to IOB2
     ([["I-PER", "O", "I-LOC"]], "IOB1"),  # only I-: IOB1 (IOE1 reads it alike)
     ([["I-PER", "E-PER", "O"], ["E-LOC"]], "IOE2"),
     ([["E-PER"]], "IOE2"),
     ([["I-PER", "E-PER", "I-PER", "O"]], "IOE1"),
-    ([["E-PER", "I-LOC"]], "IOE1"),
+    ([["E-PER", "I-LOC"], ["I-ORG"]], "IOE1"),
+    ([["E-PER", "I-LOC"]], "IOE2"),
     ([["S-PER", "O", "B-LOC", "E-LOC"]], "BIOES"),
     ([["B-PER", "I-PER", "E-PER"]], "BIOES"),
     ([["S-PER"]], "BIOES"),
@@ -333,3 +335,12 @@ def test_plain_cannot_write_touching_segments_of_one_label_or_the_label_o():
         segments_to_tags([(0, 1, "O")], 2, "plain")
     # Touching segments of two labels are fine, as in any scheme.
     assert segments_to_tags([(0, 1, "PER"), (1, 2, "LOC")], 2, "plain") == ["PER", "LOC"]
+
+
+def test_detect_scheme_reads_iob2_data_with_a_few_inside_starts_as_iob2():
+    # CoNLL-2002 is IOB2 with a few spans opened by I- (annotation slips)
+    y = [["B-PER", "I-PER", "O"], ["O", "I-LOC"], ["B-ORG", "O", "B-LOC"]]
+    assert detect_scheme(y) == "IOB2"
+    # IOB1 opens spans with I- and writes B- only between spans of one type
+    assert detect_scheme([["I-PER", "B-PER", "O"], ["O", "I-LOC"]]) == "IOB1"
+    assert detect_scheme([["I-PER", "E-PER", "O", "I-LOC"], ["E-ORG"]]) == "IOE2"

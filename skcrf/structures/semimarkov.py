@@ -1,0 +1,327 @@
+"""The semi-Markov (segment) structure: parameters, potentials, gradient and gold statistics.
+
+A segmentation of a sequence splits it into consecutive segments, each with
+one of ``C`` segment labels. The weights, in the flat vector ``w`` (see
+:attr:`SemiMarkovStructure.layout`):
+
+- ``token`` : one weight per (feature, role label) pair of :class:`StatePairs`,
+  the role label ``k * C + y`` for role ``k`` of :data:`TOKEN_ROLES`: ``state``
+  weights score every token of a segment of label ``y``, ``first`` and
+  ``last`` weights its first and last token only;
+- ``length`` : (C, max_length), ``length[y, d - 1]`` scores a segment of ``d``
+  tokens;
+- ``transitions`` : (C, C) between consecutive segments, [previous, next];
+- ``start``, ``end`` : (C,) the first and last segment's label.
+
+A gold segmentation is given as one code per token (:func:`segment_codes`):
+the label ``y`` of its segment, plus ``C`` on the token that starts it. Which
+lengths a label may take is fixed (``max_lengths``), and so is whether two
+consecutive segments may share a label (``allow_repeats``): both enter the
+potentials as ``-inf``, never as weights.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..features._kernels import pair_expectations, pair_products
+from ..features.arrays import csr_times_dense
+from ..inference.semimarkov import (COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE,
+                                    segment_posteriors, segment_viterbi)
+from ._parameters import ParameterLayout, StatePairs
+
+#: The token weights' roles, in the order of their label blocks.
+TOKEN_ROLES = ("state", "first", "last")
+
+#: Partial sums of pair_expectations kept per chunk of tokens (float64 values).
+_EXPECTATION_BUDGET = 1 << 22
+
+
+def segment_codes(label_ids, starts, n_labels):
+    """One code per token: its segment's label, plus ``n_labels`` where a segment starts."""
+    return np.asarray(label_ids, dtype=np.int64) + n_labels * np.asarray(starts, dtype=np.int64)
+
+
+@dataclass
+class Segmentation:
+    """Segments of a batch of sequences, as flat arrays over all tokens.
+
+    Attributes
+    ----------
+    label_ids : ndarray of int64 of shape (n_tokens,)
+        The label of the segment each token lies in.
+    starts : ndarray of bool of shape (n_tokens,)
+        Whether a segment starts at the token (always at a sequence's first).
+    """
+
+    label_ids: np.ndarray
+    starts: np.ndarray
+
+    @classmethod
+    def of_codes(cls, codes, offsets, n_labels):
+        codes = np.asarray(codes, dtype=np.int64)
+        starts = codes >= n_labels
+        starts[offsets[:-1][np.diff(offsets) > 0]] = True
+        return cls(codes % n_labels, starts)
+
+    def bounds(self, offsets):
+        """(first token, stop, label, sequence) arrays of every segment, over all tokens."""
+        first = np.flatnonzero(self.starts)
+        ends = np.zeros(self.starts.shape[0] + 1, dtype=bool)
+        ends[first] = True
+        ends[offsets] = True
+        stops = np.flatnonzero(ends[1:]) + 1
+        sequence = np.searchsorted(offsets, first, side="right") - 1
+        return first, stops, self.label_ids[first], sequence
+
+    def role_indicators(self, offsets, n_labels):
+        """(n_tokens, N_ROLES, n_labels) 0/1 roles of this segmentation (see the kernels)."""
+        first, stops, labels, sequence = self.bounds(offsets)
+        n_tokens = self.label_ids.shape[0]
+        roles = np.zeros((n_tokens, N_ROLES, n_labels))
+        roles[np.arange(n_tokens), COVERED, self.label_ids] = 1.0
+        roles[first, FIRST, labels] = 1.0
+        roles[stops - 1, LAST, labels] = 1.0
+        single = stops - first == 1
+        roles[first[single], SINGLE, labels[single]] = 1.0
+        repeat = np.zeros(first.shape[0], dtype=bool)
+        repeat[1:] = (sequence[1:] == sequence[:-1]) & (labels[1:] == labels[:-1])
+        roles[first[repeat], REPEAT, labels[repeat]] = 1.0
+        return roles
+
+
+@dataclass
+class SegmentScores:
+    """Log-space potentials of a batch of sequences, as the semi-Markov kernels take them."""
+
+    state: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    length: np.ndarray
+    transitions: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+    def kernel_args(self):
+        return (self.state, self.first, self.last, self.length, self.transitions, self.start,
+                self.end)
+
+    @classmethod
+    def of_coefficients(cls, features, coef, first_coef, last_coef, length, transitions, start,
+                        end):
+        """Potentials of a fitted model's dense weights.
+
+        The weights as :meth:`SemiMarkovStructure.coefficients` names them.
+        """
+        token = csr_times_dense(features, np.vstack([coef, first_coef, last_coef]).T)
+        return cls.of_token_scores(token, coef.shape[0], length, transitions, start, end)
+
+    @classmethod
+    def of_token_scores(cls, token, n_labels, length, transitions, start, end):
+        """Split (n_tokens, 3 * C) token scores into the state, first and last blocks."""
+        state, first, last = (np.ascontiguousarray(token[:, k * n_labels:(k + 1) * n_labels])
+                              for k in range(len(TOKEN_ROLES)))
+        return cls(state, first, last, length, transitions, start, end)
+
+
+@dataclass
+class SegmentPosteriors:
+    """What the segment forward-backward returns for a batch (see ``segment_posteriors``)."""
+
+    log_z: np.ndarray
+    roles: np.ndarray
+    length_counts: np.ndarray
+    transition_counts: np.ndarray
+    start_counts: np.ndarray
+    end_counts: np.ndarray
+
+    @classmethod
+    def of_scores(cls, scores, offsets):
+        return cls(*segment_posteriors(*scores.kernel_args(), offsets))
+
+
+def segment_decode(scores, offsets):
+    """The most likely :class:`Segmentation` of each sequence under ``scores``."""
+    return Segmentation(*segment_viterbi(*scores.kernel_args(), offsets))
+
+
+class SemiMarkovStructure:
+    """Parameter layout, potentials and gradient of a semi-Markov CRF.
+
+    Parameters
+    ----------
+    token_pairs : StatePairs
+        The (feature, role label) pairs that carry a token weight, labels in
+        ``[0, 3 * n_labels)`` (see the module docstring).
+    max_lengths : array-like of int of shape (n_labels,)
+        Longest segment of each label; the length block has
+        ``max(max_lengths)`` columns.
+    allow_repeats : bool, default=True
+        Whether two consecutive segments may have the same label. False
+        makes every segment a maximal run of one label.
+    """
+
+    def __init__(self, token_pairs, max_lengths, *, allow_repeats=True):
+        self.max_lengths = np.asarray(max_lengths, dtype=np.int64)
+        if self.max_lengths.min(initial=1) < 1:
+            raise ValueError("every label needs a maximum segment length of at least 1.")
+        self.n_labels = C = self.max_lengths.shape[0]
+        if token_pairs.n_labels != len(TOKEN_ROLES) * C:
+            raise ValueError(f"token_pairs must have {len(TOKEN_ROLES) * C} labels, "
+                             f"got {token_pairs.n_labels}.")
+        self.token_pairs = token_pairs
+        self.allow_repeats = allow_repeats
+        self.max_length = int(self.max_lengths.max(initial=1))
+        self.layout = ParameterLayout([
+            ("token", (token_pairs.n_pairs,)), ("length", (C, self.max_length)),
+            ("transitions", (C, C)), ("start", (C,)), ("end", (C,))])
+        # fixed -inf: lengths a label may not take, and repeats if forbidden
+        self.length_mask = np.where(
+            np.arange(1, self.max_length + 1) <= self.max_lengths[:, None], 0.0, -np.inf)
+        self.transition_mask = np.zeros((C, C))
+        if not allow_repeats:
+            np.fill_diagonal(self.transition_mask, -np.inf)
+
+    @classmethod
+    def for_training(cls, features, offsets, codes, max_lengths, *, allow_repeats=True,
+                     all_possible_states=False):
+        """The structure of a training set: which (feature, role label) pairs get weights."""
+        n_labels = len(max_lengths)
+        n_role_labels = len(TOKEN_ROLES) * n_labels
+        if all_possible_states:
+            return cls(StatePairs.every(features.n_features, n_role_labels), max_lengths,
+                       allow_repeats=allow_repeats)
+        segmentation = Segmentation.of_codes(codes, offsets, n_labels)
+        roles = segmentation.role_indicators(offsets, n_labels)
+        feature_ids, labels = [], []
+        for k, role in enumerate((COVERED, FIRST, LAST)):
+            holder, label = np.nonzero(roles[:, role])
+            role_labels = np.full(roles.shape[0], -1, dtype=np.int64)
+            role_labels[holder] = label + k * n_labels
+            pairs = StatePairs.observed(features, role_labels, n_role_labels)
+            feature_ids.append(pairs.feature_of_pairs())
+            labels.append(pairs.labels.astype(np.int64))
+        order = np.lexsort((np.concatenate(labels), np.concatenate(feature_ids)))
+        pairs = StatePairs.from_coordinates(np.concatenate(feature_ids)[order],
+                                            np.concatenate(labels)[order],
+                                            features.n_features, n_role_labels)
+        return cls(pairs, max_lengths, allow_repeats=allow_repeats)
+
+    @property
+    def n_parameters(self):
+        return self.layout.n_parameters
+
+    def _token_expectations(self, features, token_marginals):
+        pairs = self.token_pairs
+        n_chunks = max(2, min(16, _EXPECTATION_BUDGET // max(pairs.n_pairs, 1)))
+        return pair_expectations(*features.kernel_args(), pairs.feature_ptr, pairs.labels,
+                                 np.ascontiguousarray(token_marginals), n_chunks)
+
+    @staticmethod
+    def _token_marginals(roles):
+        """(n_tokens, 3 * C) marginals of the token weights' role labels."""
+        return roles[:, [COVERED, FIRST, LAST], :].reshape(roles.shape[0], -1)
+
+    def gold_statistics(self, features, offsets, codes):
+        """Phi(gold) summed over the training sequences, in the layout of ``w``.
+
+        ``codes`` are :func:`segment_codes`. Raises ValueError if a gold
+        segment is longer than its label allows, or repeats a label where
+        repeats are forbidden, naming the sequence and tokens.
+        """
+        C = self.n_labels
+        segmentation = Segmentation.of_codes(codes, offsets, C)
+        first, stops, labels, sequence = segmentation.bounds(offsets)
+        self._check_gold(first, stops, labels, sequence, offsets)
+        counts = self.layout.zeros()
+        blocks = self.layout.views(counts)
+        roles = segmentation.role_indicators(offsets, C)
+        blocks["token"][:] = self._token_expectations(features, self._token_marginals(roles))
+        np.add.at(blocks["length"], (labels, stops - first - 1), 1.0)
+        follows = sequence[1:] == sequence[:-1]
+        np.add.at(blocks["transitions"], (labels[:-1][follows], labels[1:][follows]), 1.0)
+        opens = np.ones(first.shape[0], dtype=bool)
+        opens[1:] = ~follows
+        closes = np.ones(first.shape[0], dtype=bool)
+        closes[:-1] = ~follows
+        blocks["start"][:] = np.bincount(labels[opens], minlength=C)
+        blocks["end"][:] = np.bincount(labels[closes], minlength=C)
+        return counts
+
+    def _check_gold(self, first, stops, labels, sequence, offsets):
+        too_long = np.flatnonzero(stops - first > self.max_lengths[labels])
+        if too_long.size:
+            k = too_long[0]
+            q, lo = sequence[k], offsets[sequence[k]]
+            raise ValueError(
+                f"Sequence {q} has a segment of {stops[k] - first[k]} tokens (tokens "
+                f"{first[k] - lo}:{stops[k] - lo}, label id {labels[k]}), longer than the "
+                f"{self.max_lengths[labels[k]]} its label allows.")
+        if not self.allow_repeats:
+            repeat = np.flatnonzero((sequence[1:] == sequence[:-1])
+                                    & (labels[1:] == labels[:-1]))
+            if repeat.size:
+                k = repeat[0] + 1
+                raise ValueError(
+                    f"Sequence {sequence[k]}: the segment at token "
+                    f"{first[k] - offsets[sequence[k]]} repeats the previous segment's "
+                    f"label, which this structure forbids.")
+
+    def scores(self, features, w):
+        """:class:`SegmentScores` of the features under the weights ``w``."""
+        blocks = self.layout.views(w)
+        pairs = self.token_pairs
+        token = pair_products(*features.kernel_args(), pairs.feature_ptr, pairs.labels,
+                              np.ascontiguousarray(blocks["token"]), pairs.n_labels)
+        return SegmentScores.of_token_scores(
+            token, self.n_labels, blocks["length"] + self.length_mask,
+            blocks["transitions"] + self.transition_mask,
+            np.ascontiguousarray(blocks["start"]), np.ascontiguousarray(blocks["end"]))
+
+    def expected_statistics(self, features, offsets, posteriors):
+        """E_p[Phi] in the layout of ``w``: the adjoint of :meth:`scores` on the marginals.
+
+        Sequences with no feasible segmentation have zero marginals and add
+        nothing.
+        """
+        expected = self.layout.zeros()
+        blocks = self.layout.views(expected)
+        blocks["token"][:] = self._token_expectations(
+            features, self._token_marginals(posteriors.roles))
+        blocks["length"][:] = posteriors.length_counts
+        blocks["transitions"][:] = posteriors.transition_counts
+        blocks["start"][:] = posteriors.start_counts
+        blocks["end"][:] = posteriors.end_counts
+        return expected
+
+    def expectation_terms(self, features, offsets, fused=True):
+        """A function ``w -> (log_z, expected statistics)`` over one training set.
+
+        There is no fused kernel: ``fused`` is accepted for the objective's
+        interface and ignored.
+        """
+
+        def terms(w):
+            posteriors = SegmentPosteriors.of_scores(self.scores(features, w), offsets)
+            return posteriors.log_z, self.expected_statistics(features, offsets, posteriors)
+
+        return terms
+
+    def coefficients(self, w):
+        """Named fitted weights, copied, with the structure's fixed ``-inf`` in place.
+
+        Returns a dict with dense ``coef``, ``first_coef``, ``last_coef`` (each
+        (n_labels, n_features)), ``length`` (``-inf`` at the lengths a label
+        may not take), ``transitions`` (``-inf`` on the diagonal if repeats are
+        forbidden), ``start`` and ``end``: what :meth:`SegmentScores.of_coefficients`
+        takes.
+        """
+        blocks = self.layout.views(w)
+        dense = self.token_pairs.to_dense(blocks["token"])
+        C = self.n_labels
+        named = {("coef" if role == "state" else f"{role}_coef"): dense[k * C:(k + 1) * C]
+                 for k, role in enumerate(TOKEN_ROLES)}
+        named.update(length=blocks["length"] + self.length_mask,
+                     transitions=blocks["transitions"] + self.transition_mask,
+                     start=blocks["start"].copy(), end=blocks["end"].copy())
+        return named

@@ -1,0 +1,191 @@
+"""Semi-Markov kernels against brute-force enumeration of segmentations, plus identities."""
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from skcrf.inference.chain import forward_backward, viterbi
+from skcrf.inference.semimarkov import (COVERED, FIRST, LAST, longest_segments,
+                                        segment_posteriors, segment_viterbi)
+from tests._threads import results_per_thread_count
+from tests.naive_semimarkov import enumerate_batch, segmentation_score
+
+SETTINGS = settings(max_examples=120, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def problems(draw, scale=2.0, max_labels=3, max_length=4):
+    """Random batches: 1-3 labels, segments up to 1-3 tokens, sequences of 0-4 tokens, -inf."""
+    n_labels = draw(st.integers(1, max_labels))
+    longest = draw(st.integers(1, 3))
+    lengths = draw(st.lists(st.integers(0, max_length), min_size=1, max_size=3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n_tokens = sum(lengths)
+    state, first, last = (rng.normal(scale=scale, size=(n_tokens, n_labels)) for _ in range(3))
+    length = rng.normal(scale=scale, size=(n_labels, longest))
+    transitions = rng.normal(scale=scale, size=(n_labels, n_labels))
+    start = rng.normal(scale=scale, size=n_labels)
+    end = rng.normal(scale=scale, size=n_labels)
+    if draw(st.booleans()):
+        for array in (transitions, length, state, first, start):
+            array[rng.random(array.shape) < 0.2] = -np.inf
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return state, first, last, length, transitions, start, end, offsets
+
+
+def _segments(label_ids, starts, lo, hi):
+    bounds = [r for r in range(lo, hi) if starts[r]] + [hi]
+    return tuple((a - lo, b - lo, int(label_ids[a])) for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def _check_against_brute_force(problem):
+    state, first, last, length, transitions, start, end, offsets = problem
+    log_z, roles, length_counts, pairs, starts_, ends_, best_scores = enumerate_batch(*problem)
+    got = segment_posteriors(*problem)
+    for array in got:
+        assert not np.isnan(array).any()
+    np.testing.assert_allclose(got[0], log_z, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got[1], roles, atol=1e-9)
+    for value, expected in zip(got[2:], (length_counts, pairs, starts_, ends_)):
+        np.testing.assert_allclose(value, expected, atol=1e-8)
+    label_ids, starts = segment_viterbi(*problem)
+    for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
+        if hi == lo or log_z[q] == -np.inf:
+            continue
+        assert starts[lo]
+        segments = _segments(label_ids, starts, lo, hi)
+        score = segmentation_score(state[lo:hi], first[lo:hi], last[lo:hi], length,
+                                   transitions, start, end, segments)
+        assert np.isfinite(score), "a forbidden score appeared in a Viterbi segmentation"
+        np.testing.assert_allclose(score, best_scores[q], rtol=1e-12, atol=1e-12)
+
+
+@SETTINGS
+@given(problems())
+def test_matches_brute_force(problem):
+    _check_against_brute_force(problem)
+
+
+@SETTINGS
+@given(problems(scale=300.0))
+def test_matches_brute_force_with_extreme_scores(problem):
+    _check_against_brute_force(problem)
+
+
+def test_length_zero_and_one():
+    state = np.array([[0.5, -1.0]])
+    first = np.array([[0.1, 0.2]])
+    last = np.array([[-0.3, 0.4]])
+    length = np.array([[0.0, 1.0], [0.5, -np.inf]])
+    transitions = np.zeros((2, 2))
+    start, end = np.array([0.2, 0.0]), np.array([0.0, 0.3])
+    offsets = np.array([0, 0, 1, 1], dtype=np.int64)
+    problem = (state, first, last, length, transitions, start, end, offsets)
+    log_z, roles, lengths, pairs, _, _ = segment_posteriors(*problem)
+    assert log_z[0] == 0.0 and log_z[2] == 0.0
+    scores = state[0] + first[0] + last[0] + length[:, 0] + start + end
+    np.testing.assert_allclose(log_z[1], np.logaddexp(*scores))
+    for role in (COVERED, FIRST, LAST):
+        np.testing.assert_allclose(roles[0, role], np.exp(scores - log_z[1]))
+    assert not pairs.any() and not lengths[:, 1].any()
+    label_ids, starts = segment_viterbi(*problem)
+    assert label_ids.tolist() == [int(np.argmax(scores))] and starts.tolist() == [True]
+
+
+def test_longest_segments_is_the_last_finite_length():
+    length = np.array([[0.0, -np.inf, 1.0, -np.inf], [-np.inf] * 4, [0.0] * 4])
+    assert longest_segments(length).tolist() == [3, 0, 4]
+
+
+def test_infeasible_sequence_gives_minus_inf_and_no_nan():
+    state = np.zeros((4, 2))
+    length = np.array([[0.0, -np.inf], [-np.inf, -np.inf]])  # only 1-token segments of 0
+    transitions = np.array([[-np.inf, 0.0], [0.0, 0.0]])  # which may not follow each other
+    offsets = np.array([0, 1, 4], dtype=np.int64)
+    problem = (state, state, state, length, transitions, np.zeros(2), np.zeros(2), offsets)
+    log_z, roles, *_ = segment_posteriors(*problem)
+    assert log_z[0] == 0.0 and log_z[1] == -np.inf
+    assert not np.isnan(roles).any() and not roles[1:].any()
+    segment_viterbi(*problem)  # terminates
+
+
+def _random_batch(seed, n_sequences=200, n_labels=4, max_length=5, scale=1.5):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 25, size=n_sequences)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n_tokens = int(offsets[-1])
+    state, first, last = (rng.normal(scale=scale, size=(n_tokens, n_labels)) for _ in range(3))
+    length = rng.normal(size=(n_labels, max_length))
+    transitions = rng.normal(size=(n_labels, n_labels))
+    return (state, first, last, length, transitions, rng.normal(size=n_labels),
+            rng.normal(size=n_labels), offsets)
+
+
+def test_marginals_sum_to_one_and_counts_add_up():
+    problem = _random_batch(1)
+    offsets = problem[-1]
+    _, roles, length_counts, pairs, start_counts, end_counts = segment_posteriors(*problem)
+    np.testing.assert_allclose(roles[:, COVERED].sum(axis=1), 1.0, atol=1e-10)
+    # as many first tokens as segments, and one fewer transition per sequence
+    n_segments = roles[:, FIRST].sum()
+    np.testing.assert_allclose(length_counts.sum(), n_segments, rtol=1e-10)
+    np.testing.assert_allclose(roles[:, LAST].sum(), n_segments, rtol=1e-10)
+    n_nonempty = np.count_nonzero(np.diff(offsets))
+    np.testing.assert_allclose(pairs.sum(), n_segments - n_nonempty, rtol=1e-10)
+    np.testing.assert_allclose(start_counts.sum(), n_nonempty, rtol=1e-12)
+    np.testing.assert_allclose(end_counts.sum(), n_nonempty, rtol=1e-12)
+    lengths = np.arange(1, problem[3].shape[1] + 1)
+    np.testing.assert_allclose((length_counts @ lengths).sum(), offsets[-1], rtol=1e-10)
+
+
+def test_segments_of_one_token_are_the_order_1_chain():
+    state, first, last, length, transitions, start, end, offsets = _random_batch(2)
+    zeros = np.zeros_like(state)
+    one = np.zeros((state.shape[1], 1))
+    log_z, roles, _, pairs, _, _ = segment_posteriors(state, zeros, zeros, one, transitions,
+                                                      start, end, offsets)
+    chain_log_z, marginals, counts = forward_backward(state, transitions, start, end, offsets,
+                                                      True)
+    np.testing.assert_allclose(log_z, chain_log_z, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(roles[:, COVERED], marginals, atol=1e-10)
+    np.testing.assert_allclose(pairs, counts, rtol=1e-9)
+    label_ids, starts = segment_viterbi(state, zeros, zeros, one, transitions, start, end,
+                                        offsets)
+    np.testing.assert_array_equal(label_ids, viterbi(state, transitions, start, end, offsets))
+    assert starts.all()
+
+
+def test_long_sequence_with_extreme_scores_stays_finite():
+    rng = np.random.default_rng(4)
+    n_labels = 3
+    state = rng.uniform(-1e3, 1e3, size=(20_000, n_labels))
+    length = rng.uniform(-1e2, 1e2, size=(n_labels, 6))
+    offsets = np.array([0, 20_000], dtype=np.int64)
+    zeros = np.zeros_like(state)
+    log_z, roles, *counts = segment_posteriors(state, zeros, zeros, length,
+                                               rng.uniform(-1e2, 1e2, (n_labels, n_labels)),
+                                               np.zeros(n_labels), np.zeros(n_labels), offsets)
+    assert np.isfinite(log_z).all()
+    np.testing.assert_allclose(roles[:, COVERED].sum(axis=1), 1.0, atol=1e-6)
+    assert all(np.isfinite(c).all() for c in counts)
+
+
+def test_inputs_are_not_mutated():
+    problem = _random_batch(5, n_sequences=10)
+    copies = [a.copy() for a in problem]
+    segment_posteriors(*problem)
+    segment_viterbi(*problem)
+    for original, copy in zip(problem, copies):
+        np.testing.assert_array_equal(original, copy)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+def test_bitwise_identical_for_one_and_two_threads():
+    problem = _random_batch(6, n_sequences=400)
+    one, two = results_per_thread_count(
+        lambda: (*segment_posteriors(*problem), *segment_viterbi(*problem)))
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b)

@@ -1,0 +1,292 @@
+"""SemiMarkovCRF: tags <-> segments, the scikit-learn contract, training behaviour, bad input."""
+
+import pickle
+
+import numba
+import numpy as np
+import pytest
+import sklearn.utils.estimator_checks as checks
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+
+from skcrf import SemiMarkovCRF, SequenceVectorizer
+from skcrf._semimarkov import _SegmentTags
+from skcrf.metrics import span_f1_scorer
+from skcrf.structures.semimarkov import Segmentation
+from skcrf.tags import segments_to_tags, tags_to_segments
+from tests._threads import results_per_thread_count
+from tests.conftest import data_home
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+def _toy_corpus(n_sequences=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_sequences):
+        words, tags = [], []
+        for _ in range(rng.integers(1, 4)):
+            kind = rng.integers(3)
+            filler = list(rng.choice(["the", "met", "in", "and"], size=rng.integers(0, 3)))
+            words += filler
+            tags += ["O"] * len(filler)
+            if kind == 0:
+                words += [rng.choice(["Ada", "Alan", "Grace"]), "Smith"]
+                tags += ["B-PER", "I-PER"]
+            elif kind == 1:
+                words += ["Bank", "of", rng.choice(["Paris", "Rome"])]
+                tags += ["B-ORG", "I-ORG", "I-ORG"]
+            else:
+                words += [rng.choice(["Paris", "Rome"])]
+                tags += ["B-LOC"]
+        X.append([{"w": w, "cap": w[0].isupper()} for w in words])
+        y.append(tags)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return _toy_corpus()
+
+
+@pytest.fixture(scope="module")
+def fitted(toy):
+    X, y = toy
+    return SemiMarkovCRF(alpha=0.1, max_iter=200).fit(X, y)
+
+
+# --- tags <-> segments -------------------------------------------------------------
+
+def _round_trip(y, scheme):
+    """Tags -> segment codes -> segmentation -> tags, through the estimator's codec."""
+    lengths = np.array([len(tags) for tags in y])
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    flat = [tag for tags in y for tag in tags]
+    codec, codes = _SegmentTags.fit(flat, offsets, scheme)
+    segmentation = Segmentation.of_codes(codes, offsets, len(codec.segment_classes))
+    tags = codec.classes[codec.tag_ids(segmentation, offsets)]
+    return codec, np.split(tags, offsets[1:-1]), segmentation, offsets
+
+
+def _check_round_trip(y, scheme):
+    codec, back, segmentation, offsets = _round_trip(y, scheme)
+    predicted = codec.segments(segmentation, offsets)
+    for tags, again, segments in zip(y, back, predicted, strict=True):
+        expected = tags_to_segments(tags, scheme)
+        assert segments == expected
+        assert tags_to_segments(again, scheme) == expected
+        if segments_to_tags(expected, len(tags), scheme) == list(tags):  # well formed
+            assert again.tolist() == list(tags)
+
+
+@pytest.mark.parametrize("corpus", ["conll2000", "conll2002"])
+@pytest.mark.parametrize("scheme", ["IOB2", "IOE1", "BIOES"])
+def test_round_trip_on_conll_training_files(corpus, scheme):
+    from skcrf.datasets import load_conll2000, load_conll2002
+
+    loader = load_conll2000 if corpus == "conll2000" else load_conll2002
+    try:
+        _, y = loader("train", data_home=data_home())
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    if scheme != "IOB2":  # re-encode the corpus's segments in the scheme
+        y = [segments_to_tags(tags_to_segments(tags), len(tags), scheme) for tags in y]
+    _check_round_trip(y, scheme)
+
+
+def test_plain_labels_are_runs():
+    y = [["N", "N", "V", "O", "O", "N"], ["V"], []]
+    codec, back, segmentation, offsets = _round_trip(y, "plain")
+    assert [t.tolist() for t in back] == [list(t) for t in y]
+    assert codec.segments(segmentation, offsets)[0] == [(0, 2, "N"), (2, 3, "V"), (5, 6, "N")]
+
+
+def test_malformed_tags_are_read_as_conlleval_reads_them():
+    y = [["I-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-ORG"]]
+    codec, back, _, _ = _round_trip(y, "IOB2")
+    assert back[0].tolist() == ["B-PER", "I-PER", "O", "B-LOC", "B-LOC", "B-ORG"]
+    assert codec.classes.tolist() == ["B-LOC", "B-ORG", "B-PER", "I-LOC", "I-ORG", "I-PER",
+                                      "O"]
+
+
+# --- behaviour -----------------------------------------------------------------
+
+def test_fit_learns_the_toy_task(fitted, toy):
+    X, y = toy
+    assert fitted.score(X, y) == 1.0
+    assert fitted.scheme_ == "IOB2"
+    assert fitted.segment_classes_.tolist() == ["LOC", "ORG", "PER", "O"]
+    assert fitted.classes_.tolist() == ["B-LOC", "B-ORG", "B-PER", "I-LOC", "I-ORG", "I-PER",
+                                        "O"]
+    assert fitted.max_segment_length_ == 3
+    n_labels, n_features = 4, fitted.n_features_in_
+    for coef in (fitted.coef_, fitted.first_coef_, fitted.last_coef_):
+        assert coef.shape == (n_labels, n_features)
+    assert fitted.length_coef_.shape == (n_labels, 3)
+    # "O" segments are single tokens
+    assert np.isneginf(fitted.length_coef_[3, 1:]).all()
+    assert np.isfinite(fitted.length_coef_[:3]).all()
+    assert fitted.transition_coef_.shape == (4, 4)
+    assert fitted.n_iter_ == len(fitted.loss_curve_) > 0
+
+
+def test_predict_segments_are_the_predicted_tags_segments(fitted, toy):
+    X, _ = toy
+    segments = fitted.predict_segments(X)
+    for tags, segs in zip(fitted.predict(X), segments, strict=True):
+        assert segs == tags_to_segments(tags, fitted.scheme_)
+    assert segments[0] and all(isinstance(s.label, str) for s in segments[0])
+
+
+def test_marginals_are_tag_probabilities(fitted, toy):
+    X, y = toy
+    marginals = fitted.predict_marginals(X)
+    assert len(marginals) == len(X)
+    for m, x, labels in zip(marginals, X, fitted.predict(X)):
+        assert m.shape == (len(x), len(fitted.classes_))
+        np.testing.assert_allclose(m.sum(axis=1), 1.0, atol=1e-9)
+        assert (m >= 0).all()
+        # a confident model puts most mass on the decoded tags
+        assert (fitted.classes_[m.argmax(axis=1)] == labels).all()
+    for a, b in zip(fitted.predict_proba(X), marginals):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_marginals_match_enumeration_in_every_scheme(toy):
+    X, y = toy
+    X, y = X[:12], y[:12]
+    for scheme in ("IOB1", "IOE1", "BIOES"):
+        y_scheme = [segments_to_tags(tags_to_segments(t), len(t), scheme) for t in y]
+        crf = SemiMarkovCRF(alpha=5.0, scheme=scheme, max_iter=5).fit(X, y_scheme)
+        x = [X[0][:4]]
+        got = crf.predict_marginals(x)[0]
+        # enumerate tag sequences through segmentations of the fitted potentials
+        features, offsets = crf._features(x)
+        scores = crf._scores(features)
+        from tests.naive_semimarkov import labelled_segmentations, segmentation_score
+
+        n = offsets[-1]
+        expected = np.zeros_like(got)
+        total = 0.0
+        codec = crf._codec()
+        for segs in labelled_segmentations(n, len(crf.segment_classes_),
+                                           crf.max_segment_length_):
+            s = segmentation_score(scores.state, scores.first, scores.last, scores.length,
+                                   scores.transitions, scores.start, scores.end, segs)
+            if s == -np.inf:
+                continue
+            labels = np.concatenate([[y_] * (b - a) for a, b, y_ in segs])
+            starts = np.zeros(n, dtype=bool)
+            starts[[a for a, _, _ in segs]] = True
+            tag_ids = codec.tag_ids(Segmentation(labels.astype(np.int64), starts), offsets)
+            expected[np.arange(n), tag_ids] += np.exp(s)
+            total += np.exp(s)
+        np.testing.assert_allclose(got, expected / total, atol=1e-10)
+
+
+def test_plain_integer_labels_make_runs(toy):
+    X, _ = toy
+    y = [[1 if x["cap"] else 0 for x in seq] for seq in X]
+    crf = SemiMarkovCRF(alpha=0.1).fit(X, y)
+    assert crf.scheme_ == "plain" and crf.classes_.tolist() == [0, 1]
+    assert np.isneginf(np.diag(crf.transition_coef_)).all()
+    assert crf.score(X, y) == 1.0
+    segments = crf.predict_segments(X[:1])[0]
+    assert all(a.stop <= b.start for a, b in zip(segments, segments[1:]))
+
+
+def test_max_segment_length_caps_or_fails(toy):
+    X, y = toy
+    crf = SemiMarkovCRF(max_segment_length=4, max_iter=5).fit(X, y)
+    assert crf.max_segment_length_ == 4 and crf.length_coef_.shape == (4, 4)
+    with pytest.raises(ValueError, match=r"Sequence \d+ has a segment 'ORG' of 3 tokens "
+                                         r"\(tokens \d+:\d+\), longer than "
+                                         r"max_segment_length=2"):
+        SemiMarkovCRF(max_segment_length=2).fit(X, y)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+def test_fit_bitwise_identical_for_thread_counts(toy):
+    X, y = toy
+
+    def fit():
+        crf = SemiMarkovCRF(alpha=0.1, max_iter=20).fit(X, y)
+        return crf.coef_, crf.length_coef_, crf.predict_marginals(X)[3]
+
+    one, two = results_per_thread_count(fit)
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b)
+
+
+# --- scikit-learn -----------------------------------------------------------------
+
+@pytest.mark.parametrize("check", [
+    checks.check_no_attributes_set_in_init,
+    checks.check_parameters_default_constructible,
+    checks.check_get_params_invariance,
+    checks.check_set_params,
+    checks.check_do_not_raise_errors_in_init_or_set_params,
+    checks.check_estimators_unfitted,
+    checks.check_estimator_tags_renamed,
+    checks.check_valid_tag_types,
+    checks.check_mixin_order,
+], ids=lambda check: check.__name__)
+def test_sklearn_checks_that_apply(check):
+    check("SemiMarkovCRF", SemiMarkovCRF())
+
+
+def test_fit_does_not_change_params_nor_add_public_attributes(toy):
+    X, y = toy
+    crf = SemiMarkovCRF(alpha=0.2, max_iter=10)
+    before = crf.get_params()
+    public_before = {k for k in vars(crf) if not k.startswith("_")}
+    crf.fit(X, y)
+    assert crf.get_params() == before
+    added = {k for k in vars(crf) if not k.startswith("_")} - public_before
+    assert added and all(k.endswith("_") for k in added)
+
+
+def test_pickle_and_clone(fitted, toy):
+    X, _ = toy
+    restored = pickle.loads(pickle.dumps(fitted))
+    for a, b in zip(fitted.predict_marginals(X), restored.predict_marginals(X)):
+        np.testing.assert_array_equal(a, b)
+    copy = clone(fitted)
+    assert copy.get_params() == fitted.get_params() and not hasattr(copy, "coef_")
+
+
+@pytest.mark.parametrize("method", ["predict", "predict_marginals", "predict_segments"])
+def test_unfitted_raises_not_fitted(method, toy):
+    with pytest.raises(NotFittedError):
+        getattr(SemiMarkovCRF(), method)(toy[0])
+
+
+def test_pipeline_grid_search_with_span_scorer(toy):
+    X, y = toy
+    pipe = make_pipeline(SequenceVectorizer(), SemiMarkovCRF(max_iter=30))
+    search = GridSearchCV(pipe, {"semimarkovcrf__alpha": [0.1, 1000.0]}, cv=3,
+                          scoring=span_f1_scorer).fit(X, y)
+    assert search.best_params_["semimarkovcrf__alpha"] == 0.1
+    assert search.best_score_ > 0.9
+    assert len(search.predict_proba(X[:2])) == 2
+    assert cross_val_score(SemiMarkovCRF(max_iter=20), X, y, cv=3).min() > 0.5
+
+
+# --- bad input -------------------------------------------------------------------
+
+@pytest.mark.parametrize("make_input, params, error, match", [
+    (lambda X, y: (X, y[:-1]), {}, ValueError, r"60 sequences but y has 59"),
+    (lambda X, y: (X, y[:3] + [y[3][:-1]] + y[4:]), {}, ValueError,
+     r"Sequence 3 has \d+ tokens but \d+ labels"),
+    (lambda X, y: (X, y[:2] + [["S-PER"] * len(y[2])] + y[3:]), {"scheme": "IOB2"},
+     ValueError, r"Tag 'S-PER' \(sequence 2, token 0\) is not a IOB2 tag"),
+    (lambda X, y: (X, y), {"scheme": "BIOES2"}, ValueError, "'scheme' parameter"),
+    (lambda X, y: (X, y), {"max_segment_length": 0}, ValueError,
+     "'max_segment_length' parameter"),
+])
+def test_bad_input_is_named(toy, make_input, params, error, match):
+    X, y = make_input(*toy)
+    with pytest.raises(error, match=match):
+        SemiMarkovCRF(max_iter=5, **params).fit(X, y)
