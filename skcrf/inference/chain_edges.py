@@ -24,13 +24,8 @@ import numpy as np
 from numba import prange
 
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
-
-#: The thresholds of the scaled pass, with the same meaning as in .chain: it
-#: gives up, and the exact log-space pass takes over, when a forward value that
-#: a feasible path reaches falls below _FLOOR before normalization, or a
-#: backward value rises above _HUGE.
-_FLOOR = 1e-290
-_HUGE = 1e250
+from ._logspace import logsumexp_sum, normalize_log_block, normalized_exp_sum, shifted_exp_into
+from ._order1 import best_paths, scaled_forward_backward
 
 
 @compiled()
@@ -68,9 +63,9 @@ def _scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginal
                           pair_marginals, work):
     """Forward-backward of one sequence in the probability domain, scaled per token.
 
-    As ``_scaled_sequence`` in :mod:`.chain`, with each token's edge block
-    exponentiated once, shifted by its own maximum, and shared by the forward
-    pass, the backward pass and the pair marginals. Returns log Z, or NaN when
+    The pass of :mod:`._order1`, with each token's edge block exponentiated
+    once, shifted by its own maximum, and shared by the forward pass, the
+    backward pass and the pair marginals. Returns log Z, or NaN when
     the precision checks fail (or the sequence is infeasible), in which case
     no output was written and the caller runs the exact pass.
     """
@@ -78,39 +73,22 @@ def _scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginal
     n_classes = unary.shape[1]
     n = hi - lo
 
-    # start and end: shifted so that the largest finite score becomes exp(0)
-    start_max = -np.inf
-    end_max = -np.inf
-    track = False  # whether some score is -inf, so that reachability matters
-    for j in range(n_classes):
-        if start[j] > start_max:
-            start_max = start[j]
-        elif start[j] == -np.inf:
-            track = True
-        if end[j] > end_max:
-            end_max = end[j]
-        elif end[j] == -np.inf:
-            track = True
+    # every score shifted so that the largest finite one becomes exp(0); track
+    # whether some score is -inf, so that reachability matters
+    start_max, start_forbidden = shifted_exp_into(start, exp_start)
+    end_max, end_forbidden = shifted_exp_into(end, exp_end)
     if start_max == -np.inf or end_max == -np.inf:
         return np.nan
-    for j in range(n_classes):
-        exp_start[j] = np.exp(start[j] - start_max)
-        exp_end[j] = np.exp(end[j] - end_max)
+    track = start_forbidden or end_forbidden
     log_z = start_max + end_max
 
     for r in range(n):
         t = lo + r
-        top = -np.inf
-        for j in range(n_classes):
-            if unary[t, j] > top:
-                top = unary[t, j]
-            elif unary[t, j] == -np.inf:
-                track = True
+        top, forbidden = shifted_exp_into(unary[t], emission[r])
         if top == -np.inf:
             return np.nan
         log_z += top
-        for j in range(n_classes):
-            emission[r, j] = np.exp(unary[t, j] - top)
+        track = track or forbidden
         if r == 0:
             continue
         top = -np.inf
@@ -127,84 +105,11 @@ def _scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginal
             for j in range(n_classes):
                 exp_edges[r, i, j] = np.exp(edges[t, i, j] - top)
 
-    prev, cur = 0, 1
-    total = 0.0
-    for j in range(n_classes):
-        alpha[0, j] = exp_start[j] * emission[0, j]
-        reach[prev, j] = start[j] > -np.inf and unary[lo, j] > -np.inf
-        if alpha[0, j] < _FLOOR and (reach[prev, j] or not track):
-            return np.nan
-        total += alpha[0, j]
-    if total == 0.0:
-        return np.nan
-    norm[0] = total
-    for j in range(n_classes):
-        alpha[0, j] /= total
-    for r in range(1, n):
-        t = lo + r
-        for j in range(n_classes):
-            alpha[r, j] = 0.0
-        for i in range(n_classes):
-            a = alpha[r - 1, i]
-            if a != 0.0:
-                for j in range(n_classes):
-                    alpha[r, j] += a * exp_edges[r, i, j]
-        total = 0.0
-        for j in range(n_classes):
-            alpha[r, j] *= emission[r, j]
-            if alpha[r, j] < _FLOOR:
-                if not track:
-                    return np.nan
-                # an unreached state has alpha exactly 0; a reached one that
-                # fell below the floor may have lost its dominant terms
-                reached = False
-                if unary[t, j] > -np.inf:
-                    for i in range(n_classes):
-                        if reach[prev, i] and edges[t, i, j] > -np.inf:
-                            reached = True
-                            break
-                if reached:
-                    return np.nan
-                reach[cur, j] = False
-            else:
-                reach[cur, j] = True
-            total += alpha[r, j]
-        if total == 0.0:
-            return np.nan
-        norm[r] = total
-        for j in range(n_classes):
-            alpha[r, j] /= total
-        prev, cur = cur, prev
-    final = 0.0
-    for j in range(n_classes):
-        term = alpha[n - 1, j] * exp_end[j]
-        if term < _FLOOR and (not track or (reach[prev, j] and end[j] > -np.inf)):
-            return np.nan
-        final += term
-    if final == 0.0:
-        return np.nan
-
-    for j in range(n_classes):
-        beta[n - 1, j] = exp_end[j] / final
-    for r in range(n - 2, -1, -1):
-        for j in range(n_classes):
-            scratch[j] = emission[r + 1, j] * beta[r + 1, j] / norm[r + 1]
-            if not scratch[j] < _HUGE:
-                return np.nan
-        for i in range(n_classes):
-            total = 0.0
-            for j in range(n_classes):
-                total += exp_edges[r + 1, i, j] * scratch[j]
-            if not total < _HUGE:
-                return np.nan
-            beta[r, i] = total
-
-    # every check passed: only now write the outputs
-    for r in range(n):
-        log_z += np.log(norm[r])
-        for j in range(n_classes):
-            marginals[lo + r, j] = alpha[r, j] * beta[r, j]
-    log_z += np.log(final)
+    log_z = scaled_forward_backward(unary, edges, start, end, lo, hi, 1, exp_edges,
+                                    exp_start, exp_end, track, log_z, emission, alpha, beta,
+                                    norm, reach, scratch, marginals)
+    if np.isnan(log_z):
+        return log_z
     if with_pairs:
         # alpha[r - 1] * exp_edges[r] * emission[r] * beta[r] / norm[r] is the
         # pair marginal itself: the scaling already normalizes it per token,
@@ -259,7 +164,7 @@ def _log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, margi
                 alpha[r, j] = unary[t, j] + top[j] + np.log(scratch[j])
 
     last = n - 1
-    log_z = _logsumexp_sum(alpha[last], end)
+    log_z = logsumexp_sum(alpha[last], end)
     if log_z == -np.inf:
         return log_z
 
@@ -270,21 +175,10 @@ def _log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, margi
         for j in range(n_classes):
             scratch[j] = unary[t, j] + beta[r + 1, j]
         for i in range(n_classes):
-            beta[r, i] = _logsumexp_sum(edges[t, i], scratch)
+            beta[r, i] = logsumexp_sum(edges[t, i], scratch)
 
-    # normalized per token, for the reason given in .chain's _accumulate_transitions
     for r in range(n):
-        t = lo + r
-        best = -np.inf
-        for j in range(n_classes):
-            if alpha[r, j] + beta[r, j] > best:
-                best = alpha[r, j] + beta[r, j]
-        total = 0.0
-        for j in range(n_classes):
-            marginals[t, j] = np.exp(alpha[r, j] + beta[r, j] - best)
-            total += marginals[t, j]
-        for j in range(n_classes):
-            marginals[t, j] /= total
+        normalized_exp_sum(alpha[r], beta[r], marginals[lo + r])
     if with_pairs:
         for i in range(n_classes):
             for j in range(n_classes):
@@ -292,38 +186,12 @@ def _log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, margi
         for r in range(1, n):
             t = lo + r
             block = pair_marginals[t]
-            best = -np.inf
             for i in range(n_classes):
                 for j in range(n_classes):
                     block[i, j] = alpha[r - 1, i] + edges[t, i, j] + unary[t, j] + beta[r, j]
-                    if block[i, j] > best:
-                        best = block[i, j]
-            # best is finite: a feasible sequence crosses every token boundary
-            total = 0.0
-            for i in range(n_classes):
-                for j in range(n_classes):
-                    block[i, j] = np.exp(block[i, j] - best)
-                    total += block[i, j]
-            for i in range(n_classes):
-                for j in range(n_classes):
-                    block[i, j] /= total
+            # some score is finite: a feasible sequence crosses every token boundary
+            normalize_log_block(block)
     return log_z
-
-
-@compiled()
-def _logsumexp_sum(a, b):
-    """log sum_j exp(a[j] + b[j]), computed without shortcuts."""
-    top = -np.inf
-    for j in range(a.shape[0]):
-        v = a[j] + b[j]
-        if v > top:
-            top = v
-    if top == -np.inf:
-        return -np.inf
-    total = 0.0
-    for j in range(a.shape[0]):
-        total += np.exp(a[j] + b[j] - top)
-    return top + np.log(total)
 
 
 @compiled()
@@ -431,7 +299,7 @@ def forward_backward_edges(unary, edges, start, end, offsets, with_pairs):
     return log_z, marginals, pair_marginals
 
 
-@compiled(parallel=True)
+@compiled()
 def viterbi_edges(unary, edges, start, end, offsets):
     """Most likely label path of every sequence, under per-token transitions.
 
@@ -447,48 +315,4 @@ def viterbi_edges(unary, edges, start, end, offsets):
     -------
     label_ids : (n_tokens,) int64
     """
-    n_tokens, n_classes = unary.shape
-    n_chunks = default_n_chunks(offsets)
-    bounds = chunk_bounds(offsets, n_chunks)
-    label_ids = np.zeros(n_tokens, np.int64)
-
-    for c in prange(n_chunks):
-        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        score = np.empty((longest, n_classes))
-        backpointer = np.zeros((longest, n_classes), np.int32)
-        for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
-            if hi == lo:
-                continue
-            for j in range(n_classes):
-                score[0, j] = start[j] + unary[lo, j]
-            for t in range(lo + 1, hi):
-                r = t - lo
-                # i outer keeps edges[t] contiguous; a strict > over ascending i
-                # still keeps the lowest i among ties
-                for j in range(n_classes):
-                    score[r, j] = -np.inf
-                    backpointer[r, j] = 0
-                for i in range(n_classes):
-                    s = score[r - 1, i]
-                    for j in range(n_classes):
-                        v = s + edges[t, i, j]
-                        if v > score[r, j]:
-                            score[r, j] = v
-                            backpointer[r, j] = i
-                for j in range(n_classes):
-                    score[r, j] += unary[t, j]
-            last = hi - 1 - lo
-            best = -np.inf
-            best_j = 0
-            for j in range(n_classes):
-                v = score[last, j] + end[j]
-                if v > best:
-                    best = v
-                    best_j = j
-            label_ids[hi - 1] = best_j
-            for r in range(last, 0, -1):
-                best_j = backpointer[r, best_j]
-                label_ids[lo + r - 1] = best_j
-    return label_ids
+    return best_paths(unary, edges, 1, start, end, offsets)

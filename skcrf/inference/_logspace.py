@@ -1,0 +1,252 @@
+"""Log-space numerics the chain kernels share: precision thresholds, shifted exponentials
+and exact log-sum-exp reductions.
+
+The kernels run a fast pass in the probability domain, scaled per token, and
+fall back to an exact pass in log space for the few sequences whose scores
+under- or overflow it; the thresholds below decide when.
+"""
+
+import numpy as np
+
+from ._batch import compiled
+
+#: Below this, a log-space sum of shifted exponentials may have lost terms to
+#: underflow, so the cell is recomputed exactly. Terms are products of factors
+#: <= 1, so a term that underflowed is < 1e-308: relative to a sum above 1e-280
+#: it is far below rounding error.
+TINY = 1e-280
+
+#: The scaled pass gives up, and the exact log-space pass takes over, when a
+#: forward value that a feasible path reaches falls below FLOOR before
+#: normalization. Above it, a value carries full relative precision (a term
+#: lost to underflow is < 1e-308, negligible next to it); below, it might be a
+#: term that later dominates log Z. For the same reason a factored block of
+#: probabilities that sums to no more than FLOOR is exponentiated again cell by
+#: cell.
+FLOOR = 1e-290
+
+#: The scaled pass also gives up when a backward value rises above HUGE, before
+#: it can overflow. Backward terms lost to underflow are always negligible: the
+#: probability mass through a state is at most its backward value.
+HUGE = 1e250
+
+
+@compiled()
+def shifted_exp(values):
+    """(max, exp(values - max)); a max of -inf becomes 0 so the exponentials are 0."""
+    top = -np.inf
+    for v in values.flat:
+        if v > top:
+            top = v
+    if top == -np.inf:
+        top = 0.0
+    return top, np.exp(values - top)
+
+
+@compiled()
+def shifted_exp_into(values, out):
+    """out = exp(values - max) for a vector; returns (max, whether some value is -inf).
+
+    A max of -inf is returned as is, with ``out`` unwritten: no state is feasible.
+    """
+    top = -np.inf
+    forbidden = False
+    for j in range(values.shape[0]):
+        if values[j] > top:
+            top = values[j]
+        elif values[j] == -np.inf:
+            forbidden = True
+    if top == -np.inf:
+        return top, True
+    for j in range(values.shape[0]):
+        out[j] = np.exp(values[j] - top)
+    return top, forbidden
+
+
+@compiled()
+def shifted_exp_rows(values, lo, hi, out, log_z, forbidden):
+    """out[r] = exp(values[lo + r] - its max) for rows lo..hi-1, each max added to ``log_z``.
+
+    Returns ``(log_z, forbidden)``: ``log_z`` is NaN, and ``out`` partly
+    written, when some row is entirely -inf; ``forbidden`` turns True when some
+    value is -inf.
+    """
+    for r in range(hi - lo):
+        top, row_forbidden = shifted_exp_into(values[lo + r], out[r])
+        if top == -np.inf:
+            return np.nan, True
+        log_z += top
+        forbidden = forbidden or row_forbidden
+    return log_z, forbidden
+
+
+@compiled()
+def shifted_exp_by_column_and_row(matrix):
+    """exp(matrix) shifted per column and per row so that nothing overflows.
+
+    Returns ``col_max[j] = max_i M[i, j]``, ``exp_by_col[i, j] = exp(M[i, j] - col_max[j])``,
+    ``row_max[i] = max_j M[i, j]`` and ``exp_by_row[i, j] = exp(M[i, j] - row_max[i])``.
+    A column or row that is entirely -inf gets a shift of 0 and exponentials of 0.
+    """
+    n_rows, n_cols = matrix.shape
+    col_max = np.full(n_cols, -np.inf)
+    row_max = np.full(n_rows, -np.inf)
+    for i in range(n_rows):
+        for j in range(n_cols):
+            v = matrix[i, j]
+            if v > col_max[j]:
+                col_max[j] = v
+            if v > row_max[i]:
+                row_max[i] = v
+    for j in range(n_cols):
+        if col_max[j] == -np.inf:
+            col_max[j] = 0.0
+    for i in range(n_rows):
+        if row_max[i] == -np.inf:
+            row_max[i] = 0.0
+    exp_by_col = np.empty((n_rows, n_cols))
+    exp_by_row = np.empty((n_rows, n_cols))
+    for i in range(n_rows):
+        for j in range(n_cols):
+            exp_by_col[i, j] = np.exp(matrix[i, j] - col_max[j])
+            exp_by_row[i, j] = np.exp(matrix[i, j] - row_max[i])
+    return col_max, exp_by_col, row_max, exp_by_row
+
+
+@compiled()
+def logsumexp(values):
+    """log sum exp(values), over all elements; -inf if all are -inf."""
+    top = -np.inf
+    for v in values.flat:
+        if v > top:
+            top = v
+    if top == -np.inf:
+        return -np.inf
+    total = 0.0
+    for v in values.flat:
+        total += np.exp(v - top)
+    return top + np.log(total)
+
+
+@compiled()
+def logsumexp_sum(a, b):
+    """log sum_j exp(a[j] + b[j]), computed without shortcuts."""
+    top = -np.inf
+    for j in range(a.shape[0]):
+        v = a[j] + b[j]
+        if v > top:
+            top = v
+    if top == -np.inf:
+        return -np.inf
+    total = 0.0
+    for j in range(a.shape[0]):
+        total += np.exp(a[j] + b[j] - top)
+    return top + np.log(total)
+
+
+@compiled()
+def normalized_exp_sum(a, b, out):
+    """out[j] = exp(a[j] + b[j]) / sum_k exp(a[k] + b[k]), for log-space vectors.
+
+    Marginals from forward and backward scores are normalized this way, per
+    token, rather than by exp(log Z): over long sequences the scores grow
+    large and subtracting log Z would cancel away digits. Some a[j] + b[j]
+    must be finite.
+    """
+    top = -np.inf
+    for j in range(a.shape[0]):
+        if a[j] + b[j] > top:
+            top = a[j] + b[j]
+    total = 0.0
+    for j in range(a.shape[0]):
+        out[j] = np.exp(a[j] + b[j] - top)
+        total += out[j]
+    for j in range(a.shape[0]):
+        out[j] /= total
+
+
+@compiled()
+def normalize_log_block(block):
+    """block = exp(block) / sum exp(block) in place, for a 2-D block of log scores.
+
+    Returns False, leaving ``block`` as it was, when every score is -inf.
+    """
+    n_rows, n_cols = block.shape
+    top = -np.inf
+    for i in range(n_rows):
+        for j in range(n_cols):
+            if block[i, j] > top:
+                top = block[i, j]
+    if top == -np.inf:
+        return False
+    total = 0.0
+    for i in range(n_rows):
+        for j in range(n_cols):
+            block[i, j] = np.exp(block[i, j] - top)
+            total += block[i, j]
+    for i in range(n_rows):
+        for j in range(n_cols):
+            block[i, j] /= total
+    return True
+
+
+@compiled()
+def log_vector_matrix(base, values, matrix, col_max, exp_by_col, sums, out):
+    """out[j] = base[j] + log sum_i exp(values[i] + matrix[i, j]).
+
+    The sum is factored into exp(values - max(values)) and ``exp_by_col``,
+    ``matrix`` exponentiated with its column maxima ``col_max`` taken out (see
+    :func:`shifted_exp_by_column_and_row`), so that it needs one exponential
+    per value instead of one per cell; a cell whose factored sum is below TINY
+    is recomputed exactly. ``sums`` is scratch. ``i`` outer keeps
+    ``exp_by_col`` and ``sums`` contiguous in the inner loop.
+    """
+    n_rows, n_cols = matrix.shape
+    shift = -np.inf
+    for i in range(n_rows):
+        if values[i] > shift:
+            shift = values[i]
+    if shift == -np.inf:
+        for j in range(n_cols):
+            out[j] = -np.inf
+        return
+    for j in range(n_cols):
+        sums[j] = 0.0
+    for i in range(n_rows):
+        s = np.exp(values[i] - shift)
+        if s != 0.0:
+            for j in range(n_cols):
+                sums[j] += s * exp_by_col[i, j]
+    for j in range(n_cols):
+        if sums[j] > TINY:
+            out[j] = base[j] + shift + col_max[j] + np.log(sums[j])
+        else:
+            out[j] = base[j] + logsumexp_sum(values, matrix[:, j])
+
+
+@compiled()
+def log_matrix_vector(matrix, values, row_max, exp_by_row, scaled, out):
+    """out[i] = log sum_j exp(matrix[i, j] + values[j]).
+
+    Factored as in :func:`log_vector_matrix`, with the row maxima ``row_max``
+    taken out of ``exp_by_row``; ``scaled`` is scratch.
+    """
+    n_rows, n_cols = matrix.shape
+    shift = -np.inf
+    for j in range(n_cols):
+        if values[j] > shift:
+            shift = values[j]
+    if shift == -np.inf:
+        for i in range(n_rows):
+            out[i] = -np.inf
+        return
+    for j in range(n_cols):
+        scaled[j] = np.exp(values[j] - shift)
+    for i in range(n_rows):
+        total = 0.0
+        for j in range(n_cols):
+            total += exp_by_row[i, j] * scaled[j]
+        if total > TINY:
+            out[i] = shift + row_max[i] + np.log(total)
+        else:
+            out[i] = logsumexp_sum(matrix[i], values)

@@ -1,0 +1,206 @@
+"""What the order-1 chains of :mod:`.chain` and :mod:`.chain_edges` share.
+
+Both run the same scaled probability-domain pass and the same Viterbi; they
+differ only in where a token's transition scores come from: one
+``transitions`` matrix for every token, or ``edges[t]`` per token. The
+routines here take a stack of (n_classes, n_classes) move blocks and a
+``step``: token ``t`` uses block ``t * step``, so a step of 0 shares block 0
+between all tokens and a step of 1 gives each token its own.
+"""
+
+import numpy as np
+from numba import prange
+
+from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
+from ._logspace import FLOOR, HUGE
+
+
+@compiled()
+def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, exp_start,
+                            exp_end, track, log_z, emission, alpha, beta, norm, reach,
+                            scratch, marginals):
+    """Forward-backward of one sequence in the probability domain, scaled per token.
+
+    Rabiner's scaling: alpha[r] is normalized to sum 1 by norm[r], and beta[r]
+    is divided by the same norm[r + 1], so that alpha[r] * beta[r] is the
+    marginal. It needs n_classes exponentials per token instead of the
+    log-space pass's several n_classes.
+
+    Parameters
+    ----------
+    unary, start, end, lo, hi
+        As in :mod:`.chain`.
+    moves : (n_blocks, n_classes, n_classes) float64
+        Log transition scores: token ``t`` (absolute) moves by ``moves[t * step]``.
+        Only read to tell a structural zero (``-inf``) from underflow.
+    step : int
+        0 or 1, see the module docstring.
+    exp_moves : (n_blocks, n_classes, n_classes) float64
+        Shifted exponentials of the moves, indexed by the token's position
+        ``r = t - lo`` in the sequence: token ``lo + r`` uses ``exp_moves[r * step]``.
+    exp_start, exp_end : (n_classes,) float64
+        Shifted exponentials of ``start`` and ``end``.
+    track : bool
+        Whether some score is -inf, so that reachability matters.
+    log_z : float
+        The sum of all the shifts taken out of the exponentials.
+    emission : (>= n, n_classes) float64
+        Row r holds the shifted ``exp(unary[lo + r])``.
+    alpha, beta, norm, reach, scratch
+        Scratch; ``reach`` (2, n_classes) tracks which states a path of finite
+        score reaches (it only matters when ``track``). On success alpha, beta
+        and norm hold the scaled forward and backward values.
+    marginals : (n_tokens, n_classes) float64
+        Output: rows lo..hi-1, written only on success.
+
+    Returns
+    -------
+    float
+        log Z, or NaN when the precision checks fail (or the sequence is
+        infeasible), in which case nothing was written and the caller runs the
+        exact pass.
+    """
+    n_classes = unary.shape[1]
+    n = hi - lo
+    prev, cur = 0, 1
+    total = 0.0
+    for j in range(n_classes):
+        alpha[0, j] = exp_start[j] * emission[0, j]
+        reach[prev, j] = start[j] > -np.inf and unary[lo, j] > -np.inf
+        if alpha[0, j] < FLOOR and (reach[prev, j] or not track):
+            return np.nan
+        total += alpha[0, j]
+    if total == 0.0:
+        return np.nan  # no feasible first label: the exact pass returns -inf
+    norm[0] = total
+    for j in range(n_classes):
+        alpha[0, j] /= total
+    for r in range(1, n):
+        t = lo + r
+        exp_block = exp_moves[r * step]
+        block = moves[t * step]
+        for j in range(n_classes):
+            alpha[r, j] = 0.0
+        for i in range(n_classes):
+            a = alpha[r - 1, i]
+            if a != 0.0:
+                for j in range(n_classes):
+                    alpha[r, j] += a * exp_block[i, j]
+        total = 0.0
+        for j in range(n_classes):
+            alpha[r, j] *= emission[r, j]
+            if alpha[r, j] < FLOOR:
+                if not track:
+                    return np.nan
+                # an unreached state has alpha exactly 0; a reached one that
+                # fell below the floor may have lost its dominant terms
+                reached = False
+                if unary[t, j] > -np.inf:
+                    for i in range(n_classes):
+                        if reach[prev, i] and block[i, j] > -np.inf:
+                            reached = True
+                            break
+                if reached:
+                    return np.nan
+                reach[cur, j] = False
+            else:
+                reach[cur, j] = True
+            total += alpha[r, j]
+        if total == 0.0:
+            return np.nan
+        norm[r] = total
+        for j in range(n_classes):
+            alpha[r, j] /= total
+        prev, cur = cur, prev
+    final = 0.0
+    for j in range(n_classes):
+        term = alpha[n - 1, j] * exp_end[j]
+        if term < FLOOR and (not track or (reach[prev, j] and end[j] > -np.inf)):
+            return np.nan
+        final += term
+    if final == 0.0:
+        return np.nan
+
+    for j in range(n_classes):
+        beta[n - 1, j] = exp_end[j] / final
+    for r in range(n - 2, -1, -1):
+        exp_block = exp_moves[(r + 1) * step]
+        for j in range(n_classes):
+            scratch[j] = emission[r + 1, j] * beta[r + 1, j] / norm[r + 1]
+            if not scratch[j] < HUGE:
+                return np.nan
+        for i in range(n_classes):
+            total = 0.0
+            for j in range(n_classes):
+                total += exp_block[i, j] * scratch[j]
+            if not total < HUGE:
+                return np.nan
+            beta[r, i] = total
+
+    # every check passed: only now write the outputs
+    for r in range(n):
+        log_z += np.log(norm[r])
+        for j in range(n_classes):
+            marginals[lo + r, j] = alpha[r, j] * beta[r, j]
+    log_z += np.log(final)
+    return log_z
+
+
+@compiled(parallel=True)
+def best_paths(unary, moves, step, start, end, offsets):
+    """Most likely label path of every sequence; token ``t`` moves by ``moves[t * step]``.
+
+    Ties go to the lowest label id. A move of ``-inf`` never appears in a
+    returned path unless the sequence has no feasible path at all.
+
+    Returns
+    -------
+    label_ids : (n_tokens,) int64
+    """
+    n_tokens, n_classes = unary.shape
+    n_chunks = default_n_chunks(offsets)
+    bounds = chunk_bounds(offsets, n_chunks)
+    label_ids = np.zeros(n_tokens, np.int64)
+
+    for c in prange(n_chunks):
+        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        # score[r, j]: best score of a path ending in label j at token lo + r;
+        # backpointer[r, j]: that path's label at the token before
+        score = np.empty((longest, n_classes))
+        backpointer = np.zeros((longest, n_classes), np.int32)
+        for q in range(bounds[c], bounds[c + 1]):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            if hi == lo:
+                continue
+            for j in range(n_classes):
+                score[0, j] = start[j] + unary[lo, j]
+            for t in range(lo + 1, hi):
+                r = t - lo
+                block = moves[t * step]
+                # j outer keeps each cell's running maximum in locals: with i
+                # outer, every improvement is a store, and those compile to
+                # masked stores, which are slow on some processors
+                for j in range(n_classes):
+                    best = -np.inf
+                    best_i = 0
+                    for i in range(n_classes):
+                        v = score[r - 1, i] + block[i, j]
+                        if v > best:
+                            best = v
+                            best_i = i
+                    score[r, j] = best + unary[t, j]
+                    backpointer[r, j] = best_i
+            last = hi - 1 - lo
+            best = -np.inf
+            best_j = 0
+            for j in range(n_classes):
+                v = score[last, j] + end[j]
+                if v > best:
+                    best = v
+                    best_j = j
+            label_ids[hi - 1] = best_j
+            for r in range(last, 0, -1):
+                best_j = backpointer[r, best_j]
+                label_ids[lo + r - 1] = best_j
+    return label_ids
