@@ -83,8 +83,12 @@ def main():
 
     print(f"python {platform.python_version()}, numba {numba.__version__}, "
           f"{numba.config.NUMBA_NUM_THREADS} threads, data from {data_home()}")
-    # compile (or load from cache) the kernels outside the timed region
-    CRFClassifier(max_iter=1).fit([[{"a": 1.0}, {"b": 1.0}]], [["x", "y"]])
+    # compile (or load from cache) the training and decoding kernels outside the
+    # timed region
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        CRFClassifier(max_iter=1).fit([[{"a": 1.0}, {"b": 1.0}]], [["x", "y"]]).predict(
+            [[{"a": 1.0}]])
 
     for corpus in args.corpus:
         loader, train, test = LOADERS[corpus]

@@ -156,8 +156,8 @@ def main():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for options in ({}, {"order": 2}, {"transition_features": "all"}):
-            CRFClassifier(max_iter=1, **options).fit([[{"a": 1.0}, {"b": 1.0}]],
-                                                     [["x", "y"]])
+            CRFClassifier(max_iter=1, **options).fit(
+                [[{"a": 1.0}, {"b": 1.0}]], [["x", "y"]]).predict([[{"a": 1.0}]])
 
     for task in args.tasks:
         F_train, y_train, F_test, y_test, spans = load_task(task)
