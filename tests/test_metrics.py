@@ -446,6 +446,21 @@ def test_no_span_at_all():
         assert span_f1_score(y, y, average=None, zero_division=0).shape == (0,)
 
 
+@pytest.mark.parametrize("average", ["micro", "macro", "weighted"])
+@pytest.mark.parametrize("metric", [span_precision_score, span_recall_score, span_f1_score])
+def test_no_span_at_all_gives_zero_division_for_every_average(metric, average):
+    """No type to average over: every average is undefined, so zero_division, not NaN."""
+    for y in ([["O", "O"]], [[]], []):
+        assert metric(y, y, average=average, zero_division=0.0) == 0.0
+        assert metric(y, y, average=average, zero_division=1.0) == 1.0
+        assert np.isnan(metric(y, y, average=average, zero_division=np.nan))
+        with pytest.warns(UndefinedMetricWarning):
+            assert metric(y, y, average=average) == 0.0
+        scores = span_precision_recall_fscore_support(y, y, average=average,
+                                                      zero_division=1.0)
+        assert scores == (1.0, 1.0, 1.0, None)
+
+
 # --------------------------------------------------------------------------
 # Spans: against the oracles, on thousands of random sequences
 # --------------------------------------------------------------------------
@@ -585,6 +600,23 @@ def test_sequence_accuracy_counts_empty_sequences_as_right():
     y_true = [[], ["A", "B"], ["A"]]
     y_pred = [[], ["A", "B"], ["B"]]
     assert sequence_accuracy_score(y_true, y_pred) == pytest.approx(2 / 3)
+
+
+def test_sequence_accuracy_of_no_sequence_follows_zero_division():
+    """sklearn-crfsuite returned 0; sklearn's convention: zero_division, "warn" gives 0."""
+    with pytest.warns(UndefinedMetricWarning, match="no sequence"):
+        assert sequence_accuracy_score([], []) == 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sequence_accuracy_score([], [], zero_division=0.0) == 0.0
+        assert sequence_accuracy_score([], [], zero_division=1.0) == 1.0
+        assert np.isnan(sequence_accuracy_score([], [], zero_division=np.nan))
+        # a count of no sequence is 0, defined
+        assert sequence_accuracy_score([], [], normalize=False) == 0.0
+        # defined as soon as there is a sequence, even an empty one
+        assert sequence_accuracy_score([[]], [[]]) == 1.0
+    with pytest.raises(ValueError, match="zero_division"):
+        sequence_accuracy_score([], [], zero_division=2.0)
 
 
 def test_labels_compare_across_types_of_container():

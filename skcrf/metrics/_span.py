@@ -88,6 +88,19 @@ def _check_average(average):
                          f"got {average!r}.")
 
 
+def _average_of(average, type_ids):
+    """The average to ask scikit-learn for.
+
+    With no span type at all there is nothing to average over: every average
+    is undefined, as the micro average already is. scikit-learn's mean over no
+    type is NaN whatever ``zero_division`` says, so ask for the micro average,
+    which applies ``zero_division`` (and its warning) to that case.
+    """
+    if average in ("macro", "weighted") and type_ids.shape[0] == 0:
+        return "micro"
+    return average
+
+
 def span_precision_recall_fscore_support(y_true, y_pred, *, beta=1.0, labels=None,
                                          average=None, scheme="IOB2", sample_weight=None,
                                          zero_division="warn"):
@@ -121,7 +134,9 @@ def span_precision_recall_fscore_support(y_true, y_pred, *, beta=1.0, labels=Non
     zero_division : {"warn", 0.0, 1.0, np.nan}, default="warn"
         Value of a precision with no predicted span, of a recall with no true
         span, and of an F-score with neither. conlleval prints 0; "warn" also
-        gives 0 but warns.
+        gives 0 but warns. With no span type at all (no span on either side
+        and no ``labels``), every average, "macro" and "weighted" included, is
+        this value rather than the NaN of a mean over nothing.
 
     Returns
     -------
@@ -164,7 +179,8 @@ def span_precision_recall_fscore_support(y_true, y_pred, *, beta=1.0, labels=Non
     item_true, item_pred, type_ids, _, item_weight = _span_targets(
         y_true, y_pred, scheme, labels, sample_weight)
     precision, recall, fbeta, support = _skm.precision_recall_fscore_support(
-        item_true, item_pred, beta=beta, labels=type_ids, average=average,
+        item_true, item_pred, beta=beta, labels=type_ids,
+        average=_average_of(average, type_ids),
         sample_weight=item_weight, zero_division=zero_division)
     if average is not None:
         return float(precision), float(recall), float(fbeta), None
@@ -179,8 +195,8 @@ def _span_score(y_true, y_pred, which, *, labels, average, scheme, sample_weight
         y_true, y_pred, scheme, labels, sample_weight)
     warn_for = (("precision",), ("recall",), ("f-score",))[which]
     score = _skm.precision_recall_fscore_support(
-        item_true, item_pred, labels=type_ids, average=average, sample_weight=item_weight,
-        warn_for=warn_for, zero_division=zero_division)[which]
+        item_true, item_pred, labels=type_ids, average=_average_of(average, type_ids),
+        sample_weight=item_weight, warn_for=warn_for, zero_division=zero_division)[which]
     return float(score) if average is not None else score
 
 
@@ -204,7 +220,8 @@ def span_precision_score(y_true, y_pred, *, labels=None, average="micro", scheme
     sample_weight : array-like of shape (n_sequences,), default=None
         One weight per sequence, applied to each of its spans.
     zero_division : {"warn", 0.0, 1.0, np.nan}, default="warn"
-        Value when no span is predicted (conlleval prints 0).
+        Value when no span is predicted (conlleval prints 0), for every
+        average.
 
     Returns
     -------
@@ -241,7 +258,8 @@ def span_recall_score(y_true, y_pred, *, labels=None, average="micro", scheme="I
     sample_weight : array-like of shape (n_sequences,), default=None
         One weight per sequence, applied to each of its spans.
     zero_division : {"warn", 0.0, 1.0, np.nan}, default="warn"
-        Value when there is no true span (conlleval prints 0).
+        Value when there is no true span (conlleval prints 0), for every
+        average.
 
     Returns
     -------
@@ -280,7 +298,7 @@ def span_f1_score(y_true, y_pred, *, labels=None, average="micro", scheme="IOB2"
         One weight per sequence, applied to each of its spans.
     zero_division : {"warn", 0.0, 1.0, np.nan}, default="warn"
         Value when there is neither a true nor a predicted span (conlleval
-        prints 0).
+        prints 0), for every average.
 
     Returns
     -------
