@@ -83,31 +83,45 @@ def column_counts(indices, n_columns):
     return counts
 
 
+#: Rows up to this long are sorted by insertion (fast on the few tens of
+#: entries a token usually has); longer ones by a merge sort, O(k log k).
+INSERTION_SORT_MAX = 32
+
+
 @compiled()
 def sort_row_indices(indptr, indices, data, binary):
     """Sort the column indices of each row of a CSR matrix, in place.
 
     The one kernel that writes into its arguments: the vectorizer calls it on
-    arrays it has just built and owns. Rows hold a few tens of entries, so an
-    insertion sort, which is stable, is fast; ``data`` moves along unless
-    ``binary``. Returns whether any row holds a column twice.
+    arrays it has just built and owns. Both sorts are stable, so repeated
+    columns keep their input order (and later sum in it); ``data`` moves along
+    unless ``binary``. Short rows go by insertion, longer ones by numpy's
+    merge sort: a token with 10^5 features would cost 10^10 steps of
+    insertion. Returns whether any row holds a column twice.
     """
     repeated = False
     for row in range(indptr.shape[0] - 1):
-        lo = indptr[row]
-        for k in range(lo + 1, indptr[row + 1]):
-            col = indices[k]
-            value = 0.0 if binary else data[k]
-            m = k - 1
-            while m >= lo and indices[m] > col:
-                indices[m + 1] = indices[m]
-                if not binary:
-                    data[m + 1] = data[m]
-                m -= 1
-            indices[m + 1] = col
+        lo, hi = indptr[row], indptr[row + 1]
+        if hi - lo > INSERTION_SORT_MAX:
+            order = np.argsort(indices[lo:hi], kind="mergesort")
+            indices[lo:hi] = indices[lo:hi][order]
             if not binary:
-                data[m + 1] = value
-            if m >= lo and indices[m] == col:
+                data[lo:hi] = data[lo:hi][order]
+        else:
+            for k in range(lo + 1, hi):
+                col = indices[k]
+                value = 0.0 if binary else data[k]
+                m = k - 1
+                while m >= lo and indices[m] > col:
+                    indices[m + 1] = indices[m]
+                    if not binary:
+                        data[m + 1] = data[m]
+                    m -= 1
+                indices[m + 1] = col
+                if not binary:
+                    data[m + 1] = value
+        for k in range(lo + 1, hi):
+            if indices[k] == indices[k - 1]:
                 repeated = True
     return repeated
 
