@@ -258,9 +258,10 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         of context offsets beyond the sequence.
     custom : callable, default=None
         ``custom(token)`` returns a dict of extra features of that token (value
-        rules as in :class:`SequenceVectorizer`; keys must differ from the
-        built-in ones). It is called once per distinct token, so it must
-        depend on the token only. Tokens made of lists are passed as tuples.
+        and key rules as in :class:`SequenceVectorizer`: a key that is not a
+        str stands for ``str(key)``, which must differ from the built-in
+        keys). It is called once per distinct token, so it must depend on the
+        token only. Tokens made of lists are passed as tuples.
 
     See Also
     --------
@@ -709,7 +710,7 @@ def _custom_features(plan, tokens):
 
     dicts = list(map(plan.custom, tokens.types))
     for j, features in enumerate(dicts):
-        if not isinstance(features, Mapping) or not plan.keys.isdisjoint(features):
+        if not isinstance(features, Mapping) or not plan.keys.isdisjoint(map(str, features)):
             _check_custom(features, plan.keys, *where_first(j))
     vocabulary = {}
     try:
@@ -728,7 +729,8 @@ def _check_custom(features, builtin_keys, sequence, position):
         raise TypeError(
             f"Sequence {sequence}, token {position}: custom returned a "
             f"{type(features).__name__}; it must return a dict of features.")
-    clash = sorted(builtin_keys.intersection(features), key=str)
+    # a key stands for its str() (SequenceVectorizer's rule), so compare names
+    clash = sorted(builtin_keys.intersection(map(str, features)))
     if clash:
         raise ValueError(
             f"Sequence {sequence}, token {position}: custom returned the built-in "
@@ -787,7 +789,7 @@ def _token_dict(plan, tokens, columns, sequence, start, stop, i):
                         value if length is None else value[:length])
     if plan.custom is not None:
         extra = plan.custom(tokens[start + i])
-        if not isinstance(extra, Mapping) or not plan.keys.isdisjoint(extra):
+        if not isinstance(extra, Mapping) or not plan.keys.isdisjoint(map(str, extra)):
             _check_custom(extra, plan.keys, sequence, i)
         features.update(extra)
     return features

@@ -218,6 +218,8 @@ def _vectorize_loop(X, vocabulary, grow, separator):
                     f"Sequence {seq_idx}, token {tok_idx} is a {type(token).__name__}; "
                     f"expected a mapping of feature names to values.")
             for key, value in token.items():
+                if type(key) is not str:
+                    key = str(key)  # the key rule, see SequenceVectorizer
                 kind = type(value)
                 if kind is str:
                     name = f"{key}{separator}{value}"
@@ -295,6 +297,11 @@ def _vectorize_flat(X, vocabulary, grow, separator):
     if not all(map(_is_scalar_type, set(map(type, values)))):
         return None
     key_ids, distinct_keys, items_per_token = _key_ids(tokens)
+    # keys are numbered by equality, which merges 1, True and 1.0 (and the
+    # layouts that differ only there); their names differ, "1", "True" and
+    # "1.0", so any key that is not a str goes through the loop
+    if set(map(type, distinct_keys)) - {str}:
+        return None
     value_ids, distinct_values = _factorize(values)
     n_values = len(distinct_values)
     pair_codes, pair_ids = _number_pairs(key_ids * n_values + value_ids,
@@ -418,6 +425,14 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     Any other value (None, a nested mapping, ...) raises a ``TypeError`` naming
     the sequence, the token and the key.
 
+    Feature names are always ``str``: a key that is not a ``str`` stands for
+    ``str(key)``, as in the names DictVectorizer makes of string values. So
+    the keys ``1``, ``True`` and ``1.0`` are three features (``"1"``,
+    ``"True"`` and ``"1.0"``), the keys ``1`` and ``"1"`` are one, and the rule
+    is the same in ``fit`` and ``transform`` and for the column names of a
+    :class:`SequenceMatrix`. Two keys of one token that make the same name add
+    up, as for ``{"w=x": "y", "w": "x=y"}``.
+
     ``X`` may also be a :class:`SequenceMatrix` with ``feature_names`` (what
     :class:`TokenFeaturizer` emits): its columns are then matched to the fitted
     vocabulary by name, one lookup per distinct name, with no per-token dicts.
@@ -525,7 +540,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         names_sorted = False
         if isinstance(X, SequenceMatrix):
             data, indices, indptr, offsets = _named_matrix_arrays(X)
-            names = X.feature_names.tolist()
+            names = _as_names(X.feature_names)
             # TokenFeaturizer's names are sorted already: then they are unique,
             # and neither the names nor the rows need reordering
             names_sorted = _strictly_increasing(names)
@@ -594,7 +609,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             data, indices, indptr, offsets = _named_matrix_arrays(X)
             # one dictionary lookup per distinct column name, not per token
             get = self.vocabulary_.get
-            remap = np.fromiter((get(name, -1) for name in X.feature_names),
+            remap = np.fromiter((get(name, -1) for name in _as_names(X.feature_names)),
                                 dtype=np.int32, count=X.n_features)
             _remap_in_place(indices, remap)
             data, indices, indptr = _drop_columns(data, indices, indptr)
@@ -661,6 +676,11 @@ def _named_matrix_arrays(X):
     if data is matrix.data:
         data = data.copy()  # ours to change
     return data, matrix.indices.astype(np.int32), matrix.indptr.astype(np.int64), X.offsets
+
+
+def _as_names(feature_names):
+    """The names of a matrix's columns under the key rule: ``str(name)`` unless a str."""
+    return [name if type(name) is str else str(name) for name in feature_names.tolist()]
 
 
 def _strictly_increasing(names):

@@ -346,10 +346,35 @@ def test_custom_errors_name_the_first_token_of_the_type():
         SequenceVectorizer().fit(TokenFeaturizer(custom=custom).transform_dicts(X))
 
 
+class _NamedKey:
+    """A key that is not a str but is named like a built-in key."""
+
+    def __str__(self):
+        return "bias"
+
+
+def test_custom_non_str_keys_are_named_by_their_str():
+    """1 and True are two keys, "1" and "True", in the featurizer as in the vectorizer."""
+    def custom(token):
+        return {1: "x"} if token == "a" else {True: "x"}
+
+    X = [["a", "b"], ["b", "a"]]
+    featurizer = TokenFeaturizer(custom=custom, word_features=(), context_features=(),
+                                 bias=False, boundary=False)
+    Xt = featurizer.fit_transform(X)
+    assert Xt.feature_names.tolist() == ["1=x", "True=x"]
+    assert Xt.matrix.toarray().tolist() == [[1, 0], [0, 1], [0, 1], [1, 0]]
+    vec = SequenceVectorizer()
+    assert vec.fit_transform(featurizer.transform_dicts(X)).matrix.toarray().tolist() \
+        == Xt.matrix.toarray().tolist()
+    assert vec.feature_names_ == ["1=x", "True=x"]
+
+
 @pytest.mark.parametrize("returned, error, match", [
     ([("x", 1)], TypeError, r"Sequence 1, token 0: custom returned a list"),
     ({"bias": 2.0}, ValueError, r"Sequence 1, token 0: custom returned the built-in"),
     ({"+1:word.lower": "q"}, ValueError, r"built-in feature key\(s\) \['\+1:word.lower'\]"),
+    ({_NamedKey(): 2.0}, ValueError, r"built-in feature key\(s\) \['bias'\]"),
 ])
 def test_custom_must_return_new_keys_in_a_dict(returned, error, match):
     def custom(token):

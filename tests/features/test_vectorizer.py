@@ -186,6 +186,61 @@ def test_names_from_distinct_keys_merge_into_one_column():
     assert dense(Xt).ravel().tolist() == [2.0, 1.0]
 
 
+# --- non-str keys: named by their str() on every path ------------------------
+
+
+def test_non_str_keys_are_named_by_their_str():
+    """1, True and 1.0 are three keys ("1", "True", "1.0"); 1 and "1" are one."""
+    X = [[{1: "a"}, {True: "a"}, {1.0: "a"}, {"1": "a"}, {1: 2.0}, {True: 3.0}, {1.0: 4.0}]]
+    flat, flat_vocabulary, loop, loop_vocabulary = both_paths(X, {}, True)
+    assert list(loop_vocabulary) == ["1=a", "True=a", "1.0=a", "1", "True", "1.0"]
+    assert flat is None or list(flat_vocabulary) == list(loop_vocabulary)
+    vec = SequenceVectorizer()
+    Xt = vec.fit_transform(X)
+    assert vec.feature_names_ == ["1", "1.0", "1.0=a", "1=a", "True", "True=a"]
+    assert all(type(name) is str for name in vec.feature_names_)
+    assert dense(Xt).tolist() == [[0, 0, 0, 1, 0, 0], [0, 0, 0, 0, 0, 1], [0, 0, 1, 0, 0, 0],
+                                  [0, 0, 0, 1, 0, 0], [2, 0, 0, 0, 0, 0], [0, 0, 0, 0, 3, 0],
+                                  [0, 4, 0, 0, 0, 0]]
+
+
+def test_non_str_keys_follow_the_same_rule_at_fit_and_transform():
+    vec = SequenceVectorizer().fit([[{True: "a", 2: 2.0}]])
+    assert vec.feature_names_ == ["2", "True=a"]
+    Xt = vec.transform([[{1: "a"}, {"True": "a"}, {True: "a"}, {"2": 5.0}, {True: 1.0}]])
+    # {1: "a"} is "1=a", unseen; the str key "True" is the bool key True
+    assert dense(Xt).tolist() == [[0, 0], [0, 1], [0, 1], [5, 0], [0, 0]]
+
+
+def test_non_str_names_of_a_matrix_follow_the_rule():
+    X = named_matrix([[1, 2, 4]], [1, True, "1"], [0, 1])
+    vec = SequenceVectorizer()
+    assert dense(vec.fit_transform(X)).tolist() == [[5.0, 2.0]]
+    assert vec.feature_names_ == ["1", "True"]
+    assert dense(vec.transform(named_matrix([[3, 7]], [True, 1.0], [0, 1]))).tolist() \
+        == [[0.0, 3.0]]
+
+
+mixed_keys = st.sampled_from(["k", "1", 1, True, 1.0, 0, False, "True", "0"])
+mixed_tokens = st.dictionaries(mixed_keys, scalars, max_size=5).filter(
+    lambda token: len(set(map(str, token))) == len(token))
+
+
+@settings(max_examples=100, deadline=None)
+@given(X=st.lists(st.lists(mixed_tokens, max_size=5), max_size=5))
+def test_non_str_keys_equal_their_str_on_both_paths(X):
+    as_str = [[{str(key): value for key, value in token.items()} for token in sequence]
+              for sequence in X]
+    expected_vocabulary = {}
+    expected = _vectorize_loop(as_str, expected_vocabulary, True, "=")
+    for vectorize in (_vectorize_loop, _vectorizer._vectorize):
+        vocabulary = {}
+        got = vectorize(X, vocabulary, True, "=")
+        assert list(vocabulary) == list(expected_vocabulary)
+        for a, b in zip(got, expected):
+            np.testing.assert_array_equal(a, b)
+
+
 # --- sorting rows: stable, O(k log k) -----------------------------------------
 
 
