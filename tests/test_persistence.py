@@ -1,4 +1,4 @@
-"""save_model / load_model: round trips, the header and the version checks."""
+"""save_model / load_model: round trips, the header, version checks and the pickle opt-in."""
 
 import io
 import json
@@ -41,12 +41,20 @@ def _saved_bytes(model, **kwargs):
 
 
 def _tampered(data, **changes):
-    """``data`` with header fields replaced (None deletes a field)."""
+    """``data`` with header fields replaced (None deletes a field), checksum unchanged."""
     magic, header, payload = data.split(b"\n", 2)
     fields = json.loads(header)
     fields.update(changes)
     fields = {key: value for key, value in fields.items() if value is not None}
     return b"\n".join([magic, json.dumps(fields).encode(), payload])
+
+
+def _legacy_file(model, **header):
+    """A model file as skcrf 0.1 wrote it: format 1, a header, then a pickle."""
+    fields = {"format": 1, "skcrf": skcrf.__version__, "sklearn": sklearn.__version__,
+              "numpy": np.__version__, "python": "3.11.0", "model": type(model).__name__,
+              "metadata": {}, **header}
+    return b"skcrf-model\n" + json.dumps(fields).encode() + b"\n" + pickle.dumps(model)
 
 
 def test_round_trip_through_a_path(pipe, tmp_path):
@@ -105,6 +113,8 @@ def test_header_records_versions_and_metadata(pipe):
     assert fields["sklearn"] == sklearn.__version__
     assert fields["numpy"] == np.__version__
     assert fields["model"] == "Pipeline"
+    assert fields["payload"] == {"encoding": "npz", "size": len(data.split(b"\n", 2)[2])}
+    assert len(fields["sha256"]) == 64
     model, metadata = load_model(io.BytesIO(data), return_metadata=True)
     assert metadata["layout"] == {"columns": [0, 1]}
     assert metadata["saved_with"]["skcrf"] == skcrf.__version__
@@ -157,7 +167,10 @@ def test_same_version_loads_without_warning(pipe, recwarn):
 @pytest.mark.parametrize("damage, match", [
     (lambda data: data.replace(b'"format": ', b'"format": "', 1), "header is corrupt"),
     (lambda data: b"skcrf-model\nnot json\n" + data.split(b"\n", 2)[2], "header is corrupt"),
-    (lambda data: data[:-40], "truncated or corrupt"),
+    (lambda data: data[:-40], "is truncated: its header announces a"),
+    (lambda data: data[:-40] + bytes(40), "is damaged: its SHA-256 checksum does not match"),
+    (lambda data: _tampered(data, metadata={"layout": "changed"}), "is damaged"),
+    (lambda data: _tampered(data, sha256=None), "header is corrupt"),
 ])
 def test_corrupt_files_raise_value_error(pipe, damage, match):
     with pytest.raises(ValueError, match=match):
@@ -180,28 +193,98 @@ def test_what_cannot_be_saved(pipe, tmp_path):
         save_model(pipe, handle)
 
 
+def test_pipeline_with_other_steps_needs_skops_or_the_pickle_opt_in(tmp_path):
+    dicts = [[{"w": word} for word, _ in sentence] for sentence in X]
+    model = make_pipeline(FunctionTransformer(), SequenceVectorizer(),
+                          CRFClassifier(alpha=0.1, max_iter=30, n_jobs=1)).fit(dicts, y)
+    path = tmp_path / "other.skcrf"
+    with pytest.raises(TypeError) as error:
+        save_model(model, path)
+    message = str(error.value)
+    assert "'functiontransformer'" in message and "FunctionTransformer" in message
+    assert "skops" in message and "allow_pickle=True" in message
+    assert not path.exists()
+
+    save_model(model, path, allow_pickle=True)
+    with pytest.raises(ValueError, match=r"other\.skcrf holds a model saved as a pickle"):
+        load_model(path)
+    with pytest.warns(UserWarning, match="can run arbitrary code") as record:
+        loaded = load_model(path, allow_pickle=True)
+    assert record[0].filename == __file__
+    for left, right in zip(model.predict(dicts), loaded.predict(dicts), strict=True):
+        np.testing.assert_array_equal(left, right)
+    # the checksum guards pickled payloads too, before anything is unpickled
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 0xFF
+    with pytest.raises(ValueError, match="is damaged"):
+        load_model(io.BytesIO(bytes(data)), allow_pickle=True)
+
+
+def test_skcrf_pipelines_are_saved_without_pickle(pipe):
+    data = _saved_bytes(pipe)
+    header = json.loads(data.split(b"\n", 2)[1])
+    assert header["payload"]["encoding"] == "npz"
+    assert b"\x80\x05" not in data  # no protocol-5 pickle anywhere
+
+
 def _custom_features(token):
     return {"len": len(token[0])}
 
 
-def test_unpicklable_model_leaves_no_file(tmp_path):
+def test_lambda_custom_cannot_be_saved_and_leaves_no_file(tmp_path):
     path = tmp_path / "model.skcrf"
     featurizer = TokenFeaturizer(custom=lambda token: {"len": len(token[0])})
     model = make_pipeline(featurizer, SequenceVectorizer(),
                           CRFClassifier(max_iter=30, n_jobs=1)).fit(X, y)
-    with pytest.raises(TypeError, match="cannot be pickled"):
+    with pytest.raises(TypeError, match=r"Pipeline\.steps\[0\]\[1\]\.custom is .*lambda"):
         save_model(model, path)
-    assert not path.exists()
-    # a module-level function pickles fine
+    assert not path.exists() and list(tmp_path.iterdir()) == []
+    # a module-level function is saved as a reference to it
     model.set_params(tokenfeaturizer__custom=_custom_features)
     save_model(model, path)
-    assert load_model(path)[0].custom is _custom_features
+    assert b"tests.test_persistence:_custom_features" in path.read_bytes()
     # and a later failure leaves that model as it was
     saved = path.read_bytes()
     model.set_params(tokenfeaturizer__custom=lambda token: {})
-    with pytest.raises(TypeError, match="cannot be pickled"):
+    with pytest.raises(TypeError, match="cannot be saved"):
         save_model(model, path)
     assert path.read_bytes() == saved
+
+
+def test_custom_functions_are_passed_in_not_imported(tmp_path):
+    path = tmp_path / "model.skcrf"
+    model = make_pipeline(TokenFeaturizer(custom=_custom_features), SequenceVectorizer(),
+                          CRFClassifier(max_iter=30, n_jobs=1)).fit(X, y)
+    save_model(model, path)
+    with pytest.raises(ValueError) as error:
+        load_model(path)
+    message = str(error.value)
+    assert "model.skcrf" in message and "tests.test_persistence:_custom_features" in message
+    assert "functions=[_custom_features]" in message
+    assert load_model(path, functions=[_custom_features])[0].custom is _custom_features
+    by_name = {"tests.test_persistence:_custom_features": _custom_features}
+    _same_predictions(model, load_model(path, functions=by_name))
+    # allow_pickle=True, trusting the file, imports it
+    assert load_model(path, allow_pickle=True)[0].custom is _custom_features
+    with pytest.raises(TypeError, match="module-level functions"):
+        load_model(path, functions=[lambda token: {}])
+
+
+def test_files_of_format_1_load_only_with_the_pickle_opt_in(pipe, tmp_path):
+    path = tmp_path / "old.skcrf"
+    path.write_bytes(_legacy_file(pipe, metadata={"layout": {"separator": " "}}))
+    with pytest.raises(ValueError) as error:
+        load_model(path)
+    message = str(error.value)
+    assert "old.skcrf" in message and "format 1" in message
+    assert "allow_pickle=True" in message and "save_model" in message
+    with pytest.warns(UserWarning, match="old.skcrf holds a model saved as .*format 1"):
+        loaded, metadata = load_model(path, allow_pickle=True, return_metadata=True)
+    _same_predictions(pipe, loaded)
+    assert metadata["layout"] == {"separator": " "}
+    # re-saving converts it to the safe format
+    save_model(loaded, path)
+    _same_predictions(pipe, load_model(path))
 
 
 def test_files_of_the_flat_layout_load(tmp_path, monkeypatch):
@@ -225,10 +308,11 @@ def test_files_of_the_flat_layout_load(tmp_path, monkeypatch):
     monkeypatch.setattr(CRFClassifier, "__module__", "skcrf._estimator")
     monkeypatch.setattr(skcrf.SequenceVectorizer, "__module__", "skcrf._vectorizer")
     path = tmp_path / "old.skcrf"
-    save_model(crf, path)
+    path.write_bytes(_legacy_file(crf))
     assert b"skcrf._estimator" in path.read_bytes()
     monkeypatch.undo()
-    loaded = load_model(path)
+    with pytest.warns(UserWarning, match="format 1"):
+        loaded = load_model(path, allow_pickle=True)
     assert type(loaded) is CRFClassifier
     assert loaded.get_params()["order"] == 1
     assert [p.tolist() for p in loaded.predict(X)] == [p.tolist() for p in expected]
