@@ -70,7 +70,9 @@ class CRFEstimator(BaseEstimator):
         if len(X) == 0:
             raise ValueError("X is empty: fit needs at least one sequence.")
         vectorizer = None
-        if not isinstance(X, SequenceMatrix):
+        if isinstance(X, SequenceMatrix):
+            X._check_consistency()
+        else:
             vectorizer = SequenceVectorizer()
             X = vectorizer.fit_transform(X)
         offsets, lengths = X.offsets, X.lengths
@@ -150,6 +152,7 @@ class CRFEstimator(BaseEstimator):
         check_is_fitted(self)
         X = check_sequences(X)
         if isinstance(X, SequenceMatrix):
+            X._check_consistency()
             if X.n_features != self.n_features_in_:
                 raise ValueError(
                     f"X has {X.n_features} features, but {type(self).__name__} was fitted "

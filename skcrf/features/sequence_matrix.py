@@ -16,6 +16,47 @@ def values_or_none(data):
     return data.astype(np.float64, copy=False)
 
 
+def _read_only(array):
+    array.setflags(write=False)
+    return array
+
+
+def _checked_offsets(offsets):
+    """``offsets`` as a new read-only int64 array, or raise saying what is wrong.
+
+    Integers of any type are taken, and floats only when they are whole
+    numbers: a fractional offset is a mistake, not something to truncate.
+    The result is a copy, so the caller's array stays writable and later
+    changes to it do not reach the SequenceMatrix.
+    """
+    raw = np.asarray(offsets)
+    if raw.ndim != 1 or raw.shape[0] < 1:
+        raise ValueError("offsets must be a 1-D array of n_sequences + 1 integers.")
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"offsets must be integers; got an array of dtype {raw.dtype}.")
+    if raw.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(raw) | (raw != np.round(raw)))
+        if bad.size:
+            raise ValueError(
+                f"offsets must be integers; offsets[{bad[0]}] is {raw[bad[0]]}.")
+    # 2 ** 63 as a float equals int64's maximum in a float comparison
+    largest = np.abs(raw).max() if raw.dtype.kind == "f" else raw.max()
+    if largest >= 2 ** 63:
+        raise ValueError(
+            f"offsets must be in the range of int64; got values up to {raw.max()}.")
+    offsets = raw.astype(np.int64)
+    if np.any(np.diff(offsets) < 0):
+        raise ValueError("offsets must be non-decreasing.")
+    return _read_only(offsets)
+
+
+def _check_rows(offsets, n_rows):
+    if offsets[0] != 0 or offsets[-1] != n_rows:
+        raise ValueError(
+            f"offsets must start at 0 and end at the number of rows "
+            f"({n_rows}); got {offsets[0]} and {offsets[-1]}.")
+
+
 class SequenceMatrix:
     """Token features of many sequences: one CSR matrix plus sequence offsets.
 
@@ -43,6 +84,7 @@ class SequenceMatrix:
         The stacked features. skcrf's transformers make it on first read (see
         below); assigning a new matrix is checked like the constructor's.
     offsets : ndarray of int64 of shape (n_sequences + 1,)
+        Read-only; assigning new offsets is checked like the constructor's.
     feature_names : ndarray of str objects of shape (n_features,) or None
     shape : tuple of (int,)
         ``(n_sequences,)``: scikit-learn reads the number of samples from it.
@@ -68,12 +110,7 @@ class SequenceMatrix:
     """
 
     def __init__(self, matrix, offsets, feature_names=None):
-        offsets = np.asarray(offsets, dtype=np.int64)
-        if offsets.ndim != 1 or offsets.shape[0] < 1:
-            raise ValueError("offsets must be a 1-D array of n_sequences + 1 integers.")
-        if np.any(np.diff(offsets) < 0):
-            raise ValueError("offsets must be non-decreasing.")
-        self.offsets = offsets
+        self._offsets = _checked_offsets(offsets)
         self.feature_names = None
         self.matrix = matrix  # checked against the offsets
         if feature_names is not None:
@@ -97,10 +134,26 @@ class SequenceMatrix:
         self._arrays = (None if data is None else data.astype(dtype, copy=False),
                         indices, indptr, np.dtype(dtype))
         self._shape = (indptr.shape[0] - 1, int(n_features))
-        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self._offsets = _read_only(np.array(offsets, dtype=np.int64))
         self.feature_names = (None if feature_names is None
                               else np.asarray(feature_names, dtype=object))
         return self
+
+    @property
+    def offsets(self):
+        """Sequence boundaries, (n_sequences + 1,) int64, read-only.
+
+        A read-only view: the kernels index the features by these offsets, so
+        they may not change after they were checked. Assign new offsets
+        instead; they are checked like the constructor's.
+        """
+        return self._offsets.view()
+
+    @offsets.setter
+    def offsets(self, offsets):
+        offsets = _checked_offsets(offsets)
+        _check_rows(offsets, self._shape[0])
+        self._offsets = offsets
 
     @property
     def matrix(self):
@@ -118,10 +171,7 @@ class SequenceMatrix:
     @matrix.setter
     def matrix(self, matrix):
         matrix = sp.csr_matrix(matrix)
-        if self.offsets[0] != 0 or self.offsets[-1] != matrix.shape[0]:
-            raise ValueError(
-                f"offsets must start at 0 and end at the number of rows "
-                f"({matrix.shape[0]}); got {self.offsets[0]} and {self.offsets[-1]}.")
+        _check_rows(self._offsets, matrix.shape[0])
         if self.feature_names is not None and self.feature_names.shape[0] != matrix.shape[1]:
             raise ValueError(
                 f"The matrix has {matrix.shape[1]} feature columns for "
@@ -160,16 +210,42 @@ class SequenceMatrix:
         if "matrix" in state:  # pickled by an earlier skcrf, before the arrays
             matrix = state.pop("matrix")
             state.update(_matrix=matrix, _arrays=None, _shape=matrix.shape)
+        # unpickled arrays are writable again; offsets from an earlier skcrf
+        # were a public attribute
+        offsets = state.pop("offsets", None)
+        if offsets is None:
+            offsets = state.pop("_offsets")
+        state["_offsets"] = _read_only(np.array(offsets, dtype=np.int64))
         self.__dict__.update(state)
+
+    def _check_consistency(self):
+        """Raise unless the features still match the offsets, before a kernel reads them.
+
+        :attr:`matrix` may be changed in place after it was checked (and such
+        changes count), so consumers that index it in compiled code call this
+        first: offsets against the number of rows, and the CSR structure
+        (column indices in range, row pointers non-decreasing).
+        """
+        arrays = self._canonical_arrays()
+        if arrays is not None:
+            return  # skcrf's own arrays, never exposed for writing
+        matrix = self._matrix
+        _check_rows(self._offsets, matrix.shape[0])
+        try:
+            matrix.check_format(full_check=True)
+        except ValueError as error:
+            raise ValueError(
+                f"X.matrix is no longer a valid CSR matrix (it was changed in place): "
+                f"{error}") from None
 
     @property
     def shape(self):
-        return (self.offsets.shape[0] - 1,)
+        return (self._offsets.shape[0] - 1,)
 
     @property
     def lengths(self):
         """Number of tokens of each sequence."""
-        return np.diff(self.offsets)
+        return np.diff(self._offsets)
 
     @property
     def n_tokens(self):
@@ -180,7 +256,7 @@ class SequenceMatrix:
         return self._shape[1]
 
     def __len__(self):
-        return self.offsets.shape[0] - 1
+        return self._offsets.shape[0] - 1
 
     def __iter__(self):
         for q in range(len(self)):
@@ -199,7 +275,7 @@ class SequenceMatrix:
             if not -n <= q < n:
                 raise IndexError(f"sequence index {q} out of range for {n} sequences.")
             q %= n
-            return self._row_block(self.offsets[q], self.offsets[q + 1])
+            return self._row_block(self._offsets[q], self._offsets[q + 1])
         return self.take(np.arange(len(self))[key])
 
     def _row_block(self, start, stop):
@@ -217,8 +293,8 @@ class SequenceMatrix:
     def take(self, sequence_ids):
         """A new ``SequenceMatrix`` of the given sequences, in the given order."""
         sequence_ids = np.asarray(sequence_ids, dtype=np.int64).ravel()
-        starts = self.offsets[sequence_ids]
-        lengths = self.offsets[sequence_ids + 1] - starts
+        starts = self._offsets[sequence_ids]
+        lengths = self._offsets[sequence_ids + 1] - starts
         offsets = np.zeros(sequence_ids.shape[0] + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         # row r of the result is row starts[q] + (r - offsets[q]) of self
