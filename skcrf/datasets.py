@@ -6,11 +6,13 @@ the ``SKCRF_DATA`` environment variable, else ``../shared/data`` next to the
 current directory.
 """
 
+import codecs
 import os
+import re
 from operator import itemgetter
 from pathlib import Path
 
-__all__ = ["get_data_home", "load_conll", "load_conll2000", "load_conll2002"]
+__all__ = ["get_data_home", "iter_conll", "load_conll", "load_conll2000", "load_conll2002"]
 
 
 def get_data_home(data_home=None):
@@ -35,9 +37,11 @@ def get_data_home(data_home=None):
 def load_conll(path, *, columns=None, label_column=-1, encoding="utf-8", separator=None):
     r"""Read a CoNLL-style column file into token and label sequences.
 
-    One token per line, its columns split on whitespace (or ``separator``);
-    blank lines end sequences; ``-DOCSTART-`` lines are skipped (and end the
-    current sequence). Every token line must have the same number of columns.
+    One token per line, its columns split on runs of spaces and tabs (or on
+    ``separator``); blank lines end sequences; ``-DOCSTART-`` lines are skipped
+    (and end the current sequence). Every token line must have the same number
+    of columns. The whole file is held in memory, about 18 times its size:
+    :func:`iter_conll` reads one sequence at a time.
 
     Parameters
     ----------
@@ -51,9 +55,12 @@ def load_conll(path, *, columns=None, label_column=-1, encoding="utf-8", separat
         Column holding the label (negative counts from the end); None for
         unlabelled files.
     encoding : str, default="utf-8"
-        Text encoding of the file.
+        Text encoding of the file. A UTF-8 file may start with a byte-order
+        mark, which is skipped (Python's ``utf-8-sig``).
     separator : str, default=None
-        Column separator; None splits on any run of whitespace.
+        Column separator; None splits on any run of spaces and tabs. Other
+        whitespace, such as a no-break space (U+00A0), U+0085 or a form feed,
+        is part of its column, as in ``1\u00a0000``.
 
     Returns
     -------
@@ -68,6 +75,10 @@ def load_conll(path, *, columns=None, label_column=-1, encoding="utf-8", separat
         If a line has a different number of columns than the first token line,
         or ``columns`` / ``label_column`` name a column the file lacks; the
         message names the file and the line.
+
+    See Also
+    --------
+    iter_conll : The same sequences, read lazily one at a time.
 
     Examples
     --------
@@ -85,22 +96,81 @@ def load_conll(path, *, columns=None, label_column=-1, encoding="utf-8", separat
     ([['EU', 'rejects'], ['Peter']], None)
     >>> os.remove(f.name)
     """
-    path = Path(path)
     X, y = [], []
+    for tokens, labels in iter_conll(path, columns=columns, label_column=label_column,
+                                     encoding=encoding, separator=separator):
+        X.append(tokens)
+        y.append(labels)
+    return X, (y if label_column is not None else None)
+
+
+def iter_conll(path, *, columns=None, label_column=-1, encoding="utf-8", separator=None):
+    r"""Read a CoNLL-style column file lazily, one sequence at a time.
+
+    The file format and the parameters are those of :func:`load_conll`; only
+    the current sequence is in memory, so files of any size can be streamed
+    through a model in batches. The file is opened at the first ``next()`` and
+    closed when the last sequence has been read (or the generator is closed);
+    an error in the file is raised when the reading reaches its line.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file to read.
+    columns : list of int, default=None
+        Which columns make up a token, in order. None means every column except
+        the label column.
+    label_column : int or None, default=-1
+        Column holding the label (negative counts from the end); None for
+        unlabelled files.
+    encoding : str, default="utf-8"
+        Text encoding of the file; a UTF-8 byte-order mark is skipped.
+    separator : str, default=None
+        Column separator; None splits on any run of spaces and tabs.
+
+    Yields
+    ------
+    tokens : list of str or tuple of str
+        The tokens of one sequence.
+    labels : list of str or None
+        Its labels; None when ``label_column`` is None.
+
+    Raises
+    ------
+    ValueError
+        As :func:`load_conll`, naming the file and the line.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from itertools import islice
+    >>> from skcrf.datasets import iter_conll
+    >>> text = "EU NNP B-ORG\nrejects VBZ O\n\nPeter NNP B-PER\n\nIt PRP O\n"
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+    ...     _ = f.write(text)
+    >>> sequences = iter_conll(f.name, columns=[0])
+    >>> next(sequences)
+    (['EU', 'rejects'], ['B-ORG', 'O'])
+    >>> [tokens for tokens, _ in sequences]
+    [['Peter'], ['It']]
+    >>> os.remove(f.name)
+    """
+    path = Path(path)
     tokens, labels = [], []
     reader = None
-    with open(path, encoding=encoding) as handle:
+    with open(path, encoding=_reading_encoding(encoding)) as handle:
         for line_number, line in enumerate(handle, start=1):
             if separator is None:
-                fields = line.split()
+                # str.split() is twice as fast as the regex, and right unless the
+                # line holds other whitespace, which nearly no line does
+                fields = _FIELD.findall(line) if _OTHER_SPACE.search(line) else line.split()
             else:
-                fields = line.rstrip("\r\n").split(separator) if line.strip() else []
+                fields = line.rstrip(_EOL).split(separator) if line.strip(" \t\r\n") else []
             # startswith, not fields[0]: with a separator such as a tab, the usual
             # space-separated "-DOCSTART- -X- O" line is a single field
             if not fields or line.startswith("-DOCSTART-"):
                 if tokens:
-                    X.append(tokens)
-                    y.append(labels)
+                    yield tokens, (labels if label_column is not None else None)
                     tokens, labels = [], []
                 continue
             if reader is None:
@@ -108,14 +178,32 @@ def load_conll(path, *, columns=None, label_column=-1, encoding="utf-8", separat
             if len(fields) != reader.n_columns:
                 raise ValueError(
                     f"{path}, line {line_number}: expected {reader.n_columns} columns as "
-                    f"on line {reader.first_line}, found {len(fields)}: {line.rstrip()!r}")
+                    f"on line {reader.first_line}, found {len(fields)}: {line.rstrip(_EOL)!r}")
             tokens.append(reader.token(fields))
             if reader.label is not None:
                 labels.append(fields[reader.label])
     if tokens:
-        X.append(tokens)
-        y.append(labels)
-    return X, (y if label_column is not None else None)
+        yield tokens, (labels if label_column is not None else None)
+
+
+_EOL = "\r\n"
+
+# Columns are separated by spaces and tabs only. str.split() would also split
+# on no-break spaces, U+0085, form feeds and the other Unicode and control
+# whitespace inside a word ("1\u00a0000"), and the line after it would then be
+# blamed for having the wrong number of columns.
+_FIELD = re.compile(r"[^ \t\r\n]+")
+# the whitespace str.split() splits on (the same set as re's \s) but columns do not
+_OTHER_SPACE = re.compile(r"[^\S \t\r\n]")
+
+
+def _reading_encoding(encoding):
+    """``encoding``, or ``utf-8-sig`` for UTF-8 so a leading byte-order mark is skipped.
+
+    Without it the mark (U+FEFF) sticks to the first word, or turns a first
+    ``-DOCSTART-`` line into a token line.
+    """
+    return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
 
 
 class _ColumnReader:

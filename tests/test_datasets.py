@@ -4,7 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from skcrf.datasets import get_data_home, load_conll, load_conll2000, load_conll2002
+from skcrf.datasets import (
+    get_data_home,
+    iter_conll,
+    load_conll,
+    load_conll2000,
+    load_conll2002,
+)
 from tests.conftest import data_home
 
 TEXT = """-DOCSTART- -X- O
@@ -72,6 +78,55 @@ def test_other_encodings(tmp_path):
     with pytest.raises(UnicodeDecodeError):
         load_conll(path)
     assert load_conll(path, encoding="latin-1")[0] == [[("España", "NP")]]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "UTF8", "utf_8"])
+def test_a_utf8_byte_order_mark_is_skipped(tmp_path, encoding):
+    """Not a token line made of -DOCSTART-, nor a first word starting with U+FEFF."""
+    path = write(tmp_path, "\ufeff" + TEXT)
+    assert load_conll(path, encoding=encoding) == load_conll(write(tmp_path, TEXT, "plain"))
+    path = write(tmp_path, "\ufeffEU NNP B-ORG\n")
+    assert load_conll(path, encoding=encoding) == ([[("EU", "NNP")]], [["B-ORG"]])
+    # only at the start: elsewhere U+FEFF is a character of its word
+    path = write(tmp_path, "EU NNP B-ORG\n\ufeffx NN O\n")
+    assert load_conll(path)[0] == [[("EU", "NNP"), ("\ufeffx", "NN")]]
+
+
+@pytest.mark.parametrize("space", ["\u00a0", "\u0085", "\x0c", "\x0b", "\u2028", "\u3000",
+                                   "\x1f"])
+def test_columns_split_on_spaces_and_tabs_only(tmp_path, space):
+    """Other whitespace inside a word ("1 000" with a no-break space) is part of it."""
+    word = f"1{space}000"
+    path = write(tmp_path, f"{word} CD O\nb\tY  O\n")
+    assert load_conll(path) == ([[(word, "CD"), ("b", "Y")]], [["O", "O"]])
+    # a ragged line is blamed itself, not the line after it
+    path = write(tmp_path, f"a X O\n{word} CD\nb Y O\n")
+    with pytest.raises(ValueError, match=r"line 2: expected 3 columns as on line 1, found 2"):
+        load_conll(path)
+
+
+def test_iter_conll_yields_the_sequences_of_load_conll(tmp_path):
+    path = write(tmp_path, TEXT)
+    for kwargs in [{}, {"columns": [0]}, {"columns": [1, 0], "label_column": None},
+                   {"label_column": 1}]:
+        X, y = load_conll(path, **kwargs)
+        pairs = list(iter_conll(path, **kwargs))
+        assert [tokens for tokens, _ in pairs] == X
+        assert [labels for _, labels in pairs] == (y or [None] * len(X))
+
+
+def test_iter_conll_is_lazy(tmp_path):
+    """It reads no further than asked: an error far down comes only when reached."""
+    path = write(tmp_path, "a X O\n\nb Y O\n\nc Z\n")
+    sequences = iter_conll(path)
+    assert next(sequences) == ([("a", "X")], ["O"])
+    assert next(sequences) == ([("b", "Y")], ["O"])
+    with pytest.raises(ValueError, match=r"line 5: expected 3 columns"):
+        next(sequences)
+    # and it opens nothing until the first next()
+    missing = iter_conll(tmp_path / "missing.txt")
+    with pytest.raises(FileNotFoundError):
+        next(missing)
 
 
 def test_empty_file(tmp_path):
