@@ -191,6 +191,9 @@ class _Encoder:
             return obj
         if kind is float:
             return obj if math.isfinite(obj) else {_TYPE: "float", "value": repr(obj)}
+        if kind is complex:
+            return {_TYPE: "complex", "value": [self.encode(obj.real, path),
+                                                 self.encode(obj.imag, path)]}
         if isinstance(obj, np.ndarray):
             return {_TYPE: "ndarray", "ref": self._array(obj, path)}
         if isinstance(obj, np.generic):
@@ -223,13 +226,16 @@ class _Encoder:
             return {_TYPE: "tuple", "items": self._items(obj, path)}
         if kind is dict:
             return {_TYPE: "dict", "keys": self._items(list(obj), f"{path}.keys()"),
-                    "values": self._items(list(obj.values()), path)}
+                    "values": self._items(list(obj.values()), path, list(obj))}
         if kind in (set, frozenset):
             return {_TYPE: kind.__name__, "items": self._items(list(obj), path)}
         return self._estimator(obj, path)
 
-    def _items(self, items, path):
-        """A list node: JSON items, or one array for a long homogeneous list."""
+    def _items(self, items, path, keys=None):
+        """A list node: JSON items, or one array for a long homogeneous list.
+
+        ``keys`` name the items in messages (a dict's keys), else their index.
+        """
         if len(items) >= _BULK:
             kinds = set(map(type, items))
             if kinds == {str}:
@@ -244,7 +250,8 @@ class _Encoder:
                     pass  # beyond int64: JSON holds any int
                 else:
                     return {_TYPE: "int_list", "ref": self._new_array(values)}
-        return [self.encode(item, f"{path}[{i}]") for i, item in enumerate(items)]
+        keys = range(len(items)) if keys is None else keys
+        return [self.encode(item, f"{path}[{key!r}]") for key, item in zip(keys, items)]
 
     def _string_ids(self, items):
         index = self.strings.setdefault
@@ -288,9 +295,7 @@ class _Encoder:
         if obj.dtype.kind not in _SCALAR_KINDS:
             raise TypeError(f"{path} is a numpy {obj.dtype} scalar, which the model format "
                             f"cannot store.")
-        value = obj.item()
-        value = [value.real, value.imag] if obj.dtype.kind == "c" else value
-        return {_TYPE: "scalar", "dtype": obj.dtype.str, "value": self.encode(value, path)}
+        return {_TYPE: "scalar", "dtype": obj.dtype.str, "value": self.encode(obj.item(), path)}
 
     def _sparse(self, obj, path):
         name = type(obj).__name__
@@ -346,7 +351,7 @@ class _Encoder:
 # the node types a description may hold, each decoded by the _Decoder method
 # of the same name with a leading underscore
 _NODE_TYPES = frozenset({
-    "float", "tuple", "set", "frozenset", "dict", "str_list", "int_list", "float_list",
+    "float", "complex", "tuple", "set", "frozenset", "dict", "str_list", "int_list", "float_list",
     "ndarray", "scalar", "dtype", "numpy_type", "builtin_type", "sparse", "function",
     "estimator"})
 
@@ -399,6 +404,12 @@ class _Decoder:
             raise _Invalid(f"at {path}: {value!r} is not a non-finite float")
         return float(value)
 
+    def _complex(self, node, path):
+        real, imag = self._list(node["value"], path)
+        if not (type(real) is float and type(imag) is float):
+            raise _Invalid(f"at {path}: a complex number needs two floats")
+        return complex(real, imag)
+
     def _tuple(self, node, path):
         return tuple(self._list(node["items"], path))
 
@@ -440,6 +451,8 @@ class _Decoder:
             array = self.arrays[ref]
         except KeyError:
             raise _Invalid(f"at {path}: the archive has no array {ref!r}") from None
+        if not isinstance(array, np.ndarray):  # np.load gives the bytes of a non-.npy
+            raise _Invalid(f"at {path}: member {ref}.npy is not a .npy array")
         if kinds is not None and (array.ndim != 1 or array.dtype.kind not in kinds):
             raise _Invalid(f"at {path}: array {ref} has dtype {array.dtype} and "
                            f"{array.ndim} dimensions")
@@ -488,9 +501,6 @@ class _Decoder:
     def _scalar(self, node, path):
         dtype = self._dtype_of(node, path, _SCALAR_KINDS)
         value = self.decode(node["value"], path)
-        if dtype.kind == "c":
-            real, imag = value
-            value = complex(real, imag)
         if type(value) not in (bool, int, float, complex, str):
             raise _Invalid(f"at {path}: a {dtype} scalar cannot hold {value!r}")
         return dtype.type(value)
