@@ -52,6 +52,9 @@ _SPARSE_CLASSES = {cls.__name__: cls for cls in (
 
 _BUILTIN_TYPES = {cls.__name__: cls for cls in (bool, int, float, complex, str)}
 
+# what an array of Python objects may hold (and numpy scalars)
+_OBJECT_ITEM_TYPES = frozenset({str, int, float, bool, complex, type(None)})
+
 _SCALAR_KINDS = "biufcU"  # numpy scalars stored by value: bool, ints, floats, complex, str
 
 _MEMBER = re.compile(r"a\d+\.npy\Z")
@@ -141,7 +144,7 @@ def model_from_payload(payload, *, functions=None, import_functions=False):
     except (zipfile.BadZipFile, KeyError, ValueError, EOFError, OSError, RecursionError,
             UnicodeDecodeError) as error:
         raise ValueError(f"the model archive is invalid ({error})") from None
-    if not (isinstance(strings, list) and all(type(s) is str for s in strings)):
+    if not (isinstance(strings, list) and set(map(type, strings)) <= {str}):
         raise ValueError("the model archive's string table is not a list of str")
     if not (isinstance(tree, dict) and isinstance(tree.get("arrays"), dict)):
         raise ValueError("the model description has no 'arrays' table")
@@ -254,10 +257,14 @@ class _Encoder:
         return [self.encode(item, f"{path}[{key!r}]") for key, item in zip(keys, items)]
 
     def _string_ids(self, items):
-        index = self.strings.setdefault
-        ids = [index(item, len(self.strings)) for item in items]
-        dtype = np.int32 if len(self.strings) < 2**31 else np.int64
-        return self._new_array(np.array(ids, dtype=dtype))
+        table = self.strings
+        # dict.fromkeys and map run in C: a vocabulary's names are met up to
+        # four times (names list, vocabulary keys, name arrays)
+        new = [item for item in dict.fromkeys(items) if item not in table]
+        table.update(zip(new, range(len(table), len(table) + len(new))))
+        dtype = np.int32 if len(table) < 2**31 else np.int64
+        return self._new_array(np.fromiter(map(table.__getitem__, items), dtype=dtype,
+                                           count=len(items)))
 
     def _new_array(self, array):
         ref = f"a{len(self.array_specs)}"
@@ -274,12 +281,12 @@ class _Encoder:
                 raise TypeError(f"{path} is an array of records holding objects; the "
                                 f"model format cannot store it.")
             items = array.ravel().tolist()
-            for i, item in enumerate(items):
-                if not (item is None or type(item) in (bool, int, float, str)
-                        or isinstance(item, np.generic)):
-                    raise TypeError(
-                        f"{path}[{i}] is a {type(item).__name__}; the model format stores "
-                        f"arrays of str, numbers, bool and None only.")
+            if not set(map(type, items)) <= _OBJECT_ITEM_TYPES:
+                for i, item in enumerate(items):
+                    if not (type(item) in _OBJECT_ITEM_TYPES or isinstance(item, np.generic)):
+                        raise TypeError(
+                            f"{path}[{i}] is a {type(item).__name__}; the model format "
+                            f"stores arrays of str, numbers, bool and None only.")
             ref = f"a{len(self.array_specs)}"
             self.array_specs[ref] = {"kind": "object", "shape": list(array.shape),
                                      "items": self._items(items, path)}
