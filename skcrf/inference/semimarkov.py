@@ -23,22 +23,23 @@ last. The batch kernels take this layout:
   ``offsets[q]:offsets[q + 1]``.
 
 ``-inf`` anywhere forbids what it scores. A sequence with no feasible
-segmentation gets log Z = ``-inf`` and all-zero marginals. Everything runs in
-log space with max-shifted sums; a forward pass costs O(n L C + n C^2).
+segmentation gets log Z = ``-inf`` and all-zero marginals. A forward pass costs
+O(n L C + n C^2). Forward-backward runs the scaled probability-domain pass of
+:mod:`._semimarkov_scaled` and, for the sequences whose numbers leave its
+range, the exact pass here in log space with max-shifted sums; Viterbi runs in
+log space, where it needs no exponentials.
 """
 
 import numpy as np
 from numba import prange
 
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
+from ._segment_roles import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
+from ._semimarkov_scaled import (exp_factors, norm_floor, scaled_sequence_posteriors,
+                                 scaled_workspace)
 
-#: Rows of the per-token role marginals (second axis of ``roles``).
-#: COVERED: the token lies in a segment of the label; FIRST / LAST: it is the
-#: segment's first / last token; SINGLE: the segment is the token alone;
-#: REPEAT: a segment of the label starts here right after one of the same
-#: label (what IOB1 writes as ``B-``).
-COVERED, FIRST, LAST, SINGLE, REPEAT = 0, 1, 2, 3, 4
-N_ROLES = 5
+__all__ = ["COVERED", "FIRST", "LAST", "N_ROLES", "REPEAT", "SINGLE", "longest_segments",
+           "segment_posteriors", "segment_viterbi"]
 
 
 @compiled()
@@ -266,8 +267,14 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
     chunk_start = np.zeros((n_chunks, n_labels))
     chunk_end = np.zeros((n_chunks, n_labels))
 
+    scalable, exp_length, exp_transitions, exp_start, exp_end = exp_factors(
+        length, transitions, start, end)
+    smallest_norm = norm_floor(max_length)
+
     for c in prange(n_chunks):
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
+        workspace = scaled_workspace(rows, n_labels, max_length)
+        sequence_counts = workspace[5]
         cum = np.empty((rows, n_labels))
         blocked = np.empty((rows, n_labels), np.int64)
         alpha = np.empty((rows, n_labels))
@@ -280,6 +287,20 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
             hi = offsets[q + 1]
             if hi == lo:
                 continue
+            value = np.nan
+            if scalable:
+                value = scaled_sequence_posteriors(
+                    state, first, last, length, transitions, start, end, longest, exp_length,
+                    exp_transitions, exp_start, exp_end, smallest_norm, lo, hi, roles,
+                    workspace)
+            if value == value:
+                log_z[q] = value
+                chunk_lengths[c] += sequence_counts[:, :max_length]
+                chunk_transitions[c] += sequence_counts[:, max_length:max_length + n_labels]
+                chunk_start[c] += sequence_counts[:, max_length + n_labels]
+                chunk_end[c] += sequence_counts[:, max_length + n_labels + 1]
+                continue
+            roles[lo:hi] = 0.0
             log_z[q] = _sequence_posteriors(
                 state, first, last, length, transitions, start, end, longest, lo, hi, roles,
                 chunk_lengths[c], chunk_transitions[c], chunk_start[c], chunk_end[c], cum,

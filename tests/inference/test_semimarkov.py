@@ -7,6 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skcrf.inference.chain import forward_backward, viterbi
+from skcrf.inference._semimarkov_scaled import (exp_factors, norm_floor,
+                                                scaled_sequence_posteriors, scaled_workspace)
 from skcrf.inference.semimarkov import (COVERED, FIRST, LAST, longest_segments,
                                         segment_posteriors, segment_viterbi)
 from tests._threads import results_per_thread_count
@@ -73,6 +75,48 @@ def test_matches_brute_force(problem):
 @given(problems(scale=300.0))
 def test_matches_brute_force_with_extreme_scores(problem):
     _check_against_brute_force(problem)
+
+
+def _scaled_pass(problem):
+    """The scaled pass alone, sequence by sequence: (log_z, roles), NaN where it gives up."""
+    state, first, last, length, transitions, start, end, offsets = problem
+    n_labels, max_length = length.shape
+    ok, *factors = exp_factors(length, transitions, start, end)
+    assert ok
+    rows = int(np.diff(offsets).max(initial=0)) + 1
+    workspace = scaled_workspace(rows, n_labels, max_length)
+    roles = np.zeros((state.shape[0], 5, n_labels))
+    log_z = np.zeros(offsets.shape[0] - 1)
+    for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
+        if hi > lo:
+            log_z[q] = scaled_sequence_posteriors(
+                state, first, last, length, transitions, start, end, longest_segments(length),
+                *factors, norm_floor(max_length), lo, hi, roles, workspace)
+    return log_z, roles
+
+
+@SETTINGS
+@given(problems(scale=1.0))
+def test_scaled_pass_alone_matches_brute_force(problem):
+    """On moderate scores the scaled pass succeeds wherever a segmentation is feasible."""
+    log_z, roles, *_ = enumerate_batch(*problem)
+    got_log_z, got_roles = _scaled_pass(problem)
+    feasible = log_z > -np.inf
+    assert not np.isnan(got_log_z[feasible]).any(), "the scaled pass gave up needlessly"
+    assert np.isnan(got_log_z[~feasible]).all()
+    np.testing.assert_allclose(got_log_z[feasible], log_z[feasible], rtol=1e-9, atol=1e-9)
+    tokens = np.repeat(feasible, np.diff(problem[-1]))
+    np.testing.assert_allclose(got_roles[tokens], roles[tokens], atol=1e-9)
+
+
+def test_scaled_pass_gives_up_on_extreme_scores():
+    """Scores that underflow its products hand the sequence to the exact pass."""
+    problem = _random_batch(7, n_sequences=5, scale=400.0)
+    log_z, _ = _scaled_pass(problem)
+    assert np.isnan(log_z[np.diff(problem[-1]) > 1]).any()
+    exact_log_z, roles, *_ = segment_posteriors(*problem)
+    assert np.isfinite(exact_log_z).all()
+    np.testing.assert_allclose(roles[:, COVERED].sum(axis=1), 1.0, atol=1e-9)
 
 
 def test_length_zero_and_one():

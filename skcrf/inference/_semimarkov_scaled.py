@@ -1,0 +1,259 @@
+"""The semi-Markov forward-backward in the probability domain, scaled per token.
+
+The exact pass of :mod:`.semimarkov` works in log space and pays an
+exponential for every (end token, label, length) term, three times over. This
+pass pays a few exponentials per token and label instead, and the caller falls
+back to the exact pass for any sequence whose numbers leave the range where
+the scaled values keep full precision (extreme weights, near-forbidden
+labels); the checks below decide when, as in :mod:`._order1`.
+
+The scaling is Rabiner's, adapted to segments:
+
+- every segmentation covers every token exactly once, so subtracting a
+  per-token constant ``m[r] = max_y state[r, y]`` from the state scores shifts
+  all segmentations alike; then ``es = exp(state - m) <= 1``;
+- ``alpha[b]`` (segmentations of tokens ``:b`` whose last segment ends at b) is
+  normalized to sum 1 by ``norm[b]``, and a segment over tokens ``a:b`` is
+  divided by ``norm[a + 1] * ... * norm[b]``, which keeps every forward value on
+  the scale of its end token; backward values use the same norms, so that
+  ``enter[a] * segment * beta[b]`` is the segment's marginal and
+  ``sum(start_marginals) == 1``, which the pass checks.
+
+Arrays of one sequence are indexed by the local token ``r = t - lo``;
+boundaries (``alpha``, ``beta``, ``enter``, ``leave``, ``norm``) by the
+position ``b`` in ``0..n`` between tokens.
+"""
+
+import numpy as np
+
+from ._batch import compiled
+from ._segment_roles import COVERED, FIRST, LAST, REPEAT, SINGLE
+
+#: Largest exponentiated weight the pass accepts (a weight of about 23).
+FACTOR_CAP = 1e10
+
+#: A forward cell below this that some feasible segmentation reaches may have
+#: lost its dominant terms to underflow: the exact pass takes over.
+CELL_FLOOR = 1e-100
+
+#: Normalizers above this make the exact pass take over (see :func:`norm_floor`
+#: for the lower bound).
+NORM_CEILING = 1e100
+
+#: Backward values above this make the exact pass take over before they overflow.
+HUGE = 1e250
+
+#: How far the start marginals may sum from 1 before the pass is not trusted.
+IDENTITY_TOLERANCE = 1e-9
+
+
+@compiled()
+def exp_factors(length, transitions, start, end):
+    """Exponentials of the sequence-independent weights, or None if one exceeds FACTOR_CAP."""
+    exp_length = np.exp(length)
+    exp_transitions = np.exp(transitions)
+    exp_start = np.exp(start)
+    exp_end = np.exp(end)
+    ok = (exp_length.max() <= FACTOR_CAP and exp_transitions.max() <= FACTOR_CAP
+          and exp_start.max() <= FACTOR_CAP and exp_end.max() <= FACTOR_CAP)
+    return ok, exp_length, exp_transitions, exp_start, exp_end
+
+
+@compiled()
+def norm_floor(max_length):
+    """Smallest normalizer the pass accepts with segments of up to ``max_length`` tokens.
+
+    A segment's running token product may underflow to 0 (a term below
+    1e-308) and then be divided by up to ``max_length`` normalizers before it
+    would have been added to a cell. With every normalizer above this floor
+    and every exponentiated weight below FACTOR_CAP, such a lost term stays
+    below 1e-308 * 1e146 * FACTOR_CAP ** 4 = 1e-122: with at most 1e6 terms
+    per cell, 1e-16 of CELL_FLOOR, below rounding error.
+    """
+    return 10.0 ** (-146.0 / max(max_length, 1))
+
+
+@compiled()
+def scaled_workspace(rows, n_labels, max_length):
+    """Scratch for sequences of up to ``rows - 1`` tokens (see :func:`scaled_sequence_posteriors`)."""
+    tokens = np.empty((5, rows, n_labels))  # es, scaled es, exp first, exp last, cover
+    bounds = np.empty((4, rows, n_labels))  # alpha, enter, beta, leave
+    reach = np.zeros((2, rows, n_labels), np.bool_)  # alpha, enter
+    blocked = np.zeros((rows, n_labels), np.int64)
+    norm = np.empty(rows)
+    counts = np.empty((n_labels, max_length + 2 * n_labels + 2))
+    return tokens, bounds, reach, blocked, norm, counts
+
+
+@compiled()
+def _feasible_end(state, first, last, length, longest, lo, b, y, blocked, enter_reach):
+    """Whether some segment of label y ending at b has a finite score from a reached entry.
+
+    ``blocked[r, y]`` counts the ``-inf`` state scores of label y before local token r.
+    """
+    if last[lo + b - 1, y] == -np.inf:
+        return False
+    for d in range(1, min(b, longest[y]) + 1):
+        a = b - d
+        if blocked[b, y] != blocked[a, y]:
+            break  # a forbidden token lies inside every longer segment too
+        if enter_reach[a, y] and first[lo + a, y] > -np.inf and length[y, d - 1] > -np.inf:
+            return True
+    return False
+
+
+@compiled()
+def scaled_sequence_posteriors(state, first, last, length, transitions, start, end, longest,
+                               exp_length, exp_transitions, exp_start, exp_end, smallest_norm,
+                               lo, hi, roles, workspace):
+    """Scaled forward-backward of tokens lo..hi-1.
+
+    Returns log Z and adds the role marginals of the tokens to ``roles`` and
+    the sequence's expected counts to the counts block of ``workspace``
+    (``counts[:, :L]`` lengths, then transitions, then start and end as
+    columns), or returns NaN when a precision check fails or the sequence may
+    be infeasible. After NaN, ``roles[lo:hi]`` may be partly written: the
+    caller zeroes it and runs the exact pass.
+    """
+    tokens, bounds, reach, blocked, norm, counts = workspace
+    es, esc, ef, el, cover = tokens[0], tokens[1], tokens[2], tokens[3], tokens[4]
+    alpha, enter, beta, leave = bounds[0], bounds[1], bounds[2], bounds[3]
+    alpha_reach, enter_reach = reach[0], reach[1]
+    n_labels = state.shape[1]
+    max_length = length.shape[1]
+    n = hi - lo
+
+    log_z = 0.0
+    for y in range(n_labels):
+        blocked[0, y] = 0
+    for r in range(n):
+        top = -np.inf
+        for y in range(n_labels):
+            if state[lo + r, y] > top:
+                top = state[lo + r, y]
+        if top == -np.inf:
+            return np.nan
+        log_z += top
+        for y in range(n_labels):
+            es[r, y] = np.exp(state[lo + r, y] - top)
+            ef[r, y] = np.exp(first[lo + r, y])
+            el[r, y] = np.exp(last[lo + r, y])
+            if ef[r, y] > FACTOR_CAP or el[r, y] > FACTOR_CAP:
+                return np.nan
+            blocked[r + 1, y] = blocked[r, y] + (state[lo + r, y] == -np.inf)
+
+    # forward: alpha[b] normalized, enter[b] on the same scale
+    for y in range(n_labels):
+        enter[0, y] = exp_start[y]
+        enter_reach[0, y] = start[y] > -np.inf
+    for b in range(1, n + 1):
+        total = 0.0
+        for y in range(n_labels):
+            # p: the segment's token product, tokens a..b-2 divided by norm[a+1..b-1]
+            p = es[b - 1, y]
+            acc = 0.0
+            for d in range(1, min(b, longest[y]) + 1):
+                a = b - d
+                if d > 1:
+                    p *= esc[a, y]
+                if p == 0.0:
+                    break
+                acc += enter[a, y] * ef[a, y] * exp_length[y, d - 1] * p
+            acc *= el[b - 1, y]
+            if acc < CELL_FLOOR:
+                if _feasible_end(state, first, last, length, longest, lo, b, y, blocked,
+                                 enter_reach):
+                    return np.nan
+                alpha_reach[b, y] = False
+            else:
+                alpha_reach[b, y] = True
+            alpha[b, y] = acc
+            total += acc
+        if total == 0.0:
+            # no segment may end here (the cell checks ruled out underflow):
+            # nothing to scale
+            total = 1.0
+        elif not (smallest_norm <= total <= NORM_CEILING):
+            return np.nan
+        norm[b] = total
+        log_z += np.log(total)
+        for y in range(n_labels):
+            alpha[b, y] /= total
+            esc[b - 1, y] = es[b - 1, y] / total
+        if b < n:
+            for y in range(n_labels):
+                acc = 0.0
+                entered = False
+                for x in range(n_labels):
+                    acc += alpha[b, x] * exp_transitions[x, y]
+                    entered = entered or (alpha_reach[b, x] and transitions[x, y] > -np.inf)
+                enter[b, y] = acc
+                enter_reach[b, y] = entered
+    final = 0.0
+    for y in range(n_labels):
+        final += alpha[n, y] * exp_end[y]
+    if not (CELL_FLOOR <= final <= NORM_CEILING):
+        return np.nan
+    log_z += np.log(final)
+
+    # backward, with the segment and role marginals on the way
+    lengths_ = counts[:, :max_length]
+    pairs = counts[:, max_length:max_length + n_labels]
+    counts[:, :] = 0.0
+    for r in range(n + 1):
+        for y in range(n_labels):
+            cover[r, y] = 0.0
+    for y in range(n_labels):
+        beta[n, y] = exp_end[y] / final
+    for a in range(n - 1, -1, -1):
+        for y in range(n_labels):
+            p = 1.0
+            acc = 0.0
+            opened = 0.0
+            for d in range(1, min(n - a, longest[y]) + 1):
+                b = a + d
+                p *= esc[b - 1, y]
+                if p == 0.0:
+                    break
+                term = ef[a, y] * exp_length[y, d - 1] * p * el[b - 1, y] * beta[b, y]
+                acc += term
+                segment = enter[a, y] * term
+                if segment > 0.0:
+                    opened += segment
+                    roles[lo + b - 1, LAST, y] += segment
+                    if d == 1:
+                        roles[lo + a, SINGLE, y] += segment
+                    # coverage as a difference array, summed below
+                    cover[b, y] -= segment
+                    lengths_[y, d - 1] += segment
+            if not acc < HUGE:
+                return np.nan
+            leave[a, y] = acc
+            roles[lo + a, FIRST, y] += opened
+            cover[a, y] += opened
+        if a > 0:
+            for x in range(n_labels):
+                acc = 0.0
+                for y in range(n_labels):
+                    acc += exp_transitions[x, y] * leave[a, y]
+                if not acc < HUGE:
+                    return np.nan
+                beta[a, x] = acc
+                for y in range(n_labels):
+                    pair = alpha[a, x] * exp_transitions[x, y] * leave[a, y]
+                    pairs[x, y] += pair
+                    if x == y:
+                        roles[lo + a, REPEAT, y] += pair
+    opening = 0.0
+    for y in range(n_labels):
+        counts[y, max_length + n_labels] = exp_start[y] * leave[0, y]
+        counts[y, max_length + n_labels + 1] = alpha[n, y] * exp_end[y] / final
+        opening += counts[y, max_length + n_labels]
+    if not abs(opening - 1.0) <= IDENTITY_TOLERANCE:
+        return np.nan
+    for y in range(n_labels):
+        covered = 0.0
+        for r in range(n):
+            covered += cover[r, y]
+            roles[lo + r, COVERED, y] = covered
+    return log_z
