@@ -1,11 +1,15 @@
-"""Readable tables of the weights of a fitted CRFClassifier.
+"""Readable tables of the weights of a fitted CRFClassifier or SemiMarkovCRF.
 
 :func:`state_features` lists the strongest (feature, label) weights,
 :func:`transition_features` the (label, next label) weights,
-:func:`trigram_features` the label-trigram weights of an order-2 chain and
-:func:`edge_features` the strongest transition-feature weights, all as lists
-of named tuples: ``print(format_table(rows))`` shows them as text and
-``pandas.DataFrame(rows)`` turns them into a data frame with named columns.
+:func:`trigram_features` the label-trigram weights of an order-2 chain,
+:func:`edge_features` the strongest transition-feature weights, and for a
+:class:`~skcrf.SemiMarkovCRF` :func:`boundary_features` the weights of a
+segment's first and last token and :func:`length_weights` those of its
+length, all as lists of named tuples: ``print(format_table(rows))`` shows
+them as text and ``pandas.DataFrame(rows)`` turns them into a data frame with
+named columns. The labels of a SemiMarkovCRF's weights are its segment labels
+(``segment_classes_``), not its tags.
 """
 
 from collections import namedtuple
@@ -13,8 +17,9 @@ from collections import namedtuple
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["EdgeFeature", "StateFeature", "Transition", "Trigram", "edge_features",
-           "format_table", "state_features", "transition_features", "trigram_features"]
+__all__ = ["BoundaryFeature", "EdgeFeature", "SegmentLength", "StateFeature", "Transition",
+           "Trigram", "boundary_features", "edge_features", "format_table",
+           "length_weights", "state_features", "transition_features", "trigram_features"]
 
 StateFeature = namedtuple("StateFeature", ["feature", "label", "weight"])
 StateFeature.__doc__ = """Weight of one feature for one label (a cell of ``coef_``)."""
@@ -32,6 +37,15 @@ EdgeFeature.__doc__ = """Weight a token's feature adds to the transition from
 ``from_label`` (previous token) to ``to_label`` (this token): an entry of
 ``transition_feature_coef_``."""
 
+BoundaryFeature = namedtuple("BoundaryFeature", ["feature", "label", "position", "weight"])
+BoundaryFeature.__doc__ = """Weight of a feature of the ``"first"`` or ``"last"`` token
+of a segment labelled ``label`` (a cell of a SemiMarkovCRF's ``first_coef_`` or
+``last_coef_``)."""
+
+SegmentLength = namedtuple("SegmentLength", ["label", "length", "weight"])
+SegmentLength.__doc__ = """Weight of a segment of ``length`` tokens labelled ``label``
+(a cell of a SemiMarkovCRF's ``length_coef_``)."""
+
 
 def _check_top(top):
     if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer))
@@ -39,10 +53,17 @@ def _check_top(top):
         raise ValueError(f"top must be a positive integer or None; got {top!r}.")
 
 
+def _weight_labels(crf):
+    """The labels of the rows of ``coef_``: the segment labels of a segment model, else classes_."""
+    labels = getattr(crf, "segment_classes_", None)
+    return (crf.classes_ if labels is None else labels).tolist()
+
+
 def _class_indices(crf, classes):
     """Row indices in ``coef_`` of the requested labels, in the order given."""
     # tolist() gives Python str / int, so a plain "PER" finds np.str_("PER").
-    index = {label: k for k, label in enumerate(crf.classes_.tolist())}
+    labels = _weight_labels(crf)
+    index = {label: k for k, label in enumerate(labels)}
     if classes is None:
         return list(range(len(index)))
     if isinstance(classes, (str, bytes)) or not hasattr(classes, "__iter__"):
@@ -51,7 +72,7 @@ def _class_indices(crf, classes):
     missing = [label for label in classes if label not in index]
     if missing:
         raise ValueError(f"Unknown label(s) {missing!r}; the model's labels are "
-                         f"{crf.classes_.tolist()!r}.")
+                         f"{labels!r}.")
     return [index[label] for label in classes]
 
 
@@ -71,13 +92,14 @@ def state_features(crf, *, top=20, classes=None):
 
     Parameters
     ----------
-    crf : CRFClassifier
+    crf : CRFClassifier or SemiMarkovCRF
         A fitted model.
     top : int or None, default=20
         Number of features listed per label, those with the largest absolute
         weight. None lists every nonzero weight.
     classes : list of labels, default=None
-        Labels to list, in this order; by default all of ``crf.classes_``.
+        Labels to list, in this order; by default all of ``crf.classes_``
+        (``segment_classes_`` for a SemiMarkovCRF).
 
     Returns
     -------
@@ -101,7 +123,7 @@ def state_features(crf, *, top=20, classes=None):
     """
     check_is_fitted(crf, ["coef_", "classes_", "feature_names_"])
     _check_top(top)
-    labels = crf.classes_.tolist()
+    labels = _weight_labels(crf)
     names = crf.feature_names_
     rows = []
     for k in _class_indices(crf, classes):
@@ -110,13 +132,84 @@ def state_features(crf, *, top=20, classes=None):
     return rows
 
 
+def boundary_features(crf, *, top=20, classes=None):
+    """The strongest weights of the features of a segment's first and last token.
+
+    Parameters
+    ----------
+    crf : SemiMarkovCRF
+        A fitted model.
+    top : int or None, default=20
+        Number of features listed per label and position, by decreasing
+        absolute weight. None lists every nonzero weight.
+    classes : list of labels, default=None
+        Segment labels to list, in this order; by default all of
+        ``crf.segment_classes_``.
+
+    Returns
+    -------
+    rows : list of BoundaryFeature
+        Named tuples ``(feature, label, position, weight)``, position
+        ``"first"`` or ``"last"``, grouped by label then position.
+
+    Examples
+    --------
+    >>> from skcrf import SemiMarkovCRF
+    >>> from skcrf.inspection import boundary_features
+    >>> X = [[{"w": "Ada"}, {"w": "Lovelace"}, {"w": "wrote"}],
+    ...      [{"w": "Alan"}, {"w": "Turing"}, {"w": "ran"}]]
+    >>> y = [["B-PER", "I-PER", "O"], ["B-PER", "I-PER", "O"]]
+    >>> crf = SemiMarkovCRF(alpha=0.1).fit(X, y)
+    >>> sorted((row.feature, row.position) for row in
+    ...        boundary_features(crf, top=2, classes=["PER"]))
+    [('w=Ada', 'first'), ('w=Alan', 'first'), ('w=Lovelace', 'last'), ('w=Turing', 'last')]
+    """
+    check_is_fitted(crf, ["first_coef_", "last_coef_", "segment_classes_", "feature_names_"])
+    _check_top(top)
+    labels = _weight_labels(crf)
+    names = crf.feature_names_
+    rows = []
+    for k in _class_indices(crf, classes):
+        for position, weights in (("first", crf.first_coef_[k]), ("last", crf.last_coef_[k])):
+            for j in _strongest(weights, top):
+                rows.append(BoundaryFeature(str(names[j]), labels[k], position,
+                                            float(weights[j])))
+    return rows
+
+
+def length_weights(crf, *, classes=None):
+    """The weight of every segment length each label may take.
+
+    Parameters
+    ----------
+    crf : SemiMarkovCRF
+        A fitted model.
+    classes : list of labels, default=None
+        Segment labels to list, in this order; by default all of
+        ``crf.segment_classes_``.
+
+    Returns
+    -------
+    rows : list of SegmentLength
+        Named tuples ``(label, length, weight)`` by label then length; the
+        lengths a label may not take (weight ``-inf``) are left out.
+    """
+    check_is_fitted(crf, ["length_coef_", "segment_classes_"])
+    labels = _weight_labels(crf)
+    rows = []
+    for k in _class_indices(crf, classes):
+        for d in np.flatnonzero(np.isfinite(crf.length_coef_[k])).tolist():
+            rows.append(SegmentLength(labels[k], d + 1, float(crf.length_coef_[k, d])))
+    return rows
+
+
 def transition_features(crf, *, top=None):
     """Transition weights as (from_label, to_label, weight) rows.
 
     Parameters
     ----------
-    crf : CRFClassifier
-        A fitted model.
+    crf : CRFClassifier or SemiMarkovCRF
+        A fitted model; a SemiMarkovCRF's are between consecutive segments.
     top : int or None, default=None
         Number of transitions listed, those with the largest absolute weight;
         None lists all of them.
@@ -142,7 +235,7 @@ def transition_features(crf, *, top=None):
     """
     check_is_fitted(crf, ["transition_coef_", "classes_"])
     _check_top(top)
-    labels = crf.classes_.tolist()
+    labels = _weight_labels(crf)
     weights = crf.transition_coef_
     n_classes = weights.shape[0]
     flat = weights.ravel()

@@ -272,3 +272,51 @@ def test_edge_features_list_the_strongest_transition_features():
     assert "w=dog" in format_table(rows[:50])
     with pytest.raises(ValueError, match="transition_features"):
         edge_features(CRFClassifier(alpha=0.1).fit(X, Y))
+
+
+SEGMENT_X = [[{"w": "Ada"}, {"w": "Lovelace"}, {"w": "wrote"}],
+             [{"w": "Alan"}, {"w": "Turing"}, {"w": "ran"}],
+             [{"w": "in"}, {"w": "Paris"}, {"w": "today"}]]
+SEGMENT_Y = [["B-PER", "I-PER", "O"], ["B-PER", "I-PER", "O"], ["O", "B-LOC", "O"]]
+
+
+@pytest.fixture(scope="module")
+def semi():
+    from skcrf import SemiMarkovCRF
+
+    return SemiMarkovCRF(alpha=0.1).fit(SEGMENT_X, SEGMENT_Y)
+
+
+def test_semimarkov_tables_name_segment_labels(semi):
+    """Rows of coef_ are segment labels (LOC, PER, O), not tags (B-PER, ...)."""
+    rows = state_features(semi, top=None)
+    assert {row.label for row in rows} == {"LOC", "PER", "O"}
+    for row in rows:
+        k = semi.segment_classes_.tolist().index(row.label)
+        j = semi.feature_names_.tolist().index(row.feature)
+        assert row.weight == semi.coef_[k, j]
+    pairs = transition_features(semi)
+    assert len(pairs) == len(semi.segment_classes_) ** 2
+    with pytest.raises(ValueError, match="B-PER"):
+        state_features(semi, classes=["B-PER"])
+
+
+def test_boundary_features_and_length_weights(semi):
+    from skcrf.inspection import boundary_features, length_weights
+
+    rows = boundary_features(semi, top=None, classes=["PER"])
+    first = {row.feature: row.weight for row in rows if row.position == "first"}
+    last = {row.feature: row.weight for row in rows if row.position == "last"}
+    names = semi.feature_names_.tolist()
+    k = semi.segment_classes_.tolist().index("PER")
+    assert set(first) == {"w=Ada", "w=Alan"} and set(last) == {"w=Lovelace", "w=Turing"}
+    assert first["w=Ada"] == semi.first_coef_[k, names.index("w=Ada")] > 0
+    assert last["w=Turing"] == semi.last_coef_[k, names.index("w=Turing")] > 0
+    lengths = length_weights(semi)
+    # "O" segments are single tokens; PER and LOC may take up to the longest (2)
+    assert [(r.label, r.length) for r in lengths] == [("LOC", 1), ("LOC", 2), ("PER", 1),
+                                                     ("PER", 2), ("O", 1)]
+    per_two = [r.weight for r in lengths if r.label == "PER" and r.length == 2][0]
+    assert per_two == semi.length_coef_[k, 1]
+    with pytest.raises(NotFittedError):
+        length_weights(CRFClassifier())
