@@ -327,6 +327,25 @@ class _Layout:
                               f"label: no token columns left")
         return cls(n_columns, tokens, label, separator, encoding)
 
+    @classmethod
+    def from_metadata(cls, saved):
+        """The layout ``skcrf train`` saved with a model (None if it saved none)."""
+        if not saved:
+            return None
+        try:
+            layout = cls(**{**saved, "token_columns": tuple(saved["token_columns"])})
+            columns = (layout.label_column, *layout.token_columns)
+            if not (type(layout.n_columns) is int and all(
+                    type(c) is int and 0 <= c < layout.n_columns for c in columns)):
+                raise ValueError("column numbers must be integers below n_columns")
+            for text in (layout.separator, layout.encoding):
+                if text is not None and not isinstance(text, str):
+                    raise ValueError("separator and encoding must be str or null")
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"its column layout {saved!r:.100} is invalid "
+                             f"({type(error).__name__}: {error})") from None
+        return layout
+
     def for_file(self, n_columns, path, need_labels):
         """(token columns, label column or None) of a file with ``n_columns`` columns.
 
@@ -489,18 +508,41 @@ def _warnings_as_lines(prog, convergence_message=None):
 
 
 def _load(prog, path):
-    """The model at ``path`` and its layout (None for a model not from ``skcrf train``)."""
+    """The model at ``path`` and its layout (None for a model not from ``skcrf train``).
+
+    Any failure to load is one line, ``cannot load model PATH: why``: a model
+    file may be truncated, corrupt or written by another program, and what
+    goes wrong inside the loader then (a MemoryError for an array that claims
+    terabytes, a KeyError, ...) is about the file, not a bug to show a
+    traceback for.
+    """
     try:
         with _warnings_as_lines(prog):
             model, metadata = load_model(path, return_metadata=True)
-    except OSError as error:
-        raise _CommandError(f"cannot read {path}: {error.strerror or error}") from None
+        layout = _Layout.from_metadata(metadata.get("layout"))
+    except Exception as error:  # noqa: BLE001 - see the docstring
+        raise _CommandError(f"cannot load model {path}: {_load_failure(path, error)}") \
+            from None
     if not hasattr(model, "predict"):
         raise _CommandError(f"{path} holds a {type(model).__name__}, which cannot label "
                             f"tokens; train a model with 'skcrf train'")
-    layout = metadata.get("layout")
-    return model, (_Layout(**{**layout, "token_columns": tuple(layout["token_columns"])})
-                   if layout else None)
+    return model, layout
+
+
+def _load_failure(path, error):
+    """Why loading ``path`` failed, in one line."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    message = " ".join(str(error).split())
+    # the loader's messages start with the file name, which the line has already
+    message = message.removeprefix(f"{path}: ")
+    if message.startswith(f"{path} "):
+        message = "it " + message.removeprefix(f"{path} ")
+    if isinstance(error, MemoryError):
+        return f"it needs more memory than there is ({message or 'MemoryError'})"
+    if not isinstance(error, (ValueError, TypeError)) or not message:
+        message = f"{type(error).__name__}: {message}".rstrip(": ")
+    return message
 
 
 def _read_for(layout, path, need_labels):

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import warnings
+import zipfile
 
 import numpy as np
 import pytest
@@ -323,9 +324,10 @@ def _future_model(trained, tmp_path):
     (["train", "{train}"], 2, "the following arguments are required: --model"),
     ([], 2, "skcrf: error: the following arguments are required: COMMAND"),
     (["tag", "--model", "{train}", "{test}"], 1,
-     "skcrf tag: error: .*train.txt is not an skcrf model file"),
+     "skcrf tag: error: cannot load model .*train.txt: it is not an skcrf model file"),
     (["tag", "--model", "{future}", "{test}"], 1,
-     f"future.skcrf was saved by skcrf .* in model format {FORMAT_VERSION + 1}"),
+     f"cannot load model .*future.skcrf: it was saved by skcrf .* in model format "
+     f"{FORMAT_VERSION + 1}"),
     (["tag", "--model", "{model}", "{one_column}"], 1,
      "one_column.txt has 1 column.* expected 3, or 2 without the label"),
     (["tag", "--model", "{model}", "{test}", "--output", "{folder}"], 1,
@@ -348,6 +350,78 @@ def test_errors_are_one_line_with_a_status(data, trained, tmp_path, argv, status
     assert "Traceback" not in err
     assert re.search(expected, err.strip()), err
     assert not (tmp_path / "m.skcrf").exists()
+
+
+def _rewritten_model(source, target, change=None, change_header=None):
+    """A copy of a model file whose zip members and header went through ``change``
+    and ``change_header``, checksummed anew.
+
+    What a damaged file with a valid checksum looks like: a file written by
+    hand, or by another program, rather than by save_model.
+    """
+    from skcrf._persistence import _checksum
+
+    magic, header, payload = source.read_bytes().split(b"\n", 2)
+    header = json.loads(header)
+    with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    members = change(members) if change else members
+    header = change_header(header) if change_header else header
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    payload = buffer.getvalue()
+    header["payload"]["size"] = len(payload)
+    header["sha256"] = _checksum(header, payload)
+    target.write_bytes(b"\n".join([magic, json.dumps(header).encode(), payload]))
+    return target
+
+
+def _huge_array(members):
+    """Claim a shape of 10^12 columns for the largest float array: 10^13 bytes to allocate."""
+    name = max((name for name, data in members.items()
+                if name.endswith(".npy") and b"'<f8'" in data[:128]),
+               key=lambda name: len(members[name]))
+    data = members[name]
+    header_length = 10 + int.from_bytes(data[8:10], "little")
+    header = re.sub(rb"'shape': \([^)]*\)", b"'shape': (3, 1000000000000)",
+                    data[:header_length].rstrip()).ljust(header_length - 1) + b"\n"
+    return {**members, name: header + data[header_length:]}
+
+
+def _damaged_models(trained, folder):
+    """Model files damaged in the ways a file can be: {name: path}."""
+    data = trained["model"].read_bytes()
+    files = {
+        "truncated": data[:len(data) // 2],
+        "header only": data[:data.index(b"\n", 12) + 1],
+        "garbage": np.random.default_rng(0).bytes(5000),
+        "empty": b"",
+        "flipped byte": data[:-100] + bytes([data[-100] ^ 0xFF]) + data[-99:],
+    }
+    paths = {}
+    for name, content in files.items():
+        paths[name] = folder / f"{name.replace(' ', '_')}.skcrf"
+        paths[name].write_bytes(content)
+    paths["huge array"] = _rewritten_model(trained["model"], folder / "huge.skcrf",
+                                           _huge_array)
+    paths["bad layout"] = _rewritten_model(
+        trained["model"], folder / "layout.skcrf",
+        change_header=lambda header: {**header, "metadata": {"layout": {"columns": 3}}})
+    return paths
+
+
+@pytest.mark.parametrize("command", ["tag", "evaluate"])
+def test_a_damaged_model_is_one_line_error(data, trained, tmp_path, command):
+    """Whatever the damage, one line naming the file, never a traceback."""
+    for name, path in _damaged_models(trained, tmp_path).items():
+        status, out, err = _run(command, "--model", path, data["test"])
+        assert status == 1, (name, err)
+        assert out == "", name
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, (name, err)
+        assert err.startswith(f"skcrf {command}: error: cannot load model {path}: "), err
+        assert str(path) not in err.split(f"{path}: ", 1)[1], err  # named once
 
 
 @pytest.mark.parametrize("command", ["train", "tag", "evaluate"])
