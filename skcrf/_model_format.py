@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-__all__ = ["estimator_classes", "model_from_payload", "model_to_payload"]
+__all__ = ["estimator_classes", "function_reference", "model_from_payload", "model_to_payload"]
 
 _TYPE = "$type"
 
