@@ -1,5 +1,7 @@
 """What every CRF estimator shares: input to features, the fit driver, predict and score."""
 
+import functools
+import sys
 import warnings
 from numbers import Integral, Real
 
@@ -16,6 +18,54 @@ from .features.arrays import FeatureArrays
 from .features.sequence_matrix import SequenceMatrix
 from .features.vectorizer import SequenceVectorizer
 from .learning.lbfgs import Stop, lbfgs
+
+
+def _user_stacklevel():
+    """``stacklevel`` that makes a warning raised by the caller point at user code.
+
+    Counts the frames of skcrf and of scikit-learn's ``_fit_context``
+    wrapper (sklearn.base) between the caller and the first other frame, so
+    that it stays right whatever wrappers ``fit`` has.
+    """
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(
+            ("skcrf.", "sklearn.base")):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _is_fitted_attribute(name):
+    """Whether ``name`` is a learned attribute (scikit-learn's rule: a trailing underscore)."""
+    return name.endswith("_") and not name.startswith("__")
+
+
+def atomic_fit(fit):
+    """Make ``fit`` build the new state aside and swap it in at once at its end.
+
+    ``fit`` runs on a shadow estimator: the same class and parameters, no
+    fitted attributes. Only when it returns does the shadow's state replace
+    the estimator's, in one assignment of ``__dict__``. So a concurrent
+    ``predict`` (which reads a snapshot of that dict, see
+    :meth:`CRFEstimator._fitted_model`) sees the old model or the new one,
+    never a mix, and a fit that raises (bad input, divergence, Ctrl-C, out
+    of memory) leaves the previous model as it was. Attributes a previous fit
+    set and this one does not (``transition2_coef_`` after ``order=2``) go.
+    """
+
+    @functools.wraps(fit)
+    def swapping_fit(self, *args, **kwargs):
+        shadow = object.__new__(type(self))
+        shadow.__dict__.update(
+            (name, value) for name, value in vars(self).items()
+            if not _is_fitted_attribute(name))
+        fit(shadow, *args, **kwargs)
+        # one reference assignment: a reader has the old dict or the new one
+        self.__dict__ = shadow.__dict__
+        return self
+
+    return swapping_fit
 
 
 class TrainingData:
@@ -52,6 +102,9 @@ class CRFEstimator(BaseEstimator):
     ``_decode(features, offsets)`` (label ids) and
     ``_token_marginals(features, offsets)`` ((n_tokens, n_classes) array).
     """
+
+    #: ``fit`` of a subclass takes ``@CRFEstimator._atomic_fit`` (see :func:`atomic_fit`)
+    _atomic_fit = staticmethod(atomic_fit)
 
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -99,8 +152,9 @@ class CRFEstimator(BaseEstimator):
     def _check_training(self, result, data):
         """Raise or warn, saying what to do, if the solver did not really train.
 
-        Warnings use ``stacklevel=4`` (here, fit, sklearn's ``_fit_context``
-        wrapper) to point at the user's call of ``fit``.
+        Warnings point at the user's call of ``fit``, past the frames of
+        skcrf and of scikit-learn's ``_fit_context`` wrapper
+        (:func:`_user_stacklevel`).
 
         Huge feature values make the objective overflow (the loss reports
         ``inf`` there and the solver backs off) or the solver's own norms
@@ -134,11 +188,11 @@ class CRFEstimator(BaseEstimator):
             warnings.warn(
                 f"{name} stopped after {result.n_iter} iterations because the line "
                 f"search could not decrease the objective, so the model may be poor; "
-                f"{largest()}. {advice}", ConvergenceWarning, stacklevel=4)
+                f"{largest()}. {advice}", ConvergenceWarning, stacklevel=_user_stacklevel())
         elif result.stop is Stop.MAX_ITER:
             warnings.warn(
                 f"{name} did not converge in max_iter={self.max_iter} iterations; "
-                f"increase max_iter or tol.", ConvergenceWarning, stacklevel=4)
+                f"increase max_iter or tol.", ConvergenceWarning, stacklevel=_user_stacklevel())
 
     @staticmethod
     def _feature_names(data):
@@ -147,8 +201,25 @@ class CRFEstimator(BaseEstimator):
             return np.asarray(data.feature_names, dtype=object)
         return np.asarray([f"x{i}" for i in range(n_features)], dtype=object)
 
+    def _fitted_model(self):
+        """A frozen copy of this fitted estimator, for one prediction call to read.
+
+        A prediction reads several fitted attributes (the vectorizer, the
+        weights, ``classes_``) at different moments; a concurrent ``fit``
+        that finished in between would mix two models. The copy shares the
+        arrays but takes the attribute dict once, in one atomic copy, and
+        ``fit`` replaces that dict at once (:func:`atomic_fit`).
+        """
+        model = object.__new__(type(self))
+        model.__dict__ = self.__dict__.copy()
+        check_is_fitted(model)
+        return model
+
     def _features(self, X):
-        """Check fitted state and input; the FeatureArrays and offsets of ``X``."""
+        """Check fitted state and input; the FeatureArrays and offsets of ``X``.
+
+        Prediction methods call it on :meth:`_fitted_model`, not on ``self``.
+        """
         check_is_fitted(self)
         X = check_sequences(X)
         if isinstance(X, SequenceMatrix):
@@ -190,8 +261,9 @@ class CRFEstimator(BaseEstimator):
         y_pred : list of ndarray
             One 1-D array of labels from ``classes_`` per sequence.
         """
-        features, offsets = self._features(X)
-        return self._split(self.classes_[self._label_ids(features, offsets)], offsets)
+        model = self._fitted_model()
+        features, offsets = model._features(X)
+        return self._split(model.classes_[model._label_ids(features, offsets)], offsets)
 
     def predict_marginals(self, X):
         """Probability of each label at each token (forward-backward).
@@ -206,9 +278,10 @@ class CRFEstimator(BaseEstimator):
             One (n_tokens_i, n_classes) array per sequence, columns in
             ``classes_`` order, rows summing to 1.
         """
-        features, offsets = self._features(X)
-        with kernel_threads(self.n_jobs):
-            marginals = self._token_marginals(features, offsets)
+        model = self._fitted_model()
+        features, offsets = model._features(X)
+        with kernel_threads(model.n_jobs):
+            marginals = model._token_marginals(features, offsets)
         return self._split(marginals, offsets)
 
     def predict_proba(self, X):
@@ -244,11 +317,12 @@ class CRFEstimator(BaseEstimator):
         score : float
             Fraction of tokens labelled correctly.
         """
-        features, offsets = self._features(X)
+        model = self._fitted_model()
+        features, offsets = model._features(X)
         labels = check_labels(y, np.diff(offsets))
         if labels.shape[0] == 0:
             raise ValueError("score needs at least one token.")
-        predicted = self.classes_[self._label_ids(features, offsets)]
+        predicted = model.classes_[model._label_ids(features, offsets)]
         return float(np.mean(predicted == labels))
 
     def __sklearn_tags__(self):

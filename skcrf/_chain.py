@@ -147,6 +147,7 @@ class CRFClassifier(CRFEstimator):
         super().__setstate__(state)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @CRFEstimator._atomic_fit
     def fit(self, X, y):
         """Learn the weights from labelled sequences.
 
@@ -180,10 +181,8 @@ class CRFClassifier(CRFEstimator):
         self._check_training(result, data)
 
         named = structure.coefficients(result.w)
-        # every attribute is set here, at the end, so that a concurrent predict
-        # sees the old model or the new one
-        for stale in ("transition2_coef_", "transition_feature_coef_"):
-            self.__dict__.pop(stale, None)
+        # self is a shadow estimator here: _atomic_fit swaps its attributes
+        # in at once when fit returns
         self.classes_ = data.classes
         self.coef_ = named["coef"]
         self.transition_coef_ = named["transitions"]

@@ -10,6 +10,7 @@ traceback or a silently wrong result.
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
 from skcrf import CRFClassifier, SequenceMatrix
 
@@ -99,3 +100,119 @@ def test_offsets_survive_pickling_read_only():
     X = pickle.loads(pickle.dumps(_sequence_matrix()))
     assert not X.offsets.flags.writeable
     assert X.lengths.tolist() == [2, 3]
+
+
+# --- 2. predict in one thread while another refits -------------------------------
+
+
+def _two_models_data():
+    """Two training sets with different labels and feature sets (the second's larger)."""
+    X_a = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}, {"w": "a"}, {"w": "c"}]]
+    y_a = [["A", "B"], ["B", "A", "C"]]
+    X_b = [[{"w": "a", "v": 1}, {"w": "d"}], [{"w": "b"}, {"u": "c"}, {"w": "c"}]]
+    y_b = [["Y", "X"], ["Z", "Y", "X"]]
+    return X_a, y_a, X_b, y_b
+
+
+def test_predict_overlapping_a_refit_uses_the_model_it_started_with(monkeypatch):
+    """A fit that completes while predict vectorizes must not change that predict.
+
+    Predict used to read the vectorizer, then ``classes_`` and the weights:
+    a refit finishing in between gave the new model's labels for the old
+    model's features (or, with fewer features, out-of-bounds reads).
+    """
+    X_a, y_a, X_b, y_b = _two_models_data()
+    crf = CRFClassifier(alpha=0.1).fit(X_a, y_a)
+    expected = [labels.tolist() for labels in crf.predict(X_a)]
+    expected_marginals = crf.predict_marginals(X_a)
+    expected_score = crf.score(X_a, y_a)
+
+    def refit_meanwhile(method):
+        crf.fit(X_a, y_a)
+        transform = crf.vectorizer_.transform
+
+        def run(X):
+            crf.fit(X_b, y_b)  # "another thread" finishes a fit meanwhile
+            return transform(X)
+
+        monkeypatch.setattr(crf.vectorizer_, "transform", run)
+        return method(X_a)
+
+    assert [labels.tolist() for labels in refit_meanwhile(crf.predict)] == expected
+    for got, want in zip(refit_meanwhile(crf.predict_marginals), expected_marginals):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert refit_meanwhile(lambda X: crf.score(X, y_a)) == expected_score
+    assert list(crf.classes_) == ["X", "Y", "Z"]  # the refits did happen
+
+
+class _WatchedCRF(CRFClassifier):
+    """Runs a predict whenever fit sets a fitted attribute: what a concurrent thread may see."""
+
+    watch = None
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name.endswith("_") and not name.startswith("__") and _WatchedCRF.watch is not None:
+            target, X, seen = _WatchedCRF.watch
+            seen.append([labels.tolist() for labels in target.predict(X)])
+
+
+def test_fit_swaps_in_the_new_model_at_once():
+    """No predict during a refit sees part of the old model and part of the new one."""
+    X_a, y_a, X_b, y_b = _two_models_data()
+    crf = _WatchedCRF(alpha=0.1).fit(X_a, y_a)
+    old = [labels.tolist() for labels in crf.predict(X_a)]
+    seen = []
+    _WatchedCRF.watch = (crf, X_a, seen)
+    try:
+        crf.fit(X_b, y_b)
+    finally:
+        _WatchedCRF.watch = None
+    new = [labels.tolist() for labels in crf.predict(X_a)]
+    assert new != old and seen
+    assert all(prediction in (old, new) for prediction in seen)
+
+
+def test_a_failed_refit_keeps_the_previous_model():
+    X_a, y_a, X_b, _ = _two_models_data()
+    crf = CRFClassifier(alpha=0.1).fit(X_a, y_a)
+    coef = crf.coef_
+    with pytest.raises(ValueError):
+        crf.fit(X_b, [["Y", "X"], ["Z", "Y"]])  # a label short
+    assert crf.coef_ is coef and list(crf.classes_) == ["A", "B", "C"]
+
+
+def test_concurrent_predicts_and_refits_see_one_model_or_the_other():
+    import threading
+
+    X_a, y_a, X_b, y_b = _two_models_data()
+    crf = CRFClassifier(alpha=0.1)
+    one = [labels.tolist() for labels in crf.fit(X_a, y_a).predict(X_a)]
+    other = [labels.tolist() for labels in crf.fit(X_b, y_b).predict(X_a)]
+    assert one != other
+    stop = threading.Event()
+    mixed = []
+
+    def refit():
+        while not stop.is_set():
+            crf.fit(X_a, y_a)
+            crf.fit(X_b, y_b)
+
+    thread = threading.Thread(target=refit)
+    thread.start()
+    try:
+        for _ in range(300):
+            prediction = [labels.tolist() for labels in crf.predict(X_a)]
+            if prediction not in (one, other):
+                mixed.append(prediction)
+    finally:
+        stop.set()
+        thread.join()
+    assert not mixed
+
+
+def test_fit_warnings_still_point_at_the_callers_line():
+    X_a, y_a, _, _ = _two_models_data()
+    with pytest.warns(ConvergenceWarning) as record:
+        CRFClassifier(alpha=0.1, max_iter=1).fit(X_a, y_a)
+    assert record[0].filename == __file__
