@@ -12,8 +12,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._parallel import kernel_threads
-from ._validation import (check_feature_values, check_finite_features, check_labels,
-                          check_sequences, describe_largest_value, encode_labels)
+from ._validation import (check_feature_values, check_finite_features, check_label_type,
+                          check_labels, check_sequences, describe_largest_value,
+                          encode_labels)
 from .features.arrays import FeatureArrays
 from .features.sequence_matrix import SequenceMatrix
 from .features.vectorizer import SequenceVectorizer
@@ -322,6 +323,7 @@ class CRFEstimator(BaseEstimator):
         labels = check_labels(y, np.diff(offsets))
         if labels.shape[0] == 0:
             raise ValueError("score needs at least one token.")
+        check_label_type(labels, model.classes_)
         predicted = model.classes_[model._label_ids(features, offsets)]
         return float(np.mean(predicted == labels))
 

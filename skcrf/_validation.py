@@ -86,7 +86,7 @@ def check_labels(y, lengths):
         All labels in order, as one array of a single type.
     """
     flat = _flat_labels(y, lengths)
-    return np.asarray(flat) if flat else np.asarray([], dtype=object)
+    return _label_array(flat) if flat else np.asarray([], dtype=object)
 
 
 def encode_labels(y, lengths):
@@ -105,7 +105,54 @@ def encode_labels(y, lengths):
     distinct = sorted(set(flat))
     index = {label: i for i, label in enumerate(distinct)}
     label_ids = np.fromiter(map(index.__getitem__, flat), dtype=np.int64, count=len(flat))
-    return np.asarray(distinct), label_ids
+    return _label_array(distinct), label_ids
+
+
+def _label_array(labels):
+    """A non-empty list of labels of one kind as an array; integers stay integers.
+
+    numpy holds integers from -2**63 to 2**64 - 1, but not in one type: labels
+    spanning both ends (or beyond) would become float64 (merging labels that
+    round alike) or objects, so they are refused.
+    """
+    array = np.asarray(labels)
+    if array.dtype.kind in "iu" or _label_kind(type(labels[0])) != "int":
+        return array
+    low, high = min(labels), max(labels)
+    if low < 0 or high >= 2 ** 64:
+        raise ValueError(
+            f"Integer labels range from {low} to {high}: no single integer type "
+            f"holds them all (int64 holds -2**63 to 2**63 - 1, uint64 0 to "
+            f"2**64 - 1). Use labels within one of those ranges, or str labels.")
+    # numpy makes non-negative integers past int64 float64 unless told uint64
+    return np.asarray(labels, dtype=np.uint64)
+
+
+def _label_group(array):
+    """'str', 'bytes' or 'number': labels of different groups never compare equal."""
+    kind = array.dtype.kind
+    if kind == "O":
+        if array.shape[0] == 0:
+            return None
+        kind = _label_kind(type(array[0]))
+        return "number" if kind in ("int", "float") else kind
+    return {"U": "str", "S": "bytes"}.get(kind, "number")
+
+
+def check_label_type(labels, classes):
+    """Raise if ``labels`` are of a type no class of ``classes`` could equal.
+
+    Integers and floats compare by value (1 == 1.0), but a str never equals
+    a number or a bytes: scoring such labels would count every token wrong.
+    """
+    got, expected = _label_group(labels), _label_group(classes)
+    if got is not None and expected is not None and got != expected:
+        preview = ", ".join(map(repr, classes[:3].tolist())) + (
+            ", ..." if classes.shape[0] > 3 else "")
+        raise TypeError(
+            f"y holds {got} labels, but this model's classes_ are {expected} labels "
+            f"({preview}): none could ever match. Pass labels of the type the model "
+            f"was fitted on.")
 
 
 _LABEL_KINDS = {"str", "bytes", "int", "float"}

@@ -216,3 +216,44 @@ def test_fit_warnings_still_point_at_the_callers_line():
     with pytest.warns(ConvergenceWarning) as record:
         CRFClassifier(alpha=0.1, max_iter=1).fit(X_a, y_a)
     assert record[0].filename == __file__
+
+
+# --- 12. labels numpy holds in no integer type; labels of the wrong type ---------
+
+
+@pytest.mark.parametrize("labels", [[-1, 2 ** 64 - 1], [0, 2 ** 70]])
+def test_integer_labels_beyond_every_integer_dtype_are_refused(labels):
+    """They used to become float64 classes, which merge labels that differ."""
+    X = [[{"w": "a"}, {"w": "b"}]]
+    with pytest.raises(ValueError, match="no single integer type"):
+        CRFClassifier().fit(X, [labels])
+    crf = CRFClassifier(alpha=0.1).fit(X, [[0, 1]])
+    with pytest.raises(ValueError, match="no single integer type"):
+        crf.score(X, [labels])
+
+
+def test_integer_labels_of_uint64_stay_integers():
+    X = [[{"w": "a"}, {"w": "b"}]]
+    crf = CRFClassifier(alpha=0.1).fit(X, [[2 ** 64 - 1, 5]])
+    assert crf.classes_.dtype == np.uint64
+    assert crf.classes_.tolist() == [5, 2 ** 64 - 1]
+    assert crf.predict(X)[0].tolist() == [2 ** 64 - 1, 5]
+
+
+@pytest.mark.parametrize("fit_labels, score_labels", [
+    (["A", "B"], [0, 1]),
+    ([0, 1], ["0", "1"]),
+    (["A", "B"], [b"A", b"B"]),
+])
+def test_score_refuses_labels_of_another_type_than_classes(fit_labels, score_labels):
+    """It used to return 0.0: no label of another type ever equals a class."""
+    X = [[{"w": "a"}, {"w": "b"}]]
+    crf = CRFClassifier(alpha=0.1).fit(X, [fit_labels])
+    with pytest.raises(TypeError, match="classes_"):
+        crf.score(X, [score_labels])
+
+
+def test_score_compares_ints_and_floats_by_value():
+    X = [[{"w": "a"}, {"w": "b"}]]
+    crf = CRFClassifier(alpha=0.1).fit(X, [[0, 1]])
+    assert crf.score(X, [[0.0, 1.0]]) == 1.0
