@@ -11,7 +11,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._parallel import kernel_threads
+from ._parallel import kernel_exceptions, kernel_threads
 from ._validation import (check_feature_values, check_finite_features, check_label_type,
                           check_labels, check_sequences, describe_largest_value,
                           encode_labels)
@@ -53,6 +53,8 @@ def atomic_fit(fit):
     never a mix, and a fit that raises (bad input, divergence, Ctrl-C, out
     of memory) leaves the previous model as it was. Attributes a previous fit
     set and this one does not (``transition2_coef_`` after ``order=2``) go.
+    A Ctrl-C or MemoryError inside a kernel comes out as itself, not as the
+    SystemError numba wraps it in (:func:`~skcrf._parallel.kernel_exceptions`).
     """
 
     @functools.wraps(fit)
@@ -61,7 +63,8 @@ def atomic_fit(fit):
         shadow.__dict__.update(
             (name, value) for name, value in vars(self).items()
             if not _is_fitted_attribute(name))
-        fit(shadow, *args, **kwargs)
+        with kernel_exceptions():
+            fit(shadow, *args, **kwargs)
         # one reference assignment: a reader has the old dict or the new one
         self.__dict__ = shadow.__dict__
         return self
@@ -235,7 +238,8 @@ class CRFEstimator(BaseEstimator):
             raise TypeError(
                 f"This {type(self).__name__} was fitted on a SequenceMatrix; pass one here "
                 f"too (or fit on feature dicts).")
-        X = self.vectorizer_.transform(X)
+        with kernel_exceptions():  # its kernels may be interrupted too
+            X = self.vectorizer_.transform(X)
         features = FeatureArrays.of_sequences(X)
         check_feature_values(features.data, features.indices, features.indptr, X.lengths,
                              self.vectorizer_.feature_names_)

@@ -1,4 +1,5 @@
-"""How many threads the numba kernels use for one call, safely from many threads."""
+"""Calling the numba kernels: how many threads they use, safely from many threads, and
+the exceptions they raise, as Python raises them."""
 
 import os
 import threading
@@ -67,10 +68,49 @@ def kernel_threads(n_jobs, hold_blas=False):
     previous = numba.get_num_threads()
     numba.set_num_threads(effective_n_threads(n_jobs))
     try:
-        with (_blas_single_threaded() if hold_blas else nullcontext()), _launch_guard():
+        with kernel_exceptions(), \
+                (_blas_single_threaded() if hold_blas else nullcontext()), _launch_guard():
             yield
     finally:
         numba.set_num_threads(previous)
+
+
+#: How CPython words the error of a C function that returned normally with an
+#: exception pending.
+_PENDING = "returned a result with an exception set"
+
+
+@contextmanager
+def kernel_exceptions():
+    """Re-raise the KeyboardInterrupt or MemoryError that numba wrapped in a SystemError.
+
+    A Ctrl-C that arrives while a kernel runs is left pending, and a
+    MemoryError inside a parallel region is set without stopping the
+    kernel; when the kernel then returns (or calls back into Python), CPython
+    reports ``SystemError: ... returned a result with an exception set``,
+    chained (``__cause__``) to the pending exception, possibly through more
+    such SystemErrors. The estimator's callers (the CLI's "interrupted"
+    path, a notebook's interrupt button) expect the original exception.
+    """
+    try:
+        yield
+    except SystemError as error:
+        pending = _pending_exception(error)
+        if pending is None:
+            raise
+        raise pending.with_traceback(pending.__traceback__) from None
+
+
+def _pending_exception(error):
+    """The exception at the end of a chain of "exception set" SystemErrors, or None."""
+    seen = set()
+    while (isinstance(error, SystemError) and _PENDING in str(error)
+           and id(error) not in seen):
+        seen.add(id(error))
+        error = error.__cause__
+    if error is None or isinstance(error, SystemError):
+        return None
+    return error
 
 
 _blas_lock = threading.Lock()

@@ -257,3 +257,66 @@ def test_score_compares_ints_and_floats_by_value():
     X = [[{"w": "a"}, {"w": "b"}]]
     crf = CRFClassifier(alpha=0.1).fit(X, [[0, 1]])
     assert crf.score(X, [[0.0, 1.0]]) == 1.0
+
+
+# --- 4. Ctrl-C and MemoryError inside a kernel ----------------------------------
+
+
+def _slow_training_set(n_tokens=40_000, n_classes=20):
+    """A SequenceMatrix big enough that one loss evaluation takes a good fraction of a second."""
+    rng = np.random.default_rng(0)
+    matrix = sp.random(n_tokens, 500, density=0.02, format="csr", random_state=0)
+    offsets = np.arange(0, n_tokens + 1, 20)
+    labels = rng.integers(0, n_classes, n_tokens)
+    return SequenceMatrix(matrix, offsets), np.split(labels, offsets[1:-1])
+
+
+def test_ctrl_c_inside_a_training_kernel_is_a_keyboard_interrupt(monkeypatch):
+    """It surfaced as ``SystemError: CPUDispatcher(nll_terms) returned a result with an
+    exception set``; the previous model must also survive."""
+    import _thread
+    import threading
+
+    import skcrf.structures._chain_fused as fused
+
+    X, y = _slow_training_set()
+    crf = CRFClassifier(alpha=1.0, max_iter=1).fit(X, y)
+    coef, classes = crf.coef_.copy(), crf.classes_
+    kernel = fused.nll_terms
+    calls = []
+
+    def interrupted_kernel(*args):
+        # the interrupt arrives while the (nogil) kernel runs, as Ctrl-C would
+        if not calls:
+            threading.Timer(0.05, _thread.interrupt_main).start()
+        calls.append(1)
+        return kernel(*args)
+
+    monkeypatch.setattr(fused, "nll_terms", interrupted_kernel)
+    with pytest.raises(KeyboardInterrupt):
+        crf.set_params(max_iter=200, tol=0).fit(X, y)
+    assert calls
+    np.testing.assert_array_equal(crf.coef_, coef)
+    assert crf.classes_ is classes and crf.max_iter == 200
+
+
+def test_memory_error_in_a_parallel_kernel_is_a_memory_error():
+    """numba sets the MemoryError of a parallel region and returns: a SystemError."""
+    from numba import njit, prange
+
+    from skcrf._parallel import kernel_threads
+
+    @njit(parallel=True)
+    def allocate_per_chunk(size):
+        out = np.zeros(4)
+        for c in prange(4):
+            values = np.empty(size)
+            values[:] = 1.0
+            out[c] = values[0]
+        return out
+
+    allocate_per_chunk(3)  # compile first: numba loses the error of a compiling call
+    with pytest.raises(MemoryError), kernel_threads(None):
+        allocate_per_chunk(1 << 44)
+    with pytest.raises(SystemError), kernel_threads(None):
+        raise SystemError("some other error")
