@@ -452,7 +452,7 @@ def test_python_dash_m_entry_point(data, tmp_path):
 def test_only_the_max_iter_warning_gets_the_max_iter_advice(capsys):
     from sklearn.exceptions import ConvergenceWarning
 
-    from skcrf._cli import _warnings_as_lines
+    from skcrf._cli._commands import warnings_as_lines as _warnings_as_lines
 
     with _warnings_as_lines("skcrf train", "raise --max-iter"):
         warnings.warn("CRFClassifier did not converge in max_iter=5 iterations",

@@ -1,0 +1,233 @@
+"""Column files for the command line: the layout a model was trained on, and
+files read a batch of sequences at a time and written back with the predictions.
+
+Nothing here holds a whole file: ``skcrf tag`` and ``skcrf evaluate`` take the
+same memory for a file of any size (a file is read twice when its encoding is
+guessed, once to check that it is UTF-8).
+"""
+
+import codecs
+import os
+import stat
+import sys
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
+from pathlib import Path
+
+from ..datasets import iter_conll
+from ._errors import CommandError, UsageError
+
+# A batch ends with the sequence that brings it to this many tokens. Its
+# rows, features and marginals are all the memory a command holds for the
+# file: a few MB (see benchmarks/bench_cli_memory.py), and a batch this large
+# already makes the per-call costs of the pipeline negligible.
+BATCH_TOKENS = 5_000
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where tokens and labels are in a labelled line; saved with the model."""
+
+    n_columns: int
+    token_columns: tuple
+    label_column: int
+    separator: str = None
+    encoding: str = None
+
+    @classmethod
+    def resolve(cls, n_columns, columns, label_column, separator, encoding, path):
+        """The layout the train options give for a file of ``n_columns`` columns."""
+        def check(index, option):
+            if not -n_columns <= index < n_columns:
+                raise UsageError(
+                    f"{option} {index}: {path} has {n_columns} column(s), numbered 0 to "
+                    f"{n_columns - 1} (or -{n_columns} to -1 from the end)")
+            return index % n_columns
+
+        label = check(label_column, "--label-column")
+        if columns is None:
+            tokens = tuple(c for c in range(n_columns) if c != label)
+        else:
+            tokens = tuple(check(c, "--columns") for c in columns)
+        if label in tokens:
+            raise UsageError(f"column {label} is both a token column (--columns) and the "
+                              f"label column (--label-column)")
+        if len(set(tokens)) != len(tokens):
+            raise UsageError(f"--columns names a column twice: {list(columns)}")
+        if not tokens:
+            raise UsageError(f"{path} has {n_columns} column(s) and column {label} is the "
+                              f"label: no token columns left")
+        return cls(n_columns, tokens, label, separator, encoding)
+
+    @classmethod
+    def from_metadata(cls, saved):
+        """The layout ``skcrf train`` saved with a model (None if it saved none)."""
+        if not saved:
+            return None
+        try:
+            layout = cls(**{**saved, "token_columns": tuple(saved["token_columns"])})
+            columns = (layout.label_column, *layout.token_columns)
+            if not (type(layout.n_columns) is int and all(
+                    type(c) is int and 0 <= c < layout.n_columns for c in columns)):
+                raise ValueError("column numbers must be integers below n_columns")
+            for text in (layout.separator, layout.encoding):
+                if text is not None and not isinstance(text, str):
+                    raise ValueError("separator and encoding must be str or null")
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"its column layout {saved!r:.100} is invalid "
+                             f"({type(error).__name__}: {error})") from None
+        return layout
+
+    def for_file(self, n_columns, path, need_labels):
+        """(token columns, label column or None) of a file with ``n_columns`` columns.
+
+        A file with the training layout's columns has its labels where training
+        read them; one with a column fewer is that layout without the label.
+        """
+        if n_columns == self.n_columns:
+            return self.token_columns, self.label_column
+        if n_columns == self.n_columns - 1 and not need_labels:
+            return tuple(c - (c > self.label_column) for c in self.token_columns), None
+        columns = ",".join(map(str, self.token_columns))
+        expected = (f"{self.n_columns}" if need_labels
+                    else f"{self.n_columns}, or {self.n_columns - 1} without the label")
+        raise CommandError(
+            f"{path} has {n_columns} column(s) per token line, but the model was trained "
+            f"on {self.n_columns} (token columns {columns}, label column "
+            f"{self.label_column}): expected {expected}")
+
+
+class ColumnFile:
+    """A column file read a batch of sequences at a time, every column of every token.
+
+    Opening it reads up to the first token line, to learn the number of
+    columns. An error further down (a line with another number of columns, a
+    byte the encoding cannot decode) is raised when the reading reaches it.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    separator : str or None
+        Column separator; None for runs of spaces and tabs.
+    encoding : str or None
+        Its encoding; None for UTF-8 if the whole file decodes as UTF-8, else
+        Latin-1, the encoding of the original CoNLL-2002 release (every byte
+        string is valid Latin-1).
+    """
+
+    def __init__(self, path, separator, encoding):
+        self.path = path
+        self.encoding = encoding if encoding else _guess_encoding(path)
+        self._sequences = self._rows(separator)
+        first = next(self._sequences, None)
+        if first is None:
+            raise CommandError(f"{path} holds no token lines")
+        self.n_columns = len(first[0])
+        self._sequences = chain([first], self._sequences)
+
+    def _rows(self, separator):
+        try:
+            for tokens, _ in iter_conll(self.path, label_column=None, separator=separator,
+                                        encoding=self.encoding):
+                # iter_conll gives a str for one-column lines and a tuple otherwise
+                yield tokens if isinstance(tokens[0], tuple) else [(t,) for t in tokens]
+        except UnicodeDecodeError as error:
+            raise CommandError(
+                f"{self.path} is not valid {self.encoding} text ({error.reason} at byte "
+                f"0x{error.object[error.start]:02x}); it must be in the --encoding given "
+                f"to 'skcrf train'") from None
+        except LookupError:
+            raise UsageError(f"--encoding {self.encoding}: unknown encoding") from None
+        except OSError as error:
+            raise CommandError(f"cannot read {self.path}: {error.strerror or error}") from None
+
+    def batches(self, max_tokens=None):
+        """Lists of sequences of rows (tuples of str), about ``max_tokens`` tokens each.
+
+        A sequence is never split. The file can be read through once.
+        """
+        max_tokens = BATCH_TOKENS if max_tokens is None else max_tokens
+        batch, n_tokens = [], 0
+        for rows in self._sequences:
+            batch.append(rows)
+            n_tokens += len(rows)
+            if n_tokens >= max_tokens:
+                yield batch
+                batch, n_tokens = [], 0
+        if batch:
+            yield batch
+
+
+def _guess_encoding(path):
+    """UTF-8 if all of ``path`` decodes as UTF-8, else Latin-1; reads it a block at a time."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                decoder.decode(block)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return "latin-1"
+    except OSError as error:
+        raise CommandError(f"cannot read {path}: {error.strerror or error}") from None
+    return "utf-8"
+
+
+def pick(sequences, columns):
+    """Tokens made of ``columns`` of each row: a str for one column, a tuple for several."""
+    getter = itemgetter(*columns)
+    return [list(map(getter, rows)) for rows in sequences]
+
+
+def tagged_text(sequences, labels, probabilities, separator):
+    """The rows of ``sequences`` with their predicted labels (and probabilities) appended.
+
+    A blank line follows every sequence, so the texts of consecutive batches
+    join into the text of the whole file.
+    """
+    lines = []
+    for q, (rows, predicted) in enumerate(zip(sequences, labels, strict=True)):
+        if probabilities is None:
+            lines += [separator.join((*row, label))
+                      for row, label in zip(rows, predicted, strict=True)]
+        else:
+            lines += [separator.join((*row, label, f"{p:.4f}"))
+                      for row, label, p in zip(rows, predicted, probabilities[q], strict=True)]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def output_file(path, encoding):
+    """A text file to write ``path`` through, or standard output for None.
+
+    A regular file is written beside ``path`` and moved over it at the end, so
+    a command that fails half-way (a malformed line far down the input)
+    leaves no half-written output and an older ``path`` as it was.
+    """
+    if path is None:
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    target = Path(os.path.realpath(path))
+    if target.exists() and not target.is_file():  # /dev/stdout, a named pipe
+        with open(target, "w", encoding=encoding, newline="\n") as handle:
+            yield handle
+        return
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+    try:
+        # 0o666 lets the umask set the mode, as open(path, "w") would
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        with open(descriptor, "w", encoding=encoding, newline="\n") as handle:
+            yield handle
+        if target.exists():
+            os.chmod(temporary, stat.S_IMODE(os.stat(target).st_mode))
+        os.replace(temporary, target)
+    except OSError as error:
+        raise CommandError(f"cannot write {path}: {error.strerror or error}") from None
+    finally:
+        temporary.unlink(missing_ok=True)

@@ -1,0 +1,268 @@
+"""The subcommands: ``train``, ``tag`` and ``evaluate``.
+
+``tag`` and ``evaluate`` stream: they read, label and write (or count) one
+batch of sequences at a time, so their memory does not grow with the file.
+``train`` needs every sequence at once to fit.
+"""
+
+import os
+import sys
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.pipeline import Pipeline, make_pipeline
+
+from .._chain import CRFClassifier
+from .._persistence import load_model, save_model
+from ..features.featurizer import TokenFeaturizer
+from ..features.vectorizer import SequenceVectorizer
+from ._columns import ColumnFile, Layout, output_file, pick, tagged_text
+from ._errors import CommandError
+from ._scores import StreamingScores
+
+
+def _say(args, *parts):
+    if not getattr(args, "quiet", False):
+        print(*parts, flush=True)
+
+
+def _check_writable(path, option):
+    """Fail before a long run rather than after it, when ``path`` cannot be written."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise CommandError(f"cannot write {option} {path}: it is a directory")
+    if not folder.is_dir():
+        raise CommandError(f"cannot write {option} {path}: no folder {folder}")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CommandError(f"cannot write {option} {path}: permission denied")
+
+
+# --------------------------------------------------------------------------
+# train
+# --------------------------------------------------------------------------
+
+def train(args):
+    _check_writable(args.model, "--model")
+    started = time.perf_counter()
+    source = ColumnFile(args.train_file, args.separator, args.encoding)
+    layout = Layout.resolve(source.n_columns, args.columns, args.label_column,
+                            args.separator, args.encoding, args.train_file)
+    X, y = [], []
+    for batch in source.batches():
+        X += pick(batch, layout.token_columns)
+        y += pick(batch, [layout.label_column])
+    n_tokens = sum(map(len, y))
+    n_labels = len({label for sequence in y for label in sequence})
+    _say(args, f"read {args.train_file}: {len(X)} sequences, {n_tokens} tokens, "
+               f"{n_labels} labels ({source.encoding}; token columns "
+               f"{','.join(map(str, layout.token_columns))}, label column "
+               f"{layout.label_column} of {source.n_columns})")
+
+    pipe = make_pipeline(
+        TokenFeaturizer(window=args.window, word_features=args.word_features,
+                        context_features=args.context_features, prefixes=args.prefixes,
+                        suffixes=args.suffixes, bias=not args.no_bias,
+                        boundary=not args.no_boundary),
+        SequenceVectorizer(min_freq=args.min_freq),
+        CRFClassifier(alpha=args.alpha, l1_ratio=args.l1_ratio, max_iter=args.max_iter,
+                      tol=args.tol, order=args.order,
+                      transition_features=_transition_features(args.transition_features),
+                      n_jobs=args.n_jobs, verbose=0 if args.quiet else 1),
+    )
+    # the steps one by one, as Pipeline.fit runs them, to report the feature count
+    # before the iterations start
+    Xt = pipe[:-1].fit_transform(X)
+    _say(args, f"features: {Xt.n_features} (read and featurized in "
+               f"{time.perf_counter() - started:.1f} s)")
+    with warnings_as_lines("skcrf train", _convergence_advice(args)):
+        pipe[-1].fit(Xt, y)
+    crf = pipe[-1]
+    # progress was for this run; a user refitting the loaded model asks for it anew
+    crf.set_params(verbose=0)
+    metadata = {"layout": asdict(layout), "command": ["skcrf", *args.argv]}
+    try:
+        save_model(pipe, args.model, metadata=metadata)
+    except OSError as error:
+        raise CommandError(f"cannot write {args.model}: {error.strerror or error}") from None
+    print(f"trained {crf.n_iter_} iterations in {time.perf_counter() - started:.1f} s: "
+          f"{crf.n_features_in_} features, {len(crf.classes_)} labels; model written to "
+          f"{args.model}", flush=True)
+    return 0
+
+
+def _transition_features(prefixes):
+    """CRFClassifier's transition_features from the option's list: None, "all" or prefixes."""
+    if not prefixes:
+        return None
+    return "all" if list(prefixes) == ["all"] else list(prefixes)
+
+
+def _convergence_advice(args):
+    return (f"stopped at --max-iter {args.max_iter} before the objective settled (relative "
+            f"improvement over 10 iterations still above --tol {args.tol:g}); the model "
+            f"is saved, raise --max-iter to train longer")
+
+
+@contextmanager
+def warnings_as_lines(prog, convergence_message=None):
+    """Report warnings raised inside as one line each on stderr, not as dumps."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    seen = set()
+    for warning in caught:
+        # only the max_iter warning gets the --max-iter advice; a line search that
+        # gave up says something else (scale the features), in its own words
+        if (issubclass(warning.category, ConvergenceWarning) and convergence_message
+                and "did not converge" in str(warning.message)):
+            text = convergence_message
+        else:
+            text = " ".join(str(warning.message).split())
+        if text not in seen:
+            seen.add(text)
+            print(f"{prog}: warning: {text}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# Loading a model and labelling with it
+# --------------------------------------------------------------------------
+
+def _load(prog, path):
+    """The model at ``path`` and its layout (None for a model not from ``skcrf train``).
+
+    Any failure to load is one line, ``cannot load model PATH: why``: a model
+    file may be truncated, corrupt or written by another program, and what
+    goes wrong inside the loader then (a MemoryError for an array that claims
+    terabytes, a KeyError, ...) is about the file, not a bug to show a
+    traceback for.
+    """
+    try:
+        with warnings_as_lines(prog):
+            model, metadata = load_model(path, return_metadata=True)
+        layout = Layout.from_metadata(metadata.get("layout"))
+    except Exception as error:  # noqa: BLE001 - see the docstring
+        raise CommandError(f"cannot load model {path}: {_load_failure(path, error)}") \
+            from None
+    if not hasattr(model, "predict"):
+        raise CommandError(f"{path} holds a {type(model).__name__}, which cannot label "
+                           f"tokens; train a model with 'skcrf train'")
+    return model, layout
+
+
+def _load_failure(path, error):
+    """Why loading ``path`` failed, in one line."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    message = " ".join(str(error).split())
+    # the loader's messages start with the file name, which the line has already
+    message = message.removeprefix(f"{path}: ")
+    if message.startswith(f"{path} "):
+        message = "it " + message.removeprefix(f"{path} ")
+    if isinstance(error, MemoryError):
+        return f"it needs more memory than there is ({message or 'MemoryError'})"
+    if not isinstance(error, (ValueError, TypeError)) or not message:
+        message = f"{type(error).__name__}: {message}".rstrip(": ")
+    return message
+
+
+def _open_for(layout, path, need_labels):
+    """The column file ``path``, its token columns and its label column (or None)."""
+    if layout is None:
+        # a model saved from Python: every column is a token column, the last
+        # one is the label when one is needed
+        source = ColumnFile(path, None, None)
+        n_columns = source.n_columns
+        if need_labels and n_columns < 2:
+            raise CommandError(f"{path} has 1 column; evaluating needs a label column")
+        token_columns = range(n_columns - 1) if need_labels else range(n_columns)
+        label_column = n_columns - 1 if need_labels else None
+    else:
+        source = ColumnFile(path, layout.separator, layout.encoding)
+        token_columns, label_column = layout.for_file(source.n_columns, path, need_labels)
+    return source, list(token_columns), label_column
+
+
+class _Labeller:
+    """Labels batches of tokens with a model: predicted labels, and their probabilities."""
+
+    def __init__(self, model, model_path, marginals):
+        if isinstance(model, Pipeline):
+            self.features, self.crf = model[:-1], model[-1]
+        else:
+            self.features, self.crf = None, model
+        if marginals and not hasattr(self.crf, "predict_marginals"):
+            raise CommandError(f"{model_path}: a {type(self.crf).__name__} gives no "
+                               f"marginals")
+        self.model_path = model_path
+        self.marginals = marginals
+
+    def __call__(self, X):
+        try:
+            Xt = self.features.transform(X) if self.features is not None else X
+            y_pred = self.crf.predict(Xt)
+            if not self.marginals:
+                return y_pred, None
+            classes = self.crf.classes_
+            probabilities = [p[np.arange(len(labels)), classes.searchsorted(labels)]
+                             for p, labels in zip(self.crf.predict_marginals(Xt), y_pred)]
+        except (TypeError, ValueError) as error:
+            raise CommandError(f"{self.model_path} cannot label these tokens: {error}") \
+                from None
+        return y_pred, probabilities
+
+
+# --------------------------------------------------------------------------
+# tag and evaluate
+# --------------------------------------------------------------------------
+
+def tag(args):
+    if args.output is not None:
+        _check_writable(args.output, "--output")
+    model, layout = _load("skcrf tag", args.model)
+    labeller = _Labeller(model, args.model, args.marginals)
+    source, token_columns, _ = _open_for(layout, args.file, need_labels=False)
+    separator = layout.separator if layout is not None and layout.separator else " "
+    with output_file(args.output, source.encoding) as output:
+        for batch in source.batches():
+            y_pred, probabilities = labeller(pick(batch, token_columns))
+            output.write(tagged_text(batch, y_pred, probabilities, separator))
+    return 0
+
+
+def evaluate(args):
+    prog = "skcrf evaluate"
+    model, layout = _load(prog, args.model)
+    labeller = _Labeller(model, args.model, marginals=False)
+    source, token_columns, label_column = _open_for(layout, args.test_file, need_labels=True)
+    scores = StreamingScores(args.scheme)
+    for batch in source.batches():
+        y_pred, _ = labeller(pick(batch, token_columns))
+        try:
+            scores.add(pick(batch, [label_column]), y_pred)
+        except ValueError as error:  # a tag outside the scheme
+            raise CommandError(f"{args.test_file}: {error}") from None
+    try:
+        with warnings_as_lines(prog):
+            span_report = scores.span_report(digits=4)
+            token_report = scores.token_report(digits=4)
+    except ValueError as error:  # no span at all
+        raise CommandError(f"{args.test_file}: {error}") from None
+    print(f"{args.test_file}: {scores.n_sequences} sequences, {scores.n_tokens} tokens")
+    print(f"token accuracy: {scores.accuracy():.4f}\n")
+    print(f"Spans (conlleval, exact span and type match, scheme {args.scheme}):")
+    # zero_division=0: a type never predicted scores 0, as in conlleval, rather
+    # than a warning per report
+    print(span_report)
+    labels = {true for true, _ in scores.label_pairs} - {"O"}
+    print("Tokens" + (" (labels other than O):" if labels else ":"))
+    print(token_report, flush=True)
+    return 0
+
+
+COMMANDS = {"train": train, "tag": tag, "evaluate": evaluate}

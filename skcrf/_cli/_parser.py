@@ -1,0 +1,252 @@
+"""The command line's arguments: the parser, its option types and its help texts."""
+
+import argparse
+import math
+
+from .._chain import CRFClassifier
+from ..features.featurizer import _WORD_FEATURES, TokenFeaturizer
+
+# the option defaults come from the estimators, so the two cannot drift apart
+_FEATURIZER = TokenFeaturizer().get_params()
+_CRF = CRFClassifier().get_params()
+SCHEMES = ("IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (no usage dump before it)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's line breaks and shows every meaningful default."""
+
+    def _get_help_string(self, action):
+        help_text = action.help or ""
+        default = action.default
+        if (action.option_strings and "(default" not in help_text
+                and default is not None and default is not False
+                and default is not argparse.SUPPRESS):
+            help_text += " (default: %(default)s)"
+        return help_text
+
+
+def _split(text):
+    return [] if not text.strip() else [part.strip() for part in text.split(",")]
+
+
+def _column_list(text):
+    """'0,1' -> [0, 1]: the token columns."""
+    try:
+        columns = [int(part) for part in _split(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of column numbers, such as 0,1"
+        ) from None
+    if not columns:
+        raise argparse.ArgumentTypeError("give at least one token column, such as 0")
+    if len(set(columns)) != len(columns):
+        raise argparse.ArgumentTypeError(f"{text!r} names a column twice")
+    return columns
+
+
+def _length_list(text):
+    """'2,3' -> (2, 3): prefix or suffix lengths, each at least 1."""
+    try:
+        lengths = tuple(int(part) for part in _split(text))
+    except ValueError:
+        lengths = None
+    if lengths is None or any(k < 1 for k in lengths) or len(set(lengths)) != len(lengths):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a comma-separated list of distinct lengths >= 1, such as 2,3")
+    return lengths
+
+
+def _feature_list(text):
+    """'lower,suffix' -> ('lower', 'suffix'): word feature names."""
+    names = tuple(_split(text))
+    unknown = [name for name in names if name not in _WORD_FEATURES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown feature(s) {', '.join(unknown)}; choose from {','.join(_WORD_FEATURES)}")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"{text!r} names a feature twice")
+    return names
+
+
+def _bounded(kind, low, high=None, name="a number"):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if (value is None or not math.isfinite(value) or value < low
+                or (high is not None and value > high)):
+            bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {name} {bounds}")
+        return value
+    return parse
+
+
+def _separator(text):
+    # a literal tab is awkward to type in a shell, so accept the escape too
+    return "\t" if text in ("\\t", "tab") else text
+
+
+def build_parser():
+    parser = _Parser(
+        prog="skcrf", formatter_class=_HelpFormatter,
+        description="Train, apply and evaluate linear-chain CRFs on CoNLL-style column "
+                    "files:\none token per line, columns separated by spaces or tabs, a "
+                    "blank line between sequences.",
+        epilog="examples:\n"
+               "  skcrf train esp.train --model ner.skcrf\n"
+               "  skcrf tag --model ner.skcrf esp.testb > tagged.txt\n"
+               "  skcrf evaluate --model ner.skcrf esp.testb\n\n"
+               "Run 'skcrf COMMAND --help' for the options of each command.")
+    from .. import __version__
+    parser.add_argument("--version", action="version", version=f"skcrf {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_train(commands)
+    _add_tag(commands)
+    _add_evaluate(commands)
+    return parser
+
+
+_LAYOUT_HELP = """\
+The file has one token per line and a blank line between sequences; -DOCSTART-
+lines are skipped. By default the first column is the word, the last one the
+label, and the columns between are extra token columns (such as POS), so
+CoNLL-2000 and CoNLL-2002 files need no layout options."""
+
+
+def _add_train(commands):
+    train = commands.add_parser(
+        "train", formatter_class=_HelpFormatter,
+        help="train a CRF on a labelled column file and save it",
+        description="Train a CRF (TokenFeaturizer -> SequenceVectorizer -> CRFClassifier) "
+                    "on a labelled\nCoNLL-style column file and save it with its column "
+                    "layout.\n\n" + _LAYOUT_HELP,
+        epilog="examples:\n"
+               "  skcrf train conll2000/train.txt --model chunker.skcrf\n"
+               "  skcrf train esp.train --model ner.skcrf --alpha 0.1 --max-iter 200 "
+               "--window 2\n"
+               "  skcrf train data.tsv --model pos.skcrf --separator '\\t' --columns 0,2 "
+               "--label-column 1")
+    train.add_argument("train_file", metavar="TRAIN_FILE", help="labelled column file")
+    train.add_argument("--model", required=True, metavar="MODEL",
+                       help="where to write the model (created or overwritten)")
+    train.add_argument("--quiet", action="store_true",
+                       help="print no progress, only warnings and the summary line")
+
+    layout = train.add_argument_group("column layout")
+    layout.add_argument("--columns", type=_column_list, metavar="COLS",
+                        help="comma-separated columns that form a token, the word first, "
+                             "such as 0,1 (default: every column but the label)")
+    layout.add_argument("--label-column", type=int, default=-1, metavar="N",
+                        help="column of the label; negative counts from the end")
+    layout.add_argument("--separator", type=_separator, metavar="SEP",
+                        help="column separator, '\\t' for a tab (default: any run of "
+                             "spaces and tabs)")
+    layout.add_argument("--encoding", metavar="ENC",
+                        help="text encoding (default: UTF-8, or Latin-1 for a file that "
+                             "is not valid UTF-8, such as the original CoNLL-2002 release)")
+
+    features = train.add_argument_group("features (TokenFeaturizer, SequenceVectorizer)")
+    features.add_argument("--window", type=_bounded(int, 0, name="an integer"),
+                          default=_FEATURIZER["window"], metavar="K",
+                          help="context size: features of the words up to K tokens away, "
+                               "and of the other token columns within K")
+    features.add_argument("--word-features", type=_feature_list, metavar="NAMES",
+                          default=",".join(_FEATURIZER["word_features"]),
+                          help="comma-separated features of the token's own word, from "
+                               + ", ".join(_WORD_FEATURES))
+    features.add_argument("--context-features", type=_feature_list, metavar="NAMES",
+                          default=",".join(_FEATURIZER["context_features"]),
+                          help="the same choices, for the words in the window; '' for "
+                               "none")
+    features.add_argument("--prefixes", type=_length_list, metavar="LENGTHS",
+                          default=",".join(map(str, _FEATURIZER["prefixes"])),
+                          help="lengths of the 'prefix' word features")
+    features.add_argument("--suffixes", type=_length_list, metavar="LENGTHS",
+                          default=",".join(map(str, _FEATURIZER["suffixes"])),
+                          help="lengths of the 'suffix' word features")
+    features.add_argument("--min-freq", type=_bounded(int, 1, name="an integer"),
+                          default=1, metavar="N",
+                          help="keep the features seen in at least N training tokens")
+    features.add_argument("--no-bias", action="store_true",
+                          help="leave out the constant 'bias' feature")
+    features.add_argument("--no-boundary", action="store_true",
+                          help="leave out the BOS/EOS features of the first/last token")
+
+    model = train.add_argument_group("model (CRFClassifier)")
+    model.add_argument("--alpha", type=_bounded(float, 0.0), default=0.3, metavar="A",
+                       help="regularization strength: L1 weight alpha*l1_ratio, L2 weight "
+                            "alpha*(1-l1_ratio)/2. With --l1-ratio these defaults equal "
+                            "CRFsuite's c1=0.1, c2=0.1 (default: 0.3)")
+    model.add_argument("--l1-ratio", type=_bounded(float, 0.0, 1.0), default=1 / 3,
+                       metavar="R",
+                       help="share of L1 in the penalty: 0 is pure L2, 1 pure L1 "
+                            "(default: 1/3)")
+    model.add_argument("--max-iter", type=_bounded(int, 1, name="an integer"),
+                       default=_CRF["max_iter"], metavar="N",
+                       help="most L-BFGS / OWL-QN iterations")
+    model.add_argument("--tol", type=_bounded(float, 0.0), default=_CRF["tol"], metavar="T",
+                       help="stop once the objective improved by less than T (relative) "
+                            "over 10 iterations")
+    model.add_argument("--order", type=int, choices=(1, 2), default=_CRF["order"],
+                       metavar="{1,2}",
+                       help="Markov order of the labels: 2 adds label-trigram weights, "
+                            "about as many times slower as there are labels")
+    model.add_argument("--transition-features", type=_split, metavar="PREFIXES",
+                       help="comma-separated feature-name prefixes (e.g. 'pos=,shape=') "
+                            "whose features also weight the transitions into their token; "
+                            "'all' for every feature (order 1 only)")
+    model.add_argument("--n-jobs", type=int, metavar="N",
+                       help="threads for the kernels; -1 all cores, -2 all but one "
+                            "(default: all cores)")
+
+
+def _add_tag(commands):
+    tag = commands.add_parser(
+        "tag", formatter_class=_HelpFormatter,
+        help="label the tokens of a column file with a trained model",
+        description="Label the sequences of a column file with a trained model. FILE has "
+                    "the columns of\nthe training file, with or without its label column. "
+                    "The output repeats the input\ncolumns and adds the predicted label as "
+                    "the last one (and, with --marginals, its\nprobability after it), a "
+                    "blank line between sequences: ready for conlleval. Files of any\n"
+                    "size: the sequences are read, labelled and written a batch at a "
+                    "time.",
+        epilog="examples:\n"
+               "  skcrf tag --model ner.skcrf esp.testb > tagged.txt\n"
+               "  skcrf tag --model ner.skcrf unlabelled.txt --output tagged.txt "
+               "--marginals")
+    tag.add_argument("file", metavar="FILE", help="column file to label")
+    tag.add_argument("--model", required=True, metavar="MODEL",
+                     help="model written by 'skcrf train'")
+    tag.add_argument("--output", metavar="OUT",
+                     help="where to write the labelled file (default: standard output)")
+    tag.add_argument("--marginals", action="store_true",
+                     help="add the probability of each predicted label (%%.4f) as a "
+                          "last column")
+
+
+def _add_evaluate(commands):
+    evaluate = commands.add_parser(
+        "evaluate", formatter_class=_HelpFormatter,
+        help="score a trained model on a labelled column file",
+        description="Label a labelled column file with a trained model and compare: token "
+                    "accuracy,\nthe span-level (conlleval) report and the token-level "
+                    "report.",
+        epilog="examples:\n"
+               "  skcrf evaluate --model ner.skcrf esp.testb\n"
+               "  skcrf evaluate --model pos.skcrf test.tsv --scheme plain")
+    evaluate.add_argument("test_file", metavar="TEST_FILE",
+                          help="labelled column file, laid out as the training file")
+    evaluate.add_argument("--model", required=True, metavar="MODEL",
+                          help="model written by 'skcrf train'")
+    evaluate.add_argument("--scheme", choices=SCHEMES, default="IOB2",
+                          help="tagging scheme of the labels, for the span report; "
+                               "'plain' for labels without B-/I- prefixes")
