@@ -213,11 +213,12 @@ def output_file(path, encoding):
         yield sys.stdout
         sys.stdout.flush()
         return
-    target = Path(os.path.realpath(path))
-    if target.exists() and not target.is_file():  # /dev/stdout, a named pipe
-        with open(target, "w", encoding=encoding, newline="\n") as handle:
+    if Path(path).exists() and not Path(path).is_file():  # /dev/stdout, a named pipe
+        with open(path, "w", encoding=encoding, newline="\n") as handle:
             yield handle
         return
+    # replace the file a link points to, not the link
+    target = Path(os.path.realpath(path))
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
     try:
         # 0o666 lets the umask set the mode, as open(path, "w") would
