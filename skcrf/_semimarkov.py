@@ -153,10 +153,10 @@ class SemiMarkovCRF(CRFEstimator):
     ----------
     max_segment_length : int, default=None
         Longest segment the model considers (``"O"`` segments are single
-        tokens). None takes the longest segment of the training data. A
-        training segment longer than an int given here raises a ValueError.
-        Inference costs ``O(max_segment_length * n_labels + n_labels ** 2)``
-        per token.
+        tokens). None gives each label the longest segment it has in the
+        training data; an int caps every label alike, and a training segment
+        longer than it raises a ValueError. Inference costs
+        ``O(sum of the labels' longest segments + n_labels ** 2)`` per token.
     scheme : {"auto", "IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain"}, \
             default="auto"
         Tagging scheme of ``y``; ``"auto"`` detects it with
@@ -196,7 +196,7 @@ class SemiMarkovCRF(CRFEstimator):
     scheme_ : str
         The tagging scheme read from ``y`` and written by ``predict``.
     max_segment_length_ : int
-        The longest segment considered.
+        The longest segment of any label considered.
     coef_ : ndarray of shape (n_labels, n_features)
         State weights: each token of a segment adds its features' weights
         for the segment's label.
@@ -204,8 +204,8 @@ class SemiMarkovCRF(CRFEstimator):
         Weights of the features of a segment's first and last token.
     length_coef_ : ndarray of shape (n_labels, n_lengths)
         ``length_coef_[y, d - 1]`` scores a segment of ``d`` tokens; ``-inf``
-        where a label may not take that length. ``n_lengths`` is
-        ``max_segment_length_``.
+        where a label may not take that length (beyond its longest). ``n_lengths``
+        is ``max_segment_length_``.
     transition_coef_ : ndarray of shape (n_labels, n_labels)
         Weights of consecutive segments' labels, [previous, next]; ``-inf``
         on the diagonal with ``"plain"`` labels.
@@ -285,10 +285,8 @@ class SemiMarkovCRF(CRFEstimator):
         data.label_ids = None
         n_labels = len(codec.segment_classes)
         segmentation = Segmentation.of_codes(codes, offsets, n_labels)
-        longest = self._longest_segment(segmentation, offsets, codec)
-        max_lengths = np.full(n_labels, longest, dtype=np.int64)
-        if codec.outside is not None:
-            max_lengths[codec.outside] = 1
+        max_lengths = self._max_lengths(segmentation, offsets, codec)
+        longest = int(max_lengths.max(initial=1))
         structure = SemiMarkovStructure.for_training(
             data.features, offsets, codes, max_lengths, allow_repeats=not codec.plain,
             all_possible_states=self.all_possible_states)
@@ -303,7 +301,7 @@ class SemiMarkovCRF(CRFEstimator):
         self.classes_ = codec.classes
         self.segment_classes_ = codec.segment_classes
         self.scheme_ = codec.scheme
-        self.max_segment_length_ = int(longest)
+        self.max_segment_length_ = longest
         self.coef_ = named["coef"]
         self.first_coef_ = named["first_coef"]
         self.last_coef_ = named["last_coef"]
@@ -318,13 +316,22 @@ class SemiMarkovCRF(CRFEstimator):
         self.loss_curve_ = result.loss_curve
         return self
 
-    def _longest_segment(self, segmentation, offsets, codec):
-        """``max_segment_length`` or the longest training segment; raise if one exceeds it."""
+    def _max_lengths(self, segmentation, offsets, codec):
+        """Longest segment each label may take; raise if a training segment exceeds the cap.
+
+        With ``max_segment_length=None`` each label takes its own longest
+        training segment: a length no training segment of the label has would
+        only have its weight pushed down, and every label pays inference for
+        its own lengths alone. An int caps every label alike. ``"O"`` segments
+        are single tokens.
+        """
         first, stops, labels, sequence = segmentation.bounds(offsets)
+        n_labels = len(codec.segment_classes)
         sizes = stops - first
         if codec.outside is not None:
             sizes = np.where(labels == codec.outside, 1, sizes)
-        longest = int(sizes.max(initial=1))
+        longest = np.ones(n_labels, dtype=np.int64)
+        np.maximum.at(longest, labels, sizes)
         if self.max_segment_length is None:
             return longest
         too_long = np.flatnonzero(sizes > self.max_segment_length)
@@ -336,8 +343,11 @@ class SemiMarkovCRF(CRFEstimator):
                 f"{sizes[k]} tokens (tokens {first[k] - offsets[q]}:{stops[k] - offsets[q]}), "
                 f"longer than max_segment_length={self.max_segment_length}. Increase "
                 f"max_segment_length, or set it to None to take the longest training "
-                f"segment ({longest}).")
-        return int(self.max_segment_length)
+                f"segment of each label ({int(longest.max())} at most).")
+        capped = np.full(n_labels, self.max_segment_length, dtype=np.int64)
+        if codec.outside is not None:
+            capped[codec.outside] = 1
+        return capped
 
     def _codec(self):
         return _SegmentTags(self.scheme_, self.segment_classes_)

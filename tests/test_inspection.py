@@ -313,9 +313,9 @@ def test_boundary_features_and_length_weights(semi):
     assert first["w=Ada"] == semi.first_coef_[k, names.index("w=Ada")] > 0
     assert last["w=Turing"] == semi.last_coef_[k, names.index("w=Turing")] > 0
     lengths = length_weights(semi)
-    # "O" segments are single tokens; PER and LOC may take up to the longest (2)
-    assert [(r.label, r.length) for r in lengths] == [("LOC", 1), ("LOC", 2), ("PER", 1),
-                                                     ("PER", 2), ("O", 1)]
+    # each label takes up to its longest training segment; "O" segments are single tokens
+    assert [(r.label, r.length) for r in lengths] == [("LOC", 1), ("PER", 1), ("PER", 2),
+                                                     ("O", 1)]
     per_two = [r.weight for r in lengths if r.label == "PER" and r.length == 2][0]
     assert per_two == semi.length_coef_[k, 1]
     with pytest.raises(NotFittedError):

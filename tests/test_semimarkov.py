@@ -125,9 +125,9 @@ def test_fit_learns_the_toy_task(fitted, toy):
     for coef in (fitted.coef_, fitted.first_coef_, fitted.last_coef_):
         assert coef.shape == (n_labels, n_features)
     assert fitted.length_coef_.shape == (n_labels, 3)
+    # each label up to its longest training segment (LOC 1, ORG 3, PER 2 tokens);
     # "O" segments are single tokens
-    assert np.isneginf(fitted.length_coef_[3, 1:]).all()
-    assert np.isfinite(fitted.length_coef_[:3]).all()
+    assert np.isfinite(fitted.length_coef_).sum(axis=1).tolist() == [1, 3, 2, 1]
     assert fitted.transition_coef_.shape == (4, 4)
     assert fitted.n_iter_ == len(fitted.loss_curve_) > 0
 
@@ -290,3 +290,17 @@ def test_bad_input_is_named(toy, make_input, params, error, match):
     X, y = make_input(*toy)
     with pytest.raises(error, match=match):
         SemiMarkovCRF(max_iter=5, **params).fit(X, y)
+
+
+def test_each_label_takes_its_longest_training_segment(toy):
+    X, y = toy
+    crf = SemiMarkovCRF(max_iter=5).fit(X, y)
+    segments = [s for tags in y for s in tags_to_segments(list(tags))]
+    for k, label in enumerate(crf.segment_classes_.tolist()):
+        allowed = np.flatnonzero(np.isfinite(crf.length_coef_[k])) + 1
+        if label == "O":
+            assert allowed.tolist() == [1]
+            continue
+        longest = max(s.stop - s.start for s in segments if s.label == label)
+        assert allowed.max() == longest
+    assert crf.max_segment_length_ == max(s.stop - s.start for s in segments)
