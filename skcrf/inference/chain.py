@@ -135,24 +135,41 @@ def _log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_
 
 
 @compiled()
-def chain_potentials(transitions, start, end):
-    """Shifted exponentials of the potentials, shared by all sequences of a batch."""
-    col_max, exp_by_col, row_max, exp_by_row = shifted_exp_by_column_and_row(transitions)
+def _scaled_potentials(transitions, start, end):
+    """What the scaled pass needs: exponentials shifted by the overall maxima."""
     trans_max, exp_trans = shifted_exp(transitions)
     start_max, exp_start = shifted_exp(start)
     end_max, exp_end = shifted_exp(end)
     any_forbidden = (np.isneginf(transitions).any() or np.isneginf(start).any()
                      or np.isneginf(end).any())
+    return trans_max, exp_trans, start_max, exp_start, end_max, exp_end, any_forbidden
+
+
+@compiled()
+def chain_potentials(transitions, start, end):
+    """Shifted exponentials of the potentials, shared by all sequences of a batch.
+
+    Those of the scaled pass and, by column and by row, those of the exact
+    log-space pass: three (n_classes, n_classes) arrays in all.
+    """
+    col_max, exp_by_col, row_max, exp_by_row = shifted_exp_by_column_and_row(transitions)
+    trans_max, exp_trans, start_max, exp_start, end_max, exp_end, any_forbidden = (
+        _scaled_potentials(transitions, start, end))
     return (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, start_max,
             exp_start, end_max, exp_end, any_forbidden)
 
 
 @compiled()
-def chain_workspace(longest, n_classes):
-    """Scratch rows for the sequences of one chunk, none longer than ``longest``."""
+def chain_workspace(longest, n_classes, with_transitions=True):
+    """Scratch rows for the sequences of one chunk, none longer than ``longest``.
+
+    The (n_classes, n_classes) block only serves the transition counts: without
+    them it is empty.
+    """
+    size = n_classes if with_transitions else 0
     return (np.empty((longest, n_classes)), np.empty((longest, n_classes)),
             np.empty((longest, n_classes)), np.empty(longest),
-            np.empty((2, n_classes), np.bool_), np.empty((n_classes, n_classes)),
+            np.empty((2, n_classes), np.bool_), np.empty((size, size)),
             np.empty(n_classes), np.empty(n_classes))
 
 
@@ -182,8 +199,11 @@ def sequence_posteriors(unary, transitions, start, end, lo, hi, potentials,
 def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     """Log partition functions, token marginals and expected transition counts.
 
-    Each sequence goes through the fast scaled pass; the few whose scores are
-    extreme enough to under- or overflow it are redone exactly in log space.
+    Every sequence goes through the fast scaled pass first; then the few whose
+    scores are extreme enough to under- or overflow it are redone exactly in
+    log space, in a second pass that alone needs the potentials shifted by
+    column and by row (two (n_classes, n_classes) arrays, made only if some
+    sequence needs them).
 
     Parameters
     ----------
@@ -200,33 +220,71 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     marginals : (n_tokens, n_classes) float64
         Rows sum to 1; all zeros for the tokens of an infeasible sequence.
     transition_counts : (n_classes, n_classes) float64
-        Expected number of each transition, summed over all sequences.
+        Expected number of each transition, summed over all sequences; (0, 0)
+        without ``with_transitions``.
+
+    Notes
+    -----
+    The counts take one (n_classes, n_classes) partial sum per chunk (up to
+    64 chunks: 2 GiB for 2,000 classes), so without ``with_transitions``
+    neither they nor the scratch block they need are allocated. Each chunk
+    adds the counts of its scaled sequences, then of its exact ones, so the
+    result still does not depend on the thread count.
     """
     n_tokens, n_classes = unary.shape
     n_sequences = offsets.shape[0] - 1
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
-    potentials = chain_potentials(transitions, start, end)
+    trans_max, exp_trans, start_max, exp_start, end_max, exp_end, any_forbidden = (
+        _scaled_potentials(transitions, start, end))
 
     log_z = np.zeros(n_sequences)
     marginals = np.zeros((n_tokens, n_classes))
-    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
+    size = n_classes if with_transitions else 0
+    # without counts, every chunk gets the one empty partial sum, never written
+    chunk_counts = np.zeros((n_chunks if with_transitions else 1, size, size))
+    exact = np.zeros(n_sequences, np.bool_)
 
     for c in prange(n_chunks):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        work = chain_workspace(longest, n_classes)
+        alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
+            longest, n_classes, False)
+        partial = chunk_counts[np.int64(c) if with_transitions else np.int64(0)]
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
             if hi == lo:
                 continue
-            log_z[q] = sequence_posteriors(unary, transitions, start, end, lo, hi,
-                                            potentials, with_transitions, marginals,
-                                            chunk_counts[c], work)
+            lz = _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans,
+                                  trans_max, exp_start, start_max, exp_end, end_max,
+                                  any_forbidden, emission, alpha, beta, norm, reach,
+                                  with_transitions, marginals, partial, scratch)
+            if np.isnan(lz):
+                exact[q] = True
+            else:
+                log_z[q] = lz
 
-    transition_counts = np.zeros((n_classes, n_classes))
-    for c in range(n_chunks):
-        transition_counts += chunk_counts[c]
+    if exact.any():
+        col_max, exp_by_col, row_max, exp_by_row = shifted_exp_by_column_and_row(
+            transitions)
+        for c in prange(n_chunks):
+            if not exact[bounds[c]:bounds[c + 1]].any():
+                continue
+            longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+            alpha, beta, _, _, _, block, scaled, scratch = chain_workspace(
+                longest, n_classes, with_transitions)
+            partial = chunk_counts[np.int64(c) if with_transitions else np.int64(0)]
+            for q in range(bounds[c], bounds[c + 1]):
+                if exact[q]:
+                    log_z[q] = _log_space_sequence(
+                        unary, transitions, start, end, offsets[q], offsets[q + 1],
+                        col_max, exp_by_col, row_max, exp_by_row, with_transitions,
+                        marginals, partial, alpha, beta, block, scaled, scratch)
+
+    transition_counts = np.zeros((size, size))
+    if with_transitions:
+        for c in range(n_chunks):
+            transition_counts += chunk_counts[c]
     return log_z, marginals, transition_counts
 
 

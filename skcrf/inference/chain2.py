@@ -183,7 +183,8 @@ def forward_backward2(unary, transitions, trigram, start, end, offsets, with_cou
         See the module docstring.
     with_counts : bool
         Whether to compute the expected counts (training needs them, marginal
-        prediction does not); if not, they are returned as zeros.
+        prediction does not); if not, they are returned empty, of shapes
+        (0, 0) and (0, 0, 0), and no n_classes ** 3 array is allocated for them.
 
     Returns
     -------
@@ -226,8 +227,9 @@ def forward_backward2(unary, transitions, trigram, start, end, offsets, with_cou
         if with_counts:
             flush_triple_counts(potentials, work, chunk_triples[partial])
 
-    pair_counts = np.zeros((n_classes, n_classes))
-    triple_counts = np.zeros((n_classes, n_classes, n_classes))
+    counted = n_classes if with_counts else 0
+    pair_counts = np.zeros((counted, counted))
+    triple_counts = np.zeros((counted, counted, counted))
     if with_counts:
         for k in range(n_chunks):
             pair_counts += chunk_pairs[k]

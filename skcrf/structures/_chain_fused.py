@@ -14,8 +14,9 @@ from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequenc
 from ..inference.chain import chain_potentials, chain_workspace, sequence_posteriors
 
 #: Memory bounds of :func:`nll_terms`, in float64 values. Each chunk of
-#: sequences keeps a partial sum of the expected counts of every pair, so the
-#: number of chunks is LOSS_PAIR_BUDGET // n_pairs (2 MiB in all), but at
+#: sequences keeps a partial sum of the expected counts of every pair and of
+#: every transition, so the number of chunks is LOSS_PAIR_BUDGET //
+#: (n_pairs + n_classes ** 2) (2 MiB in all), but at
 #: least MIN_LOSS_CHUNKS, for the threads to share, and at most N_CHUNKS and
 #: the number of sequences (see :func:`fused_layout`): past 65k pairs the partial
 #: sums take MIN_LOSS_CHUNKS * n_pairs values (32 bytes a pair), and at most 4
@@ -191,7 +192,9 @@ def fused_layout(features, offsets, n_pairs, n_classes):
     within the memory bounds set above.
     """
     n_sequences = offsets.shape[0] - 1
-    by_memory = LOSS_PAIR_BUDGET // max(n_pairs, 1)
+    # each chunk also keeps (n_classes, n_classes) transition counts: with many
+    # classes they, not the pairs, bound the chunk count
+    by_memory = LOSS_PAIR_BUDGET // max(n_pairs + n_classes * n_classes, 1)
     n_chunks = max(1, min(n_sequences, N_CHUNKS, max(MIN_LOSS_CHUNKS, by_memory)))
     n_hot = min(features.n_features, LOSS_HOT_BUDGET // (n_chunks * n_classes))
     frequency = column_counts(features.indices, features.n_features)

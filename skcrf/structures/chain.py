@@ -109,11 +109,13 @@ def chain_posteriors(scores, offsets, with_counts=False):
         log_z, marginals, pair_counts, trigram_counts = forward_backward2(
             scores.unary, scores.transitions, scores.trigram, scores.start, scores.end,
             offsets, with_counts)
+        if not with_counts:
+            return ChainPosteriors(log_z, marginals)
         return ChainPosteriors(log_z, marginals, pair_counts, trigram_counts)
     log_z, marginals, counts = forward_backward(scores.unary, scores.transitions,
                                                 scores.start, scores.end, offsets,
                                                 with_counts)
-    return ChainPosteriors(log_z, marginals, counts)
+    return ChainPosteriors(log_z, marginals, counts if with_counts else None)
 
 
 def chain_decode(scores, offsets):
@@ -335,8 +337,11 @@ class _FusedEdgeExpectations:
         self.structure = structure
         self.features = features
         self.offsets = offsets
+        # per chunk: partial sums of every state and edge pair and of the
+        # (C, C) transition counts
         self.n_chunks = edge_chunk_count(
-            offsets, structure.state_pairs.n_pairs + structure.edge_pairs.n_pairs)
+            offsets, structure.state_pairs.n_pairs + structure.edge_pairs.n_pairs
+            + structure.n_classes ** 2)
 
     def __call__(self, w):
         structure = self.structure
