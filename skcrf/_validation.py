@@ -109,14 +109,14 @@ def encode_labels(y, lengths):
 
 
 def _label_array(labels):
-    """A non-empty list of labels of one kind as an array; integers stay integers.
+    """A list of labels of one kind as an array; integers stay integers.
 
     numpy holds integers from -2**63 to 2**64 - 1, but not in one type: labels
     spanning both ends (or beyond) would become float64 (merging labels that
     round alike) or objects, so they are refused.
     """
     array = np.asarray(labels)
-    if array.dtype.kind in "iu" or _label_kind(type(labels[0])) != "int":
+    if not labels or array.dtype.kind in "iu" or _label_kind(type(labels[0])) != "int":
         return array
     low, high = min(labels), max(labels)
     if low < 0 or high >= 2 ** 64:
