@@ -7,6 +7,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import CRFEstimator
+from ._validation import check_finite_scores
 from .learning.objective import NegativeLogLikelihood
 from .structures.chain import ChainScores, ChainStructure, chain_decode, chain_posteriors
 
@@ -108,6 +109,19 @@ class CRFClassifier(CRFEstimator):
     See Also
     --------
     SequenceVectorizer : Turns per-token feature dicts into a SequenceMatrix.
+
+    Notes
+    -----
+    Real-valued features are best scaled to a moderate range; ``fit`` refuses
+    values so large that the objective overflows. At prediction, a huge but
+    finite value (say 1e17 on one token) is taken exactly as far as the other
+    tokens go: it decides its own token's label, and every other token's
+    labels and marginals are those of the same sequence with that token's
+    label fixed, as in exact arithmetic (inference shifts each token's scores
+    by their maximum, so no token's huge score rounds away another's digits).
+    Only the rest of that token's own features, small next to the huge value,
+    are lost to rounding. A value whose score overflows float64 (past about
+    1e308) raises a ``ValueError`` naming its sequence and token.
 
     Examples
     --------
@@ -223,14 +237,20 @@ class CRFClassifier(CRFEstimator):
                 f"feature names look like {list(map(str, feature_names[:5]))!r}.")
         return mask
 
-    def _scores(self, features):
-        return ChainScores.of_coefficients(
+    def _scores(self, features, offsets):
+        scores = ChainScores.of_coefficients(
             features, self.coef_, self.transition_coef_, self.start_coef_, self.end_coef_,
             trigram=getattr(self, "transition2_coef_", None),
             edge_coef=getattr(self, "transition_feature_coef_", None))
+        # finite but huge scores are fine (the kernels shift each token's by
+        # their maximum); scores past float64 would silently decode to nothing
+        check_finite_scores(scores.unary, offsets)
+        if scores.edges is not None:
+            check_finite_scores(scores.edges, offsets)
+        return scores
 
     def _decode(self, features, offsets):
-        return chain_decode(self._scores(features), offsets)
+        return chain_decode(self._scores(features, offsets), offsets)
 
     def _token_marginals(self, features, offsets):
-        return chain_posteriors(self._scores(features), offsets).marginals
+        return chain_posteriors(self._scores(features, offsets), offsets).marginals

@@ -246,6 +246,25 @@ def check_feature_values(data, indices, indptr, lengths, feature_names):
         f"value(s) in all).")
 
 
+def check_finite_scores(scores, offsets):
+    """Raise if some token's model scores overflow float64, naming the first such token.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_tokens, ...)
+        Per-token scores (unary or edge blocks) of a fitted model.
+    offsets : ndarray of shape (n_sequences + 1,)
+    """
+    finite = np.isfinite(scores.reshape(scores.shape[0], -1)).all(axis=1)
+    if finite.all():
+        return
+    seq, tok = _locate(np.diff(offsets), int(np.argmin(finite)))
+    raise ValueError(
+        f"The model's scores of sequence {seq}, token {tok} overflow float64: its "
+        f"feature values are too large for the fitted weights. Scale the feature "
+        f"values to a moderate range, as for training.")
+
+
 def describe_largest_value(data, indices, indptr, lengths, feature_names):
     """Text naming the largest feature value in magnitude and where it is."""
     if data is None or data.shape[0] == 0:

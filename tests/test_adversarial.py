@@ -400,3 +400,115 @@ def test_fit_memory_does_not_grow_with_chunks_times_classes_squared():
     square = n_classes ** 2 * 8
     # model, solver history and potentials take some squares; before, 60 more
     assert peak < 24 * square, peak / 2 ** 20
+
+
+# --- 6. a huge finite feature value on one token ---------------------------------
+
+
+#: A feature value of 1e17 times weights of order 1: exact arithmetic pins its
+#: token to one label; the other tokens must keep their digits.
+HUGE = 1e17
+
+
+def _pinned(row):
+    """The limit of a huge score row: its best label only, every other one forbidden."""
+    pinned = np.full_like(row, -np.inf)
+    pinned[np.argmax(row)] = 0.0
+    return pinned
+
+
+def _huge_first_token(n_classes=4, n_tokens=6, seed=3):
+    rng = np.random.default_rng(seed)
+    unary = rng.normal(size=(n_tokens, n_classes))
+    weights = rng.normal(size=n_classes)
+    big, reference = unary.copy(), unary.copy()
+    big[0] = HUGE * weights + unary[0]
+    reference[0] = _pinned(big[0])
+    transitions = rng.normal(size=(n_classes, n_classes))
+    start, end = rng.normal(size=n_classes), rng.normal(size=n_classes)
+    offsets = np.array([0, n_tokens])
+    return big, reference, transitions, start, end, offsets
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_huge_unary_leaves_the_other_tokens_exact_order1(seed):
+    from skcrf.inference.chain import forward_backward, viterbi
+
+    big, reference, transitions, start, end, offsets = _huge_first_token(seed=seed)
+    _, got, _ = forward_backward(big, transitions, start, end, offsets, False)
+    _, want, _ = forward_backward(reference, transitions, start, end, offsets, False)
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    np.testing.assert_array_equal(viterbi(big, transitions, start, end, offsets),
+                                  viterbi(reference, transitions, start, end, offsets))
+    # training's counts too
+    _, _, got_counts = forward_backward(big, transitions, start, end, offsets, True)
+    _, _, want_counts = forward_backward(reference, transitions, start, end, offsets, True)
+    np.testing.assert_allclose(got_counts, want_counts, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_huge_unary_leaves_the_other_tokens_exact_order2(seed):
+    from skcrf.inference.chain2 import forward_backward2, viterbi2
+
+    big, reference, transitions, start, end, offsets = _huge_first_token(seed=seed)
+    trigram = np.random.default_rng(seed).normal(size=(big.shape[1],) * 3)
+    got = forward_backward2(big, transitions, trigram, start, end, offsets, True)
+    want = forward_backward2(reference, transitions, trigram, start, end, offsets, True)
+    for got_part, want_part in zip(got[1:], want[1:]):
+        np.testing.assert_allclose(got_part, want_part, atol=1e-12)
+    np.testing.assert_array_equal(
+        viterbi2(big, transitions, trigram, start, end, offsets),
+        viterbi2(reference, transitions, trigram, start, end, offsets))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_huge_transition_feature_leaves_the_other_tokens_exact(seed):
+    """Transition features carry the value into the edges of its token."""
+    from skcrf.inference.chain_edges import forward_backward_edges, viterbi_edges
+
+    _, _, transitions, start, end, offsets = _huge_first_token(seed=seed)
+    rng = np.random.default_rng(seed + 10)
+    n_tokens, n_classes = 6, transitions.shape[0]
+    unary = rng.normal(size=(n_tokens, n_classes))
+    edges = np.broadcast_to(transitions, (n_tokens, n_classes, n_classes)).copy()
+    big, reference = edges.copy(), edges.copy()
+    big[2] += HUGE * rng.normal(size=(n_classes, n_classes))
+    reference[2] = _pinned(big[2].ravel()).reshape(n_classes, n_classes)
+    _, got, got_pairs = forward_backward_edges(unary, big, start, end, offsets, True)
+    _, want, want_pairs = forward_backward_edges(unary, reference, start, end, offsets, True)
+    np.testing.assert_allclose(got, want, atol=1e-12)
+    np.testing.assert_allclose(got_pairs, want_pairs, atol=1e-12)
+    np.testing.assert_array_equal(viterbi_edges(unary, big, start, end, offsets),
+                                  viterbi_edges(unary, reference, start, end, offsets))
+
+
+def test_huge_feature_value_at_predict_changes_only_its_own_token():
+    """1e17 on token 0 made the other tokens' marginals uniform and changed their labels."""
+    rng = np.random.default_rng(0)
+    X = [[{"w": str(rng.choice(list("abcd"))), "x": float(rng.normal())}
+          for _ in range(6)] for _ in range(40)]
+    y = [[("A" if token["w"] in "ab" else "B") if token["x"] < 0.5 else "C"
+          for token in sequence] for sequence in X]
+    crf = CRFClassifier(alpha=0.1).fit(X, y)
+    sequence = [dict(token) for token in X[0]]
+    big, pinned = [dict(token) for token in sequence], [dict(token) for token in sequence]
+    big[0]["x"] = HUGE
+    pinned[0]["x"] = 1e4  # as pinned in exact arithmetic: exp(-1e4) is 0
+    np.testing.assert_allclose(crf.predict_marginals([big])[0],
+                               crf.predict_marginals([pinned])[0], atol=1e-9)
+    assert crf.predict([big])[0].tolist() == crf.predict([pinned])[0].tolist()
+
+
+@pytest.mark.parametrize("value", [1e308, -1e308])
+@pytest.mark.parametrize("transition_features", [None, "all"])
+def test_feature_values_whose_scores_overflow_are_named_at_predict(value,
+                                                                   transition_features):
+    """Scores beyond float64 gave all-zero marginals and arbitrary labels, silently."""
+    X = [[{"x": 1.0, "w": "a"}, {"x": -1.0, "w": "b"}], [{"x": 0.5, "w": "b"}]]
+    y = [["A", "B"], ["B"]]
+    crf = CRFClassifier(alpha=0.1, transition_features=transition_features).fit(X, y)
+    crf.coef_[:, list(crf.feature_names_).index("x")] = [4.0, -4.0]  # 4e308 overflows
+    X_new = [[{"x": 1.0}], [{"x": 1.0}, {"x": value}]]
+    for method in (crf.predict, crf.predict_marginals):
+        with pytest.raises(ValueError, match="sequence 1, token 1 overflow"):
+            method(X_new)

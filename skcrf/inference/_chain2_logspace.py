@@ -8,7 +8,7 @@ import numpy as np
 
 from ._batch import compiled
 from ._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp,
-                        normalize_log_block, normalized_exp_sum)
+                        normalize_log_block, normalized_exp_sum, shifted_rows)
 
 
 @compiled()
@@ -22,6 +22,9 @@ def log_space_sequence2(unary, transitions, start, end, lo, hi, potentials, with
     normalized per token, and a triple's probability is the pair marginal of
     (a, b) times the conditional of c given (a, b), normalized over c by its
     own sum: as in :mod:`.chain`, subtracting a large log Z would cancel digits.
+    It runs on each token's unary scores shifted by their maximum (into the
+    scaled pass's ``emission`` rows, free by now), so that a huge score on one
+    token leaves the digits of the others (see :func:`~._logspace.shifted_rows`).
     """
     (score, tri_max, exp_forward, exp_backward, trans_max, exp_trans, start_max, exp_start,
      end_max, exp_end, col_max, exp_by_col, row_max, exp_by_row, allowed,
@@ -30,18 +33,20 @@ def log_space_sequence2(unary, transitions, start, end, lo, hi, potentials, with
      vector, shifted, gathered, weights) = work
     n_classes = unary.shape[1]
     n = hi - lo
+    rows = emission
+    shift = shifted_rows(unary, lo, hi, rows)
 
     for c in range(n_classes):
-        alpha[0, 0, c] = start[c] + unary[lo, c]
+        alpha[0, 0, c] = start[c] + rows[0, c]
     if n >= 2:
         for b in range(n_classes):
             for c in range(n_classes):
-                alpha[1, b, c] = alpha[0, 0, b] + transitions[b, c] + unary[lo + 1, c]
+                alpha[1, b, c] = alpha[0, 0, b] + transitions[b, c] + rows[1, c]
     # the moves into (b, c) come from (a, b): for each b, a vector over a times
     # the (a, c) matrix score[:, b, :]
     for r in range(2, n):
         for b in range(n_classes):
-            log_vector_matrix(unary[lo + r], alpha[r - 1, :, b], score[:, b, :], col_max[b],
+            log_vector_matrix(rows[r], alpha[r - 1, :, b], score[:, b, :], col_max[b],
                               exp_by_col[:, b, :], vector, alpha[r, b])
 
     if n == 1:
@@ -55,6 +60,7 @@ def log_space_sequence2(unary, transitions, start, end, lo, hi, potentials, with
         log_z = logsumexp(block)
     if log_z == -np.inf:
         return log_z
+    log_z += shift
 
     if n == 1:
         for c in range(n_classes):
@@ -66,13 +72,13 @@ def log_space_sequence2(unary, transitions, start, end, lo, hi, potentials, with
     for r in range(n - 2, 0, -1):
         for b in range(n_classes):
             for c in range(n_classes):
-                vector[c] = unary[lo + r + 1, c] + beta[r + 1, b, c]
+                vector[c] = rows[r + 1, c] + beta[r + 1, b, c]
             log_matrix_vector(score[:, b, :], vector, row_max[:, b], exp_by_row[:, b, :],
                               shifted, beta[r, :, b])
     if n >= 2:
         for b in range(n_classes):
             for c in range(n_classes):
-                vector[c] = transitions[b, c] + unary[lo + 1, c] + beta[1, b, c]
+                vector[c] = transitions[b, c] + rows[1, c] + beta[1, b, c]
             beta[0, 0, b] = logsumexp(vector)
 
     # token 0
@@ -94,7 +100,7 @@ def log_space_sequence2(unary, transitions, start, end, lo, hi, potentials, with
                 for c in range(n_classes):
                     pair_counts[b, c] += block[b, c]
             if r >= 2:
-                _add_triples(unary, t, beta[r], score, exp_by_row, previous_block,
+                _add_triples(rows, r, beta[r], score, exp_by_row, previous_block,
                              triple_counts, vector, shifted)
             previous_block[:, :] = block
     return log_z

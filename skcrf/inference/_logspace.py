@@ -81,6 +81,38 @@ def shifted_exp_rows(values, lo, hi, out, log_z, forbidden):
 
 
 @compiled()
+def shifted_rows(values, lo, hi, out):
+    """out[r] = values[lo + r] - max(values[lo + r]) for rows lo..hi-1; the sum of the maxima.
+
+    Why the exact passes shift every token's scores by their maximum, as the
+    scaled pass does: a huge score on one token (a feature value of 1e17)
+    added to the running forward or backward scores would round away their
+    low digits, and with them what the other tokens contribute. Shifted, a
+    token's best label scores 0 and nothing huge is ever added. A row that is
+    entirely -inf is copied with a shift of 0.
+    """
+    total = 0.0
+    for r in range(hi - lo):
+        row = values[lo + r]
+        top = shift_of(row)
+        total += top
+        out_row = out[r]
+        for j in range(row.shape[0]):
+            out_row[j] = row[j] - top
+    return total
+
+
+@compiled()
+def shift_of(row):
+    """The maximum of a vector, or 0 when every value is -inf: what to subtract from it."""
+    top = -np.inf
+    for j in range(row.shape[0]):
+        if row[j] > top:
+            top = row[j]
+    return 0.0 if top == -np.inf else top
+
+
+@compiled()
 def shifted_exp_by_column_and_row(matrix):
     """exp(matrix) shifted per column and per row so that nothing overflows.
 

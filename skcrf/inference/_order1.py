@@ -12,7 +12,7 @@ import numpy as np
 from numba import prange
 
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
-from ._logspace import FLOOR, HUGE
+from ._logspace import FLOOR, HUGE, shift_of
 
 
 @compiled()
@@ -146,12 +146,25 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
     return log_z
 
 
+@compiled()
+def _subtract_row_max(row):
+    top = shift_of(row)
+    for j in range(row.shape[0]):
+        row[j] -= top
+
+
 @compiled(parallel=True)
 def best_paths(unary, moves, step, start, end, offsets):
     """Most likely label path of every sequence; token ``t`` moves by ``moves[t * step]``.
 
     Ties go to the lowest label id. A move of ``-inf`` never appears in a
     returned path unless the sequence has no feasible path at all.
+
+    Each token's unary scores are taken relative to their maximum, and each
+    row of path scores is shifted so that its best is 0 (neither changes the
+    best path): a huge score on one token (a feature value of 1e17) then
+    never enters the scores carried to the next tokens, which would round
+    away their low digits and change their labels.
 
     Returns
     -------
@@ -173,11 +186,14 @@ def best_paths(unary, moves, step, start, end, offsets):
             hi = offsets[q + 1]
             if hi == lo:
                 continue
+            top = shift_of(unary[lo])
             for j in range(n_classes):
-                score[0, j] = start[j] + unary[lo, j]
+                score[0, j] = start[j] + (unary[lo, j] - top)
+            _subtract_row_max(score[0])
             for t in range(lo + 1, hi):
                 r = t - lo
                 block = moves[t * step]
+                top = shift_of(unary[t])
                 # j outer keeps each cell's running maximum in locals: with i
                 # outer, every improvement is a store, and those compile to
                 # masked stores, which are slow on some processors
@@ -189,8 +205,9 @@ def best_paths(unary, moves, step, start, end, offsets):
                         if v > best:
                             best = v
                             best_i = i
-                    score[r, j] = best + unary[t, j]
+                    score[r, j] = best + (unary[t, j] - top)
                     backpointer[r, j] = best_i
+                _subtract_row_max(score[r])
             last = hi - 1 - lo
             best = -np.inf
             best_j = 0

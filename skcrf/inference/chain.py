@@ -23,7 +23,7 @@ from numba import prange
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
 from ._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp_sum,
                         normalize_log_block, normalized_exp_sum, shifted_exp,
-                        shifted_exp_by_column_and_row, shifted_exp_rows)
+                        shifted_exp_by_column_and_row, shifted_exp_rows, shifted_rows)
 from ._order1 import best_paths, scaled_forward_backward
 
 
@@ -108,14 +108,20 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, trans_ma
 @compiled()
 def _log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_col,
                         row_max, exp_by_row, with_transitions, marginals, counts, alpha,
-                        beta, block, scaled, scratch):
-    """Forward-backward of one sequence in log space: slower, never under- or overflows."""
+                        beta, shifted, block, scaled, scratch):
+    """Forward-backward of one sequence in log space: slower, never under- or overflows.
+
+    It runs on the unary scores shifted per token (into ``shifted``, see
+    :func:`~._logspace.shifted_rows`), so that a huge score on one token
+    leaves the digits of the others.
+    """
     n_classes = unary.shape[1]
     n = hi - lo
+    shift = shifted_rows(unary, lo, hi, shifted)
     for j in range(n_classes):
-        alpha[0, j] = start[j] + unary[lo, j]
+        alpha[0, j] = start[j] + shifted[0, j]
     for r in range(1, n):
-        log_vector_matrix(unary[lo + r], alpha[r - 1], transitions, col_max, exp_by_col,
+        log_vector_matrix(shifted[r], alpha[r - 1], transitions, col_max, exp_by_col,
                           scratch, alpha[r])
     log_z = logsumexp_sum(alpha[n - 1], end)
     if log_z == -np.inf:
@@ -124,14 +130,14 @@ def _log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_
         beta[n - 1, j] = end[j]
     for r in range(n - 2, -1, -1):
         for j in range(n_classes):
-            scratch[j] = unary[lo + r + 1, j] + beta[r + 1, j]
+            scratch[j] = shifted[r + 1, j] + beta[r + 1, j]
         log_matrix_vector(transitions, scratch, row_max, exp_by_row, scaled, beta[r])
     for r in range(n):
         normalized_exp_sum(alpha[r], beta[r], marginals[lo + r])
     if with_transitions:
-        _accumulate_transitions(unary, transitions, col_max, exp_by_col, lo, hi, alpha,
+        _accumulate_transitions(shifted, transitions, col_max, exp_by_col, 0, n, alpha,
                                 beta, counts, block, scaled, scratch)
-    return log_z
+    return shift + log_z
 
 
 @compiled()
@@ -191,7 +197,8 @@ def sequence_posteriors(unary, transitions, start, end, lo, hi, potentials,
     if np.isnan(lz):
         lz = _log_space_sequence(unary, transitions, start, end, lo, hi, col_max,
                                  exp_by_col, row_max, exp_by_row, with_transitions,
-                                 marginals, counts, alpha, beta, block, scaled, scratch)
+                                 marginals, counts, alpha, beta, emission, block, scaled,
+                                 scratch)
     return lz
 
 
@@ -271,7 +278,7 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
             if not exact[bounds[c]:bounds[c + 1]].any():
                 continue
             longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-            alpha, beta, _, _, _, block, scaled, scratch = chain_workspace(
+            alpha, beta, shifted, _, _, block, scaled, scratch = chain_workspace(
                 longest, n_classes, with_transitions)
             partial = chunk_counts[np.int64(c) if with_transitions else np.int64(0)]
             for q in range(bounds[c], bounds[c + 1]):
@@ -279,7 +286,7 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
                     log_z[q] = _log_space_sequence(
                         unary, transitions, start, end, offsets[q], offsets[q + 1],
                         col_max, exp_by_col, row_max, exp_by_row, with_transitions,
-                        marginals, partial, alpha, beta, block, scaled, scratch)
+                        marginals, partial, alpha, beta, shifted, block, scaled, scratch)
 
     transition_counts = np.zeros((size, size))
     if with_transitions:

@@ -27,7 +27,7 @@ from numba import prange
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
 from ._chain2_logspace import log_space_sequence2
 from ._chain2_scaled import flush_triple_counts, scaled_sequence2
-from ._logspace import shifted_exp, shifted_exp_by_column_and_row
+from ._logspace import shift_of, shifted_exp, shifted_exp_by_column_and_row
 
 __all__ = ["chain2_potentials", "chain2_workspace", "flush_triple_counts",
            "forward_backward2", "sequence_posteriors2", "viterbi2"]
@@ -340,10 +340,13 @@ def viterbi2(unary, transitions, trigram, start, end, offsets):
                         best_c = c
                 label_ids[lo] = best_c
                 continue
+            # unary scores relative to each token's maximum: a huge one (a
+            # feature value of 1e17) never enters the scores carried on
+            first, second = shift_of(unary[lo]), shift_of(unary[lo + 1])
             for b in range(n_classes):
                 for c in range(n_classes):
-                    delta[1, b, c] = (start[b] + unary[lo, b] + transitions[b, c]
-                                      + unary[lo + 1, c])
+                    delta[1, b, c] = (start[b] + (unary[lo, b] - first) + transitions[b, c]
+                                      + (unary[lo + 1, c] - second))
             cur = 1
             for r in range(2, n):
                 t = lo + r
@@ -354,9 +357,10 @@ def viterbi2(unary, transitions, trigram, start, end, offsets):
                 for b in range(n_classes):
                     _max_plus_vector_matrix(previous[:, b], score_by_b[b], current[b],
                                             backpointer[r, b])
+                top = shift_of(unary[t])
                 for b in range(n_classes):
                     for c in range(n_classes):
-                        current[b, c] += unary[t, c]
+                        current[b, c] += unary[t, c] - top
                 cur = 1 - cur
             best = -np.inf
             best_b = 0

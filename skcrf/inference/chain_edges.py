@@ -24,7 +24,8 @@ import numpy as np
 from numba import prange
 
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
-from ._logspace import logsumexp_sum, normalize_log_block, normalized_exp_sum, shifted_exp_into
+from ._logspace import (logsumexp_sum, normalize_log_block, normalized_exp_sum,
+                        shifted_exp_into, shifted_rows)
 from ._order1 import best_paths, scaled_forward_backward
 
 
@@ -135,33 +136,42 @@ def _log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, margi
     Every cell is an exact log-sum-exp (n_classes ** 2 exponentials per token
     and pass); only the sequences the scaled pass gives up on come here.
     Returns ``-inf``, writing nothing, for an infeasible sequence.
+
+    It runs on each token's unary scores and edge block shifted by their
+    maximum (into the scaled pass's ``emission`` and ``exp_edges`` rows,
+    free by now), so that a huge score on one token (a feature value of
+    1e17, transition features included) leaves the digits of the others.
     """
-    alpha, beta, _, _, _, _, _, _, scratch, top = work
+    alpha, beta, unary_rows, _, _, edge_rows, _, _, scratch, top = work
     n_classes = unary.shape[1]
     n = hi - lo
 
-    for j in range(n_classes):
-        alpha[0, j] = start[j] + unary[lo, j]
+    shift = shifted_rows(unary, lo, hi, unary_rows)
     for r in range(1, n):
-        t = lo + r
-        # i outer keeps edges[t] contiguous in the inner loop
+        shift += _shifted_block(edges[lo + r], edge_rows[r])
+
+    for j in range(n_classes):
+        alpha[0, j] = start[j] + unary_rows[0, j]
+    for r in range(1, n):
+        moves = edge_rows[r]
+        # i outer keeps the block contiguous in the inner loop
         for j in range(n_classes):
             top[j] = -np.inf
             scratch[j] = 0.0
         for i in range(n_classes):
             for j in range(n_classes):
-                v = alpha[r - 1, i] + edges[t, i, j]
+                v = alpha[r - 1, i] + moves[i, j]
                 if v > top[j]:
                     top[j] = v
         for i in range(n_classes):
             for j in range(n_classes):
                 if top[j] > -np.inf:
-                    scratch[j] += np.exp(alpha[r - 1, i] + edges[t, i, j] - top[j])
+                    scratch[j] += np.exp(alpha[r - 1, i] + moves[i, j] - top[j])
         for j in range(n_classes):
             if top[j] == -np.inf:
                 alpha[r, j] = -np.inf
             else:
-                alpha[r, j] = unary[t, j] + top[j] + np.log(scratch[j])
+                alpha[r, j] = unary_rows[r, j] + top[j] + np.log(scratch[j])
 
     last = n - 1
     log_z = logsumexp_sum(alpha[last], end)
@@ -171,11 +181,10 @@ def _log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, margi
     for i in range(n_classes):
         beta[last, i] = end[i]
     for r in range(n - 2, -1, -1):
-        t = lo + r + 1
         for j in range(n_classes):
-            scratch[j] = unary[t, j] + beta[r + 1, j]
+            scratch[j] = unary_rows[r + 1, j] + beta[r + 1, j]
         for i in range(n_classes):
-            beta[r, i] = logsumexp_sum(edges[t, i], scratch)
+            beta[r, i] = logsumexp_sum(edge_rows[r + 1, i], scratch)
 
     for r in range(n):
         normalized_exp_sum(alpha[r], beta[r], marginals[lo + r])
@@ -184,14 +193,31 @@ def _log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, margi
             for j in range(n_classes):
                 pair_marginals[lo, i, j] = 0.0
         for r in range(1, n):
-            t = lo + r
-            block = pair_marginals[t]
+            block = pair_marginals[lo + r]
             for i in range(n_classes):
                 for j in range(n_classes):
-                    block[i, j] = alpha[r - 1, i] + edges[t, i, j] + unary[t, j] + beta[r, j]
+                    block[i, j] = (alpha[r - 1, i] + edge_rows[r, i, j] + unary_rows[r, j]
+                                   + beta[r, j])
             # some score is finite: a feasible sequence crosses every token boundary
             normalize_log_block(block)
-    return log_z
+    return shift + log_z
+
+
+@compiled()
+def _shifted_block(block, out):
+    """out = block - max(block) for a 2-D block; the max (0 when every score is -inf)."""
+    n_rows, n_cols = block.shape
+    top = -np.inf
+    for i in range(n_rows):
+        for j in range(n_cols):
+            if block[i, j] > top:
+                top = block[i, j]
+    if top == -np.inf:
+        top = 0.0
+    for i in range(n_rows):
+        for j in range(n_cols):
+            out[i, j] = block[i, j] - top
+    return top
 
 
 @compiled()
