@@ -13,8 +13,10 @@ noisy: compare the ratios of one run.
 
 import argparse
 import platform
+import warnings
 
 import numba
+from sklearn.exceptions import ConvergenceWarning
 from bench_core import LOADERS, measure
 from common import data_home, sent2features
 
@@ -49,8 +51,12 @@ def main():
           f"{numba.config.NUMBA_NUM_THREADS} threads, data from {data_home()}")
     # compile (or load from cache) the kernels outside the timed region
     toy_X, toy_y = [[{"a": 1.0}, {"b": 1.0}]], [["B-X", "O"]]
-    CRFClassifier(max_iter=1).fit(toy_X, toy_y)
-    SemiMarkovCRF(max_iter=1).fit(toy_X, toy_y).predict_marginals(toy_X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        CRFClassifier(max_iter=1).fit(toy_X, toy_y).predict(toy_X)
+        semi = SemiMarkovCRF(max_iter=1).fit(toy_X, toy_y)
+        semi.predict(toy_X)
+        semi.predict_marginals(toy_X)
 
     for corpus in args.corpus:
         loader, train, test = LOADERS[corpus]
