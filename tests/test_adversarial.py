@@ -512,3 +512,61 @@ def test_feature_values_whose_scores_overflow_are_named_at_predict(value,
     for method in (crf.predict, crf.predict_marginals):
         with pytest.raises(ValueError, match="sequence 1, token 1 overflow"):
             method(X_new)
+
+
+# --- 7. a damaged numba cache file -----------------------------------------------
+
+
+_PREDICT_SCRIPT = """
+import pickle, sys, warnings
+warnings.simplefilter("always")
+with open(sys.argv[1], "rb") as f:
+    crf, X = pickle.load(f)
+print([labels.tolist() for labels in crf.predict(X)])
+print(crf.predict_marginals(X)[0].sum(axis=1).round(9).tolist())
+"""
+
+
+def test_damaged_cache_files_are_recompiled_with_one_warning(tmp_path):
+    """Random bytes in a .nbi file broke every later predict with UnpicklingError.
+
+    Run in subprocesses whose NUMBA_CACHE_DIR is a fresh directory, so that
+    the real cache is never touched.
+    """
+    import os
+    import pickle
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}, {"w": "a"}, {"w": "a"}]]
+    crf = CRFClassifier(alpha=0.1).fit(X, [["A", "B"], ["B", "A", "A"]])
+    model = tmp_path / "model.pkl"
+    model.write_bytes(pickle.dumps((crf, X)))
+    script = tmp_path / "predict.py"
+    script.write_text(_PREDICT_SCRIPT)
+    cache = tmp_path / "cache"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache), NUMBA_OPT="0",
+               PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+
+    def predict():
+        return subprocess.run([sys.executable, str(script), str(model)], env=env,
+                              capture_output=True, text=True, timeout=600)
+
+    first = predict()
+    assert first.returncode == 0, first.stderr
+    indexes = sorted(cache.rglob("*.nbi"))
+    assert indexes
+    rng = np.random.default_rng(0)
+    for index in indexes:
+        index.write_bytes(rng.bytes(index.stat().st_size))
+
+    damaged = predict()
+    assert damaged.returncode == 0, damaged.stderr
+    assert damaged.stdout == first.stdout
+    assert damaged.stderr.count("CacheDamagedWarning") == 1, damaged.stderr
+    assert "recompil" in damaged.stderr
+
+    repaired = predict()  # the recompiled kernels were written back
+    assert repaired.returncode == 0 and repaired.stdout == first.stdout
+    assert "CacheDamagedWarning" not in repaired.stderr, repaired.stderr

@@ -8,6 +8,7 @@ is bitwise identical whatever the thread count.
 the ``-inf`` guards of log-space code into NaN.
 """
 
+import os
 import warnings
 
 import numpy as np
@@ -18,7 +19,12 @@ class CacheUnavailableWarning(RuntimeWarning):
     """numba found no writable directory for its cache: kernels compile per process."""
 
 
+class CacheDamagedWarning(RuntimeWarning):
+    """A file of numba's cache could not be read: its kernels were compiled again."""
+
+
 _cache_warned = False
+_damage_warned = False
 
 
 def compiled(parallel=False):
@@ -30,20 +36,79 @@ def compiled(parallel=False):
     decoration time (NUMBA_CACHE_DIR, ``__pycache__`` beside this file, the
     user's cache directory) and raise a RuntimeError if there is none, which
     would make ``import skcrf`` fail on a read-only install. Then the kernels
-    are compiled without a cache instead, with one warning.
+    are compiled without a cache instead, with one warning. A cache file that
+    cannot be read (truncated, overwritten) is recompiled over, with one
+    warning, instead of failing every call (see :func:`_recover_damaged_cache`).
     """
     options = dict(nogil=True, error_model="numpy", parallel=parallel)
 
     def decorate(func):
         try:
-            return njit(cache=True, **options)(func)
+            dispatcher = njit(cache=True, **options)(func)
         except RuntimeError as error:
             if "cannot cache" not in str(error):
                 raise
             _warn_cache_unavailable()
             return njit(cache=False, **options)(func)
+        _recover_damaged_cache(dispatcher)
+        return dispatcher
 
     return decorate
+
+
+def _recover_damaged_cache(dispatcher):
+    """Make a damaged cache file of ``dispatcher`` mean "compile again", not an error.
+
+    numba unpickles the index (.nbi) and data (.nbc) files of a kernel's
+    cache on its first call in a process; random bytes there raise
+    UnpicklingError (or EOFError, ValueError...) from every call, in every
+    process, until someone deletes the file. Here a failed load discards the
+    kernel's index, so that numba compiles the kernel and writes a fresh
+    cache, and a failed save only costs the cache. numba offers no hook for
+    this: the dispatcher's cache object gets wrapped methods, and a numba
+    without that object is left alone.
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    load = getattr(cache, "load_overload", None)
+    save = getattr(cache, "save_overload", None)
+    if load is None or save is None:
+        return
+
+    def load_overload(sig, target_context):
+        try:
+            return load(sig, target_context)
+        except Exception as error:  # noqa: BLE001 - anything unreadable: recompile
+            index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+            _warn_cache_damaged(index, error)
+            if index is not None:
+                try:
+                    os.remove(index)
+                except OSError:
+                    pass  # then saving fails too, and the kernel stays uncached
+            return None
+
+    def save_overload(sig, data):
+        try:
+            save(sig, data)
+        except Exception as error:  # noqa: BLE001 - the compiled kernel works anyway
+            _warn_cache_damaged(getattr(getattr(cache, "_cache_file", None),
+                                        "_index_path", None), error)
+
+    cache.load_overload = load_overload
+    cache.save_overload = save_overload
+
+
+def _warn_cache_damaged(path, error):
+    global _damage_warned
+    if _damage_warned:
+        return
+    _damage_warned = True
+    where = f" ({path})" if path else ""
+    warnings.warn(
+        f"skcrf's numba cache could not be read or written{where}: "
+        f"{type(error).__name__}: "
+        f"{error}. The kernels concerned are being recompiled, which takes a while "
+        f"once, and their cache rewritten.", CacheDamagedWarning, stacklevel=2)
 
 
 def _warn_cache_unavailable():
