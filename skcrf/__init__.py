@@ -5,12 +5,13 @@ from .features import SequenceMatrix, SequenceVectorizer, TokenFeaturizer  # iso
 from ._chain import CRFClassifier
 from ._persistence import ModelVersionWarning, load_model, save_model
 from ._semimarkov import SemiMarkovCRF
-from .inference._batch import CacheUnavailableWarning
+from .inference._batch import CacheDamagedWarning, CacheUnavailableWarning
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CRFClassifier",
+    "CacheDamagedWarning",
     "CacheUnavailableWarning",
     "ModelVersionWarning",
     "SemiMarkovCRF",
