@@ -296,6 +296,26 @@ def test_model_from_another_version_warns_in_one_line(trained, data, tmp_path):
     assert skcrf.__version__ in err
 
 
+@pytest.mark.parametrize("command", ["tag", "evaluate"])
+def test_a_pickled_model_loads_only_with_allow_pickle(data, trained, tmp_path, command):
+    """A model file of skcrf 0.1 (a pickle) is refused unless --allow-pickle is given."""
+    import pickle
+
+    model = load_model(trained["model"])
+    fields = {"format": 1, "skcrf": "0.1.0", "model": type(model).__name__, "metadata": {}}
+    path = tmp_path / "old.skcrf"
+    path.write_bytes(b"skcrf-model\n" + json.dumps(fields).encode() + b"\n"
+                     + pickle.dumps(model))
+    target = data["unlabelled"] if command == "tag" else data["test"]
+    status, out, err = _run(command, "--model", path, target)
+    assert status != 0 and not out and err.count("\n") == 1
+    assert "cannot load model" in err and "allow_pickle" in err
+    status, out, err = _run(command, "--model", path, "--allow-pickle", target)
+    _, expected, _ = _run(command, "--model", trained["model"], target)
+    assert status == 0 and out == expected
+    assert err.startswith(f"skcrf {command}: warning:")
+
+
 def _future_model(trained, tmp_path):
     magic, header, payload = trained["model"].read_bytes().split(b"\n", 2)
     fields = {**json.loads(header), "format": FORMAT_VERSION + 1}

@@ -133,8 +133,10 @@ def warnings_as_lines(prog, convergence_message=None):
 # Loading a model and labelling with it
 # --------------------------------------------------------------------------
 
-def _load(prog, path):
+def _load(prog, path, allow_pickle=False):
     """The model at ``path`` and its layout (None for a model not from ``skcrf train``).
+
+    ``allow_pickle`` is ``load_model``'s opt-in for pickled (old or foreign) models.
 
     Any failure to load is one line, ``cannot load model PATH: why``: a model
     file may be truncated, corrupt or written by another program, and what
@@ -144,7 +146,8 @@ def _load(prog, path):
     """
     try:
         with warnings_as_lines(prog):
-            model, metadata = load_model(path, return_metadata=True)
+            model, metadata = load_model(path, return_metadata=True,
+                                         allow_pickle=allow_pickle)
         layout = Layout.from_metadata(metadata.get("layout"))
     except Exception as error:  # noqa: BLE001 - see the docstring
         raise CommandError(f"cannot load model {path}: {_load_failure(path, error)}") \
@@ -224,7 +227,7 @@ class _Labeller:
 def tag(args):
     if args.output is not None:
         _check_writable(args.output, "--output")
-    model, layout = _load("skcrf tag", args.model)
+    model, layout = _load("skcrf tag", args.model, args.allow_pickle)
     labeller = _Labeller(model, args.model, args.marginals)
     source, token_columns, _ = _open_for(layout, args.file, need_labels=False)
     separator = layout.separator if layout is not None and layout.separator else " "
@@ -237,7 +240,7 @@ def tag(args):
 
 def evaluate(args):
     prog = "skcrf evaluate"
-    model, layout = _load(prog, args.model)
+    model, layout = _load(prog, args.model, args.allow_pickle)
     labeller = _Labeller(model, args.model, marginals=False)
     source, token_columns, label_column = _open_for(layout, args.test_file, need_labels=True)
     scores = StreamingScores(args.scheme)

@@ -226,6 +226,10 @@ def _add_tag(commands):
     tag.add_argument("file", metavar="FILE", help="column file to label")
     tag.add_argument("--model", required=True, metavar="MODEL",
                      help="model written by 'skcrf train'")
+    tag.add_argument("--allow-pickle", action="store_true",
+                     help="also load models stored as pickles (files of skcrf 0.1, or "
+                          "saved with allow_pickle=True): loading a pickle can run any code "
+                          "in it, so only for files you trust")
     tag.add_argument("--output", metavar="OUT",
                      help="where to write the labelled file (default: standard output)")
     tag.add_argument("--marginals", action="store_true",
@@ -247,6 +251,10 @@ def _add_evaluate(commands):
                           help="labelled column file, laid out as the training file")
     evaluate.add_argument("--model", required=True, metavar="MODEL",
                           help="model written by 'skcrf train'")
+    evaluate.add_argument("--allow-pickle", action="store_true",
+                          help="also load models stored as pickles (files of skcrf 0.1, or "
+                               "saved with allow_pickle=True): loading a pickle can run any code "
+                               "in it, so only for files you trust")
     evaluate.add_argument("--scheme", choices=SCHEMES, default="IOB2",
                           help="tagging scheme of the labels, for the span report; "
                                "'plain' for labels without B-/I- prefixes")
