@@ -255,6 +255,8 @@ def check_finite_scores(scores, offsets):
         Per-token scores (unary or edge blocks) of a fitted model.
     offsets : ndarray of shape (n_sequences + 1,)
     """
+    if scores.size == 0:
+        return
     finite = np.isfinite(scores.reshape(scores.shape[0], -1)).all(axis=1)
     if finite.all():
         return
