@@ -208,6 +208,16 @@ def _add_train(commands):
                             "(default: all cores)")
 
 
+def _add_model_options(command):
+    """--model and --allow-pickle, the options of the commands that load a model."""
+    command.add_argument("--model", required=True, metavar="MODEL",
+                         help="model written by 'skcrf train'")
+    command.add_argument("--allow-pickle", action="store_true",
+                         help="also load models stored as pickles (files of skcrf 0.1, or "
+                              "saved with allow_pickle=True): loading a pickle can run any "
+                              "code in it, so only for files you trust")
+
+
 def _add_tag(commands):
     tag = commands.add_parser(
         "tag", formatter_class=_HelpFormatter,
@@ -224,12 +234,7 @@ def _add_tag(commands):
                "  skcrf tag --model ner.skcrf unlabelled.txt --output tagged.txt "
                "--marginals")
     tag.add_argument("file", metavar="FILE", help="column file to label")
-    tag.add_argument("--model", required=True, metavar="MODEL",
-                     help="model written by 'skcrf train'")
-    tag.add_argument("--allow-pickle", action="store_true",
-                     help="also load models stored as pickles (files of skcrf 0.1, or "
-                          "saved with allow_pickle=True): loading a pickle can run any code "
-                          "in it, so only for files you trust")
+    _add_model_options(tag)
     tag.add_argument("--output", metavar="OUT",
                      help="where to write the labelled file (default: standard output)")
     tag.add_argument("--marginals", action="store_true",
@@ -249,12 +254,7 @@ def _add_evaluate(commands):
                "  skcrf evaluate --model pos.skcrf test.tsv --scheme plain")
     evaluate.add_argument("test_file", metavar="TEST_FILE",
                           help="labelled column file, laid out as the training file")
-    evaluate.add_argument("--model", required=True, metavar="MODEL",
-                          help="model written by 'skcrf train'")
-    evaluate.add_argument("--allow-pickle", action="store_true",
-                          help="also load models stored as pickles (files of skcrf 0.1, or "
-                               "saved with allow_pickle=True): loading a pickle can run any code "
-                               "in it, so only for files you trust")
+    _add_model_options(evaluate)
     evaluate.add_argument("--scheme", choices=SCHEMES, default="IOB2",
                           help="tagging scheme of the labels, for the span report; "
                                "'plain' for labels without B-/I- prefixes")
