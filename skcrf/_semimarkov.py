@@ -262,6 +262,7 @@ class SemiMarkovCRF(CRFEstimator):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @CRFEstimator._atomic_fit
     def fit(self, X, y):
         """Learn the weights from tagged sequences.
 
@@ -296,8 +297,8 @@ class SemiMarkovCRF(CRFEstimator):
         self._check_training(result, data)
 
         named = structure.coefficients(result.w)
-        # every attribute is set here, at the end, so that a concurrent predict
-        # sees the old model or the new one
+        # self is a shadow estimator here: _atomic_fit swaps its attributes in
+        # at once, so a concurrent predict sees the old model or the new one
         self.classes_ = codec.classes
         self.segment_classes_ = codec.segment_classes
         self.scheme_ = codec.scheme
@@ -380,7 +381,8 @@ class SemiMarkovCRF(CRFEstimator):
             Per sequence, ``(start, stop, label)`` named tuples in order of
             position, ``stop`` exclusive (:class:`skcrf.tags.Segment`).
         """
-        features, offsets = self._features(X)
+        model = self._fitted_model()
+        features, offsets = model._features(X)
         with kernel_threads(self.n_jobs):
-            segmentation = segment_decode(self._scores(features), offsets)
-        return self._codec().segments(segmentation, offsets)
+            segmentation = segment_decode(model._scores(features), offsets)
+        return model._codec().segments(segmentation, offsets)

@@ -304,3 +304,16 @@ def test_each_label_takes_its_longest_training_segment(toy):
         longest = max(s.stop - s.start for s in segments if s.label == label)
         assert allowed.max() == longest
     assert crf.max_segment_length_ == max(s.stop - s.start for s in segments)
+
+
+def test_a_failed_refit_keeps_the_previous_model(toy):
+    """fit builds the new state aside and swaps it in only when it succeeds."""
+    X, y = toy
+    crf = SemiMarkovCRF(alpha=0.1, max_iter=10).fit(X, y)
+    coef, before = crf.coef_, crf.predict(X[:3])
+    crf.set_params(max_segment_length=1)
+    with pytest.raises(ValueError, match="longer than max_segment_length=1"):
+        crf.fit(X, y)
+    assert crf.coef_ is coef
+    for a, b in zip(crf.predict(X[:3]), before):
+        np.testing.assert_array_equal(a, b)
