@@ -249,6 +249,29 @@ def test_structure_options_reach_the_estimator(data, tmp_path):
     assert status == 2 and "--order" in err
 
 
+def test_semimarkov_structure_trains_tags_and_evaluates(data, tmp_path):
+    from skcrf import SemiMarkovCRF
+
+    model_path = tmp_path / "semi.skcrf"
+    status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
+                          "--max-iter", 10, "--structure", "semimarkov",
+                          "--max-segment-length", 6)
+    assert status == 0, err
+    crf = load_model(model_path)[-1]
+    assert isinstance(crf, SemiMarkovCRF) and crf.max_segment_length == 6
+    status, out, err = _run("tag", "--model", model_path, data["unlabelled"])
+    assert status == 0 and out, err
+    assert all(line.split()[-1] in crf.classes_ for line in out.splitlines() if line)
+    status, out, err = _run("evaluate", "--model", model_path, data["test"])
+    assert status == 0 and "accuracy" in out, err
+    for clash in (["--structure", "semimarkov", "--order", 2],
+                  ["--structure", "semimarkov", "--transition-features", "word="],
+                  ["--max-segment-length", 4]):
+        status, _, err = _run("train", data["train"], "--model", model_path, *clash)
+        assert status != 0 and err.count("\n") == 1
+        assert clash[-2] in err
+
+
 def test_custom_layout_round_trip(data, tmp_path):
     """Tab-separated, label in the middle, POS after it: word, label, POS."""
     train = _write(tmp_path / "train.tsv", data["train_sentences"], (0, 2, 1), "\t")

@@ -18,6 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import Pipeline, make_pipeline
 
 from .._chain import CRFClassifier
+from .._semimarkov import SemiMarkovCRF
 from .._persistence import load_model, save_model
 from ..features.featurizer import TokenFeaturizer
 from ..features.vectorizer import SequenceVectorizer
@@ -49,6 +50,7 @@ def _check_writable(path, option):
 
 def train(args):
     _check_writable(args.model, "--model")
+    _estimator(args)  # option clashes fail before the file is read
     started = time.perf_counter()
     source = ColumnFile(args.train_file, args.separator, args.encoding)
     layout = Layout.resolve(source.n_columns, args.columns, args.label_column,
@@ -70,10 +72,7 @@ def train(args):
                         suffixes=args.suffixes, bias=not args.no_bias,
                         boundary=not args.no_boundary),
         SequenceVectorizer(min_freq=args.min_freq),
-        CRFClassifier(alpha=args.alpha, l1_ratio=args.l1_ratio, max_iter=args.max_iter,
-                      tol=args.tol, order=args.order,
-                      transition_features=_transition_features(args.transition_features),
-                      n_jobs=args.n_jobs, verbose=0 if args.quiet else 1),
+        _estimator(args),
     )
     # the steps one by one, as Pipeline.fit runs them, to report the feature count
     # before the iterations start
@@ -94,6 +93,25 @@ def train(args):
           f"{crf.n_features_in_} features, {len(crf.classes_)} labels; model written to "
           f"{args.model}", flush=True)
     return 0
+
+
+def _estimator(args):
+    """The CRF of ``--structure`` with the model options; a clash of options is an error."""
+    common = dict(alpha=args.alpha, l1_ratio=args.l1_ratio, max_iter=args.max_iter,
+                  tol=args.tol, n_jobs=args.n_jobs, verbose=0 if args.quiet else 1)
+    if args.structure == "semimarkov":
+        chain_only = [option for option, given in (
+            ("--order", args.order != 1), ("--transition-features", args.transition_features))
+            if given]
+        if chain_only:
+            raise CommandError(f"{' and '.join(chain_only)} apply to --structure chain, not "
+                               f"semimarkov")
+        return SemiMarkovCRF(max_segment_length=args.max_segment_length, **common)
+    if args.max_segment_length is not None:
+        raise CommandError("--max-segment-length applies to --structure semimarkov")
+    return CRFClassifier(order=args.order,
+                         transition_features=_transition_features(args.transition_features),
+                         **common)
 
 
 def _transition_features(prefixes):

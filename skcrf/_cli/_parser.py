@@ -180,7 +180,15 @@ def _add_train(commands):
     features.add_argument("--no-boundary", action="store_true",
                           help="leave out the BOS/EOS features of the first/last token")
 
-    model = train.add_argument_group("model (CRFClassifier)")
+    model = train.add_argument_group("model (CRFClassifier or SemiMarkovCRF)")
+    model.add_argument("--structure", choices=("chain", "semimarkov"), default="chain",
+                       help="chain: a label per token (CRFClassifier); semimarkov: labelled "
+                            "segments of tokens (SemiMarkovCRF), for B-/I- (or other scheme) "
+                            "tags or runs of plain labels (default: chain)")
+    model.add_argument("--max-segment-length", type=_bounded(int, 1, name="an integer"),
+                       metavar="L",
+                       help="semimarkov: longest segment of any label (default: each "
+                            "label's longest in the training file)")
     model.add_argument("--alpha", type=_bounded(float, 0.0), default=0.3, metavar="A",
                        help="regularization strength: L1 weight alpha*l1_ratio, L2 weight "
                             "alpha*(1-l1_ratio)/2. With --l1-ratio these defaults equal "
