@@ -66,8 +66,9 @@ def estimator_classes():
     """The allow-list of classes a model file may name, by the name it uses.
 
     Every public skcrf class that is a scikit-learn estimator (whatever is in
-    ``skcrf.__all__``, so an estimator added later is included), and
-    scikit-learn's Pipeline to chain them.
+    ``skcrf.__all__``, so an estimator added later is included), the
+    sklearn-crfsuite interface ``skcrf.compat.CRF``, and scikit-learn's
+    Pipeline to chain them.
 
     Returns
     -------
@@ -81,6 +82,9 @@ def estimator_classes():
     classes = {name: cls for name, cls in classes.items()
                if isinstance(cls, type) and issubclass(cls, BaseEstimator)}
     classes["sklearn.pipeline.Pipeline"] = Pipeline
+    from .compat import CRF
+
+    classes["skcrf.compat.CRF"] = CRF
     return classes
 
 

@@ -1,0 +1,22 @@
+"""sklearn-crfsuite's interface on skcrf: ``import skcrf.compat as sklearn_crfsuite``.
+
+:class:`CRF` takes sklearn-crfsuite's constructor arguments and offers its
+attributes and methods, trained by :class:`~skcrf.CRFClassifier`;
+:mod:`skcrf.compat.metrics` has sklearn-crfsuite's metric names. Code written
+for sklearn-crfsuite runs unchanged::
+
+    import skcrf.compat as sklearn_crfsuite
+    from skcrf.compat import metrics
+
+    crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100,
+                               all_possible_transitions=True)
+    crf.fit(X_train, y_train)
+    metrics.flat_f1_score(y_test, crf.predict(X_test), average="weighted")
+
+See :doc:`/migration` for what maps to what and where the two differ.
+"""
+
+from . import metrics
+from ._crf import CRF
+
+__all__ = ["CRF", "metrics"]

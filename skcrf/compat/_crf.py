@@ -1,0 +1,243 @@
+"""sklearn-crfsuite's CRF class, trained and applied by skcrf."""
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import metadata_routing
+from sklearn.utils.validation import check_is_fitted
+
+from .._chain import CRFClassifier
+from ..features.vectorizer import SequenceVectorizer
+from ..metrics import flat_accuracy_score
+
+#: Options of CRFsuite's other training algorithms, which L-BFGS does not take.
+_OTHER_ALGORITHMS = ("calibration_eta", "calibration_rate", "calibration_samples",
+                     "calibration_candidates", "calibration_max_trials", "pa_type", "c",
+                     "error_sensitive", "averaging", "variance", "gamma", "trainer_cls")
+
+#: L-BFGS options skcrf fixes at CRFsuite's defaults: any other value is refused.
+_FIXED_LBFGS = {"num_memories": 6, "epsilon": 1e-5, "period": 10, "linesearch": "MoreThuente",
+                "max_linesearch": 20}
+
+#: max_iterations=None means "until convergence" in CRFsuite.
+_UNLIMITED_ITERATIONS = 10_000
+
+
+def _token_dict(token):
+    """A token as a feature dict: dicts pass, a list of attribute names weighs each 1."""
+    if isinstance(token, dict):
+        return token
+    if isinstance(token, (list, tuple)):
+        return {str(name): 1.0 for name in token}
+    raise TypeError(f"a token must be a dict of features or a list of attribute names; got "
+                    f"{type(token).__name__}")
+
+
+def _sequences(X):
+    return [[_token_dict(token) for token in sequence] for sequence in X]
+
+
+class CRF(BaseEstimator):
+    """sklearn-crfsuite's ``CRF``: same arguments, attributes and methods, trained by skcrf.
+
+    A drop-in for ``sklearn_crfsuite.CRF`` with the L-BFGS trainer: the
+    tokens' feature dicts go through a :class:`~skcrf.SequenceVectorizer`
+    (string values become ``"key:value"`` attributes, as in CRFsuite) into a
+    :class:`~skcrf.CRFClassifier` with ``alpha = c1 + 2 * c2`` and
+    ``l1_ratio = c1 / alpha``, the same objective as CRFsuite's.
+
+    Parameters
+    ----------
+    algorithm : {"lbfgs"} or None, default=None
+        Only L-BFGS (OWL-QN with ``c1 > 0``), CRFsuite's default. Another
+        value raises a ValueError.
+    min_freq : int or float, default=None
+        Drop attributes seen fewer than this many times in training.
+    all_possible_states : bool, default=None
+        Give every (attribute, label) pair a weight, not only those seen.
+    all_possible_transitions : bool, default=None
+        Accepted for compatibility: skcrf always learns a weight for every
+        pair of labels, as CRFsuite does with True.
+    c1, c2 : float, default=None
+        L1 and L2 coefficients; None means CRFsuite's 0 and 1.
+    max_iterations : int, default=None
+        Most L-BFGS iterations; None trains until convergence.
+    num_memories, epsilon, period, linesearch, max_linesearch : default=None
+        CRFsuite's L-BFGS settings. skcrf runs with CRFsuite's defaults (6,
+        1e-5, 10, "MoreThuente", 20 — a line search of its own kind); another
+        value raises a ValueError.
+    delta : float, default=None
+        Stop when the objective improved by less than this (relative) over
+        the last ``period`` iterations; None is 1e-5.
+    calibration_eta, calibration_rate, calibration_samples, \
+calibration_candidates, calibration_max_trials, pa_type, c, error_sensitive, \
+averaging, variance, gamma, trainer_cls : default=None
+        Options of CRFsuite's other algorithms: anything but None raises a
+        ValueError.
+    verbose : bool, default=False
+        Print the objective every iteration.
+    model_filename : str, default=None
+        If given, the fitted model is also saved there with
+        :func:`skcrf.save_model` (skcrf's format, not CRFsuite's).
+    keep_tempfiles : bool, default=False
+        Accepted for compatibility; skcrf writes no temporary files.
+
+    Attributes
+    ----------
+    classes_ : list of str
+        The labels, sorted.
+    state_features_ : dict
+        ``{(attribute, label): weight}`` for every nonzero state weight.
+    transition_features_ : dict
+        ``{(label_from, label_to): weight}`` for every pair of labels.
+    attributes_ : list of str
+        Every attribute (feature) name.
+    size_ : int
+        Bytes of the model's weight arrays (CRFsuite reports its file size).
+    training_log_ : None
+        CRFsuite's training log has no counterpart; see
+        ``estimator_.loss_curve_``.
+    estimator_ : CRFClassifier
+        The fitted model doing the work.
+    vectorizer_ : SequenceVectorizer
+        The fitted attribute vocabulary.
+
+    See Also
+    --------
+    skcrf.CRFClassifier : The estimator underneath, with skcrf's own parameters.
+    """
+
+    # X_dev and y_dev are not metadata to route: no set_fit_request
+    __metadata_request__fit = {"X_dev": metadata_routing.UNUSED,
+                               "y_dev": metadata_routing.UNUSED}
+
+    def __init__(self, algorithm=None, min_freq=None, all_possible_states=None,
+                 all_possible_transitions=None, c1=None, c2=None, max_iterations=None,
+                 num_memories=None, epsilon=None, period=None, delta=None, linesearch=None,
+                 max_linesearch=None, calibration_eta=None, calibration_rate=None,
+                 calibration_samples=None, calibration_candidates=None,
+                 calibration_max_trials=None, pa_type=None, c=None, error_sensitive=None,
+                 averaging=None, variance=None, gamma=None, verbose=False,
+                 model_filename=None, keep_tempfiles=False, trainer_cls=None):
+        self.algorithm = algorithm
+        self.min_freq = min_freq
+        self.all_possible_states = all_possible_states
+        self.all_possible_transitions = all_possible_transitions
+        self.c1 = c1
+        self.c2 = c2
+        self.max_iterations = max_iterations
+        self.num_memories = num_memories
+        self.epsilon = epsilon
+        self.period = period
+        self.delta = delta
+        self.linesearch = linesearch
+        self.max_linesearch = max_linesearch
+        self.calibration_eta = calibration_eta
+        self.calibration_rate = calibration_rate
+        self.calibration_samples = calibration_samples
+        self.calibration_candidates = calibration_candidates
+        self.calibration_max_trials = calibration_max_trials
+        self.pa_type = pa_type
+        self.c = c
+        self.error_sensitive = error_sensitive
+        self.averaging = averaging
+        self.variance = variance
+        self.gamma = gamma
+        self.verbose = verbose
+        self.model_filename = model_filename
+        self.keep_tempfiles = keep_tempfiles
+        self.trainer_cls = trainer_cls
+
+    def _classifier(self):
+        """The CRFClassifier these arguments describe; unsupported ones raise ValueError."""
+        if self.algorithm not in (None, "lbfgs"):
+            raise ValueError(
+                f"algorithm={self.algorithm!r} is not available: skcrf trains with L-BFGS "
+                f"(algorithm='lbfgs', OWL-QN when c1 > 0).")
+        other = [name for name in _OTHER_ALGORITHMS if getattr(self, name) is not None]
+        if other:
+            raise ValueError(f"{', '.join(other)} belong to CRFsuite's other training "
+                             f"algorithms; skcrf trains with L-BFGS only.")
+        for name, default in _FIXED_LBFGS.items():
+            value = getattr(self, name)
+            if value is not None and value != default:
+                raise ValueError(f"{name}={value!r} is not supported: skcrf's L-BFGS runs with "
+                                 f"CRFsuite's default {name}={default!r}.")
+        c1 = 0.0 if self.c1 is None else float(self.c1)
+        c2 = 1.0 if self.c2 is None else float(self.c2)
+        if c1 < 0 or c2 < 0:
+            raise ValueError(f"c1 and c2 must be >= 0; got c1={c1}, c2={c2}.")
+        alpha = c1 + 2.0 * c2
+        return CRFClassifier(
+            alpha=alpha, l1_ratio=c1 / alpha if alpha > 0 else 0.0,
+            max_iter=(_UNLIMITED_ITERATIONS if self.max_iterations is None
+                      else self.max_iterations),
+            tol=1e-5 if self.delta is None else self.delta,
+            all_possible_states=bool(self.all_possible_states),
+            verbose=int(bool(self.verbose)))
+
+    def fit(self, X, y, X_dev=None, y_dev=None):
+        """Train on feature-dict sequences ``X`` and label sequences ``y``.
+
+        Parameters
+        ----------
+        X : list of lists of dict (or of lists of attribute names)
+            One feature dict per token.
+        y : list of lists of str
+            One label per token.
+        X_dev, y_dev : default=None
+            sklearn-crfsuite logs the accuracy on them during training; skcrf
+            does not use them.
+
+        Returns
+        -------
+        self : CRF
+        """
+        classifier = self._classifier()
+        min_freq = 1 if self.min_freq is None else self.min_freq
+        vectorizer = SequenceVectorizer(separator=":", min_freq=min_freq)
+        classifier.fit(vectorizer.fit_transform(_sequences(X)), y)
+        self.vectorizer_ = vectorizer
+        self.estimator_ = classifier
+        self.classes_ = classifier.classes_.tolist()
+        self.attributes_ = [str(name) for name in classifier.feature_names_]
+        rows, columns = np.nonzero(classifier.coef_)
+        self.state_features_ = {
+            (self.attributes_[j], self.classes_[k]): float(classifier.coef_[k, j])
+            for k, j in zip(rows.tolist(), columns.tolist())}
+        self.transition_features_ = {
+            (a, b): float(classifier.transition_coef_[i, j])
+            for i, a in enumerate(self.classes_) for j, b in enumerate(self.classes_)}
+        self.size_ = int(classifier.coef_.nbytes + classifier.transition_coef_.nbytes
+                         + classifier.start_coef_.nbytes + classifier.end_coef_.nbytes)
+        self.training_log_ = None
+        if self.model_filename is not None:
+            from .._persistence import save_model
+
+            save_model(self, self.model_filename)
+        return self
+
+    def _transform(self, X):
+        check_is_fitted(self, "estimator_")
+        return self.vectorizer_.transform(_sequences(X))
+
+    def predict(self, X):
+        """Most likely labels: a list of lists of str, one per sequence."""
+        return [labels.tolist() for labels in self.estimator_.predict(self._transform(X))]
+
+    def predict_single(self, xseq):
+        """Most likely labels of one sequence, as a list of str."""
+        return self.predict([xseq])[0]
+
+    def predict_marginals(self, X):
+        """Per sequence, per token, a dict of each label's probability."""
+        classes = self.classes_
+        return [[dict(zip(classes, row.tolist())) for row in marginals]
+                for marginals in self.estimator_.predict_marginals(self._transform(X))]
+
+    def predict_marginals_single(self, xseq):
+        """Per token of one sequence, a dict of each label's probability."""
+        return self.predict_marginals([xseq])[0]
+
+    def score(self, X, y):
+        """Token accuracy, as sklearn-crfsuite computes it."""
+        return flat_accuracy_score(y, self.predict(X))

@@ -1,0 +1,146 @@
+"""skcrf.compat: sklearn-crfsuite's CRF and metrics, as tutorial code uses them."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+import skcrf.compat as sklearn_crfsuite
+from skcrf import CRFClassifier, load_model, save_model
+from skcrf.compat import metrics
+from skcrf.datasets import load_conll2002
+from tests.conftest import data_home
+
+# 50 iterations keep the fits short; convergence is not what these tests check
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+
+def word2features(sent, i):
+    """The sklearn-crfsuite tutorial's features (abridged)."""
+    word, postag = sent[i][0], sent[i][1]
+    features = {"bias": 1.0, "word.lower()": word.lower(), "word[-3:]": word[-3:],
+                "word.isupper()": word.isupper(), "word.istitle()": word.istitle(),
+                "postag": postag}
+    if i > 0:
+        features["-1:word.lower()"] = sent[i - 1][0].lower()
+    else:
+        features["BOS"] = True
+    if i < len(sent) - 1:
+        features["+1:word.lower()"] = sent[i + 1][0].lower()
+    else:
+        features["EOS"] = True
+    return features
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    X, y = load_conll2002("train", data_home=data_home())
+    X_test, y_test = load_conll2002("testa", data_home=data_home())
+    features = [[word2features(s, i) for i in range(len(s))] for s in X[:600]]
+    test = [[word2features(s, i) for i in range(len(s))] for s in X_test[:200]]
+    return features, [list(t) for t in y[:600]], test, [list(t) for t in y_test[:200]]
+
+
+@pytest.fixture(scope="module")
+def crf(corpus):
+    X, y, _, _ = corpus
+    return sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=50,
+                                all_possible_transitions=True).fit(X, y)
+
+
+def test_tutorial_code_runs_unchanged(crf, corpus):
+    _, _, X_test, y_test = corpus
+    labels = list(crf.classes_)
+    labels.remove("O")
+    y_pred = crf.predict(X_test)
+    assert isinstance(y_pred, list) and isinstance(y_pred[0], list)
+    assert isinstance(y_pred[0][0], str)
+    f1 = metrics.flat_f1_score(y_test, y_pred, average="weighted", labels=labels)
+    assert 0.3 < f1 <= 1.0
+    report = metrics.flat_classification_report(y_test, y_pred, labels=labels, digits=3)
+    assert "B-PER" in report
+    assert metrics.sequence_accuracy_score(y_test, y_pred) <= crf.score(X_test, y_test)
+    assert crf.score(X_test, y_test) == metrics.flat_accuracy_score(y_test, y_pred)
+
+
+def test_c1_c2_map_to_the_same_objective_as_crfclassifier(crf, corpus):
+    """alpha = c1 + 2 c2, l1_ratio = c1 / alpha: the very model CRFClassifier trains."""
+    X, y, X_test, _ = corpus
+    from skcrf import SequenceVectorizer
+
+    vectorizer = SequenceVectorizer(separator=":")
+    c1, c2 = 0.1, 0.1
+    direct = CRFClassifier(alpha=c1 + 2 * c2, l1_ratio=c1 / (c1 + 2 * c2), max_iter=50).fit(
+        vectorizer.fit_transform(X), y)
+    np.testing.assert_array_equal(crf.estimator_.coef_, direct.coef_)
+    assert crf.predict(X_test) == [p.tolist() for p in direct.predict(
+        vectorizer.transform(X_test))]
+
+
+def test_attributes_have_sklearn_crfsuite_shapes(crf):
+    assert crf.classes_ == sorted(crf.classes_) and "B-PER" in crf.classes_
+    # string values become "key:value" attributes, as in CRFsuite
+    assert "word.lower():madrid" in crf.attributes_ or "word.lower():el" in crf.attributes_
+    (attribute, label), weight = next(iter(crf.state_features_.items()))
+    assert attribute in crf.attributes_ and label in crf.classes_ and weight != 0.0
+    k, j = crf.classes_.index(label), crf.attributes_.index(attribute)
+    assert weight == crf.estimator_.coef_[k, j]
+    assert len(crf.transition_features_) == len(crf.classes_) ** 2
+    assert crf.transition_features_[("B-PER", "I-PER")] > crf.transition_features_[("O", "I-PER")]
+    assert crf.size_ > 0 and crf.training_log_ is None
+
+
+def test_single_and_marginal_predictions(crf, corpus):
+    _, _, X_test, _ = corpus
+    assert crf.predict_single(X_test[0]) == crf.predict(X_test[:1])[0]
+    marginals = crf.predict_marginals(X_test[:2])
+    assert marginals[0] == crf.predict_marginals_single(X_test[0])
+    token = marginals[0][0]
+    assert set(token) == set(crf.classes_)
+    assert abs(sum(token.values()) - 1.0) < 1e-9
+    best = [max(m, key=m.get) for m in marginals[0]]
+    assert sum(a == b for a, b in zip(best, crf.predict_single(X_test[0]))) >= len(best) - 1
+
+
+def test_tokens_as_lists_of_attribute_names():
+    X = [[["w=the", "pos=DT"], ["w=cat", "pos=NN"]], [["w=a", "pos=DT"], ["w=dog", "pos=NN"]]]
+    y = [["D", "N"], ["D", "N"]]
+    crf = sklearn_crfsuite.CRF(c2=0.01, max_iterations=50).fit(X, y)
+    assert crf.predict(X) == y
+    assert ("pos=NN", "N") in crf.state_features_
+
+
+def test_clone_save_and_load(crf, corpus, tmp_path):
+    _, _, X_test, _ = corpus
+    assert clone(crf).get_params() == crf.get_params()
+    path = tmp_path / "crf.skcrf"
+    save_model(crf, path)
+    loaded = load_model(path)
+    assert isinstance(loaded, sklearn_crfsuite.CRF)
+    assert loaded.predict(X_test) == crf.predict(X_test)
+    assert loaded.state_features_ == crf.state_features_
+
+
+def test_model_filename_saves_the_fitted_model(tmp_path):
+    path = tmp_path / "m.skcrf"
+    X, y = [[{"w": "a"}, {"w": "b"}]], [["A", "B"]]
+    crf = sklearn_crfsuite.CRF(max_iterations=20, model_filename=str(path)).fit(X, y)
+    assert load_model(path).predict(X) == crf.predict(X)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"algorithm": "pa"}, "algorithm='pa' is not available"),
+    ({"pa_type": 1}, "pa_type belong to CRFsuite's other training algorithms"),
+    ({"num_memories": 10}, "num_memories=10 is not supported"),
+    ({"c1": -1.0}, "c1 and c2 must be >= 0"),
+])
+def test_unsupported_settings_are_named(params, match):
+    X, y = [[{"w": "a"}]], [["A"]]
+    with pytest.raises(ValueError, match=match):
+        sklearn_crfsuite.CRF(**params).fit(X, y)
+
+
+def test_crfsuite_defaults_are_accepted():
+    X, y = [[{"w": "a"}, {"w": "b"}]], [["A", "B"]]
+    crf = sklearn_crfsuite.CRF(num_memories=6, epsilon=1e-5, period=10, max_linesearch=20,
+                               linesearch="MoreThuente", max_iterations=10)
+    assert crf.fit(X, y).predict(X) == y
