@@ -272,6 +272,21 @@ def test_semimarkov_structure_trains_tags_and_evaluates(data, tmp_path):
         assert clash[-2] in err
 
 
+def test_crfsuite_habits_m_and_c1_c2(data, tmp_path):
+    """-m for --model and CRFsuite's --c1/--c2 (alpha = c1 + 2 c2, l1_ratio = c1 / alpha)."""
+    model_path = tmp_path / "c.skcrf"
+    status, _, err = _run("train", data["train"], "-m", model_path, "--quiet",
+                          "--max-iter", 5, "--c1", 0.5, "--c2", 0.25)
+    assert status == 0, err
+    crf = load_model(model_path)[-1]
+    assert crf.alpha == 0.5 + 2 * 0.25 and crf.l1_ratio == 0.5 / (0.5 + 2 * 0.25)
+    status, out, err = _run("tag", "-m", model_path, data["unlabelled"])
+    assert status == 0 and out, err
+    status, _, err = _run("train", data["train"], "-m", model_path, "--c1", 0.1,
+                          "--alpha", 1.0)
+    assert status != 0 and err.count("\n") == 1 and "--c1/--c2" in err
+
+
 def test_custom_layout_round_trip(data, tmp_path):
     """Tab-separated, label in the middle, POS after it: word, label, POS."""
     train = _write(tmp_path / "train.tsv", data["train_sentences"], (0, 2, 1), "\t")
@@ -364,7 +379,7 @@ def _future_model(trained, tmp_path):
      "argument --l1-ratio: '2' is not a number in"),
     (["train", "{ragged}", "--model", "{tmp}/m.skcrf"], 1,
      "skcrf train: error: .*ragged.txt, line 4: expected 3 columns as on line 2, found 2"),
-    (["train", "{train}"], 2, "the following arguments are required: --model"),
+    (["train", "{train}"], 2, "the following arguments are required: -m/--model"),
     ([], 2, "skcrf: error: the following arguments are required: COMMAND"),
     (["tag", "--model", "{train}", "{test}"], 1,
      "skcrf tag: error: cannot load model .*train.txt: it is not an skcrf model file"),

@@ -97,7 +97,8 @@ def train(args):
 
 def _estimator(args):
     """The CRF of ``--structure`` with the model options; a clash of options is an error."""
-    common = dict(alpha=args.alpha, l1_ratio=args.l1_ratio, max_iter=args.max_iter,
+    alpha, l1_ratio = _regularization(args)
+    common = dict(alpha=alpha, l1_ratio=l1_ratio, max_iter=args.max_iter,
                   tol=args.tol, n_jobs=args.n_jobs, verbose=0 if args.quiet else 1)
     if args.structure == "semimarkov":
         chain_only = [option for option, given in (
@@ -112,6 +113,25 @@ def _estimator(args):
     return CRFClassifier(order=args.order,
                          transition_features=_transition_features(args.transition_features),
                          **common)
+
+
+#: The command line's regularization: alpha 0.3 and l1_ratio 1/3 are CRFsuite's
+#: usual c1=0.1, c2=0.1.
+DEFAULT_ALPHA, DEFAULT_L1_RATIO = 0.3, 1 / 3
+DEFAULT_C1 = DEFAULT_C2 = 0.1
+
+
+def _regularization(args):
+    """(alpha, l1_ratio) from --alpha/--l1-ratio or CRFsuite's --c1/--c2, not both."""
+    if args.c1 is None and args.c2 is None:
+        return (DEFAULT_ALPHA if args.alpha is None else args.alpha,
+                DEFAULT_L1_RATIO if args.l1_ratio is None else args.l1_ratio)
+    if args.alpha is not None or args.l1_ratio is not None:
+        raise CommandError("give --c1/--c2 (CRFsuite's) or --alpha/--l1-ratio, not both")
+    c1 = DEFAULT_C1 if args.c1 is None else args.c1
+    c2 = DEFAULT_C2 if args.c2 is None else args.c2
+    alpha = c1 + 2 * c2
+    return alpha, (c1 / alpha if alpha > 0 else 0.0)
 
 
 def _transition_features(prefixes):

@@ -135,7 +135,7 @@ def _add_train(commands):
                "  skcrf train data.tsv --model pos.skcrf --separator '\\t' --columns 0,2 "
                "--label-column 1")
     train.add_argument("train_file", metavar="TRAIN_FILE", help="labelled column file")
-    train.add_argument("--model", required=True, metavar="MODEL",
+    train.add_argument("-m", "--model", required=True, metavar="MODEL",
                        help="where to write the model (created or overwritten)")
     train.add_argument("--quiet", action="store_true",
                        help="print no progress, only warnings and the summary line")
@@ -189,14 +189,18 @@ def _add_train(commands):
                        metavar="L",
                        help="semimarkov: longest segment of any label (default: each "
                             "label's longest in the training file)")
-    model.add_argument("--alpha", type=_bounded(float, 0.0), default=0.3, metavar="A",
+    model.add_argument("--alpha", type=_bounded(float, 0.0), metavar="A",
                        help="regularization strength: L1 weight alpha*l1_ratio, L2 weight "
                             "alpha*(1-l1_ratio)/2. With --l1-ratio these defaults equal "
                             "CRFsuite's c1=0.1, c2=0.1 (default: 0.3)")
-    model.add_argument("--l1-ratio", type=_bounded(float, 0.0, 1.0), default=1 / 3,
-                       metavar="R",
+    model.add_argument("--l1-ratio", type=_bounded(float, 0.0, 1.0), metavar="R",
                        help="share of L1 in the penalty: 0 is pure L2, 1 pure L1 "
                             "(default: 1/3)")
+    model.add_argument("--c1", type=_bounded(float, 0.0), metavar="C1",
+                       help="CRFsuite's L1 coefficient, instead of --alpha/--l1-ratio "
+                            "(alpha = c1 + 2*c2, l1_ratio = c1/alpha; default: 0.1)")
+    model.add_argument("--c2", type=_bounded(float, 0.0), metavar="C2",
+                       help="CRFsuite's L2 coefficient, with --c1 (default: 0.1)")
     model.add_argument("--max-iter", type=_bounded(int, 1, name="an integer"),
                        default=_CRF["max_iter"], metavar="N",
                        help="most L-BFGS / OWL-QN iterations")
@@ -218,7 +222,7 @@ def _add_train(commands):
 
 def _add_model_options(command):
     """--model and --allow-pickle, the options of the commands that load a model."""
-    command.add_argument("--model", required=True, metavar="MODEL",
+    command.add_argument("-m", "--model", required=True, metavar="MODEL",
                          help="model written by 'skcrf train'")
     command.add_argument("--allow-pickle", action="store_true",
                          help="also load models stored as pickles (files of skcrf 0.1, or "
