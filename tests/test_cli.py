@@ -12,8 +12,10 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 import warnings
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -524,3 +526,16 @@ def test_only_the_max_iter_warning_gets_the_max_iter_advice(capsys):
         "skcrf train: warning: CRFClassifier stopped after 3 iterations because the line "
         "search could not decrease the objective; scale the features",
     ]
+
+
+def test_dash_reads_standard_input(data, trained, tmp_path):
+    """'-' for the input file, as CRFsuite takes it: the same output as the file's path."""
+    text = data["unlabelled"].read_bytes()
+    result = subprocess.run(
+        [sys.executable, "-m", "skcrf", "tag", "-m", str(trained["model"]), "-"],
+        input=text, capture_output=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    _, expected, _ = _run("tag", "--model", trained["model"], data["unlabelled"])
+    assert result.stdout.decode() == expected
+    # the spooled copy of standard input is gone
+    assert not list(Path(tempfile.gettempdir()).glob("skcrf-stdin-*"))

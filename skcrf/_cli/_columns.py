@@ -8,9 +8,12 @@ guessed, once to check that it is UTF-8).
 
 import codecs
 import os
+import shutil
 import stat
 import sys
+import tempfile
 import uuid
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
@@ -110,7 +113,8 @@ class ColumnFile:
     Parameters
     ----------
     path : str
-        The file.
+        The file; ``"-"`` reads standard input (spooled to a temporary file,
+        since the encoding is guessed from the whole text before reading).
     separator : str or None
         Column separator; None for runs of spaces and tabs.
     encoding : str or None
@@ -121,6 +125,11 @@ class ColumnFile:
 
     def __init__(self, path, separator, encoding):
         self.path = path
+        if path == "-":
+            path = _spool_stdin()
+            # removed once the file has been read (or this object is gone)
+            weakref.finalize(self, os.unlink, path)
+        self._source = path
         self.encoding = encoding if encoding else _guess_encoding(path)
         self._sequences = self._rows(separator)
         first = next(self._sequences, None)
@@ -131,7 +140,7 @@ class ColumnFile:
 
     def _rows(self, separator):
         try:
-            for tokens, _ in iter_conll(self.path, label_column=None, separator=separator,
+            for tokens, _ in iter_conll(self._source, label_column=None, separator=separator,
                                         encoding=self.encoding):
                 # iter_conll gives a str for one-column lines and a tuple otherwise
                 yield tokens if isinstance(tokens[0], tuple) else [(t,) for t in tokens]
@@ -160,6 +169,13 @@ class ColumnFile:
                 batch, n_tokens = [], 0
         if batch:
             yield batch
+
+
+def _spool_stdin():
+    """Standard input's bytes copied into a temporary file; returns its path."""
+    with tempfile.NamedTemporaryFile(prefix="skcrf-stdin-", delete=False) as handle:
+        shutil.copyfileobj(sys.stdin.buffer, handle)
+    return handle.name
 
 
 def _guess_encoding(path):
