@@ -8,7 +8,15 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export SKCRF_DATA ?= $(abspath ../shared/data)
 
-.PHONY: demo test bench docs clean
+.PHONY: help demo test bench docs clean
+
+help:
+	@echo "make demo    train and evaluate a CRF on CoNLL-2002 Spanish NER, print the report"
+	@echo "make test    run the test suite"
+	@echo "make bench   benchmarks/bench_core.py: skcrf against sklearn-crfsuite"
+	@echo "make docs    build the HTML docs into docs/_build/html"
+	@echo "make clean   remove the environment and build files"
+	@echo "The corpora are read from \$$SKCRF_DATA (now $(SKCRF_DATA))."
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
