@@ -144,3 +144,33 @@ def test_crfsuite_defaults_are_accepted():
     crf = sklearn_crfsuite.CRF(num_memories=6, epsilon=1e-5, period=10, max_linesearch=20,
                                linesearch="MoreThuente", max_iterations=10)
     assert crf.fit(X, y).predict(X) == y
+
+
+def test_same_attributes_and_shapes_as_sklearn_crfsuite(corpus):
+    """On the tutorial's features both name attributes alike and give the same shapes."""
+    real = pytest.importorskip("sklearn_crfsuite")
+    X, y, X_test, _ = corpus
+    theirs = real.CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=50,
+                      all_possible_transitions=True).fit(X[:200], y[:200])
+    ours = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=50,
+                                all_possible_transitions=True).fit(X[:200], y[:200])
+    # CRFsuite drops from its model the attributes whose weights L1 set to zero
+    assert set(theirs.attributes_) <= set(ours.attributes_)
+    weighted = {attribute for attribute, _ in ours.state_features_}
+    assert len(weighted & set(theirs.attributes_)) > 0.9 * len(weighted)
+    assert sorted(ours.classes_) == sorted(theirs.classes_)
+    assert set(theirs.transition_features_) <= set(ours.transition_features_)
+    key, weight = next(iter(theirs.state_features_.items()))
+    assert type(key) is tuple and type(key[0]) is str and type(weight) is float
+    ours_key = next(iter(ours.state_features_))
+    assert type(ours_key) is tuple and type(ours_key[0]) is str
+    # the same (attribute, label) pairs carry weights, up to L1 zeros on either side
+    shared = set(ours.state_features_) & set(theirs.state_features_)
+    assert len(shared) > 0.8 * min(len(ours.state_features_), len(theirs.state_features_))
+    assert type(ours.predict(X_test[:3])[0]) is type(theirs.predict(X_test[:3])[0])
+    agree = np.mean([a == b for p, q in zip(ours.predict(X_test), theirs.predict(X_test))
+                     for a, b in zip(p, q)])
+    assert agree > 0.97
+    m_ours = ours.predict_marginals_single(X_test[0])[0]
+    m_theirs = theirs.predict_marginals_single(X_test[0])[0]
+    assert set(m_ours) == set(m_theirs)
