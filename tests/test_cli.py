@@ -539,3 +539,17 @@ def test_dash_reads_standard_input(data, trained, tmp_path):
     assert result.stdout.decode() == expected
     # the spooled copy of standard input is gone
     assert not list(Path(tempfile.gettempdir()).glob("skcrf-stdin-*"))
+
+
+def test_evaluate_warns_when_the_gold_labels_are_not_the_models(data, trained, tmp_path):
+    """A model of another task scores near 0: evaluate says why instead of exiting quietly."""
+    text = data["test"].read_text()
+    other = tmp_path / "other_task.txt"
+    lines = [" ".join([*line.split()[:-1], "X-" + line.split()[-1]]) if line.strip() else line
+             for line in text.splitlines()]
+    other.write_text("\n".join(lines) + "\n")
+    status, out, err = _run("evaluate", "-m", trained["model"], other, "--scheme", "plain")
+    assert status == 0 and "token accuracy: 0.0000" in out
+    assert "none of the gold labels" in err and "another task" in err
+    status, _, err = _run("evaluate", "-m", trained["model"], data["test"])
+    assert "gold label" not in err

@@ -288,6 +288,7 @@ def evaluate(args):
             scores.add(pick(batch, [label_column]), y_pred)
         except ValueError as error:  # a tag outside the scheme
             raise CommandError(f"{args.test_file}: {error}") from None
+    _warn_unknown_gold_labels(prog, model, args.test_file, scores)
     try:
         with warnings_as_lines(prog):
             span_report = scores.span_report(digits=4)
@@ -304,6 +305,27 @@ def evaluate(args):
     print("Tokens" + (" (labels other than O):" if labels else ":"))
     print(token_report, flush=True)
     return 0
+
+
+def _warn_unknown_gold_labels(prog, model, path, scores):
+    """Say so when no gold label is one the model can predict.
+
+    That is a model of another task, or the wrong label column: the scores
+    would be near 0 without saying why. Some unknown labels (a type the
+    training data lacked) only score 0, as in conlleval, without a warning.
+    """
+    final = model[-1] if isinstance(model, Pipeline) else model
+    known = sorted(set(map(str, getattr(final, "classes_", []))))
+    gold = sorted({str(true) for true, _ in scores.label_pairs})
+    if not gold or set(gold) & set(known):
+        return
+
+    def listed(labels):
+        return ", ".join(labels[:5]) + (", ..." if len(labels) > 5 else "")
+
+    print(f"{prog}: warning: none of the gold labels of {path} ({listed(gold)}) is a label "
+          f"of the model ({listed(known)}): it was trained for another task, or the label "
+          f"column is not the one it was trained on", file=sys.stderr, flush=True)
 
 
 COMMANDS = {"train": train, "tag": tag, "evaluate": evaluate}
