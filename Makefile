@@ -25,6 +25,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: $(VENV)/.installed
+	$(PY) -m skcrf warmup --quiet
 	$(PY) examples/conll2002_ner.py
 
 test: $(VENV)/.installed

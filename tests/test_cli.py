@@ -553,3 +553,14 @@ def test_evaluate_warns_when_the_gold_labels_are_not_the_models(data, trained, t
     assert "none of the gold labels" in err and "another task" in err
     status, _, err = _run("evaluate", "-m", trained["model"], data["test"])
     assert "gold label" not in err
+
+
+def test_warmup_readies_every_structure():
+    status, out, err = _run("warmup")
+    assert status == 0, err
+    lines = out.splitlines()
+    assert [line.split(":")[0] for line in lines[:-1]] == [
+        "chain", "chain, order 2", "chain, transition features", "semi-Markov"]
+    assert lines[-1].startswith("kernels ready in")
+    status, out, _ = _run("warmup", "--quiet")
+    assert status == 0 and len(out.splitlines()) == 1

@@ -6,8 +6,8 @@ from an incompatible version, a data file with ragged columns) end in one line
 on stderr, ``skcrf <command>: error: <what and where>``, and a non-zero status:
 2 for usage errors, as argparse does, 1 for the others.
 
-The modules: ``_parser`` (arguments and help), ``_commands`` (the three
-subcommands), ``_columns`` (column layouts, and files read and written a batch
+The modules: ``_parser`` (arguments and help), ``_commands`` (train, tag and
+evaluate), ``_warmup`` (compiling the kernels ahead), ``_columns`` (column layouts, and files read and written a batch
 of sequences at a time), ``_scores`` (evaluate's counts and reports),
 ``_errors``.
 """

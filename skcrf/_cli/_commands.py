@@ -25,6 +25,7 @@ from ..features.vectorizer import SequenceVectorizer
 from ._columns import ColumnFile, Layout, output_file, pick, tagged_text
 from ._errors import CommandError
 from ._scores import StreamingScores
+from ._warmup import warmup
 
 
 def _say(args, *parts):
@@ -328,4 +329,4 @@ def _warn_unknown_gold_labels(prog, model, path, scores):
           f"column is not the one it was trained on", file=sys.stderr, flush=True)
 
 
-COMMANDS = {"train": train, "tag": tag, "evaluate": evaluate}
+COMMANDS = {"train": train, "tag": tag, "evaluate": evaluate, "warmup": warmup}

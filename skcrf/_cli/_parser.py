@@ -111,6 +111,7 @@ def build_parser():
     _add_train(commands)
     _add_tag(commands)
     _add_evaluate(commands)
+    _add_warmup(commands)
     return parser
 
 
@@ -218,6 +219,18 @@ def _add_train(commands):
     model.add_argument("--n-jobs", type=int, metavar="N",
                        help="threads for the kernels; -1 all cores, -2 all but one "
                             "(default: all cores)")
+
+
+def _add_warmup(commands):
+    warmup = commands.add_parser(
+        "warmup", formatter_class=_HelpFormatter,
+        help="compile the kernels ahead of first use",
+        description="Compile every numba kernel (chains of order 1 and 2, transition "
+                    "features,\nsemi-Markov) by fitting and applying a toy model of each. "
+                    "The first fit after an\ninstall otherwise pays it silently; numba "
+                    "keeps the compiled kernels on disk,\nso this is needed once per "
+                    "install.")
+    warmup.add_argument("--quiet", action="store_true", help="print only the summary line")
 
 
 def _add_model_options(command):
