@@ -60,12 +60,7 @@ plot_html_show_formats = False
 plot_formats = [("png", 96)]
 plot_rcparams = {"figure.autolayout": True}
 
-html_theme = "alabaster"
+# furo scrolls long code lines instead of clipping them, and reads on phones
+html_theme = "furo"
 html_title = f"skcrf {release}"
-html_theme_options = {
-    "description": "Linear-chain CRFs for scikit-learn",
-    "fixed_sidebar": True,
-    "page_width": "1100px",
-    "sidebar_width": "230px",
-}
 html_static_path = []
