@@ -1,37 +1,49 @@
-"""Readers for CoNLL-style column files and loaders for the benchmark corpora.
+"""Readers for CoNLL-style column files, and loaders and fetchers for the benchmark corpora.
 
-The corpora themselves are not shipped (their licences allow research use only).
-The named loaders read them from a data home: the ``data_home`` argument, else
-the ``SKCRF_DATA`` environment variable, else ``../shared/data`` next to the
-current directory.
+The corpora are not shipped with skcrf (the CoNLL licences allow research use
+only). The ``fetch_*`` functions download the public files once into a data
+home, verify their SHA-256 and read them; the ``load_*`` functions only read
+the data home. The data home is the ``data_home`` argument, else the
+``SKCRF_DATA`` environment variable, else ``~/skcrf_data``: never a folder
+relative to the current directory. ``python -m skcrf.datasets conll2002``
+(or ``conll2000``, ``ud``) downloads a corpus from the command line.
 """
 
 import codecs
 import os
 import re
+import sys
 from operator import itemgetter
 from pathlib import Path
 
-__all__ = ["get_data_home", "iter_conll", "load_conll", "load_conll2000", "load_conll2002"]
+from skcrf._fetch import corpus_file, data_home_path, fetch_file
+
+__all__ = ["fetch_conll2000", "fetch_conll2002", "fetch_ud", "get_data_home", "iter_conll",
+           "load_conll", "load_conll2000", "load_conll2002"]
 
 
 def get_data_home(data_home=None):
-    """The folder the named loaders read from.
+    """The folder the corpora are read from and downloaded into.
 
     Parameters
     ----------
     data_home : str or path-like, default=None
-        Returned as given when not None; otherwise ``$SKCRF_DATA``, otherwise
-        ``../shared/data`` relative to the current directory.
+        Returned as given (with ``~`` expanded) when not None; otherwise
+        ``$SKCRF_DATA``, otherwise ``~/skcrf_data`` in the user's home folder.
 
     Returns
     -------
     path : pathlib.Path
-        The data home; it need not exist.
+        The data home; it need not exist. It holds one folder per corpus:
+        ``conll2000/``, ``conll2002/``, ``ud_english_ewt/``.
+
+    Examples
+    --------
+    >>> from skcrf.datasets import get_data_home
+    >>> print(get_data_home("/data/corpora").as_posix())
+    /data/corpora
     """
-    if data_home is not None:
-        return Path(data_home)
-    return Path(os.environ.get("SKCRF_DATA", Path("..") / "shared" / "data"))
+    return data_home_path(data_home)
 
 
 def load_conll(path, *, columns=None, label_column=-1, encoding="utf-8", separator=None):
@@ -233,10 +245,17 @@ class _ColumnReader:
         self.token = itemgetter(*token_columns)
 
 
+_CONLL2000_FILES = {"train": "train.txt", "test": "test.txt"}
+_CONLL2002_FILES = {"esp": {"train": "esp.train", "testa": "esp.testa", "testb": "esp.testb"}}
+_UD_FILES = {"en_ewt": ("ud_english_ewt", "en_ewt-ud-{}.conllu", ("train", "dev", "test"))}
+_UD_LABELS = {"upos": 3, "xpos": 4, "deprel": 7}
+
+
 def load_conll2000(subset="train", *, data_home=None):
     """CoNLL-2000 chunking: tokens are (word, POS) tuples, labels IOB2 chunks.
 
-    Reads ``conll2000/train.txt`` or ``conll2000/test.txt`` under the data home.
+    Reads ``conll2000/train.txt`` or ``conll2000/test.txt`` under the data home,
+    without downloading: :func:`fetch_conll2000` downloads them if missing.
 
     Parameters
     ----------
@@ -252,6 +271,11 @@ def load_conll2000(subset="train", *, data_home=None):
     y : list of list of str
         Chunk labels such as ``B-NP``, ``I-VP`` and ``O``.
 
+    Raises
+    ------
+    FileNotFoundError
+        If the file is not in the data home; the message says how to get it.
+
     Examples
     --------
     >>> from skcrf.datasets import load_conll2000
@@ -259,17 +283,16 @@ def load_conll2000(subset="train", *, data_home=None):
     >>> X[0][:2], y[0][:2]  # doctest: +SKIP
     ([('Rockwell', 'NNP'), ('International', 'NNP')], ['B-NP', 'I-NP'])
     """
-    files = {"train": "train.txt", "test": "test.txt"}
-    if subset not in files:
-        raise ValueError(f"subset must be one of {sorted(files)}; got {subset!r}.")
-    return load_conll(_corpus_file("conll2000", files[subset], data_home))
+    name = _choose(_CONLL2000_FILES, subset, "subset")
+    return load_conll(corpus_file("conll2000", name, data_home))
 
 
 def load_conll2002(subset="train", *, data_home=None):
     """CoNLL-2002 Spanish named entities: (word, POS) tuples, IOB2 labels.
 
     Reads ``conll2002/esp.train``, ``esp.testa`` or ``esp.testb`` under the data
-    home, as UTF-8 or, failing that, as Latin-1 (the original release).
+    home, as UTF-8 or, failing that, as Latin-1 (the original release), without
+    downloading: :func:`fetch_conll2002` downloads them if missing.
 
     Parameters
     ----------
@@ -286,6 +309,11 @@ def load_conll2002(subset="train", *, data_home=None):
         Entity labels: ``B-``/``I-`` with ``PER``, ``LOC``, ``ORG``, ``MISC``,
         and ``O``.
 
+    Raises
+    ------
+    FileNotFoundError
+        If the file is not in the data home; the message says how to get it.
+
     Examples
     --------
     >>> from skcrf.datasets import load_conll2002
@@ -293,21 +321,260 @@ def load_conll2002(subset="train", *, data_home=None):
     >>> X[0][:3], y[0][:3]  # doctest: +SKIP
     ([('Melbourne', 'NP'), ('(', 'Fpa'), ('Australia', 'NP')], ['B-LOC', 'O', 'B-LOC'])
     """
-    files = {"train": "esp.train", "testa": "esp.testa", "testb": "esp.testb"}
-    if subset not in files:
-        raise ValueError(f"subset must be one of {sorted(files)}; got {subset!r}.")
-    # the Spanish files are Latin-1 in the original release, UTF-8 in some copies
-    path = _corpus_file("conll2002", files[subset], data_home)
+    name = _choose(_CONLL2002_FILES["esp"], subset, "subset")
+    return _read_conll2002(corpus_file("conll2002", name, data_home))
+
+
+def fetch_conll2000(subset="train", *, data_home=None, download_if_missing=True,
+                    base_url=None):
+    """Load CoNLL-2000 chunking, downloading it into the data home on first use.
+
+    The file of ``subset`` is downloaded from the CoNLL-2000 shared task's site
+    (https://www.clips.uantwerpen.be/conll2000/chunking/, gzip-compressed),
+    checked against its SHA-256 and stored as ``conll2000/train.txt`` or
+    ``conll2000/test.txt`` under the data home; later calls read it from there
+    without touching the network. The data (Wall Street Journal sections 15-18
+    and 20, with chunk tags derived from the Penn Treebank) is distributed for
+    research by the shared task's organizers.
+
+    Parameters
+    ----------
+    subset : {"train", "test"}, default="train"
+        Which part of the corpus to load.
+    data_home : str or path-like, default=None
+        Where the corpus is stored; see :func:`get_data_home`.
+    download_if_missing : bool, default=True
+        If False, raise an :class:`OSError` instead of downloading a missing file.
+    base_url : str, default=None
+        A mirror holding the files uncompressed in the data-home layout
+        (``<base_url>/conll2000/train.txt``); None means ``$SKCRF_DATA_URL``
+        if set, else the public URL.
+
+    Returns
+    -------
+    X : list of list of tuple of str
+        Sentences of (word, POS) tokens.
+    y : list of list of str
+        Chunk labels such as ``B-NP``, ``I-VP`` and ``O``.
+
+    Raises
+    ------
+    OSError
+        If the file is missing and ``download_if_missing`` is False or the
+        download fails (a :class:`FileNotFoundError` saying how to get it), or
+        the downloaded file has the wrong checksum (nothing is kept).
+
+    See Also
+    --------
+    load_conll2000 : Read the corpus from the data home, never downloading.
+
+    Examples
+    --------
+    >>> from skcrf.datasets import fetch_conll2000
+    >>> X, y = fetch_conll2000("test")  # doctest: +SKIP
+    >>> len(X), X[0][:2], y[0][:2]  # doctest: +SKIP
+    (2012, [('Rockwell', 'NNP'), ('International', 'NNP')], ['B-NP', 'I-NP'])
+    """
+    name = _choose(_CONLL2000_FILES, subset, "subset")
+    return load_conll(fetch_file("conll2000", name, data_home=data_home,
+                                 download_if_missing=download_if_missing, base_url=base_url))
+
+
+def fetch_conll2002(language="esp", subset="train", *, data_home=None,
+                    download_if_missing=True, base_url=None):
+    """Load CoNLL-2002 named entities, downloading them into the data home on first use.
+
+    The file of ``subset`` is downloaded (the UTF-8 copy NLTK distributes, from
+    https://github.com/teropa/nlp), checked against its SHA-256 and stored as
+    ``conll2002/esp.train``, ``esp.testa`` or ``esp.testb`` under the data
+    home; later calls read it from there without touching the network. The
+    Spanish data (EFE news wire of May 2000, annotated by TALP-UPC and CLiC-UB)
+    may only be used for research: see the shared task's README.
+
+    Parameters
+    ----------
+    language : {"esp"}, default="esp"
+        The corpus language: Spanish. (The Dutch part has a different layout
+        and is not supported.)
+    subset : {"train", "testa", "testb"}, default="train"
+        ``testa`` is the development set, ``testb`` the test set.
+    data_home : str or path-like, default=None
+        Where the corpus is stored; see :func:`get_data_home`.
+    download_if_missing : bool, default=True
+        If False, raise an :class:`OSError` instead of downloading a missing file.
+    base_url : str, default=None
+        A mirror holding the files in the data-home layout
+        (``<base_url>/conll2002/esp.train``); None means ``$SKCRF_DATA_URL`` if
+        set, else the public URL.
+
+    Returns
+    -------
+    X : list of list of tuple of str
+        Sentences of (word, POS) tokens.
+    y : list of list of str
+        Entity labels: ``B-``/``I-`` with ``PER``, ``LOC``, ``ORG``, ``MISC``,
+        and ``O``.
+
+    Raises
+    ------
+    OSError
+        If the file is missing and ``download_if_missing`` is False or the
+        download fails (a :class:`FileNotFoundError` saying how to get it), or
+        the downloaded file has the wrong checksum (nothing is kept).
+
+    See Also
+    --------
+    load_conll2002 : Read the corpus from the data home, never downloading.
+
+    Examples
+    --------
+    >>> from skcrf.datasets import fetch_conll2002
+    >>> X, y = fetch_conll2002("esp", "testb")  # doctest: +SKIP
+    >>> len(X), y[0][:3]  # doctest: +SKIP
+    (1517, ['B-LOC', 'O', 'B-LOC'])
+    """
+    files = _choose(_CONLL2002_FILES, language, "language")
+    name = _choose(files, subset, "subset")
+    return _read_conll2002(fetch_file("conll2002", name, data_home=data_home,
+                                      download_if_missing=download_if_missing,
+                                      base_url=base_url))
+
+
+def fetch_ud(treebank="en_ewt", subset="train", *, label="upos", data_home=None,
+             download_if_missing=True, base_url=None):
+    """Load a Universal Dependencies treebank, downloading it on first use.
+
+    The CoNLL-U file of ``subset`` is downloaded from the treebank's GitHub
+    repository (for ``en_ewt``,
+    https://github.com/UniversalDependencies/UD_English-EWT), checked against
+    its SHA-256 and stored as ``ud_english_ewt/en_ewt-ud-train.conllu`` (etc.)
+    under the data home; later calls read it from there without touching the
+    network. UD English EWT is licensed under CC BY-SA 4.0 (Silveira et al.,
+    2014, "A Gold Standard Dependency Corpus for English", and the UD
+    contributors).
+
+    Comment lines, multiword-token ranges (``1-2``) and empty nodes (``1.1``)
+    are skipped: each sentence is its syntactic words.
+
+    Parameters
+    ----------
+    treebank : {"en_ewt"}, default="en_ewt"
+        The treebank: English Web Treebank.
+    subset : {"train", "dev", "test"}, default="train"
+        Which part of the treebank to load.
+    label : {"upos", "xpos", "deprel"}, default="upos"
+        The column returned as labels: universal part-of-speech tags (17),
+        Penn Treebank tags, or each word's dependency relation to its head.
+    data_home : str or path-like, default=None
+        Where the treebank is stored; see :func:`get_data_home`.
+    download_if_missing : bool, default=True
+        If False, raise an :class:`OSError` instead of downloading a missing file.
+    base_url : str, default=None
+        A mirror holding the files in the data-home layout
+        (``<base_url>/ud_english_ewt/en_ewt-ud-train.conllu``); None means
+        ``$SKCRF_DATA_URL`` if set, else the public URL.
+
+    Returns
+    -------
+    X : list of list of str
+        Sentences of word forms.
+    y : list of list of str
+        The ``label`` column of each word.
+
+    Raises
+    ------
+    OSError
+        If the file is missing and ``download_if_missing`` is False or the
+        download fails (a :class:`FileNotFoundError` saying how to get it), or
+        the downloaded file has the wrong checksum (nothing is kept).
+
+    Examples
+    --------
+    >>> from skcrf.datasets import fetch_ud
+    >>> X, y = fetch_ud("en_ewt", "dev")  # doctest: +SKIP
+    >>> len(X), X[0][:4], y[0][:4]  # doctest: +SKIP
+    (2001, ['From', 'the', 'AP', 'comes'], ['ADP', 'DET', 'PROPN', 'VERB'])
+    """
+    corpus, pattern, subsets = _choose(_UD_FILES, treebank, "treebank")
+    name = pattern.format(_choose(dict(zip(subsets, subsets)), subset, "subset"))
+    column = _choose(_UD_LABELS, label, "label")
+    path = fetch_file(corpus, name, data_home=data_home,
+                      download_if_missing=download_if_missing, base_url=base_url)
+    return _read_conllu(path, column)
+
+
+def _choose(options, key, what):
+    if key not in options:
+        raise ValueError(f"{what} must be one of {sorted(options)}; got {key!r}.")
+    return options[key]
+
+
+def _read_conll2002(path):
+    # the Spanish files are Latin-1 in the original release, UTF-8 in NLTK's copy
     try:
         return load_conll(path, encoding="utf-8")
     except UnicodeDecodeError:
         return load_conll(path, encoding="latin-1")
 
 
-def _corpus_file(corpus, name, data_home):
-    path = get_data_home(data_home) / corpus / name
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path} not found. Point SKCRF_DATA (or data_home) at the folder that "
-            f"holds {corpus}/{name}.")
-    return path
+def _read_conllu(path, label_column):
+    """Word forms and one column of a CoNLL-U file, sentence by sentence."""
+    X, y, words, labels = [], [], [], []
+    with open(path, encoding="utf-8-sig") as handle:
+        for line_number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line:
+                if words:
+                    X.append(words)
+                    y.append(labels)
+                    words, labels = [], []
+                continue
+            if line.startswith("#"):
+                continue
+            fields = line.split("\t")
+            if len(fields) != 10:
+                raise ValueError(f"{path}, line {line_number}: expected the 10 tab-separated "
+                                 f"columns of CoNLL-U, found {len(fields)}: {line!r}")
+            if "-" in fields[0] or "." in fields[0]:  # multiword token or empty node
+                continue
+            words.append(fields[1])
+            labels.append(fields[label_column])
+    if words:
+        X.append(words)
+        y.append(labels)
+    return X, y
+
+
+_CORPORA = {
+    "conll2000": [(fetch_conll2000, {"subset": s}) for s in _CONLL2000_FILES],
+    "conll2002": [(fetch_conll2002, {"subset": s}) for s in _CONLL2002_FILES["esp"]],
+    "ud": [(fetch_ud, {"subset": s}) for s in _UD_FILES["en_ewt"][2]],
+}
+
+
+def _main(argv=None):
+    """``python -m skcrf.datasets CORPUS...``: download corpora into the data home."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m skcrf.datasets",
+        description="Download benchmark corpora into the data home ($SKCRF_DATA, "
+                    "else ~/skcrf_data), verifying their checksums.")
+    parser.add_argument("corpora", nargs="+", choices=sorted(_CORPORA),
+                        help="conll2000, conll2002 (Spanish), ud (UD English EWT)")
+    parser.add_argument("--data-home", default=None, help="where to store them")
+    args = parser.parse_args(argv)
+    for corpus in args.corpora:
+        for fetch, kwargs in _CORPORA[corpus]:
+            try:
+                X, _ = fetch(**kwargs, data_home=args.data_home)
+            except OSError as exc:
+                print(exc, file=sys.stderr)
+                return 1
+            print(f"{corpus} {kwargs['subset']}: {len(X)} sentences "
+                  f"in {get_data_home(args.data_home) / corpus}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

@@ -151,7 +151,7 @@ def test_get_data_home(monkeypatch, tmp_path):
     monkeypatch.setenv("SKCRF_DATA", str(tmp_path / "env"))
     assert get_data_home() == tmp_path / "env"
     monkeypatch.delenv("SKCRF_DATA")
-    assert get_data_home() == Path("..") / "shared" / "data"
+    assert get_data_home() == Path("~", "skcrf_data").expanduser()  # never cwd-relative
 
 
 def test_named_loaders_read_the_data_home(monkeypatch, tmp_path):
