@@ -1,8 +1,10 @@
 """Chunking on CoNLL-2000: train, evaluate, report.
 
 It reads ``train.txt`` and ``test.txt`` of the CoNLL-2000 shared task from the
-data home (``$SKCRF_DATA``, by default ``../shared/data`` beside the
-repository). Each token is a (word, POS) pair; the labels split a sentence into
+data home (``$SKCRF_DATA``, else ``~/skcrf_data``) with ``fetch_conll2000``,
+which downloads them there on first use (``load_conll2000`` reads the data
+home without downloading); with no data and no network, the script prints one
+line saying how to get it. Each token is a (word, POS) pair; the labels split a sentence into
 non-overlapping phrases (noun phrases ``B-NP I-NP``, verb phrases ``B-VP``,
 ...). It builds window features straight from the raw tokens, trains a CRF
 with CRFsuite's usual regularization (``c1=0.1, c2=0.1``, i.e. ``alpha=0.3,
@@ -12,6 +14,7 @@ Run: python examples/conll2000_chunking.py [--max-iter 100] [--data-home PATH]
 """
 
 import argparse
+import sys
 import time
 import warnings
 
@@ -19,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 
 from skcrf import CRFClassifier, SequenceVectorizer, TokenFeaturizer
-from skcrf.datasets import get_data_home, load_conll2000
+from skcrf.datasets import fetch_conll2000, get_data_home
 from skcrf.inspection import format_table, state_features, transition_features
 from skcrf.metrics import (
     flat_accuracy_score,
@@ -34,12 +37,16 @@ def main():
     parser.add_argument("--max-iter", type=int, default=100,
                         help="L-BFGS iterations (default: 100, as in the benchmarks)")
     parser.add_argument("--data-home", default=None,
-                        help="folder holding conll2000/ (default: $SKCRF_DATA)")
+                        help="folder holding conll2000/ "
+                             "(default: $SKCRF_DATA, else ~/skcrf_data)")
     args = parser.parse_args()
 
     data_home = get_data_home(args.data_home)
-    X_train, y_train = load_conll2000("train", data_home=data_home)
-    X_test, y_test = load_conll2000("test", data_home=data_home)
+    try:
+        X_train, y_train = fetch_conll2000("train", data_home=data_home)
+        X_test, y_test = fetch_conll2000("test", data_home=data_home)
+    except OSError as exc:  # no data and no network: one line saying how to get it
+        sys.exit(str(exc))
     n_train_tokens = sum(map(len, X_train))
     print(f"CoNLL-2000 chunking from {data_home}: {len(X_train)} training sentences "
           f"({n_train_tokens} tokens), {len(X_test)} test sentences")

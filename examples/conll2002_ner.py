@@ -1,8 +1,10 @@
 """Named-entity recognition on CoNLL-2002 Spanish: train, evaluate, report.
 
-The main job of the README (``make demo``). It reads ``esp.train`` and
-``esp.testb`` from the data home (``$SKCRF_DATA``, by default
-``../shared/data`` beside the repository), builds features straight from the
+The main job of the README (``make demo``). ``fetch_conll2002`` reads
+``esp.train`` and ``esp.testb`` from the data home (``$SKCRF_DATA``, else
+``~/skcrf_data``), downloading them there on first use (``load_conll2002``
+reads the data home without downloading); with no data and no network, the
+script prints one line saying how to get it. It builds features straight from the
 raw (word, POS) tokens, trains a CRF with CRFsuite's usual regularization
 (``c1=0.1, c2=0.1``, i.e. ``alpha=0.3, l1_ratio=1/3``), and prints the
 entity-level (conlleval) and token-level reports on the test set.
@@ -11,6 +13,7 @@ Run: python examples/conll2002_ner.py [--max-iter 100] [--data-home PATH]
 """
 
 import argparse
+import sys
 import time
 import warnings
 
@@ -18,7 +21,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 
 from skcrf import CRFClassifier, SequenceVectorizer, TokenFeaturizer
-from skcrf.datasets import get_data_home, load_conll2002
+from skcrf.datasets import fetch_conll2002, get_data_home
 from skcrf.inspection import format_table, state_features, transition_features
 from skcrf.metrics import (
     flat_accuracy_score,
@@ -33,12 +36,16 @@ def main():
     parser.add_argument("--max-iter", type=int, default=100,
                         help="L-BFGS iterations (default: 100, as in the benchmarks)")
     parser.add_argument("--data-home", default=None,
-                        help="folder holding conll2002/ (default: $SKCRF_DATA)")
+                        help="folder holding conll2002/ "
+                             "(default: $SKCRF_DATA, else ~/skcrf_data)")
     args = parser.parse_args()
 
     data_home = get_data_home(args.data_home)
-    X_train, y_train = load_conll2002("train", data_home=data_home)
-    X_test, y_test = load_conll2002("testb", data_home=data_home)
+    try:
+        X_train, y_train = fetch_conll2002("esp", "train", data_home=data_home)
+        X_test, y_test = fetch_conll2002("esp", "testb", data_home=data_home)
+    except OSError as exc:  # no data and no network: one line saying how to get it
+        sys.exit(str(exc))
     n_train_tokens = sum(map(len, X_train))
     print(f"CoNLL-2002 Spanish NER from {data_home}: {len(X_train)} training sentences "
           f"({n_train_tokens} tokens), {len(X_test)} test sentences")
