@@ -10,6 +10,7 @@ import gzip
 import hashlib
 import os
 import tempfile
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,7 +190,10 @@ def _download(url, path, sha256, compressed, corpus, name):
                         digest.update(chunk)
                         handle.write(chunk)
             except (OSError, EOFError) as exc:  # URLError, HTTPError, timeouts, bad gzip
-                reason = getattr(exc, "reason", None) or exc
+                if isinstance(exc, urllib.error.HTTPError):
+                    reason = f"HTTP {exc.code} {exc.reason}"
+                else:
+                    reason = getattr(exc, "reason", None) or exc
                 raise CorpusNotFoundError(
                     f"{path} is missing and downloading {url} failed ({reason}): "
                     f"{_how_to_get(corpus, name)}.") from exc
