@@ -1,12 +1,16 @@
 # The two commands of the README, each setting up what it needs on first use:
 #   make demo   train and evaluate a CRF on CoNLL-2002 Spanish NER, print the report
 #   make test   run the test suite
-# The corpora are read from $SKCRF_DATA, by default ../shared/data.
+# The corpora are read from $SKCRF_DATA, by default ../shared/data if it exists.
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# ../shared/data when it is there; else skcrf's own data home (~/skcrf_data),
+# where the demo fetches its corpus on first use
+ifneq ($(wildcard ../shared/data),)
 export SKCRF_DATA ?= $(abspath ../shared/data)
+endif
 
 .PHONY: help demo test bench docs clean
 
@@ -16,7 +20,7 @@ help:
 	@echo "make bench   benchmarks/bench_core.py: skcrf against sklearn-crfsuite"
 	@echo "make docs    build the HTML docs into docs/_build/html"
 	@echo "make clean   remove the environment and build files"
-	@echo "The corpora are read from \$$SKCRF_DATA (now $(SKCRF_DATA))."
+	@echo "The corpora are read from \$$SKCRF_DATA (now: $(or $(SKCRF_DATA),~/skcrf_data))."
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
