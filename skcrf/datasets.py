@@ -10,7 +10,6 @@ relative to the current directory. ``python -m skcrf.datasets conll2002``
 """
 
 import codecs
-import os
 import re
 import sys
 from operator import itemgetter

@@ -8,10 +8,9 @@ is a shift within each sequence. Columns come out sorted by name, so
 SequenceVectorizer has nothing to reorder.
 """
 
-import re
 from collections.abc import Mapping
-from itertools import chain, compress
-from operator import itemgetter, lt
+from itertools import compress
+from operator import lt
 from numbers import Integral
 from typing import NamedTuple
 
@@ -20,70 +19,13 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._validation import _locate, check_sequences
+from .._validation import _locate
+from ._dict_arrays import FeatureValueError, _factorize, _vectorize
 from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_features
+from ._tokens import _Tokens
+from ._words import _FLAGS, _WORD_FEATURES, _shapes, word_shape
 from .sequence_matrix import SequenceMatrix
-from .vectorizer import (FeatureValueError, SequenceVectorizer, _csr, _factorize,
-                          _vectorize)
-
-
-def _has_digit(word):
-    return any(map(str.isdigit, word))
-
-
-def _has_hyphen(word):
-    return "-" in word
-
-
-_FLAGS = {
-    "isupper": str.isupper,
-    "islower": str.islower,
-    "istitle": str.istitle,
-    "isdigit": str.isdigit,
-    "isalpha": str.isalpha,
-    "hasdigit": _has_digit,
-    "hyphen": _has_hyphen,
-}
-_WORD_FEATURES = ("word", "lower", "prefix", "suffix", "shape", *_FLAGS)
-_RUNS = re.compile(r"(.)\1+", re.DOTALL)
-
-
-def _char_class(char):
-    if char.isupper():
-        return "X"
-    if char.isalpha():
-        return "x"
-    if char.isdigit():
-        return "d"
-    return char
-
-
-def word_shape(word):
-    """Collapsed shape of a word: upper case X, other letters x, digits d.
-
-    Other characters stay as they are, and runs of one symbol shrink to one.
-
-    Parameters
-    ----------
-    word : str
-
-    Returns
-    -------
-    shape : str
-
-    Examples
-    --------
-    >>> from skcrf.features.featurizer import word_shape
-    >>> word_shape("McDonald's"), word_shape("1990s"), word_shape("U.S."), word_shape("año")
-    ("XxXx'x", 'dx', 'X.X.', 'x')
-    """
-    return _RUNS.sub(r"\1", "".join(map(_char_class, word)))
-
-
-def _shapes(words):
-    """:func:`word_shape` of many words: one ``str.translate`` table for all."""
-    table = {ord(char): _char_class(char) for char in set("".join(words))}
-    return [_RUNS.sub(r"\1", word.translate(table)) for word in words]
+from .vectorizer import SequenceVectorizer, _csr
 
 
 def _offset_prefix(offset):
@@ -453,108 +395,6 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         tags.requires_fit = False
         tags.transformer_tags.preserves_dtype = []
         return tags
-
-
-class _Tokens:
-    """Validated raw sequences, their tokens numbered by distinct value.
-
-    Checks run on the distinct tokens (a few tens of thousands), not on every
-    token; only when one fails is every token visited, to name the culprit.
-    """
-
-    def __init__(self, X):
-        X = check_sequences(X, tokens="str tokens or tuples of str", matrix_ok=False)
-        if isinstance(X, SequenceMatrix):
-            raise TypeError(
-                "TokenFeaturizer takes raw token sequences (lists of str or of tuples "
-                "of str), not a SequenceMatrix.")
-        self.lengths = np.fromiter(map(len, X), dtype=np.int64, count=len(X))
-        self.offsets = np.zeros(len(X) + 1, dtype=np.int64)
-        np.cumsum(self.lengths, out=self.offsets[1:])
-        self.n_tokens = int(self.offsets[-1])
-        tokens = list(chain.from_iterable(X))
-        try:
-            self.token_ids, self.types = _factorize(tokens)
-        except TypeError:
-            # lists do not hash: as tuples they do, if their items are str
-            _check_tokens(tokens, self.lengths)
-            tokens = list(map(tuple, tokens))
-            self.token_ids, self.types = _factorize(tokens)
-        self.tokens = tokens
-        self.n_columns = 0
-        if self.types:
-            self.n_columns = _check_types(self.types, tokens, self.lengths)
-        self.is_str = isinstance(self.types[0], str) if self.types else True
-
-    def column(self, c):
-        """Column ``c`` of every token, as a list."""
-        return self.tokens if self.is_str else list(map(itemgetter(c), self.tokens))
-
-    def column_codes(self, c):
-        """Code of column ``c`` of every token and its distinct values.
-
-        Numbered over the distinct tokens, then spread to all tokens with numpy.
-        """
-        if self.is_str:
-            return self.token_ids, self.types
-        codes, values = _factorize(list(map(itemgetter(c), self.types)))
-        return codes[self.token_ids], values
-
-
-def _check_types(types, tokens, lengths):
-    """Number of columns of the distinct tokens; raise (naming a token) if bad."""
-    kinds = set(map(type, types))
-    if all(issubclass(kind, str) for kind in kinds):
-        return 1
-    if all(issubclass(kind, (tuple, list)) for kind in kinds):
-        widths = set(map(len, types))
-        if len(widths) == 1 and 0 not in widths and all(
-                issubclass(kind, str) for kind in set(map(type, chain.from_iterable(types)))):
-            return widths.pop()
-    _check_tokens(tokens, lengths)
-    raise AssertionError("a malformed token escaped _check_tokens")  # pragma: no cover
-
-
-def _check_tokens(tokens, lengths):
-    """Raise a TypeError naming the first malformed token, if any.
-
-    A token is a str, or a tuple or list of str, all of one form and width.
-    """
-    first_kind = type(tokens[0])
-    is_str = isinstance(tokens[0], str)
-    width = None if is_str else len(tokens[0]) if isinstance(tokens[0], (tuple, list)) else 0
-    for i, token in enumerate(tokens):
-        kind = type(token)
-        if not isinstance(token, (str, tuple, list)):
-            raise _token_error(lengths, i, f"is a {kind.__name__}; expected a str or a "
-                                           f"tuple of str (word, POS, ...)")
-        if isinstance(token, str) != is_str:
-            raise _token_error(lengths, i, f"is a {kind.__name__}, but the first token "
-                                           f"is a {first_kind.__name__}; all tokens must "
-                                           f"have the same form")
-        if is_str:
-            continue
-        if len(token) != width:
-            raise _token_error(lengths, i, f"has {len(token)} columns, but the first "
-                                           f"token has {width}")
-        if width == 0:
-            raise _token_error(lengths, i, "has no columns")
-        for c, value in enumerate(token):
-            if not isinstance(value, str):
-                raise _token_error(lengths, i, f"has a {type(value).__name__} in column "
-                                               f"{c} ({value!r:.40}); token columns must "
-                                               f"be str")
-
-
-def _token_error(lengths, index, what):
-    sequence, position = _locate(lengths, index)
-    return TypeError(f"Sequence {sequence}, token {position} {what}.")
-
-
-# ---------------------------------------------------------------------------
-# fast path: each feature group at each offset is a "slot" holding at most one
-# column per token, computed once per distinct value and gathered for all
-# tokens by the slot_features kernel
 
 
 class _Slot(NamedTuple):

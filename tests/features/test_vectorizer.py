@@ -26,9 +26,9 @@ from sklearn.utils.estimator_checks import (
 )
 
 from skcrf import SequenceMatrix, SequenceVectorizer
-from skcrf.features import vectorizer as _vectorizer
+from skcrf.features import _dict_arrays as _vectorizer
 from skcrf.features._kernels import sort_row_indices
-from skcrf.features.vectorizer import _vectorize_flat, _vectorize_loop
+from skcrf.features._dict_arrays import _vectorize_flat, _vectorize_loop
 
 
 def tutorial_dicts(sentence):
