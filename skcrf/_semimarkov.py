@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from . import _defaults
 from ._base import CRFEstimator
 from ._parallel import kernel_threads
 from .inference.semimarkov import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
@@ -163,13 +164,13 @@ class SemiMarkovCRF(CRFEstimator):
         :func:`skcrf.tags.detect_scheme` (``"plain"`` for labels that are not
         str). IOB1 and IOB2 read alike but write differently: pass the
         scheme ``predict`` should write if detection may pick the other.
-    alpha : float, default=1.0
+    alpha : float, default=0.3
         Regularization strength, as in :class:`CRFClassifier`.
-    l1_ratio : float, default=0.0
+    l1_ratio : float, default=1/3
         Elastic-net mixing: 0 is pure L2, 1 pure L1.
-    max_iter : int, default=100
+    max_iter : int, default=300
         Maximum number of L-BFGS iterations.
-    tol : float, default=1e-5
+    tol : float, default=1e-3
         Stop once the objective improved by less than ``tol`` (relative) over
         the last 10 iterations.
     solver : {"lbfgs"}, default="lbfgs"
@@ -247,8 +248,9 @@ class SemiMarkovCRF(CRFEstimator):
         "scheme": [StrOptions({"auto", *SCHEMES})],
     }
 
-    def __init__(self, *, max_segment_length=None, scheme="auto", alpha=1.0, l1_ratio=0.0,
-                 max_iter=100, tol=1e-5, solver="lbfgs", all_possible_states=False,
+    def __init__(self, *, max_segment_length=None, scheme="auto", alpha=_defaults.ALPHA,
+                 l1_ratio=_defaults.L1_RATIO, max_iter=_defaults.MAX_ITER,
+                 tol=_defaults.TOL, solver="lbfgs", all_possible_states=False,
                  n_jobs=None, verbose=0):
         self.max_segment_length = max_segment_length
         self.scheme = scheme
