@@ -1,6 +1,10 @@
 """CRFClassifier: the linear-chain CRF estimator (order 1 or 2, transition features)."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
 from numbers import Integral
+from typing import Literal
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -8,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator
+from ._typing import FeatureSequences, LabelSequences
 from ._validation import check_finite_scores
 from .learning.objective import NegativeLogLikelihood
 from .structures.chain import ChainScores, ChainStructure, chain_decode, chain_posteriors
@@ -143,10 +148,12 @@ class CRFClassifier(CRFEstimator):
         "transition_features": [None, StrOptions({"all"}), list, tuple],
     }
 
-    def __init__(self, *, alpha=_defaults.ALPHA, l1_ratio=_defaults.L1_RATIO,
-                 max_iter=_defaults.MAX_ITER, tol=_defaults.TOL, order=1,
-                 transition_features=None, solver="lbfgs", all_possible_states=False,
-                 n_jobs=None, verbose=0):
+    def __init__(self, *, alpha: float = _defaults.ALPHA,
+                 l1_ratio: float = _defaults.L1_RATIO, max_iter: int = _defaults.MAX_ITER,
+                 tol: float = _defaults.TOL, order: Literal[1, 2] = 1,
+                 transition_features: Literal["all"] | Sequence[str] | None = None,
+                 solver: Literal["lbfgs"] = "lbfgs", all_possible_states: bool = False,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.max_iter = max_iter
@@ -167,7 +174,7 @@ class CRFClassifier(CRFEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
-    def fit(self, X, y):
+    def fit(self, X: FeatureSequences, y: LabelSequences) -> CRFClassifier:
         """Learn the weights from labelled sequences.
 
         Parameters

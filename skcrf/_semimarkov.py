@@ -1,6 +1,9 @@
 """SemiMarkovCRF: the segment CRF estimator, with tags in and tags out."""
 
+from __future__ import annotations
+
 from numbers import Integral
+from typing import Literal
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -9,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from . import _defaults
 from ._base import CRFEstimator
 from ._parallel import kernel_threads
+from ._typing import FeatureSequences, LabelSequences
 from .inference.semimarkov import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
 from .learning.objective import NegativeLogLikelihood
 from .structures.semimarkov import (Segmentation, SegmentPosteriors, SegmentScores,
@@ -248,10 +252,13 @@ class SemiMarkovCRF(CRFEstimator):
         "scheme": [StrOptions({"auto", *SCHEMES})],
     }
 
-    def __init__(self, *, max_segment_length=None, scheme="auto", alpha=_defaults.ALPHA,
-                 l1_ratio=_defaults.L1_RATIO, max_iter=_defaults.MAX_ITER,
-                 tol=_defaults.TOL, solver="lbfgs", all_possible_states=False,
-                 n_jobs=None, verbose=0):
+    def __init__(self, *, max_segment_length: int | None = None,
+                 scheme: Literal["auto", "IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU",
+                                 "plain"] = "auto",
+                 alpha: float = _defaults.ALPHA, l1_ratio: float = _defaults.L1_RATIO,
+                 max_iter: int = _defaults.MAX_ITER, tol: float = _defaults.TOL,
+                 solver: Literal["lbfgs"] = "lbfgs", all_possible_states: bool = False,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         self.max_segment_length = max_segment_length
         self.scheme = scheme
         self.alpha = alpha
@@ -265,7 +272,7 @@ class SemiMarkovCRF(CRFEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
-    def fit(self, X, y):
+    def fit(self, X: FeatureSequences, y: LabelSequences) -> SemiMarkovCRF:
         """Learn the weights from tagged sequences.
 
         Parameters
@@ -367,7 +374,7 @@ class SemiMarkovCRF(CRFEstimator):
         posteriors = SegmentPosteriors.of_scores(self._scores(features), offsets)
         return self._codec().tag_marginals(posteriors.roles, offsets)
 
-    def predict_segments(self, X):
+    def predict_segments(self, X: FeatureSequences) -> list[list[Segment]]:
         """Most likely segments of each sequence, those labelled ``"O"`` left out.
 
         The segments of the tags :meth:`predict` returns:
