@@ -40,6 +40,7 @@ def warm_kernels():
 
     from skcrf.features.arrays import csr_times_dense
     from skcrf.inference.chain import forward_backward, viterbi
+    from skcrf.inference.tree import tree_forward_backward, tree_viterbi
     from skcrf.structures._parameters import StatePairs
     from tests._chain_loss import chain_loss
 
@@ -49,6 +50,9 @@ def warm_kernels():
     offsets = np.array([0, 1, 3], dtype=np.int64)
     forward_backward(unary, transitions, bias, bias, offsets, True)
     viterbi(unary, transitions, bias, bias, offsets)
+    parents = np.array([-1, -1, 0], dtype=np.int64)  # the second sequence: a root, a child
+    tree_forward_backward(unary, transitions, bias, parents, offsets, True)
+    tree_viterbi(unary, transitions, bias, parents, offsets)
     for X in (sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])),
               sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))):
         csr_times_dense(X, np.ones((2, 2)))
