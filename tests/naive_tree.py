@@ -28,6 +28,23 @@ def labelling_score(unary, transitions, root, parents, labels):
     return score
 
 
+def all_labellings(n, n_classes):
+    """Every labelling of ``n`` nodes, one per row: (n_classes ** n, n) int64."""
+    return np.array(list(itertools.product(range(n_classes), repeat=n)),
+                    dtype=np.int64).reshape(-1, n)
+
+
+def all_scores(unary, transitions, root, parents, labellings):
+    """:func:`labelling_score` of every row of ``labellings``, summed term by term."""
+    n = unary.shape[0]
+    scores = unary[np.arange(n), labellings].sum(axis=1)
+    for v in range(n):
+        p = parents[v]
+        scores += (root[labellings[:, v]] if p < 0
+                   else transitions[labellings[:, p], labellings[:, v]])
+    return scores
+
+
 def enumerate_forest(unary, transitions, root, parents):
     """(log Z, marginals, expected link counts [parent, child], best labelling, best score).
 
@@ -39,21 +56,18 @@ def enumerate_forest(unary, transitions, root, parents):
     counts = np.zeros((n_classes, n_classes))
     if n == 0:
         return 0.0, marginals, counts, np.zeros(0, dtype=np.int64), 0.0
-    labellings = list(itertools.product(range(n_classes), repeat=n))
-    scores = np.array([labelling_score(unary, transitions, root, parents, y)
-                       for y in labellings])
+    labellings = all_labellings(n, n_classes)
+    scores = all_scores(unary, transitions, root, parents, labellings)
     log_z = logsumexp(scores)
     top = int(np.argmax(scores))
-    best = np.array(labellings[top], dtype=np.int64)
+    best = labellings[top]
     if log_z == -np.inf:
         return log_z, marginals, counts, best, scores[top]
     probs = np.exp(scores - log_z)
-    links = [(p, v) for v, p in enumerate(parents) if p >= 0]
-    for y, prob in zip(labellings, probs):
-        for v, label in enumerate(y):
-            marginals[v, label] += prob
-        for p, v in links:
-            counts[y[p], y[v]] += prob
+    for v in range(n):
+        np.add.at(marginals[v], labellings[:, v], probs)
+        if parents[v] >= 0:
+            np.add.at(counts, (labellings[:, parents[v]], labellings[:, v]), probs)
     return log_z, marginals, counts, best, scores[top]
 
 
