@@ -11,6 +11,11 @@ import numpy as np
 from ..inference._batch import compiled
 from ..inference.tree import tree_layout
 
+#: The key of a token dict that gives the token's parent in its sequence's
+#: tree (for :class:`~skcrf.TreeCRF`): an index within the sequence, -1 or None
+#: for a root. SequenceVectorizer takes it out of the features.
+PARENT_KEY = "__parent__"
+
 #: What is wrong with a parent link, as _first_bad_parent reports it.
 _OUT_OF_RANGE, _SELF, _CYCLE = 1, 2, 3
 
