@@ -176,6 +176,9 @@ class _Reader:
         if [fields[0] for fields in rows] != ids:
             # multiword tokens and empty nodes are not words of the basic tree
             rows = [fields for fields in rows if not _SKIPPED_ID.fullmatch(fields[0])]
+            if not rows:
+                self.fail(next(self._lines(lines, first_line))[0],
+                          "the sentence has no words, only multiword tokens or empty nodes")
             ids = self._ids(len(rows))
             for expected, fields, number in zip(ids, rows, self._word_lines(lines, first_line)):
                 if fields[0] != expected:
@@ -189,7 +192,7 @@ class _Reader:
         if self.heads:
             tokens = list(zip(*token_columns, parents))
         elif len(token_columns) == 1:
-            tokens = token_columns[0]
+            tokens = token_columns[0][:]  # a copy: the label may be the same column
         else:
             tokens = list(zip(*token_columns))
         self.X.append(tokens)

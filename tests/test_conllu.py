@@ -113,6 +113,8 @@ SECOND = "# sent_id = b\n"  # the second sentence starts at line 10 of TEXT + th
     ([word(1, "A", 0), word(2, "B", 3), word(3, "C", 2)], 12,
      r"the heads form a cycle 2 -> 3 -> 2 \(word IDs\) with no path to a root"),
     ([word(1, "A", 0), word(2, "B", 2)], 12, r"cycle 2 -> 2 \(word IDs\)"),
+    (["1-2\tAB\t_\t_\t_\t_\t_\t_\t_\t_\n", "1.1\tE\t_\t_\t_\t_\t_\t_\t_\t_\n"], 11,
+     r"the sentence has no words, only multiword tokens or empty nodes"),
     # the line is the word's, found across a multiword token and an empty node
     ([word(1, "A", 0), "2-3\tBC\t_\t_\t_\t_\t_\t_\t_\t_\n", "1.1\tE\t_\t_\t_\t_\t_\t_\t_\t_\n",
       word(2, "B", 1), word(3, "C", 4)], 15, r"HEAD 4 is outside the sentence of 3 words"),
