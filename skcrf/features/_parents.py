@@ -46,10 +46,11 @@ def _first_bad_parent(parents, offsets):
                 return _OUT_OF_RANGE, q, v
             if p == v:
                 return _SELF, q, v
-        if tree_layout(parents, lo, lo + n, child_ptr, children, order, cursor) < n:
+        reached = tree_layout(parents, lo, lo + n, child_ptr, children, order, cursor)
+        if reached < n:
             for v in range(n):
                 seen[v] = False
-            for m in range(n):
+            for m in range(reached):  # order holds only the tokens a root reaches
                 seen[order[m]] = True
             # an unreached token hangs from a cycle: walk up n steps to land on it
             v = 0
