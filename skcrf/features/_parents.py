@@ -11,6 +11,11 @@ import numpy as np
 from ..inference._batch import compiled
 from ..inference.tree import tree_layout
 
+#: The key of a token dict that gives the token's parent in its sequence's
+#: tree (for :class:`~skcrf.TreeCRF`): an index within the sequence, -1 or None
+#: for a root. SequenceVectorizer takes it out of the features.
+PARENT_KEY = "__parent__"
+
 #: What is wrong with a parent link, as _first_bad_parent reports it.
 _OUT_OF_RANGE, _SELF, _CYCLE = 1, 2, 3
 
@@ -41,10 +46,11 @@ def _first_bad_parent(parents, offsets):
                 return _OUT_OF_RANGE, q, v
             if p == v:
                 return _SELF, q, v
-        if tree_layout(parents, lo, lo + n, child_ptr, children, order, cursor) < n:
+        reached = tree_layout(parents, lo, lo + n, child_ptr, children, order, cursor)
+        if reached < n:
             for v in range(n):
                 seen[v] = False
-            for m in range(n):
+            for m in range(reached):  # order holds only the tokens a root reaches
                 seen[order[m]] = True
             # an unreached token hangs from a cycle: walk up n steps to land on it
             v = 0

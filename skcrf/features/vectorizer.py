@@ -14,12 +14,8 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_sequences
 from ._dict_arrays import _factorize, _release_freed_memory, _vectorize_compact
 from ._kernels import column_counts, sort_row_indices
+from ._parents import PARENT_KEY
 from .sequence_matrix import SequenceMatrix, values_or_none
-
-#: The key of a token dict that gives the token's parent in its sequence's
-#: tree (for :class:`~skcrf.TreeCRF`): an index within the sequence, -1 or None
-#: for a root. It is taken out of the features.
-PARENT_KEY = "__parent__"
 
 
 class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):

@@ -17,13 +17,15 @@ trees once (:func:`skcrf.features.check_parents`). The batch kernels take:
 A path whose parents are ``-1, 0, 1, ...`` is the order-1 chain with
 ``transitions`` and ``start = root`` (and no end scores).
 
-The passes run in log space and visit the nodes in breadth-first order from
-the roots (children after their parent) and in its reverse, so they need no
-recursion and hold for trees of any depth. Every message is shifted to a
-maximum of 0, with the shift added to log Z, and every token's unary scores
-by their maximum, as the chain's exact pass does: no score grows with the
-depth of the tree, and a huge score on one token rounds away no other
-token's digits.
+The passes visit the nodes in breadth-first order from the roots (children
+after their parent) and in its reverse, so they need no recursion and hold
+for trees of any depth. Every tree goes through the fast scaled pass of
+:mod:`._tree_scaled` first; the few whose values under- or overflow it, and
+those with -inf scores, are redone exactly in log space, where every message
+is shifted to a maximum of 0, with the shift added to log Z, and every
+token's unary scores by their maximum, as the chain's exact pass does: no
+score grows with the depth of the tree, and a huge score on one token rounds
+away no other token's digits.
 """
 
 import numpy as np
@@ -33,6 +35,7 @@ from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
 from ._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp_sum,
                         normalize_log_block, normalized_exp_sum, shift_of,
                         shifted_exp_by_column_and_row, shifted_rows)
+from ._tree_scaled import scaled_tree_posteriors, tree_scaled_potentials
 
 
 @compiled()
@@ -84,7 +87,7 @@ def tree_workspace(longest, n_classes, with_counts):
             np.empty(longest + 1, np.int64), np.empty(longest, np.int64),
             np.empty(longest, np.int64), np.empty(longest, np.int64),
             np.empty((size, size)), np.empty(n_classes), np.empty(n_classes),
-            np.zeros(n_classes))
+            np.zeros(n_classes), np.empty(longest))
 
 
 @compiled()
@@ -171,13 +174,30 @@ def tree_sequence_posteriors(unary, transitions, root, parents, lo, hi, potentia
                              with_counts, marginals, counts, work):
     """log Z of the forest of tokens lo..hi-1; its marginals and link counts into the outputs.
 
-    Returns -inf, writing nothing, when no labelling has a finite score.
+    The scaled pass first; a forest it gives up on is redone exactly in log
+    space. Returns -inf, writing nothing, when no labelling has a finite score.
     """
+    scaled, exact = potentials
+    (up, message, excluded, down, child_ptr, children, order, cursor, block, suffix,
+     scratch, zero, total) = work
+    tree_layout(parents, lo, hi, child_ptr, children, order, cursor)
+    log_z = scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children,
+                                   order, with_counts, marginals, counts, up, message,
+                                   excluded, down, total)
+    if np.isnan(log_z):
+        log_z = _exact_tree_posteriors(unary, transitions, root, parents, lo, hi, exact,
+                                       with_counts, marginals, counts, work)
+    return log_z
+
+
+@compiled()
+def _exact_tree_posteriors(unary, transitions, root, parents, lo, hi, potentials,
+                           with_counts, marginals, counts, work):
+    """The log-space pass of :func:`tree_sequence_posteriors`, on the layout it made."""
     col_max, exp_by_col, row_max, exp_by_row = potentials
     (up, message, excluded, down, child_ptr, children, order, cursor, block, suffix,
-     scratch, zero) = work
+     scratch, zero, total) = work
     n = hi - lo
-    tree_layout(parents, lo, hi, child_ptr, children, order, cursor)
     log_z = shifted_rows(unary, lo, hi, up)
 
     # upward: children before their parent
@@ -217,9 +237,14 @@ def tree_sequence_posteriors(unary, transitions, root, parents, lo, hi, potentia
 
 
 @compiled()
-def tree_potentials(transitions):
-    """The shifted exponentials of the transitions, by column and by row, for every tree."""
-    return shifted_exp_by_column_and_row(transitions)
+def tree_potentials(transitions, root):
+    """What both passes need of the potentials, shared by every tree of a batch.
+
+    The scaled pass's exponentials shifted by the overall maxima, and the
+    exact pass's shifted by column and by row.
+    """
+    return (tree_scaled_potentials(transitions, root),
+            shifted_exp_by_column_and_row(transitions))
 
 
 @compiled(parallel=True)
@@ -247,7 +272,10 @@ def tree_forward_backward(unary, transitions, root, parents, offsets, with_count
     n_sequences = offsets.shape[0] - 1
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
-    potentials = tree_potentials(transitions)
+    # unpacked here and packed again in the loop: numba's parallel loops take
+    # arrays and scalars, not tuples mixing them
+    (trans_max, root_max, exp_trans, exp_trans_by_child, exp_root, forbidden), (
+        col_max, exp_by_col, row_max, exp_by_row) = tree_potentials(transitions, root)
     log_z = np.zeros(n_sequences)
     marginals = np.zeros((n_tokens, n_classes))
     size = n_classes if with_counts else 0
@@ -255,6 +283,9 @@ def tree_forward_backward(unary, transitions, root, parents, offsets, with_count
     for c in prange(n_chunks):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         work = tree_workspace(longest, n_classes, with_counts)
+        potentials = ((trans_max, root_max, exp_trans, exp_trans_by_child, exp_root,
+                       forbidden),
+                      (col_max, exp_by_col, row_max, exp_by_row))
         partial = chunk_counts[np.int64(c) if with_counts else np.int64(0)]
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]

@@ -21,6 +21,7 @@ import numpy as np
 from ..features.arrays import csr_times_dense
 from ..inference.tree import tree_forward_backward, tree_viterbi
 from ._parameters import ParameterLayout, StatePairs
+from ._tree_fused import FusedTreeTerms
 
 
 @dataclass
@@ -142,10 +143,23 @@ class TreeStructure:
     def expectation_terms(self, features, offsets, fused=True):
         """A function ``w -> (log_z, expected statistics)`` over one training set.
 
-        There is no fused kernel yet: ``fused`` is accepted for the
-        objective's sake and changes nothing.
+        The fused kernel keeps no per-token arrays of scores or marginals;
+        ``fused=False`` goes through :meth:`scores`, the inference kernel and
+        :meth:`expected_statistics`.
         """
         parents = features.parents
+        if fused:
+            kernel = FusedTreeTerms(features, offsets, self.state_pairs, self.n_classes)
+            layout = self.layout
+
+            def fused_terms(w):
+                blocks = layout.views(w)
+                log_z, *counts = kernel(blocks["state"], blocks["transitions"],
+                                        blocks["root"])
+                # the kernel returns the blocks in the layout's order
+                return log_z, np.concatenate([block.ravel() for block in counts])
+
+            return fused_terms
 
         def terms(w):
             posteriors = tree_posteriors(self.scores(features, w), parents, offsets, True)
