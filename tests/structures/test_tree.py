@@ -41,16 +41,17 @@ def _structure(features, label_ids, n_classes, every=False):
     return TreeStructure.for_training(features, label_ids, n_classes, all_possible_states=every)
 
 
-def _loss(structure, features, offsets, label_ids, l2):
-    return NegativeLogLikelihood(structure, features, offsets, label_ids, l2)
+def _loss(structure, features, offsets, label_ids, l2, fused=True):
+    return NegativeLogLikelihood(structure, features, offsets, label_ids, l2, fused=fused)
 
 
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "unfused"])
 @pytest.mark.parametrize("every", [False, True])
 @pytest.mark.parametrize("binary", [False, True])
-def test_loss_and_gradient_equal_brute_force(binary, every):
+def test_loss_and_gradient_equal_brute_force(binary, every, fused):
     features, dense, offsets, label_ids, n_classes = _problem(0, binary=binary)
     structure = _structure(features, label_ids, n_classes, every)
-    loss = _loss(structure, features, offsets, label_ids, l2=0.3)
+    loss = _loss(structure, features, offsets, label_ids, l2=0.3, fused=fused)
     w = np.random.default_rng(1).normal(size=loss.n_parameters)
     value, grad = loss(w)
     expected_value, expected_grad = layout_loss_and_gradient(
@@ -69,6 +70,22 @@ def test_gradient_matches_finite_differences(seed):
     _, grad = loss(w)
     numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
     np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_fused_kernel_equals_unfused_path(binary):
+    features, _, offsets, label_ids, n_classes = _problem(
+        15, n_sequences=60, n_features=12, n_classes=4, max_length=12, binary=binary)
+    structure = _structure(features, label_ids, n_classes)
+    fused = _loss(structure, features, offsets, label_ids, l2=0.1)
+    unfused = _loss(structure, features, offsets, label_ids, l2=0.1, fused=False)
+    assert fused.terms is not unfused.terms
+    for scale in (0.5, 40.0):  # 40: extreme enough for the log-space pass
+        w = np.random.default_rng(16).normal(scale=scale, size=fused.n_parameters)
+        value, grad = fused(w)
+        value_u, grad_u = unfused(w)
+        np.testing.assert_allclose(value, value_u, rtol=1e-11)
+        np.testing.assert_allclose(grad, grad_u, rtol=1e-9, atol=1e-9)
 
 
 def test_gold_statistics_by_hand():
