@@ -215,8 +215,9 @@ def transition_features(crf: BaseEstimator, *, top: int | None = None) -> list[T
 
     Parameters
     ----------
-    crf : CRFClassifier or SemiMarkovCRF
-        A fitted model; a SemiMarkovCRF's are between consecutive segments.
+    crf : CRFClassifier, SemiMarkovCRF or TreeCRF
+        A fitted model; a SemiMarkovCRF's are between consecutive segments,
+        a TreeCRF's from a parent's label to its child's.
     top : int or None, default=None
         Number of transitions listed, those with the largest absolute weight;
         None lists all of them.

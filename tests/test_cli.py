@@ -565,7 +565,7 @@ def test_warmup_readies_every_structure():
     assert status == 0, err
     lines = out.splitlines()
     assert [line.split(":")[0] for line in lines[:-1]] == [
-        "chain", "chain, order 2", "chain, transition features", "semi-Markov"]
+        "chain", "chain, order 2", "chain, transition features", "semi-Markov", "tree"]
     assert lines[-1].startswith("kernels ready in")
     status, out, _ = _run("warmup", "--quiet")
     assert status == 0 and len(out.splitlines()) == 1

@@ -10,9 +10,9 @@ note that the kernels are compiling. Every command takes ``--quiet``: results,
 warnings and errors only, no progress and no notes.
 
 The modules: ``_parser`` (arguments and help), ``_commands`` (train, tag and
-evaluate), ``_warmup`` (compiling the kernels ahead), ``_columns`` (column layouts, and files read and written a batch
-of sequences at a time), ``_scores`` (evaluate's counts and reports),
-``_errors``.
+evaluate), ``_warmup`` (compiling the kernels ahead), ``_columns`` (column
+layouts, and files read and written a batch of sequences at a time),
+``_scores`` (evaluate's counts and reports), ``_errors``.
 """
 
 import logging

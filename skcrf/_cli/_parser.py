@@ -236,10 +236,10 @@ def _add_warmup(commands):
         "warmup", formatter_class=_HelpFormatter,
         help="compile the kernels ahead of first use",
         description="Compile every numba kernel (chains of order 1 and 2, transition "
-                    "features,\nsemi-Markov) by fitting and applying a toy model of each. "
-                    "The first fit after an\ninstall otherwise pays it silently; numba "
-                    "keeps the compiled kernels on disk,\nso this is needed once per "
-                    "install.")
+                    "features,\nsemi-Markov, trees) by fitting and applying a toy model of "
+                    "each. Otherwise the first\nfit of each kind of model after an install "
+                    "pays it (and says so); numba keeps\nthe compiled kernels on disk, so "
+                    "this is needed once per install.")
     _add_quiet(warmup, "print only the summary line (and warnings or errors)")
 
 
