@@ -15,7 +15,6 @@ lists, and so the n-best paths, independent of the thread count, and makes
 rank 0 the path the 1-best Viterbi of the same recursion picks.
 """
 
-import numpy as np
 
 from ._batch import compiled
 
