@@ -147,8 +147,8 @@ def _tag_parts(label, scheme, spec):
     """
     if not isinstance(label, str):
         raise ValueError(
-            f"allowed_transitions={spec!r} reads the labels as tags, but {label!r} is a "
-            f"{type(label).__name__}; give explicit pairs for labels that are not tags.")
+            f"allowed_transitions={spec!r} reads the labels as tags, but {label!r} is of "
+            f"type {type(label).__name__}; give explicit pairs for labels that are not tags.")
     if label == _OUTSIDE:
         return _OUTSIDE, None
     prefix, _, type_ = label.partition("-")
