@@ -1,51 +1,71 @@
-"""Bounded, sorted lists of the best candidates: what the n-best Viterbi recursions keep.
+"""Merging sorted lists of candidates: what the n-best Viterbi recursions keep per state.
 
 An n-best recursion keeps, for every state of every position, the ``n`` best
-partial paths that end there, as three parallel slices: their scores (sorted,
-best first), and for each where it came from (a predecessor state and that
-state's rank). A state's candidates are its predecessors' lists shifted by
-the move's score; each such list is sorted, so its candidates come best
-first and the scan of a predecessor stops at the first candidate that does
-not beat the n-th kept (:func:`offer` says when).
+partial paths that end there: their scores, sorted best first, and for each
+where it came from (a predecessor, the *source*, and the rank of the entry
+it extends in that source's list). A state's candidates are its
+predecessors' lists, each shifted by the score of the move from that
+predecessor; each shifted list is still sorted, so the ``n`` best come out of
+a merge that keeps one head per source: ``n`` times, take the best head and
+advance its source. That costs O(n_sources * n) per state, and in practice
+less than a heap's O(n_sources + n log n_sources) for the label counts of
+tagging tasks: a scan of a few heads is cheap, a heap's branches are not.
 
-Ties: a candidate replaces or passes a kept entry only if strictly better,
-so among equal scores the candidate offered first stays first. The callers
-offer in a fixed order (predecessor label, then its rank), which makes the
-lists, and so the n-best paths, independent of the thread count, and makes
-rank 0 the path the 1-best Viterbi of the same recursion picks.
+Ties: among equal scores the lower source comes first, and within a source
+the lower rank (its list's own order). That is the order in which a 1-best
+Viterbi that keeps the first strict maximum scans its predecessors, so
+rank 0 is that Viterbi's choice, and the lists never depend on the thread
+count.
 """
 
+import numpy as np
 
 from ._batch import compiled
 
 
 @compiled()
-def offer(scores, froms, ranks, count, capacity, value, source, rank):
-    """Insert ``(value, source, rank)`` into a list of ``count`` entries; the new count.
+def merge_best(lists, sizes, first_row, row_step, table, first_table_row, column, n_sources,
+               skip, capacity, out_scores, out_sources, out_ranks, out_row, heads, positions):
+    """Merge the best ``capacity`` entries of shifted sorted lists into row ``out_row``; how many.
 
-    ``scores[:count]`` is sorted in decreasing order. A list at ``capacity``
-    drops its last entry for a strictly better candidate, and ignores any
-    other. The caller offers only finite values.
+    Source ``s < n_sources`` is the list in row ``first_row + s * row_step``
+    of ``lists`` (its first ``sizes[row]`` entries, best first), each entry
+    plus the shift ``table[first_table_row + s, column]``. A shift of
+    ``-inf``, and the source ``skip`` (-1 for none), leave a source out. The
+    p-th best value goes to ``out_scores[out_row, p]``, its source ``s`` to
+    ``out_sources[out_row, p]`` and its index in that list to
+    ``out_ranks[out_row, p]``. Rows are passed as numbers, not as views of
+    the arrays, because making views in the innermost loop costs more than
+    the merge. ``heads`` (float64) and ``positions`` (int64) are scratch of
+    at least ``n_sources`` entries.
     """
-    if count == capacity:
-        if not value > scores[capacity - 1]:
-            return count
-        p = capacity - 1
-    else:
-        p = count
+    for s in range(n_sources):
+        row = first_row + s * row_step
+        shift = table[first_table_row + s, column]
+        positions[s] = 0
+        if shift == -np.inf or sizes[row] == 0 or s == skip:
+            heads[s] = -np.inf
+        else:
+            heads[s] = lists[row, 0] + shift
+    count = 0
+    while count < capacity:
+        best = -np.inf
+        chosen = -1
+        for s in range(n_sources):
+            if heads[s] > best:
+                best = heads[s]
+                chosen = s
+        if chosen < 0:
+            break
+        k = positions[chosen]
+        out_scores[out_row, count] = best
+        out_sources[out_row, count] = chosen
+        out_ranks[out_row, count] = k
         count += 1
-    while p > 0 and scores[p - 1] < value:
-        scores[p] = scores[p - 1]
-        froms[p] = froms[p - 1]
-        ranks[p] = ranks[p - 1]
-        p -= 1
-    scores[p] = value
-    froms[p] = source
-    ranks[p] = rank
+        row = first_row + chosen * row_step
+        if k + 1 < sizes[row]:
+            positions[chosen] = k + 1
+            heads[chosen] = lists[row, k + 1] + table[first_table_row + chosen, column]
+        else:
+            heads[chosen] = -np.inf
     return count
-
-
-@compiled()
-def is_full_and_beaten(scores, count, capacity, value):
-    """Whether a list is full and ``value`` does not beat its last entry (so the scan may stop)."""
-    return count == capacity and not value > scores[capacity - 1]

@@ -25,21 +25,21 @@ from numba import prange
 
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
 from ._logspace import shift_of
-from ._topn import is_full_and_beaten, offer
+from ._topn import merge_best
 
 
 @compiled()
-def _subtract_top(score, size, r, n_classes):
-    """Shift row r's lists by the best score among them, as Viterbi shifts its row."""
+def _subtract_top(score, size, first_row, n_rows):
+    """Shift the lists of rows first_row.. by the best score among them, as Viterbi shifts its row."""
     top = -np.inf
-    for j in range(n_classes):
-        if size[r, j] > 0 and score[r, j, 0] > top:
-            top = score[r, j, 0]
+    for row in range(first_row, first_row + n_rows):
+        if size[row] > 0 and score[row, 0] > top:
+            top = score[row, 0]
     if top == -np.inf:
         return
-    for j in range(n_classes):
-        for k in range(size[r, j]):
-            score[r, j, k] -= top
+    for row in range(first_row, first_row + n_rows):
+        for k in range(size[row]):
+            score[row, k] -= top
 
 
 @compiled()
@@ -88,19 +88,24 @@ def nbest_paths(unary, moves, step, start, end, offsets, n):
     paths = np.zeros((n_tokens, n), np.int64)
     scores = np.full((n_sequences, n), -np.inf)
     counts = np.zeros(n_sequences, np.int64)
+    end_column = np.empty((n_classes, 1))
+    for j in range(n_classes):
+        end_column[j, 0] = end[j]
 
     for c in prange(n_chunks):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        # score[r, j, :size[r, j]]: the best partial paths ending in label j at
-        # token lo + r, shifted; came_from / came_rank: their previous label
-        # and its rank in that label's list at token lo + r - 1
-        score = np.empty((longest, n_classes, n))
-        came_from = np.zeros((longest, n_classes, n), np.int32)
-        came_rank = np.zeros((longest, n_classes, n), np.int32)
-        size = np.zeros((longest, n_classes), np.int64)
-        final = np.empty(n)
-        final_label = np.zeros(n, np.int32)
-        final_rank = np.zeros(n, np.int32)
+        # row r * n_classes + j: the best partial paths ending in label j at
+        # token lo + r, shifted (score, size), each with its previous label and
+        # that label's rank in its list at token lo + r - 1 (came_from, came_rank)
+        score = np.empty((longest * n_classes, n))
+        came_from = np.zeros((longest * n_classes, n), np.int32)
+        came_rank = np.zeros((longest * n_classes, n), np.int32)
+        size = np.zeros(longest * n_classes, np.int64)
+        final = np.empty((1, n))
+        final_label = np.zeros((1, n), np.int32)
+        final_rank = np.zeros((1, n), np.int32)
+        heads = np.empty(n_classes)
+        positions = np.empty(n_classes, np.int64)
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -111,52 +116,38 @@ def nbest_paths(unary, moves, step, start, end, offsets, n):
             top = shift_of(unary[lo])
             for j in range(n_classes):
                 v = start[j] + (unary[lo, j] - top)
-                size[0, j] = 0
+                size[j] = 0
                 if v > -np.inf:
-                    score[0, j, 0] = v
-                    size[0, j] = 1
+                    score[j, 0] = v
+                    size[j] = 1
             _subtract_top(score, size, 0, n_classes)
             for t in range(lo + 1, hi):
                 r = t - lo
                 block = moves[t * step]
                 top = shift_of(unary[t])
                 for j in range(n_classes):
-                    row = score[r, j]
-                    frm = came_from[r, j]
-                    rnk = came_rank[r, j]
+                    row = r * n_classes + j
                     kept = 0
                     u = unary[t, j] - top
                     if u > -np.inf:
-                        for i in range(n_classes):
-                            move = block[i, j]
-                            if move == -np.inf:
-                                continue
-                            for k in range(size[r - 1, i]):
-                                v = score[r - 1, i, k] + move
-                                if is_full_and_beaten(row, kept, n, v):
-                                    break
-                                kept = offer(row, frm, rnk, kept, n, v, i, k)
+                        kept = merge_best(score, size, (r - 1) * n_classes, 1, block, 0, j,
+                                          n_classes, -1, n, score, came_from, came_rank, row,
+                                          heads, positions)
                         for k in range(kept):
-                            row[k] = row[k] + u
-                    size[r, j] = kept
-                _subtract_top(score, size, r, n_classes)
+                            score[row, k] = score[row, k] + u
+                    size[row] = kept
+                _subtract_top(score, size, r * n_classes, n_classes)
             last = hi - 1 - lo
-            kept = 0
-            for j in range(n_classes):
-                if end[j] == -np.inf:
-                    continue
-                for k in range(size[last, j]):
-                    v = score[last, j, k] + end[j]
-                    if is_full_and_beaten(final, kept, n, v):
-                        break
-                    kept = offer(final, final_label, final_rank, kept, n, v, j, k)
+            kept = merge_best(score, size, last * n_classes, 1, end_column, 0, 0, n_classes,
+                              -1, n, final, final_label, final_rank, 0, heads, positions)
             counts[q] = kept
             for p in range(kept):
-                j = final_label[p]
-                k = final_rank[p]
+                j = final_label[0, p]
+                k = final_rank[0, p]
                 for r in range(last, -1, -1):
                     paths[lo + r, p] = j
-                    j, k = came_from[r, j, k], came_rank[r, j, k]
+                    row = r * n_classes + j
+                    j, k = came_from[row, k], came_rank[row, k]
                 scores[q, p] = _order1_path_score(unary, moves, step, start, end, lo, hi,
                                                   paths, p)
     return paths, scores, counts
@@ -181,7 +172,7 @@ def nbest_paths2(unary, transitions, trigram, start, end, offsets, n):
 
     States are label pairs (y[t-1], y[t]), as in :func:`.chain2.viterbi2`,
     each with a list of the ``n`` best partial paths: a token costs
-    O(n_classes ** 3 * n) at most.
+    O(n_classes ** 2 * (n_classes + n log n_classes)).
 
     Parameters
     ----------
@@ -199,27 +190,37 @@ def nbest_paths2(unary, transitions, trigram, start, end, offsets, n):
     n_sequences = offsets.shape[0] - 1
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
-    # score_by_b[b, a, c]: the move (a, b) -> (b, c), as viterbi2 adds it
-    score_by_b = np.empty((n_classes, n_classes, n_classes))
+    n_pairs = n_classes * n_classes
+    # moves[b * n_classes + a, c]: the move (a, b) -> (b, c), as viterbi2 adds it
+    moves = np.empty((n_pairs, n_classes))
     for a in range(n_classes):
         for b in range(n_classes):
             for c in range(n_classes):
-                score_by_b[b, a, c] = transitions[b, c] + trigram[a, b, c]
+                moves[b * n_classes + a, c] = transitions[b, c] + trigram[a, b, c]
+    # the end score of each pair state (b, c), numbered b * n_classes + c
+    pair_end = np.empty((n_pairs, 1))
+    for b in range(n_classes):
+        for c in range(n_classes):
+            pair_end[b * n_classes + c, 0] = end[c]
+    no_shift = np.zeros((n_classes, 1))
     paths = np.zeros((n_tokens, n), np.int64)
     scores = np.full((n_sequences, n), -np.inf)
     counts = np.zeros(n_sequences, np.int64)
 
     for k_chunk in prange(n_chunks):
         longest = max(longest_sequence(offsets, bounds[k_chunk], bounds[k_chunk + 1]), 2)
-        # lists of the pair state (b, c) = (y[r-1], y[r]) at token lo + r; came_from:
-        # y[r-2] of each entry, came_rank: its rank in the list of (y[r-2], b)
-        score = np.empty((longest, n_classes, n_classes, n))
-        came_from = np.zeros((longest, n_classes, n_classes, n), np.int32)
-        came_rank = np.zeros((longest, n_classes, n_classes, n), np.int32)
-        size = np.zeros((longest, n_classes, n_classes), np.int64)
-        final = np.empty(n)
-        final_state = np.zeros(n, np.int32)
-        final_rank = np.zeros(n, np.int32)
+        # row (r * n_classes + b) * n_classes + c: the lists of the pair state
+        # (b, c) = (y[r-1], y[r]) at token lo + r; came_from: y[r-2] of each
+        # entry, came_rank: its rank in the list of (y[r-2], b)
+        score = np.empty((longest * n_pairs, n))
+        came_from = np.zeros((longest * n_pairs, n), np.int32)
+        came_rank = np.zeros((longest * n_pairs, n), np.int32)
+        size = np.zeros(longest * n_pairs, np.int64)
+        final = np.empty((1, n))
+        final_state = np.zeros((1, n), np.int32)
+        final_rank = np.zeros((1, n), np.int32)
+        heads = np.empty(n_pairs)
+        positions = np.empty(n_pairs, np.int64)
         for q in range(bounds[k_chunk], bounds[k_chunk + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -228,72 +229,61 @@ def nbest_paths2(unary, transitions, trigram, start, end, offsets, n):
                 counts[q] = 1
                 scores[q, 0] = 0.0
                 continue
-            kept = 0
             if m == 1:
-                # viterbi2 scores a single token unshifted
+                # viterbi2 scores a single token unshifted: one-entry lists in rows 0..C-1
                 for c in range(n_classes):
                     v = start[c] + unary[lo, c] + end[c]
-                    if v > -np.inf and not is_full_and_beaten(final, kept, n, v):
-                        kept = offer(final, final_state, final_rank, kept, n, v, c, 0)
+                    size[c] = 0
+                    if v > -np.inf:
+                        score[c, 0] = v
+                        size[c] = 1
+                kept = merge_best(score, size, 0, 1, no_shift, 0, 0, n_classes, -1, n, final,
+                                  final_state, final_rank, 0, heads, positions)
                 counts[q] = kept
                 for p in range(kept):
-                    paths[lo, p] = final_state[p]
+                    paths[lo, p] = final_state[0, p]
                     scores[q, p] = _order2_path_score(unary, transitions, trigram, start,
                                                       end, lo, hi, paths, p)
                 continue
             first, second = shift_of(unary[lo]), shift_of(unary[lo + 1])
             for b in range(n_classes):
                 for c in range(n_classes):
+                    row = n_pairs + b * n_classes + c
                     v = (start[b] + (unary[lo, b] - first) + transitions[b, c]
                          + (unary[lo + 1, c] - second))
-                    size[1, b, c] = 0
+                    size[row] = 0
                     if v > -np.inf:
-                        score[1, b, c, 0] = v
-                        size[1, b, c] = 1
+                        score[row, 0] = v
+                        size[row] = 1
             for r in range(2, m):
                 t = lo + r
                 top = shift_of(unary[t])
                 for b in range(n_classes):
-                    moves = score_by_b[b]
                     for c in range(n_classes):
-                        row = score[r, b, c]
-                        frm = came_from[r, b, c]
-                        rnk = came_rank[r, b, c]
+                        row = (r * n_classes + b) * n_classes + c
                         held = 0
                         u = unary[t, c] - top
                         if u > -np.inf:
-                            for a in range(n_classes):
-                                move = moves[a, c]
-                                if move == -np.inf:
-                                    continue
-                                for k in range(size[r - 1, a, b]):
-                                    v = score[r - 1, a, b, k] + move
-                                    if is_full_and_beaten(row, held, n, v):
-                                        break
-                                    held = offer(row, frm, rnk, held, n, v, a, k)
+                            # sources a: the states (a, b) at r - 1
+                            held = merge_best(score, size, (r - 1) * n_pairs + b, n_classes,
+                                              moves, b * n_classes, c, n_classes, -1, n,
+                                              score, came_from, came_rank, row, heads, positions)
                             for k in range(held):
-                                row[k] = row[k] + u
-                        size[r, b, c] = held
+                                score[row, k] = score[row, k] + u
+                        size[row] = held
             last = m - 1
-            for b in range(n_classes):
-                for c in range(n_classes):
-                    if end[c] == -np.inf:
-                        continue
-                    for k in range(size[last, b, c]):
-                        v = score[last, b, c, k] + end[c]
-                        if is_full_and_beaten(final, kept, n, v):
-                            break
-                        kept = offer(final, final_state, final_rank, kept, n, v,
-                                     b * n_classes + c, k)
+            kept = merge_best(score, size, last * n_pairs, 1, pair_end, 0, 0, n_pairs, -1, n,
+                              final, final_state, final_rank, 0, heads, positions)
             counts[q] = kept
             for p in range(kept):
-                b = final_state[p] // n_classes
-                c = final_state[p] % n_classes
-                k = final_rank[p]
+                b = final_state[0, p] // n_classes
+                c = final_state[0, p] % n_classes
+                k = final_rank[0, p]
                 for r in range(last, 1, -1):
                     paths[lo + r, p] = c
-                    a = came_from[r, b, c, k]
-                    k = came_rank[r, b, c, k]
+                    row = (r * n_classes + b) * n_classes + c
+                    a = came_from[row, k]
+                    k = came_rank[row, k]
                     b, c = a, b
                 paths[lo + 1, p] = c
                 paths[lo, p] = b

@@ -30,7 +30,7 @@ from numba import prange
 
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
 from ._segment_roles import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
-from ._topn import is_full_and_beaten, offer
+from ._topn import merge_best
 from .semimarkov import _lse_add, _lse_value, _prefix_sums, _segment, longest_segments
 
 #: Boundary flags (see the module docstring).
@@ -43,68 +43,50 @@ __all__ = ["CUT", "NO_REPEAT", "fixed_segment_posteriors", "nbest_segmentations"
 @compiled()
 def _sequence_nbest(state, first, last, length, transitions, start, end, boundaries, longest,
                     lo, hi, n, cum, blocked, alpha, alpha_from, alpha_rank, alpha_size, enter,
-                    enter_from, enter_rank, enter_size, final, final_label, final_rank):
+                    enter_from, enter_rank, enter_size, final, final_label, final_rank, work):
     """The n best segmentations of tokens lo..hi-1 into the workspace; how many there are.
 
-    ``alpha[b, y]``: the best segmentations of tokens ``:b`` whose last
-    segment has label y, each with that segment's length (``alpha_from``)
-    and the rank of the entry it extends in ``enter[b - length, y]``;
-    ``enter[b, y]``: the best of those of ``:b`` followed by a y-segment
-    that starts at b, each with the previous label and its rank in
-    ``alpha[b, previous]``.
+    Row ``b * n_labels + y`` of ``alpha``: the best segmentations of tokens
+    ``:b`` whose last segment has label y, each with that segment's length
+    minus 1 (``alpha_from``) and the rank of the entry it extends in the list
+    of ``enter`` of (b - length, y); of ``enter``: the best of those of
+    ``:b`` followed by a y-segment that starts at b, each with the previous
+    label and its rank in the ``alpha`` list of (b, previous).
     """
+    segment_scores, end_column, heads, positions = work
     n_labels = state.shape[1]
     m = hi - lo
     _prefix_sums(state, lo, hi, cum, blocked)
     for y in range(n_labels):
-        enter_size[0, y] = 0
+        enter_size[y] = 0
         if start[y] > -np.inf:
-            enter[0, y, 0] = start[y]
-            enter_size[0, y] = 1
+            enter[y, 0] = start[y]
+            enter_size[y] = 1
     for b in range(1, m + 1):
         for y in range(n_labels):
-            row = alpha[b, y]
-            kept = 0
+            # source d - 1: a y-segment of d tokens after the enter list of (b - d, y)
+            n_lengths = 0
             for d in range(1, min(b, longest[y]) + 1):
                 a = b - d
                 if d > 1 and boundaries[lo + a + 1] & CUT:
                     break  # every longer segment also holds that fixed start
-                if enter_size[a, y] == 0:
-                    continue
-                s = _segment(cum, blocked, first, last, length, lo, y, a, b)
-                if s == -np.inf:
-                    continue
-                for k in range(enter_size[a, y]):
-                    v = enter[a, y, k] + s
-                    if is_full_and_beaten(row, kept, n, v):
-                        break
-                    kept = offer(row, alpha_from[b, y], alpha_rank[b, y], kept, n, v, d, k)
-            alpha_size[b, y] = kept
+                segment_scores[d - 1, 0] = _segment(cum, blocked, first, last, length, lo, y,
+                                                    a, b)
+                n_lengths = d
+            row = b * n_labels + y
+            alpha_size[row] = merge_best(enter, enter_size, (b - 1) * n_labels + y, -n_labels,
+                                         segment_scores, 0, 0, n_lengths, -1, n, alpha,
+                                         alpha_from, alpha_rank, row, heads, positions)
         if b < m:
+            # a segment starting at a NO_REPEAT token may not follow one of its label
             no_repeat = boundaries[lo + b] & NO_REPEAT
             for y in range(n_labels):
-                row = enter[b, y]
-                kept = 0
-                for x in range(n_labels):
-                    move = transitions[x, y]
-                    if move == -np.inf or (no_repeat and x == y):
-                        continue
-                    for k in range(alpha_size[b, x]):
-                        v = alpha[b, x, k] + move
-                        if is_full_and_beaten(row, kept, n, v):
-                            break
-                        kept = offer(row, enter_from[b, y], enter_rank[b, y], kept, n, v, x, k)
-                enter_size[b, y] = kept
-    kept = 0
-    for x in range(n_labels):
-        if end[x] == -np.inf:
-            continue
-        for k in range(alpha_size[m, x]):
-            v = alpha[m, x, k] + end[x]
-            if is_full_and_beaten(final, kept, n, v):
-                break
-            kept = offer(final, final_label, final_rank, kept, n, v, x, k)
-    return kept
+                row = b * n_labels + y
+                enter_size[row] = merge_best(alpha, alpha_size, b * n_labels, 1, transitions,
+                                             0, y, n_labels, y if no_repeat else -1, n, enter,
+                                             enter_from, enter_rank, row, heads, positions)
+    return merge_best(alpha, alpha_size, m * n_labels, 1, end_column, 0, 0, n_labels, -1, n,
+                      final, final_label, final_rank, 0, heads, positions)
 
 
 @compiled(parallel=True)
@@ -143,22 +125,28 @@ def nbest_segmentations(state, first, last, length, transitions, start, end, off
     starts = np.zeros((n_tokens, n), np.bool_)
     scores = np.full((n_sequences, n), -np.inf)
     counts = np.zeros(n_sequences, np.int64)
+    end_column = np.empty((n_labels, 1))
+    for y in range(n_labels):
+        end_column[y, 0] = end[y]
 
     for c in prange(n_chunks):
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         cum = np.empty((rows, n_labels))
         blocked = np.empty((rows, n_labels), np.int64)
-        alpha = np.empty((rows, n_labels, n))
-        alpha_from = np.zeros((rows, n_labels, n), np.int32)
-        alpha_rank = np.zeros((rows, n_labels, n), np.int32)
-        alpha_size = np.zeros((rows, n_labels), np.int64)
-        enter = np.empty((rows, n_labels, n))
-        enter_from = np.zeros((rows, n_labels, n), np.int32)
-        enter_rank = np.zeros((rows, n_labels, n), np.int32)
-        enter_size = np.zeros((rows, n_labels), np.int64)
-        final = np.empty(n)
-        final_label = np.zeros(n, np.int32)
-        final_rank = np.zeros(n, np.int32)
+        alpha = np.empty((rows * n_labels, n))
+        alpha_from = np.zeros((rows * n_labels, n), np.int32)
+        alpha_rank = np.zeros((rows * n_labels, n), np.int32)
+        alpha_size = np.zeros(rows * n_labels, np.int64)
+        enter = np.empty((rows * n_labels, n))
+        enter_from = np.zeros((rows * n_labels, n), np.int32)
+        enter_rank = np.zeros((rows * n_labels, n), np.int32)
+        enter_size = np.zeros(rows * n_labels, np.int64)
+        final = np.empty((1, n))
+        final_label = np.zeros((1, n), np.int32)
+        final_rank = np.zeros((1, n), np.int32)
+        sources = max(n_labels, length.shape[1])
+        work = (np.empty((length.shape[1], 1)), end_column, np.empty(sources),
+                np.empty(sources, np.int64))
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -169,23 +157,26 @@ def nbest_segmentations(state, first, last, length, transitions, start, end, off
             kept = _sequence_nbest(state, first, last, length, transitions, start, end,
                                    boundaries, longest, lo, hi, n, cum, blocked, alpha,
                                    alpha_from, alpha_rank, alpha_size, enter, enter_from,
-                                   enter_rank, enter_size, final, final_label, final_rank)
+                                   enter_rank, enter_size, final, final_label, final_rank,
+                                   work)
             counts[q] = kept
             for p in range(kept):
-                scores[q, p] = final[p]
-                y = final_label[p]
-                k = final_rank[p]
+                scores[q, p] = final[0, p]
+                y = final_label[0, p]
+                k = final_rank[0, p]
                 b = hi - lo
                 while b > 0:
-                    d = alpha_from[b, y, k]
-                    k = alpha_rank[b, y, k]
+                    row = b * n_labels + y
+                    d = alpha_from[row, k] + 1
+                    k = alpha_rank[row, k]
                     a = b - d
                     for r in range(a, b):
                         label_ids[lo + r, p] = y
                     starts[lo + a, p] = True
                     if a == 0:
                         break
-                    y, k = enter_from[a, y, k], enter_rank[a, y, k]
+                    row = a * n_labels + y
+                    y, k = enter_from[row, k], enter_rank[row, k]
                     b = a
     return label_ids, starts, scores, counts
 
