@@ -1,10 +1,11 @@
-"""skcrf: linear-chain conditional random fields for scikit-learn."""
+"""skcrf: conditional random fields for scikit-learn: chains, segments and trees."""
 
 # features first: the estimators' modules import parts of it
 from .features import SequenceMatrix, SequenceVectorizer, TokenFeaturizer  # isort: skip
 from ._chain import CRFClassifier
 from ._persistence import ModelVersionWarning, load_model, save_model
 from ._semimarkov import SemiMarkovCRF
+from ._tree import TreeCRF
 from .inference._batch import CacheDamagedWarning, CacheUnavailableWarning
 
 __version__ = "0.1.0"
@@ -18,6 +19,7 @@ __all__ = [
     "SequenceMatrix",
     "SequenceVectorizer",
     "TokenFeaturizer",
+    "TreeCRF",
     "load_model",
     "save_model",
     "__version__",

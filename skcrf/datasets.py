@@ -1,4 +1,4 @@
-"""Readers for CoNLL-style column files, and loaders and fetchers for the benchmark corpora.
+"""Readers for CoNLL-style and CoNLL-U files, and loaders and fetchers for the benchmark corpora.
 
 The corpora are not shipped with skcrf (the CoNLL licences allow research use
 only). The ``fetch_*`` functions download the public files once into a data
@@ -15,10 +15,11 @@ import sys
 from operator import itemgetter
 from pathlib import Path
 
+from skcrf._conllu import load_conllu, read_conllu
 from skcrf._fetch import corpus_file, data_home_path, fetch_file
 
 __all__ = ["fetch_conll2000", "fetch_conll2002", "fetch_ud", "get_data_home", "iter_conll",
-           "load_conll", "load_conll2000", "load_conll2002"]
+           "load_conll", "load_conll2000", "load_conll2002", "load_conllu"]
 
 
 def get_data_home(data_home=None):
@@ -247,7 +248,7 @@ class _ColumnReader:
 _CONLL2000_FILES = {"train": "train.txt", "test": "test.txt"}
 _CONLL2002_FILES = {"esp": {"train": "esp.train", "testa": "esp.testa", "testb": "esp.testb"}}
 _UD_FILES = {"en_ewt": ("ud_english_ewt", "en_ewt-ud-{}.conllu", ("train", "dev", "test"))}
-_UD_LABELS = {"upos": 3, "xpos": 4, "deprel": 7}
+_UD_LABELS = {"upos": 3, "xpos": 4, "deprel": 7}  # CoNLL-U column indices
 
 
 def load_conll2000(subset="train", *, data_home=None):
@@ -439,8 +440,8 @@ def fetch_conll2002(language="esp", subset="train", *, data_home=None,
                                       base_url=base_url))
 
 
-def fetch_ud(treebank="en_ewt", subset="train", *, label="upos", data_home=None,
-             download_if_missing=True, base_url=None):
+def fetch_ud(treebank="en_ewt", subset="train", *, label="upos", columns=None,
+             deprel_subtypes=True, data_home=None, download_if_missing=True, base_url=None):
     """Load a Universal Dependencies treebank, downloading it on first use.
 
     The CoNLL-U file of ``subset`` is downloaded from the treebank's GitHub
@@ -452,8 +453,9 @@ def fetch_ud(treebank="en_ewt", subset="train", *, label="upos", data_home=None,
     2014, "A Gold Standard Dependency Corpus for English", and the UD
     contributors).
 
-    Comment lines, multiword-token ranges (``1-2``) and empty nodes (``1.1``)
-    are skipped: each sentence is its syntactic words.
+    The file is read by :func:`load_conllu`: comment lines, multiword-token
+    ranges (``1-2``) and empty nodes (``1.1``) are skipped, so each sentence is
+    its syntactic words, and every sentence's heads are checked to form a tree.
 
     Parameters
     ----------
@@ -464,6 +466,14 @@ def fetch_ud(treebank="en_ewt", subset="train", *, label="upos", data_home=None,
     label : {"upos", "xpos", "deprel"}, default="upos"
         The column returned as labels: universal part-of-speech tags (17),
         Penn Treebank tags, or each word's dependency relation to its head.
+    columns : sequence of str or int, default=None
+        None gives each word as its form, a str. Otherwise the CoNLL-U columns
+        making up a token, as in :func:`load_conllu`, and each token is then a
+        tuple of them followed by the 0-based index of the word's head (-1 for
+        a root): ``columns=("form",)`` gives ``("The", 1)``.
+    deprel_subtypes : bool, default=True
+        If False, dependency relations keep only the part before ``:``
+        (``nmod:poss`` becomes ``nmod``).
     data_home : str or path-like, default=None
         Where the treebank is stored; see :func:`get_data_home`.
     download_if_missing : bool, default=True
@@ -475,8 +485,8 @@ def fetch_ud(treebank="en_ewt", subset="train", *, label="upos", data_home=None,
 
     Returns
     -------
-    X : list of list of str
-        Sentences of word forms.
+    X : list of list of str, or list of list of tuple
+        Sentences of word forms; with ``columns``, of tuples ending in the head.
     y : list of list of str
         The ``label`` column of each word.
 
@@ -487,19 +497,32 @@ def fetch_ud(treebank="en_ewt", subset="train", *, label="upos", data_home=None,
         download fails (a :class:`FileNotFoundError` saying how to get it), or
         the downloaded file has the wrong checksum (nothing is kept).
 
+    See Also
+    --------
+    load_conllu : Read any CoNLL-U file.
+
     Examples
     --------
     >>> from skcrf.datasets import fetch_ud
     >>> X, y = fetch_ud("en_ewt", "dev")  # doctest: +SKIP
     >>> len(X), X[0][:4], y[0][:4]  # doctest: +SKIP
     (2001, ['From', 'the', 'AP', 'comes'], ['ADP', 'DET', 'PROPN', 'VERB'])
+    >>> X, y = fetch_ud("en_ewt", "dev", columns=("form", "upos"), label="deprel",
+    ...                 deprel_subtypes=False)  # doctest: +SKIP
+    >>> X[0][:4], y[0][:4]  # doctest: +SKIP
+    ([('From', 'ADP', 2), ('the', 'DET', 2), ('AP', 'PROPN', 3), ('comes', 'VERB', -1)],
+     ['case', 'det', 'obl', 'root'])
     """
     corpus, pattern, subsets = _choose(_UD_FILES, treebank, "treebank")
     name = pattern.format(_choose(dict(zip(subsets, subsets)), subset, "subset"))
-    column = _choose(_UD_LABELS, label, "label")
+    _choose(_UD_LABELS, label, "label")
     path = fetch_file(corpus, name, data_home=data_home,
                       download_if_missing=download_if_missing, base_url=base_url)
-    return _read_conllu(path, column)
+    if columns is None:
+        # the forms alone, as before trees were read: what taggers take
+        return read_conllu(path, [1], _UD_LABELS[label], deprel_subtypes=deprel_subtypes,
+                           heads=False)
+    return load_conllu(path, label=label, columns=columns, deprel_subtypes=deprel_subtypes)
 
 
 def _choose(options, key, what):
@@ -514,34 +537,6 @@ def _read_conll2002(path):
         return load_conll(path, encoding="utf-8")
     except UnicodeDecodeError:
         return load_conll(path, encoding="latin-1")
-
-
-def _read_conllu(path, label_column):
-    """Word forms and one column of a CoNLL-U file, sentence by sentence."""
-    X, y, words, labels = [], [], [], []
-    with open(path, encoding="utf-8-sig") as handle:
-        for line_number, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
-            if not line:
-                if words:
-                    X.append(words)
-                    y.append(labels)
-                    words, labels = [], []
-                continue
-            if line.startswith("#"):
-                continue
-            fields = line.split("\t")
-            if len(fields) != 10:
-                raise ValueError(f"{path}, line {line_number}: expected the 10 tab-separated "
-                                 f"columns of CoNLL-U, found {len(fields)}: {line!r}")
-            if "-" in fields[0] or "." in fields[0]:  # multiword token or empty node
-                continue
-            words.append(fields[1])
-            labels.append(fields[label_column])
-    if words:
-        X.append(words)
-        y.append(labels)
-    return X, y
 
 
 _CORPORA = {

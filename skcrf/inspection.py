@@ -208,8 +208,9 @@ def transition_features(crf, *, top=None):
 
     Parameters
     ----------
-    crf : CRFClassifier or SemiMarkovCRF
-        A fitted model; a SemiMarkovCRF's are between consecutive segments.
+    crf : CRFClassifier, SemiMarkovCRF or TreeCRF
+        A fitted model; a SemiMarkovCRF's are between consecutive segments,
+        a TreeCRF's from a parent's label to its child's.
     top : int or None, default=None
         Number of transitions listed, those with the largest absolute weight;
         None lists all of them.

@@ -20,13 +20,17 @@ class FeatureArrays:
     indices : ndarray of int32 of shape (nnz,)
     indptr : ndarray of int64 of shape (n_tokens + 1,)
     n_features : int
+    parents : ndarray of int64 of shape (n_tokens,) or None, default=None
+        The trees of the sequences, checked (see :attr:`SequenceMatrix.parents`):
+        they travel with the features to the tree structure.
     """
 
-    def __init__(self, data, indices, indptr, n_features):
+    def __init__(self, data, indices, indptr, n_features, parents=None):
         self.data = data
         self.indices = indices
         self.indptr = indptr
         self.n_features = n_features
+        self.parents = parents
 
     @classmethod
     def from_sparse(cls, X):
@@ -42,8 +46,10 @@ class FeatureArrays:
         """The arrays of a SequenceMatrix, with no array of ones read or built."""
         pattern = X._indicator_pattern()
         if pattern is not None:
-            return cls(None, *pattern, X.n_features)
-        return cls.from_sparse(X.matrix)
+            return cls(None, *pattern, X.n_features, X.parents)
+        arrays = cls.from_sparse(X.matrix)
+        arrays.parents = X.parents
+        return arrays
 
     @property
     def binary(self):

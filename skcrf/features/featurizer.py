@@ -20,17 +20,14 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._validation import _locate
-from ._dict_arrays import FeatureValueError, _factorize, _vectorize
+from ._dict_arrays import FeatureValueError, _vectorize
+from ._heads import head_keys, head_matrix
 from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_features
 from ._tokens import _Tokens
-from ._words import _FLAGS, _WORD_FEATURES, _shapes, word_shape
+from ._reference import _check_custom, _offset_prefix, _token_dict
+from ._words import _WORD_FEATURES, _one_hot_group, _word_group
 from .sequence_matrix import SequenceMatrix
 from .vectorizer import SequenceVectorizer, _csr
-
-
-def _offset_prefix(offset):
-    """Name prefix of the features of the token at ``offset``: '', '-1:', '+2:'."""
-    return f"{offset:+d}:" if offset else ""
 
 
 class _Plan:
@@ -55,8 +52,10 @@ class _Plan:
                 f"{n_columns} column(s).")
         else:
             names = list(f.column_names)
+        head = f.head_column
         if f.columns == "auto":
-            columns = {c: f.window for c in range(n_columns) if c != f.word_column}
+            columns = {c: f.window for c in range(n_columns)
+                       if c != f.word_column and c != head}
         else:
             columns = dict(f.columns or {})
         for c in columns:
@@ -64,6 +63,10 @@ class _Plan:
                 raise ValueError(
                     f"columns asks for column {c}, but the tokens have {n_columns} "
                     f"column(s).")
+            if c == head:
+                raise ValueError(
+                    f"columns holds the head column {c}; its features are set by "
+                    f"head_features.")
         self.word_column = f.word_column
         self.word_keys = _word_keys(names[f.word_column], f.word_features,
                                     f.prefixes, f.suffixes)
@@ -79,7 +82,19 @@ class _Plan:
         max_offset = max([window] + [w for _, w, _ in self.columns])
         self.marker_offsets = list(range(2, max_offset + 1)) if f.boundary else []
         self.custom = f.custom
+        # features of each token's head (head_column): word features, the
+        # values of the columns in use, and the link's direction and length
+        self.head_column = head
+        wanted = () if head is None else f.head_features
+        self.head_word_keys = _word_keys(names[f.word_column],
+                                         [h for h in wanted if h in _WORD_FEATURES],
+                                         f.prefixes, f.suffixes)
+        self.head_columns = ([(c, names[c]) for c in sorted(columns)]
+                             if "columns" in wanted else [])
+        self.head_link = "link" in wanted
         self.keys = self._builtin_keys()
+        if head is not None:
+            self.keys |= head_keys(self)
 
     def global_names(self):
         """Names of the bias and boundary-marker columns, in table order."""
@@ -198,6 +213,19 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
     boundary : bool, default=True
         Emit ``BOS`` on the first token, ``EOS`` on the last, and the markers
         of context offsets beyond the sequence.
+    head_column : int, default=None
+        For tokens that carry their head (a dependency tree, as
+        :func:`skcrf.datasets.load_conllu` returns them): the column holding
+        the int index of the token's parent within its sentence, -1 for a
+        root. The output then carries the trees (``parents``, which
+        :class:`TreeCRF` needs), and each token gets the ``head_features``.
+    head_features : tuple of str, default=("lower", "columns", "link")
+        With ``head_column``, features of each token's head, named
+        ``head:...``: any word feature of ``word_features`` (of the head's
+        word: ``head:word.lower=dogs``), ``"columns"`` (the head's values of
+        the columns in use: ``head:col1=NOUN``) and ``"link"`` (the head's
+        side, ``head:dir=left|right``, and the link's length,
+        ``head:dist=1|2|3-4|5-8|9+``). A root gets ``head:ROOT`` instead.
     custom : callable, default=None
         ``custom(token)`` returns a dict of extra features of that token (value
         and key rules as in :class:`SequenceVectorizer`: a key that is not a
@@ -247,6 +275,8 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         "column_names": [tuple, list, None],
         "bias": ["boolean"],
         "boundary": ["boolean"],
+        "head_column": [Interval(Integral, 0, None, closed="left"), None],
+        "head_features": [tuple, list],
         "custom": [callable, None],
     }
 
@@ -254,7 +284,8 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
                  word_features=("lower", "suffix", "isupper", "istitle", "isdigit"),
                  context_features=("lower", "isupper", "istitle"), prefixes=(2, 3),
                  suffixes=(2, 3), word_column=0, columns="auto", column_prefixes=(2,),
-                 column_names=None, bias=True, boundary=True, custom=None):
+                 column_names=None, bias=True, boundary=True, head_column=None,
+                 head_features=("lower", "columns", "link"), custom=None):
         self.window = window
         self.word_features = word_features
         self.context_features = context_features
@@ -266,6 +297,8 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         self.column_names = column_names
         self.bias = bias
         self.boundary = boundary
+        self.head_column = head_column
+        self.head_features = head_features
         self.custom = custom
 
     def fit(self, X, y=None):
@@ -302,9 +335,10 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             the features present in ``X`` (a vocabulary local to this call).
         """
         self._check_params()
-        tokens = _Tokens(X)
+        tokens = _Tokens(X, self.head_column)
         if tokens.n_tokens == 0:
-            return SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [])
+            return SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [],
+                                  parents=tokens.parents)
         return _featurize(_Plan(self, tokens.n_columns), tokens)
 
     def fit_transform(self, X, y=None):
@@ -344,13 +378,14 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             and the bias (1.0) real-valued ones.
         """
         self._check_params()
-        tokens = _Tokens(X)
+        tokens = _Tokens(X, self.head_column)
         if tokens.n_tokens == 0:
             return [[] for _ in range(len(tokens.offsets) - 1)]
         plan = _Plan(self, tokens.n_columns)
         columns = [tokens.column(c) for c in range(tokens.n_columns)]
         offsets = tokens.offsets.tolist()
-        return [[_token_dict(plan, tokens.tokens, columns, sequence, start, stop, position)
+        return [[_token_dict(plan, tokens.tokens, columns, sequence, start, stop, position,
+                             tokens.parents)
                  for position in range(stop - start)]
                 for sequence, (start, stop) in enumerate(zip(offsets[:-1], offsets[1:]))]
 
@@ -382,6 +417,16 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
                     raise ValueError(
                         f"columns holds the word column {column}; its features are "
                         f"set by word_features and context_features.")
+        unknown = [h for h in self.head_features
+                   if h not in _WORD_FEATURES and h not in ("columns", "link")]
+        if unknown:
+            raise ValueError(
+                f"head_features holds unknown feature(s) {unknown}; choose from "
+                f"{list(_WORD_FEATURES) + ['columns', 'link']}.")
+        if self.head_column is not None and self.head_column == self.word_column:
+            raise ValueError(
+                f"head_column and word_column are both {self.word_column}; the head "
+                f"column holds parent indices, not words.")
         if self.column_names is not None and (
                 not all(isinstance(name, str) for name in self.column_names)
                 or len(set(self.column_names)) != len(self.column_names)):
@@ -433,7 +478,7 @@ def _featurize(plan, tokens):
         np.concatenate(tables) if tables else np.zeros(0, dtype=np.int32),
         column_starts, sum(widths))
     names = _used_names(slots, column_starts, widths, used)
-    if plan.custom is None and in_name_order:
+    if plan.custom is None and plan.head_column is None and in_name_order:
         # every value is 1: the matrix of ones is built only if someone reads it
         return SequenceMatrix._from_arrays(None, indices, indptr, len(names),
                                            tokens.offsets, names)
@@ -443,9 +488,14 @@ def _featurize(plan, tokens):
         custom_matrix, custom_names = _custom_features(plan, tokens)
         matrix = sp.hstack([matrix, custom_matrix], format="csr")
         names += custom_names
+    if plan.head_column is not None:
+        heads, head_names = head_matrix(plan, tokens)
+        matrix = sp.hstack([matrix, heads], format="csr")
+        names += head_names
     # sorted and merged by name as SequenceVectorizer does: a custom feature
     # spelled like a built-in one adds to its column
-    return SequenceVectorizer().fit_transform(SequenceMatrix(matrix, tokens.offsets, names))
+    return SequenceVectorizer().fit_transform(
+        SequenceMatrix(matrix, tokens.offsets, names, parents=tokens.parents))
 
 
 def _slots(plan, tokens):
@@ -489,31 +539,6 @@ def _slots(plan, tokens):
             slots += [_Slot(SLOT_GATHER, k, len(sources) - 1, len(tables) - 1, names,
                             _offset_prefix(k)) for k in range(-window, window + 1)]
     return np.stack(sources), tables, slots
-
-
-def _word_group(words, feature, length, key):
-    """(column of each distinct word or -1, sorted names) of one word feature."""
-    if feature in _FLAGS:
-        flags = np.fromiter(map(_FLAGS[feature], words), dtype=bool, count=len(words))
-        return np.where(flags, 0, -1).astype(np.int32), [key]
-    if feature == "word":
-        return _one_hot_group(key, words)
-    if feature == "lower":
-        return _one_hot_group(key, list(map(str.lower, words)))
-    if feature == "prefix":
-        return _one_hot_group(key, [word[:length] for word in words])
-    if feature == "suffix":
-        return _one_hot_group(key, [word[-length:] for word in words])
-    return _one_hot_group(key, _shapes(words))  # shape
-
-
-def _one_hot_group(key, values):
-    """One column ``key=value`` per distinct value, in name order, and the column of each value."""
-    codes, distinct = _factorize(values)
-    order = sorted(range(len(distinct)), key=distinct.__getitem__)
-    rank = np.empty(len(distinct), dtype=np.int32)
-    rank[order] = np.arange(len(distinct), dtype=np.int32)
-    return rank[codes], [f"{key}={distinct[j]}" for j in order]
 
 
 def _name_order(slots):
@@ -561,75 +586,3 @@ def _custom_features(plan, tokens):
     # every custom name is kept, even one whose values are all zero, as
     # SequenceVectorizer does for the same features given as dicts
     return table[tokens.token_ids], list(vocabulary)
-
-
-def _check_custom(features, builtin_keys, sequence, position):
-    """Raise for a custom result that is not a mapping or reuses a built-in key."""
-    if not isinstance(features, Mapping):
-        raise TypeError(
-            f"Sequence {sequence}, token {position}: custom returned a "
-            f"{type(features).__name__}; it must return a dict of features.")
-    # a key stands for its str() (SequenceVectorizer's rule), so compare names
-    clash = sorted(builtin_keys.intersection(map(str, features)))
-    if clash:
-        raise ValueError(
-            f"Sequence {sequence}, token {position}: custom returned the built-in "
-            f"feature key(s) {clash}; rename them.")
-
-
-# ---------------------------------------------------------------------------
-# reference path: one dict per token, straight from the definitions
-
-
-def _word_value(feature, length, word):
-    if feature in _FLAGS:
-        return _FLAGS[feature](word)
-    if feature == "word":
-        return word
-    if feature == "lower":
-        return word.lower()
-    if feature == "prefix":
-        return word[:length]
-    if feature == "suffix":
-        return word[-length:]
-    return word_shape(word)
-
-
-def _token_dict(plan, tokens, columns, sequence, start, stop, i):
-    """The features of token ``i`` of sequence ``sequence``, ``tokens[start:stop]``."""
-    n = stop - start
-    features = {}
-    if plan.bias:
-        features["bias"] = 1.0
-    if plan.boundary and i == 0:
-        features["BOS"] = True
-    if plan.boundary and i == n - 1:
-        features["EOS"] = True
-    for k in plan.marker_offsets:
-        if i - k < 0:
-            features[f"{-k:+d}:BOS"] = True
-        if i + k >= n:
-            features[f"{k:+d}:EOS"] = True
-    words = columns[plan.word_column]
-    for offset, word_keys in [(0, plan.word_keys)] + [
-            (k, plan.context_keys) for k in plan.context_offsets]:
-        if 0 <= i + offset < n:
-            prefix = _offset_prefix(offset)
-            word = words[start + i + offset]
-            for feature, length, key in word_keys:
-                value = _word_value(feature, length, word)
-                if value is not False:
-                    features[prefix + key] = value
-    for column, window, column_keys in plan.columns:
-        for offset in range(-window, window + 1):
-            if 0 <= i + offset < n:
-                value = columns[column][start + i + offset]
-                for length, key in column_keys:
-                    features[_offset_prefix(offset) + key] = (
-                        value if length is None else value[:length])
-    if plan.custom is not None:
-        extra = plan.custom(tokens[start + i])
-        if not isinstance(extra, Mapping) or not plan.keys.isdisjoint(map(str, extra)):
-            _check_custom(extra, plan.keys, sequence, i)
-        features.update(extra)
-    return features

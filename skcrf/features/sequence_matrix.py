@@ -5,6 +5,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from ._parents import checked_parents
+
 
 def values_or_none(data):
     """None if every value is 1 (indicator features), else ``data`` as float64.
@@ -77,6 +79,12 @@ class SequenceMatrix:
         0 and ``offsets[-1]`` is ``n_tokens``.
     feature_names : array-like of str of shape (n_features,), default=None
         Names of the columns, carried along for model inspection.
+    parents : array-like of int of shape (n_tokens,), default=None
+        For tree-structured sequences (:class:`TreeCRF`): each token's parent
+        as an index within its own sequence (0 for the sequence's first
+        token), -1 for a root. A sequence may hold several trees. Checked:
+        every parent must be -1 or a token of the same sequence, and the
+        links may not form a cycle.
 
     Attributes
     ----------
@@ -86,6 +94,9 @@ class SequenceMatrix:
     offsets : ndarray of int64 of shape (n_sequences + 1,)
         Read-only; assigning new offsets is checked like the constructor's.
     feature_names : ndarray of str objects of shape (n_features,) or None
+    parents : ndarray of int64 of shape (n_tokens,) or None
+        Read-only; assigning new parents (or None) is checked like the
+        constructor's. Splitting the sequences splits their parents too.
     shape : tuple of (int,)
         ``(n_sequences,)``: scikit-learn reads the number of samples from it.
 
@@ -109,10 +120,12 @@ class SequenceMatrix:
     [3]
     """
 
-    def __init__(self, matrix, offsets, feature_names=None):
+    def __init__(self, matrix, offsets, feature_names=None, parents=None):
         self._offsets = _checked_offsets(offsets)
+        self._parents = None
         self.feature_names = None
         self.matrix = matrix  # checked against the offsets
+        self.parents = parents
         if feature_names is not None:
             feature_names = np.asarray(feature_names, dtype=object)
             if feature_names.shape != (self.n_features,):
@@ -123,11 +136,12 @@ class SequenceMatrix:
 
     @classmethod
     def _from_arrays(cls, data, indices, indptr, n_features, offsets, feature_names,
-                     dtype=np.float64):
+                     dtype=np.float64, parents=None):
         """A SequenceMatrix of canonical CSR arrays, made by skcrf's own transformers.
 
         ``data`` is None when every value is 1; ``indices`` are int32 and
-        ``indptr`` int64, rows sorted with no repeats. Nothing is checked.
+        ``indptr`` int64, rows sorted with no repeats. Nothing is checked but
+        ``parents``, unless it is an already checked read-only int64 array.
         """
         self = cls.__new__(cls)
         self._matrix = None
@@ -137,6 +151,11 @@ class SequenceMatrix:
         self._offsets = _read_only(np.array(offsets, dtype=np.int64))
         self.feature_names = (None if feature_names is None
                               else np.asarray(feature_names, dtype=object))
+        self._parents = None
+        if parents is not None:
+            trusted = (isinstance(parents, np.ndarray) and parents.dtype == np.int64
+                       and not parents.flags.writeable)
+            self._parents = parents if trusted else checked_parents(parents, self._offsets)
         return self
 
     @property
@@ -153,7 +172,21 @@ class SequenceMatrix:
     def offsets(self, offsets):
         offsets = _checked_offsets(offsets)
         _check_rows(offsets, self._shape[0])
+        if self._parents is not None:
+            checked_parents(self._parents, offsets)  # the same links, new sequences
         self._offsets = offsets
+
+    @property
+    def parents(self):
+        """Each token's parent within its sequence, -1 for a root; None for no trees.
+
+        A read-only view of a checked copy; assign new parents instead.
+        """
+        return None if self._parents is None else self._parents.view()
+
+    @parents.setter
+    def parents(self, parents):
+        self._parents = None if parents is None else checked_parents(parents, self._offsets)
 
     @property
     def matrix(self):
@@ -216,6 +249,9 @@ class SequenceMatrix:
         if offsets is None:
             offsets = state.pop("_offsets")
         state["_offsets"] = _read_only(np.array(offsets, dtype=np.int64))
+        parents = state.get("_parents")  # absent before trees existed
+        state["_parents"] = (None if parents is None
+                             else _read_only(np.array(parents, dtype=np.int64)))
         self.__dict__.update(state)
 
     def _check_consistency(self):
@@ -299,9 +335,13 @@ class SequenceMatrix:
         np.cumsum(lengths, out=offsets[1:])
         # row r of the result is row starts[q] + (r - offsets[q]) of self
         rows = np.arange(offsets[-1]) - np.repeat(offsets[:-1] - starts, lengths)
+        # parent indices are local to each sequence: they move with it unchanged
+        parents = None if self._parents is None else _read_only(self._parents[rows])
         arrays = self._canonical_arrays()
         if arrays is None:
-            return SequenceMatrix(self.matrix[rows], offsets, self.feature_names)
+            taken = SequenceMatrix(self.matrix[rows], offsets, self.feature_names)
+            taken._parents = parents
+            return taken
         # the same gather on the arrays: cross-validation splits make no array of ones
         data, indices, indptr = arrays
         row_starts = indptr[rows]
@@ -311,11 +351,12 @@ class SequenceMatrix:
         entries = np.arange(new_indptr[-1]) - np.repeat(new_indptr[:-1] - row_starts, counts)
         return SequenceMatrix._from_arrays(
             None if data is None else data[entries], indices[entries], new_indptr,
-            self.n_features, offsets, self.feature_names, self._arrays[3])
+            self.n_features, offsets, self.feature_names, self._arrays[3], parents)
 
     def __repr__(self):
+        trees = "" if self._parents is None else ", parents=..."
         return (f"SequenceMatrix(n_sequences={len(self)}, n_tokens={self.n_tokens}, "
-                f"n_features={self.n_features}, nnz={self.nnz})")
+                f"n_features={self.n_features}, nnz={self.nnz}{trees})")
 
     @property
     def nnz(self):

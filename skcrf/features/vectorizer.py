@@ -2,6 +2,7 @@
 
 import numbers
 import operator
+from collections.abc import Mapping
 from itertools import islice
 
 import numpy as np
@@ -13,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_sequences
 from ._dict_arrays import _factorize, _release_freed_memory, _vectorize_compact
 from ._kernels import column_counts, sort_row_indices
+from ._parents import PARENT_KEY
 from .sequence_matrix import SequenceMatrix, values_or_none
 
 
@@ -44,6 +46,12 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
     The output is a :class:`SequenceMatrix`: one CSR matrix over all tokens plus
     sequence offsets, which :class:`CRFClassifier` consumes directly.
+
+    Trees travel with the features: the key ``"__parent__"`` of a token dict
+    is no feature but the token's parent in its sequence's tree (an index
+    within the sequence, -1 or None for a root), and becomes the output's
+    ``parents`` (:class:`TreeCRF` needs them). If one token has it, every token
+    must. A :class:`SequenceMatrix` input passes its ``parents`` on.
 
     Parameters
     ----------
@@ -141,7 +149,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         float values of indicator features are never allocated.
         """
         self._validate_params()
-        X = check_sequences(X)
+        X, parents = _split_parents(check_sequences(X))
         names_sorted = False
         if isinstance(X, SequenceMatrix):
             data, indices, indptr, offsets = _named_matrix_arrays(X)
@@ -189,7 +197,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             _remap_in_place(indices, remap)
             data, indices, indptr = _drop_columns(data, indices, indptr)
         data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
-        return data, indices, indptr, offsets
+        return data, indices, indptr, offsets, parents
 
     def transform(self, X):
         """Turn ``X`` into a matrix; features unseen in ``fit`` are ignored.
@@ -209,7 +217,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     def _transform_arrays(self, X):
         """:meth:`transform`'s arrays in the compact form of ``_vectorize_compact``."""
         check_is_fitted(self, "vocabulary_")
-        X = check_sequences(X)
+        X, parents = _split_parents(check_sequences(X))
         if isinstance(X, SequenceMatrix):
             data, indices, indptr, offsets = _named_matrix_arrays(X)
             # one dictionary lookup per distinct column name, not per token
@@ -222,7 +230,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             data, indices, indptr, offsets = _vectorize_compact(X, self.vocabulary_, False,
                                                                 self.separator)
         data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
-        return data, indices, indptr, offsets
+        return data, indices, indptr, offsets, parents
 
     def get_feature_names_out(self, input_features=None):
         """Feature names of the output columns.
@@ -240,19 +248,54 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         check_is_fitted(self, "feature_names_")
         return np.asarray(self.feature_names_, dtype=object)
 
-    def _to_matrix(self, data, indices, indptr, offsets):
-        """The SequenceMatrix of canonical compact arrays."""
+    def _to_matrix(self, data, indices, indptr, offsets, parents):
+        """The SequenceMatrix of canonical compact arrays (and the trees' parents)."""
         names = getattr(self, "_names_out", None)
         if names is None:  # fitted by an earlier skcrf
             names = self.get_feature_names_out()
         return SequenceMatrix._from_arrays(data, indices, indptr, len(self.feature_names_),
-                                           offsets, names, self.dtype)
+                                           offsets, names, self.dtype, parents)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
         tags.input_tags.dict = True
         return tags
+
+
+def _split_parents(X):
+    """``(X without the parent key, parents or None)``; a SequenceMatrix keeps its own.
+
+    Dict tokens are copied without the key only when some token has it; the
+    parents are checked later, with the offsets (see ``checked_parents``).
+    """
+    if isinstance(X, SequenceMatrix):
+        return X, X.parents
+    if not any(isinstance(token, Mapping) and PARENT_KEY in token
+               for sequence in X for token in sequence):
+        return X, None
+    parents, stripped = [], []
+    for q, sequence in enumerate(X):
+        tokens = []
+        for i, token in enumerate(sequence):
+            if not isinstance(token, Mapping) or PARENT_KEY not in token:
+                raise ValueError(
+                    f"Sequence {q}, token {i} has no {PARENT_KEY!r} key, but other tokens "
+                    f"give their parent: give every token's parent (-1 or None for a "
+                    f"root).")
+            parent = token[PARENT_KEY]
+            if parent is None:
+                parent = -1
+            elif isinstance(parent, bool) or not isinstance(parent, numbers.Integral):
+                raise TypeError(
+                    f"Sequence {q}, token {i}: {PARENT_KEY!r} must be an int (the parent's "
+                    f"index in the sequence) or None; got {parent!r}.")
+            parents.append(int(parent))
+            rest = dict(token)
+            del rest[PARENT_KEY]
+            tokens.append(rest)
+        stripped.append(tokens)
+    return stripped, np.asarray(parents, dtype=np.int64)
 
 
 def _csr(data, indices, indptr, n_columns, dtype):

@@ -76,6 +76,43 @@ def scatter_expected(data, indices, indptr, binary, hot_slot, pair_ptr, pair_lab
                     expected[p] += value * marginals[r, pair_labels[p]]
 
 
+@compiled()
+def hot_state_rows(hot_features, pair_ptr, pair_labels, pair_weights, n_classes):
+    """(n_hot, n_classes) dense state weights of the frequent features, 0 for absent pairs."""
+    hot_state = np.zeros((hot_features.shape[0], n_classes))
+    for slot in range(hot_features.shape[0]):
+        f = hot_features[slot]
+        for p in range(pair_ptr[f], pair_ptr[f + 1]):
+            hot_state[slot, pair_labels[p]] = pair_weights[p]
+    return hot_state
+
+
+@compiled(parallel=True)
+def summed_pair_partials(partial, hot_partial, hot_features, pair_ptr, pair_labels):
+    """(n_pairs,) expected pair counts: the chunks' partial sums, added in chunk order.
+
+    ``partial`` (n_chunks, n_pairs) holds the sums of the other features'
+    pairs, ``hot_partial`` (n_chunks, n_hot, n_classes) those of the frequent
+    features as dense rows. Added in chunk order, whatever the thread count.
+    """
+    n_chunks, n_pairs = partial.shape
+    expected_pairs = np.empty(n_pairs)
+    for p in prange(n_pairs):
+        total = partial[0, p]
+        for c in range(1, n_chunks):
+            total += partial[c, p]
+        expected_pairs[p] = total
+    for slot in prange(hot_features.shape[0]):
+        f = hot_features[slot]
+        for p in range(pair_ptr[f], pair_ptr[f + 1]):
+            j = pair_labels[p]
+            total = hot_partial[0, slot, j]
+            for c in range(1, n_chunks):
+                total += hot_partial[c, slot, j]
+            expected_pairs[p] = total
+    return expected_pairs
+
+
 @compiled(parallel=True)
 def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights,
               transitions, start, end, offsets, hot_features, hot_slot, partial, hot_partial):
@@ -115,15 +152,9 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
     """
     n_classes = transitions.shape[0]
     n_sequences = offsets.shape[0] - 1
-    n_pairs = pair_labels.shape[0]
-    n_hot = hot_features.shape[0]
     n_chunks = partial.shape[0]
     bounds = chunk_bounds(offsets, n_chunks)
-    hot_state = np.zeros((n_hot, n_classes))
-    for slot in range(n_hot):
-        f = hot_features[slot]
-        for p in range(pair_ptr[f], pair_ptr[f + 1]):
-            hot_state[slot, pair_labels[p]] = pair_weights[p]
+    hot_state = hot_state_rows(hot_features, pair_ptr, pair_labels, pair_weights, n_classes)
     potentials = chain_potentials(transitions, start, end)
 
     log_z = np.zeros(n_sequences)
@@ -158,21 +189,8 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
             scatter_expected(data, indices, indptr, binary, hot_slot, pair_ptr, pair_labels,
                               lo, hi, marginals, hot_partial[c], partial[c])
 
-    # chunk partial sums added in chunk order: the thread count changes nothing
-    expected_pairs = np.empty(n_pairs)
-    for p in prange(n_pairs):
-        total = partial[0, p]
-        for c in range(1, n_chunks):
-            total += partial[c, p]
-        expected_pairs[p] = total
-    for slot in prange(n_hot):
-        f = hot_features[slot]
-        for p in range(pair_ptr[f], pair_ptr[f + 1]):
-            j = pair_labels[p]
-            total = hot_partial[0, slot, j]
-            for c in range(1, n_chunks):
-                total += hot_partial[c, slot, j]
-            expected_pairs[p] = total
+    expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, pair_ptr,
+                                          pair_labels)
     transition_counts = np.zeros((n_classes, n_classes))
     start_counts = np.zeros(n_classes)
     end_counts = np.zeros(n_classes)

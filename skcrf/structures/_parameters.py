@@ -2,12 +2,16 @@
 
 import numpy as np
 
-from ..features._kernels import pair_pattern, pair_sums
+from ..features._kernels import pair_expectations, pair_pattern, pair_products, pair_sums
 from ..features.arrays import as_feature_arrays
 
 #: Largest (n_features * n_labels) for which the observed pairs are found
 #: through a dense boolean pattern rather than by sorting codes.
 _DENSE_PATTERN_LIMIT = 1 << 26
+
+#: Partial sums of :func:`~skcrf.features._kernels.pair_expectations` kept per
+#: chunk of tokens, in float64 values; the chunk count is fixed by the data.
+_EXPECTATION_BUDGET = 1 << 22
 
 
 class ParameterLayout:
@@ -127,6 +131,20 @@ class StatePairs:
         X = as_feature_arrays(X)
         return pair_sums(*X.kernel_args(), np.asarray(label_ids, dtype=np.int64),
                          self.feature_ptr, self.labels)
+
+    def scores(self, features, pair_weights):
+        """(n_tokens, n_labels) scores: each token's sum of its features' pair weights."""
+        return pair_products(*features.kernel_args(), self.feature_ptr, self.labels,
+                             np.ascontiguousarray(pair_weights), self.n_labels)
+
+    def expectations(self, features, marginals):
+        """Expected value of every pair feature under per-token label ``marginals``.
+
+        The adjoint of :meth:`scores`: ``marginals`` is (n_tokens, n_labels).
+        """
+        n_chunks = max(2, min(16, _EXPECTATION_BUDGET // max(self.n_pairs, 1)))
+        return pair_expectations(*features.kernel_args(), self.feature_ptr, self.labels,
+                                 np.ascontiguousarray(marginals), n_chunks)
 
     def to_dense(self, pair_weights):
         """Weights as a (n_labels, n_features) array, 0 for absent pairs.

@@ -24,7 +24,8 @@ from sklearn.utils.estimator_checks import (
 )
 
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer
-from skcrf.features.featurizer import TokenFeaturizer, word_shape
+from skcrf.features._words import word_shape
+from skcrf.features.featurizer import TokenFeaturizer
 
 SENTENCES = [
     [("El", "DA"), ("Tribunal", "NC"), ("Supremo", "AQ"), ("de", "SP"), ("EE.UU.", "NP")],

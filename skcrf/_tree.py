@@ -1,0 +1,178 @@
+"""TreeCRF: the tree-structured CRF estimator, over trees given with the input."""
+
+import numpy as np
+from sklearn.base import _fit_context
+
+from ._base import CRFEstimator
+from ._validation import check_finite_scores
+from .learning.objective import NegativeLogLikelihood
+from .structures.tree import TreeScores, TreeStructure, tree_decode, tree_posteriors
+
+_NO_TREES = (
+    "{name} needs each sequence's tree, but X carries none: give dict tokens the "
+    "'__parent__' key (the parent's index within the sequence, -1 or None for a "
+    "root), a SequenceMatrix its parents=, or tokens with a head column to "
+    "TokenFeaturizer(head_column=...) (what skcrf.datasets.load_conllu returns).")
+
+
+class TreeCRF(CRFEstimator):
+    """Tree-structured conditional random field over given trees, trained by L-BFGS.
+
+    Each sequence comes with a tree over its tokens (a dependency tree, a
+    parse tree, a document's outline; several trees per sequence are
+    allowed): every token has a parent within the sequence or is a root. The
+    model scores a labelling ``y`` as ``p(y | x) = exp(w . Phi(x, y)) / Z(x)``
+    with state weights (label, feature), a weight for every pair (parent's
+    label, child's label) of a link, and a weight for the label of each root.
+    Inference is exact belief propagation (upward and downward passes, in
+    ``O(n_tokens * n_classes ** 2)``), decoding max-product with
+    back-pointers; both hold for trees of any depth. A tree whose parents are
+    ``-1, 0, 1, ...`` is a chain: the model is then :class:`CRFClassifier`
+    with ``start_coef_ = root_coef_`` and no end weights.
+
+    Training minimises, summed over the training sequences ``q``::
+
+        L(w) = sum_q -log p(y_q | x_q)
+               + alpha * l1_ratio * ||w||_1
+               + 0.5 * alpha * (1 - l1_ratio) * ||w||_2^2
+
+    The trees travel with ``X`` through pipelines, cross-validation and
+    searches: as the key ``"__parent__"`` of each token dict (the parent's
+    index within the sequence, -1 or None for a root), as
+    :attr:`SequenceMatrix.parents`, or from a head column of raw tokens
+    through :class:`TokenFeaturizer` (``head_column``), which can also give
+    each token features of its head.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Regularization strength, the parameter to search over.
+    l1_ratio : float, default=0.0
+        Elastic-net mixing: 0 is pure L2, 1 pure L1.
+    max_iter : int, default=100
+        Maximum number of L-BFGS iterations. Reaching it emits a
+        :class:`~sklearn.exceptions.ConvergenceWarning`.
+    tol : float, default=1e-5
+        Stop once the objective improved by less than ``tol`` (relative) over
+        the last 10 iterations.
+    solver : {"lbfgs"}, default="lbfgs"
+        L-BFGS; OWL-QN with ``l1_ratio > 0``.
+    all_possible_states : bool, default=False
+        Whether every (feature, label) pair gets a state weight, or only the
+        pairs seen in training (as :class:`CRFClassifier`).
+    n_jobs : int, default=None
+        Threads for the inference and sparse-product kernels; ``None`` and
+        ``-1`` use all cores. Results do not depend on it.
+    verbose : int, default=0
+        Print the objective, gradient norm and elapsed time every iteration.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        The labels, sorted; columns of ``predict_marginals`` follow this order.
+    coef_ : ndarray of shape (n_classes, n_features)
+        State weights.
+    transition_coef_ : ndarray of shape (n_classes, n_classes)
+        Link weights, indexed [parent's label, child's label].
+    root_coef_ : ndarray of shape (n_classes,)
+        Weights of the label of a root.
+    n_features_in_ : int
+        Number of token features.
+    feature_names_ : ndarray of str of shape (n_features,)
+        Name of every feature (column of ``coef_``).
+    vectorizer_ : SequenceVectorizer or None
+        The vectorizer fitted on dict input; None when ``fit`` received a
+        :class:`SequenceMatrix`.
+    n_iter_ : int
+        Number of solver iterations.
+    loss_curve_ : list of float
+        Objective value after each iteration.
+
+    See Also
+    --------
+    CRFClassifier : The linear chain, where each token's neighbour is the previous token.
+    skcrf.datasets.load_conllu : Reads dependency trees in CoNLL-U.
+
+    Examples
+    --------
+    A tiny tree: "dogs" heads "big", and "bark" is the root heading "dogs".
+
+    >>> from skcrf import TreeCRF
+    >>> X = [[{"w": "big", "__parent__": 1}, {"w": "dogs", "__parent__": 2},
+    ...       {"w": "bark", "__parent__": -1}]]
+    >>> y = [["amod", "nsubj", "root"]]
+    >>> crf = TreeCRF(alpha=0.1).fit(X, y)
+    >>> crf.predict(X)[0].tolist()
+    ['amod', 'nsubj', 'root']
+    """
+
+    def __init__(self, *, alpha=1.0, l1_ratio=0.0, max_iter=100, tol=1e-5, solver="lbfgs",
+                 all_possible_states=False, n_jobs=None, verbose=0):
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.max_iter = max_iter
+        self.tol = tol
+        self.solver = solver
+        self.all_possible_states = all_possible_states
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @CRFEstimator._atomic_fit
+    def fit(self, X, y):
+        """Learn the weights from labelled trees.
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix with parents
+            Per-token feature dicts, each with the key ``"__parent__"``, or
+            the output of a vectorizer (see the class docstring).
+        y : list of sequences of labels
+            One label (str or int) per token.
+
+        Returns
+        -------
+        self : TreeCRF
+            The fitted estimator.
+        """
+        data = self._training_data(X, y)
+        if data.features.parents is None:
+            raise ValueError(_NO_TREES.format(name=type(self).__name__))
+        structure = TreeStructure.for_training(
+            data.features, data.label_ids, data.classes.shape[0],
+            all_possible_states=self.all_possible_states)
+        objective = NegativeLogLikelihood(
+            structure, data.features, data.offsets, data.label_ids,
+            l2=float(self.alpha) * (1.0 - float(self.l1_ratio)))
+        data.label_ids = None  # the objective has what it needs from them
+        result = self._solve(objective, np.zeros(structure.n_parameters))
+        self._check_training(result, data)
+
+        named = structure.coefficients(result.w)
+        # self is a shadow estimator here: _atomic_fit swaps its attributes in
+        self.classes_ = data.classes
+        self.coef_ = named["coef"]
+        self.transition_coef_ = named["transitions"]
+        self.root_coef_ = named["root"]
+        self.n_features_in_ = data.features.n_features
+        self.feature_names_ = self._feature_names(data)
+        self.vectorizer_ = data.vectorizer
+        self.n_iter_ = result.n_iter
+        self.loss_curve_ = result.loss_curve
+        return self
+
+    def _scores(self, features, offsets):
+        if features.parents is None:
+            raise ValueError(_NO_TREES.format(name=type(self).__name__))
+        scores = TreeScores.of_coefficients(features, self.coef_, self.transition_coef_,
+                                            self.root_coef_)
+        # scores past float64 would silently decode to nothing
+        check_finite_scores(scores.unary, offsets)
+        return scores
+
+    def _decode(self, features, offsets):
+        return tree_decode(self._scores(features, offsets), features.parents, offsets)
+
+    def _token_marginals(self, features, offsets):
+        scores = self._scores(features, offsets)
+        return tree_posteriors(scores, features.parents, offsets).marginals

@@ -1,0 +1,178 @@
+"""Belief propagation on a tree in the probability domain, scaled per node.
+
+The fast pass of :mod:`.tree`: exponentials of the transitions and root scores
+are taken once for all trees (shifted by their maxima), each token's unary
+scores need ``n_classes`` exponentials, and messages are products and sums,
+each message scaled to a maximum of 1 with the log of the scale added to
+log Z. It gives up (returns NaN, writing nothing) whenever a value falls
+below :data:`~._logspace.FLOOR`, where it might have lost its digits to
+underflow, and whenever some score is -inf, where a zero might be exact or
+underflow; the caller then runs the exact log-space pass.
+"""
+
+import numpy as np
+
+from ._batch import compiled
+from ._logspace import FLOOR
+
+
+@compiled()
+def tree_scaled_potentials(transitions, root):
+    """(shifts, exp(transitions), its transpose, exp(root), whether some score is -inf).
+
+    The exponentials are shifted by the maxima of the transitions and of the
+    root scores; the shifts come first.
+    """
+    trans_max = -np.inf
+    for v in transitions.flat:
+        if v > trans_max:
+            trans_max = v
+    root_max = -np.inf
+    for v in root:
+        if v > root_max:
+            root_max = v
+    forbidden = not (trans_max > -np.inf and root_max > -np.inf)
+    for v in transitions.flat:
+        if v == -np.inf:
+            forbidden = True
+    for v in root:
+        if v == -np.inf:
+            forbidden = True
+    if forbidden:
+        trans_max = 0.0 if trans_max == -np.inf else trans_max
+        root_max = 0.0 if root_max == -np.inf else root_max
+    # the upward pass reads the exponentials by child label first
+    return (trans_max, root_max, np.exp(transitions - trans_max),
+            np.ascontiguousarray(np.exp(transitions.T - trans_max)), np.exp(root - root_max),
+            forbidden)
+
+
+@compiled()
+def scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, order,
+                           with_counts, marginals, counts, up, message, rest, down, total):
+    """log Z of the forest of tokens lo..hi-1 and its marginals and link counts, or NaN.
+
+    ``child_ptr``, ``children`` and ``order`` hold the forest's layout
+    (:func:`~.tree.tree_layout`). ``up[v]`` becomes the shifted exponentials
+    of v's unary scores times its children's messages; ``rest[c]`` the same
+    for c's parent without c's message, then times the parent's downward
+    values; ``down[c]`` the downward values of c. Only once every check has
+    passed are ``marginals`` and ``counts`` written.
+    """
+    trans_max, root_max, exp_trans, exp_trans_by_child, exp_root, forbidden = scaled
+    n_classes = unary.shape[1]
+    n = hi - lo
+    if forbidden:
+        return np.nan
+    log_z = 0.0
+    for v in range(n):
+        top = -np.inf
+        for j in range(n_classes):
+            if unary[lo + v, j] > top:
+                top = unary[lo + v, j]
+        if not top > -np.inf:
+            return np.nan
+        log_z += top
+        for j in range(n_classes):
+            if unary[lo + v, j] == -np.inf:
+                return np.nan
+            up[v, j] = np.exp(unary[lo + v, j] - top)
+
+    # upward: children before their parent
+    for m in range(n - 1, -1, -1):
+        v = order[m]
+        first, stop = child_ptr[v], child_ptr[v + 1]
+        # each child's rest: the parent's emission times its siblings' messages,
+        # from prefix then suffix products (no division, which 0 would break)
+        for k in range(first, stop):
+            c = children[k]
+            for j in range(n_classes):
+                rest[c, j] = up[v, j]
+                up[v, j] *= message[c, j]
+        if stop - first > 1:
+            for j in range(n_classes):
+                suffix = 1.0
+                for k in range(stop - 1, first - 1, -1):
+                    c = children[k]
+                    rest[c, j] *= suffix
+                    suffix *= message[c, j]
+        for j in range(n_classes):
+            if up[v, j] < FLOOR:
+                return np.nan
+        if parents[lo + v] < 0:
+            z = 0.0
+            for j in range(n_classes):
+                z += exp_root[j] * up[v, j]
+            if not z > FLOOR:
+                return np.nan
+            log_z += root_max + np.log(z)
+            continue
+        # message[i] = sum_j exp_trans[i, j] up[v, j], as a sum of rows: the
+        # inner loop then runs over contiguous memory with no reduction
+        for i in range(n_classes):
+            message[v, i] = 0.0
+        for j in range(n_classes):
+            u = up[v, j]
+            for i in range(n_classes):
+                message[v, i] += u * exp_trans_by_child[j, i]
+        top = 0.0
+        for i in range(n_classes):
+            if message[v, i] > top:
+                top = message[v, i]
+        if not top > FLOOR:
+            return np.nan
+        for i in range(n_classes):
+            message[v, i] /= top
+            if message[v, i] < FLOOR:
+                return np.nan
+        log_z += trans_max + np.log(top)
+
+    # downward: parents before their children; rest[c] becomes the weights of
+    # the parent's labels seen from c, down[c] c's downward values
+    for m in range(n):
+        v = order[m]
+        p = parents[lo + v]
+        if p < 0:
+            for j in range(n_classes):
+                down[v, j] = exp_root[j]
+        else:
+            for i in range(n_classes):
+                rest[v, i] *= down[p, i]
+            for j in range(n_classes):
+                down[v, j] = 0.0
+            for i in range(n_classes):
+                a = rest[v, i]
+                for j in range(n_classes):
+                    down[v, j] += a * exp_trans[i, j]
+            top = 0.0
+            for j in range(n_classes):
+                if down[v, j] > top:
+                    top = down[v, j]
+            if not top > FLOOR:
+                return np.nan
+            for j in range(n_classes):
+                down[v, j] /= top
+                if down[v, j] < FLOOR:
+                    return np.nan
+            for i in range(n_classes):
+                rest[v, i] /= top
+        s = 0.0
+        for j in range(n_classes):
+            s += down[v, j] * up[v, j]
+        if not s > FLOOR:
+            return np.nan
+        total[v] = s
+
+    # every check passed: only now write the outputs
+    for v in range(n):
+        inverse = 1.0 / total[v]
+        for j in range(n_classes):
+            marginals[lo + v, j] = down[v, j] * up[v, j] * inverse
+        if with_counts and parents[lo + v] >= 0:
+            # P(parent a, child b) = rest[v, a] exp_trans[a, b] up[v, b] / total[v],
+            # on the scale of down[v] (rest was divided by the same maximum)
+            for i in range(n_classes):
+                a = rest[v, i] * inverse
+                for j in range(n_classes):
+                    counts[i, j] += a * exp_trans[i, j] * up[v, j]
+    return log_z

@@ -1,0 +1,99 @@
+"""The tree's fused training kernel: features x weights, belief propagation and scatter in one pass.
+
+The tree counterpart of :mod:`._chain_fused`, sharing its per-sequence unary
+scores, its scatter of marginals into expected pair counts, its chunk layout
+and its memory bounds: training never holds a (n_tokens, n_classes) array.
+Tested against the unfused path (potentials,
+:func:`~skcrf.inference.tree.tree_forward_backward`, scatter).
+"""
+
+import numpy as np
+from numba import prange
+
+from ..inference._batch import chunk_bounds, compiled, longest_sequence
+from ..inference.tree import tree_potentials, tree_sequence_posteriors, tree_workspace
+from ._chain_fused import (FusedChainTerms, hot_state_rows, scatter_expected,
+                           sequence_unary, summed_pair_partials)
+
+
+@compiled(parallel=True)
+def tree_nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights,
+                   transitions, root, parents, offsets, hot_features, hot_slot, partial,
+                   hot_partial):
+    """Everything the tree CRF's loss needs from the features, in one pass over the tokens.
+
+    Arguments as :func:`~._chain_fused.nll_terms`, with ``root`` scores
+    instead of start and end, and each token's ``parents`` (within its
+    sequence, -1 for a root).
+
+    Returns
+    -------
+    log_z : (n_sequences,) float64
+    expected_pairs : (n_pairs,) float64
+    link_counts : (n_classes, n_classes) float64
+        Expected number of links of each (parent label, child label).
+    root_counts : (n_classes,) float64
+        Expected number of roots of each label.
+    """
+    n_classes = transitions.shape[0]
+    n_sequences = offsets.shape[0] - 1
+    n_chunks = partial.shape[0]
+    bounds = chunk_bounds(offsets, n_chunks)
+    hot_state = hot_state_rows(hot_features, pair_ptr, pair_labels, pair_weights, n_classes)
+    # unpacked here and packed again in the loop: numba's parallel loops take
+    # arrays and scalars, not tuples mixing them
+    (trans_max, root_max, exp_trans, exp_trans_by_child, exp_root, forbidden), (
+        col_max, exp_by_col, row_max, exp_by_row) = tree_potentials(transitions, root)
+
+    log_z = np.zeros(n_sequences)
+    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
+    chunk_root = np.zeros((n_chunks, n_classes))
+    for c in prange(n_chunks):
+        partial[c] = 0.0
+        hot_partial[c] = 0.0
+        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        unary = np.empty((longest, n_classes))
+        marginals = np.empty((longest, n_classes))
+        work = tree_workspace(longest, n_classes, True)
+        potentials = ((trans_max, root_max, exp_trans, exp_trans_by_child, exp_root,
+                       forbidden), (col_max, exp_by_col, row_max, exp_by_row))
+        for q in range(bounds[c], bounds[c + 1]):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            n = hi - lo
+            if n == 0:
+                continue
+            sequence_unary(data, indices, indptr, binary, hot_slot, hot_state, pair_ptr,
+                           pair_labels, pair_weights, lo, hi, unary)
+            lz = tree_sequence_posteriors(unary, transitions, root, parents[lo:hi], 0, n,
+                                          potentials, True, marginals, chunk_counts[c], work)
+            log_z[q] = lz
+            if not np.isfinite(lz):
+                continue  # no marginals were written (the loss is not finite anyway)
+            for v in range(n):
+                if parents[lo + v] < 0:
+                    for j in range(n_classes):
+                        chunk_root[c, j] += marginals[v, j]
+            scatter_expected(data, indices, indptr, binary, hot_slot, pair_ptr, pair_labels,
+                             lo, hi, marginals, hot_partial[c], partial[c])
+
+    expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, pair_ptr,
+                                          pair_labels)
+    link_counts = np.zeros((n_classes, n_classes))
+    root_counts = np.zeros(n_classes)
+    for c in range(n_chunks):
+        link_counts += chunk_counts[c]
+        root_counts += chunk_root[c]
+    return log_z, expected_pairs, link_counts, root_counts
+
+
+class FusedTreeTerms(FusedChainTerms):
+    """:func:`tree_nll_terms` bound to one training set (its trees in ``features.parents``)."""
+
+    def __call__(self, pair_weights, transitions, root):
+        """(log_z, expected_pairs, link_counts, root_counts) at the weights."""
+        return tree_nll_terms(*self.features.kernel_args(), self.pairs.feature_ptr,
+                              self.pairs.labels, np.ascontiguousarray(pair_weights),
+                              np.ascontiguousarray(transitions), np.ascontiguousarray(root),
+                              self.features.parents, self.offsets, self.hot_features,
+                              self.hot_slot, *self.workspace())

@@ -1,0 +1,175 @@
+"""Tree structure: labels of the nodes of given trees, with pairwise factors along the links.
+
+The weights of a tree CRF over ``C`` classes, in the flat vector ``w`` (see
+:class:`TreeStructure.layout`):
+
+- ``state`` : one weight per (feature, label) pair of :class:`StatePairs`;
+- ``transitions`` : (C, C), the weight of a link whose parent has label ``a``
+  and child label ``b`` at ``[a, b]``;
+- ``root`` : (C,), the weight of each label at a root.
+
+A sequence's tree comes with its features (``features.parents``: each token's
+parent within its sequence, -1 for a root). Potentials are
+:class:`TreeScores`; the gradient is the adjoint map from the node marginals
+and expected link counts back to those blocks.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..features.arrays import csr_times_dense
+from ..inference.tree import tree_forward_backward, tree_viterbi
+from ._parameters import ParameterLayout, StatePairs
+from ._tree_fused import FusedTreeTerms
+
+
+@dataclass
+class TreeScores:
+    """Log-space potentials of a batch of forests.
+
+    Attributes
+    ----------
+    unary : ndarray of shape (n_tokens, n_classes)
+    transitions : ndarray of shape (n_classes, n_classes)
+        [parent label, child label].
+    root : ndarray of shape (n_classes,)
+    """
+
+    unary: np.ndarray
+    transitions: np.ndarray
+    root: np.ndarray
+
+    @classmethod
+    def of_coefficients(cls, features, coef, transitions, root):
+        """Potentials of a fitted tree CRF's dense state weights ``coef`` (n_classes, n_features)."""
+        return cls(csr_times_dense(features, coef.T), transitions, root)
+
+
+@dataclass
+class TreePosteriors:
+    """What belief propagation returns for a batch of forests.
+
+    Attributes
+    ----------
+    log_z : ndarray of shape (n_sequences,)
+    marginals : ndarray of shape (n_tokens, n_classes)
+    link_counts : ndarray of shape (n_classes, n_classes) or None
+        Expected number of links of each (parent label, child label), summed.
+    """
+
+    log_z: np.ndarray
+    marginals: np.ndarray
+    link_counts: np.ndarray = None
+
+
+def tree_posteriors(scores, parents, offsets, with_counts=False):
+    """Belief propagation over :class:`TreeScores` and the trees ``parents``."""
+    log_z, marginals, counts = tree_forward_backward(
+        scores.unary, scores.transitions, scores.root, parents, offsets, with_counts)
+    return TreePosteriors(log_z, marginals, counts if with_counts else None)
+
+
+def tree_decode(scores, parents, offsets):
+    """Max-product label ids (n_tokens,) over :class:`TreeScores`."""
+    return tree_viterbi(scores.unary, scores.transitions, scores.root, parents, offsets)
+
+
+def _absolute_parents(parents, offsets):
+    """Each token's parent as a row index of the stacked tokens, -1 for a root."""
+    starts = np.repeat(offsets[:-1], np.diff(offsets))
+    return np.where(parents >= 0, parents + starts, -1)
+
+
+class TreeStructure:
+    """Parameter layout, potentials and gradient of a tree-structured CRF.
+
+    Parameters
+    ----------
+    n_classes : int
+    state_pairs : StatePairs
+        The (feature, class) pairs that carry a state weight.
+    """
+
+    def __init__(self, n_classes, state_pairs):
+        self.n_classes = n_classes
+        self.state_pairs = state_pairs
+        C = n_classes
+        self.layout = ParameterLayout([("state", (state_pairs.n_pairs,)),
+                                       ("transitions", (C, C)), ("root", (C,))])
+
+    @classmethod
+    def for_training(cls, features, label_ids, n_classes, *, all_possible_states=False):
+        """The structure of a training set: which (feature, label) pairs get weights."""
+        state_pairs = (StatePairs.every(features.n_features, n_classes) if all_possible_states
+                       else StatePairs.observed(features, label_ids, n_classes))
+        return cls(n_classes, state_pairs)
+
+    @property
+    def n_parameters(self):
+        return self.layout.n_parameters
+
+    def gold_statistics(self, features, offsets, label_ids):
+        """Phi(gold) summed over the training trees, in the layout of ``w``."""
+        counts = self.layout.zeros()
+        blocks = self.layout.views(counts)
+        blocks["state"][:] = self.state_pairs.empirical_counts(features, label_ids)
+        parents = _absolute_parents(features.parents, offsets)
+        child = np.flatnonzero(parents >= 0)
+        np.add.at(blocks["transitions"], (label_ids[parents[child]], label_ids[child]), 1.0)
+        blocks["root"][:] = np.bincount(label_ids[parents < 0], minlength=self.n_classes)
+        return counts
+
+    def scores(self, features, w):
+        """:class:`TreeScores` of the features under the weights ``w``."""
+        blocks = self.layout.views(w)
+        return TreeScores(self.state_pairs.scores(features, blocks["state"]),
+                          np.ascontiguousarray(blocks["transitions"]),
+                          np.ascontiguousarray(blocks["root"]))
+
+    def expected_statistics(self, features, posteriors):
+        """E_p[Phi] in the layout of ``w``: the adjoint of :meth:`scores` applied to marginals.
+
+        Tokens of a sequence with no feasible labelling (log Z = -inf) have
+        all-zero marginals and add nothing.
+        """
+        expected = self.layout.zeros()
+        blocks = self.layout.views(expected)
+        blocks["state"][:] = self.state_pairs.expectations(features, posteriors.marginals)
+        blocks["transitions"][:] = posteriors.link_counts
+        blocks["root"][:] = posteriors.marginals[features.parents < 0].sum(axis=0)
+        return expected
+
+    def expectation_terms(self, features, offsets, fused=True):
+        """A function ``w -> (log_z, expected statistics)`` over one training set.
+
+        The fused kernel keeps no per-token arrays of scores or marginals;
+        ``fused=False`` goes through :meth:`scores`, the inference kernel and
+        :meth:`expected_statistics`.
+        """
+        parents = features.parents
+        if fused:
+            kernel = FusedTreeTerms(features, offsets, self.state_pairs, self.n_classes)
+            layout = self.layout
+
+            def fused_terms(w):
+                blocks = layout.views(w)
+                log_z, *counts = kernel(blocks["state"], blocks["transitions"],
+                                        blocks["root"])
+                # the kernel returns the blocks in the layout's order
+                return log_z, np.concatenate([block.ravel() for block in counts])
+
+            return fused_terms
+
+        def terms(w):
+            posteriors = tree_posteriors(self.scores(features, w), parents, offsets, True)
+            return posteriors.log_z, self.expected_statistics(features, posteriors)
+
+        return terms
+
+    def coefficients(self, w):
+        """Named fitted weights: ``coef`` (n_classes, n_features), ``transitions``, ``root``."""
+        blocks = self.layout.views(w)
+        return {"coef": self.state_pairs.to_dense(blocks["state"]),
+                "transitions": blocks["transitions"].copy(),
+                "root": blocks["root"].copy()}
