@@ -461,8 +461,12 @@ class CRFEstimator(BaseEstimator):
             raise ValueError(f"n must be an integer >= 1; got {n!r}.")
         model = self._fitted_model()
         features, offsets = model._features(X)
-        alternative = ("predict(X, return_proba=True) gives the best labelling with its "
-                       "probability, predict_marginals each token's label probabilities.")
+        if getattr(type(model), "_potentials") is not CRFEstimator._potentials:
+            alternative = ("predict(X, return_proba=True) gives the best labelling with its "
+                           "probability, predict_marginals each token's label probabilities.")
+        else:
+            alternative = ("predict gives the best labelling, predict_marginals each token's "
+                           "label probabilities.")
         model._require("_nbest", "n-best decoding", alternative)
         potentials, fixed_ids = model._query_potentials(features, offsets, fixed,
                                                         "n-best decoding", alternative)
