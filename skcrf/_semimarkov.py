@@ -164,6 +164,11 @@ class SemiMarkovCRF(CRFEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
+    def __setstate__(self, state):
+        # models pickled before allowed_transitions existed had none
+        state.setdefault("allowed_transitions", None)
+        super().__setstate__(state)
+
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
     def fit(self, X, y):

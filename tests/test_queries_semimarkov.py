@@ -8,6 +8,7 @@ differently in each.
 """
 
 import itertools
+import pickle
 
 import numpy as np
 import pytest
@@ -187,3 +188,16 @@ def test_allowed_segment_transitions_constrain_training_and_prediction():
         SemiMarkovCRF(allowed_transitions="bio").fit(X, y)
     with pytest.raises(ValueError, match="names the label 'Z'"):
         SemiMarkovCRF(allowed_transitions={("X", "Z")}).fit(X, y)
+
+
+def test_models_pickled_before_allowed_transitions_still_load():
+    X, y = _corpus("IOB2", n_sequences=20)
+    crf = SemiMarkovCRF(alpha=0.5, max_iter=5).fit(X, y)
+    state = crf.__getstate__()
+    del state["allowed_transitions"], state["allowed_transitions_"]
+    old = SemiMarkovCRF.__new__(SemiMarkovCRF)
+    old.__setstate__(state)
+    restored = pickle.loads(pickle.dumps(old))
+    assert restored.get_params()["allowed_transitions"] is None
+    for a, b in zip(restored.predict_nbest(X, n=2), crf.predict_nbest(X, n=2)):
+        assert [(t.tolist(), p) for t, p in a] == [(t.tolist(), p) for t, p in b]

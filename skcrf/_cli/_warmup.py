@@ -11,6 +11,8 @@ from .._semimarkov import SemiMarkovCRF
 #: A toy task every model can fit in one iteration: what runs is the kernels' compilation.
 _X = [[{"w": "Ada"}, {"w": "Lovelace"}, {"w": "wrote"}], [{"w": "in"}, {"w": "Paris"}]]
 _Y = [["B-PER", "I-PER", "O"], ["O", "B-LOC"]]
+#: A fixed tag that fixes a segment boundary: the semi-Markov kernels of fixed boundaries.
+_FIXED = [None, [None, "B-LOC"]]
 
 #: (what the user reads, the model): each model's fit and prediction paths.
 _MODELS = [
@@ -32,6 +34,8 @@ def warmup(args):
             model = make().fit(_X, _Y)
         model.predict(_X)
         model.predict_marginals(_X)
+        model.predict_nbest(_X, n=2)
+        model.predict_marginals(_X, fixed=_FIXED)
         if not args.quiet:
             print(f"{name}: ready in {time.perf_counter() - begun:.1f} s", flush=True)
     print(f"kernels ready in {time.perf_counter() - started:.1f} s (numba caches them: later "
