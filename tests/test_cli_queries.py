@@ -6,7 +6,26 @@ import pytest
 
 from skcrf._persistence import load_model
 from skcrf.tags import segments_to_tags, tags_to_segments
-from tests.test_cli import _run, _sentences, _write, data, trained  # noqa: F401 - fixtures
+from tests.test_cli import _run, _sentences, _write
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """The small CoNLL files of tests/test_cli.py."""
+    folder = tmp_path_factory.mktemp("cli_queries")
+    train, test = _sentences(0, 40), _sentences(1, 12)
+    return {"train": _write(folder / "train.txt", train), "test_sentences": test,
+            "unlabelled": _write(folder / "unlabelled.txt", test, columns=(0, 1)),
+            "folder": folder}
+
+
+@pytest.fixture(scope="module")
+def trained(data):
+    model = data["folder"] / "model.skcrf"
+    status, _, err = _run("train", data["train"], "--model", model, "--max-iter", 50,
+                          "--n-jobs", 1, "--quiet")
+    assert status == 0, err
+    return {"model": model}
 
 
 def _nbest_blocks(text):
