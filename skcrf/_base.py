@@ -8,6 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -131,6 +132,13 @@ class CRFEstimator(BaseEstimator):
 
     #: ``fit`` of a subclass takes ``@CRFEstimator._atomic_fit`` (see :func:`atomic_fit`)
     _atomic_fit = staticmethod(atomic_fit)
+
+    # predict's options are not sample metadata for meta-estimators to route
+    # (a Pipeline passes them on to its last step as they are): no
+    # set_predict_request
+    __metadata_request__predict = {"fixed": metadata_routing.UNUSED,
+                                   "decoding": metadata_routing.UNUSED,
+                                   "return_proba": metadata_routing.UNUSED}
 
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left")],
