@@ -285,8 +285,8 @@ def test_a_structure_without_the_query_hooks_names_what_it_offers():
     X = [[{}, {}]]
     assert model.predict(X)[0].tolist() == ["A", "A"]
     assert model.predict(X, decoding="marginal")[0].tolist() == ["A", "A"]
-    with pytest.raises(NotImplementedError, match="does not offer n-best decoding; "
-                                                  r"predict\(X, return_proba=True\)"):
+    with pytest.raises(NotImplementedError, match="does not offer n-best decoding; predict "
+                                                  "gives the best labelling, predict_marginals"):
         model.predict_nbest(X)
     with pytest.raises(NotImplementedError, match="_OnlyDecodes does not offer"):
         model.predict(X, return_proba=True)
@@ -294,3 +294,18 @@ def test_a_structure_without_the_query_hooks_names_what_it_offers():
         model.sequence_log_proba(X, [["A", "B"]])
     with pytest.raises(NotImplementedError, match="fixed labels"):
         model.predict_marginals(X, fixed=[["A", None]])
+
+
+class _NoNbest(CRFClassifier):
+    """A structure with every hook but n-best."""
+
+    _nbest = CRFEstimator._nbest
+
+
+def test_a_structure_without_nbest_names_return_proba():
+    X, y = _corpus(10)
+    model = _NoNbest(max_iter=3).fit(X, y)
+    assert model.predict(X, return_proba=True)[1].shape == (10,)
+    with pytest.raises(NotImplementedError, match=r"_NoNbest does not offer n-best decoding; "
+                                                  r"predict\(X, return_proba=True\) gives"):
+        model.predict_nbest(X)
