@@ -38,9 +38,13 @@ def warm_kernels():
     """Compile (or load from numba's cache) every kernel once for the session."""
     import scipy.sparse as sp
 
-    from skcrf.features.arrays import csr_times_dense
+    from skcrf.features._parents import checked_parents
+    from skcrf.features.arrays import FeatureArrays, csr_times_dense
     from skcrf.inference.chain import forward_backward, viterbi
+    from skcrf.inference.tree import tree_forward_backward, tree_viterbi
+    from skcrf.learning.objective import NegativeLogLikelihood
     from skcrf.structures._parameters import StatePairs
+    from skcrf.structures.tree import TreeStructure
     from tests._chain_loss import chain_loss
 
     unary = np.zeros((3, 2))
@@ -49,11 +53,23 @@ def warm_kernels():
     offsets = np.array([0, 1, 3], dtype=np.int64)
     forward_backward(unary, transitions, bias, bias, offsets, True)
     viterbi(unary, transitions, bias, bias, offsets)
+    parents = np.array([-1, -1, 0], dtype=np.int64)  # the second sequence: a root, a child
+    # the estimators pass checked, read-only parents: numba compiles those apart
+    checked = checked_parents(parents, offsets)
+    for tree_parents in (parents, checked):
+        for with_counts in (True, False):
+            tree_forward_backward(unary, transitions, bias, tree_parents, offsets, with_counts)
+        tree_viterbi(unary, transitions, bias, tree_parents, offsets)
     for X in (sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]])),
               sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))):
         csr_times_dense(X, np.ones((2, 2)))
         labels = np.array([0, 1, 0])
         loss = chain_loss(X, offsets, labels, StatePairs.observed(X, labels, 2), 1.0)
+        loss(np.zeros(loss.n_parameters))
+        features = FeatureArrays.from_sparse(X)
+        features.parents = checked
+        loss = NegativeLogLikelihood(TreeStructure(2, StatePairs.observed(X, labels, 2)),
+                                     features, offsets, labels, 1.0)
         loss(np.zeros(loss.n_parameters))
 
 
