@@ -81,10 +81,18 @@ class ChainScores:
         ``fixed_ids`` holds a class id per token, -1 for a free token; the
         other labels of a fixed token get a ``-inf`` unary score.
         """
-        rows = np.flatnonzero(fixed_ids >= 0)
-        kept = self.unary[rows, fixed_ids[rows]]
-        self.unary[rows] = -np.inf
-        self.unary[rows, fixed_ids[rows]] = kept
+        pin_labels(self.unary, fixed_ids)
+
+
+def pin_labels(unary, fixed_ids):
+    """Give every label but the fixed one a ``-inf`` unary score, in place.
+
+    ``fixed_ids`` holds a class id per token, -1 for a free token.
+    """
+    rows = np.flatnonzero(fixed_ids >= 0)
+    kept = unary[rows, fixed_ids[rows]]
+    unary[rows] = -np.inf
+    unary[rows, fixed_ids[rows]] = kept
 
 
 @dataclass
