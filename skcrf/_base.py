@@ -8,10 +8,14 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._constraints import check_training_labels, resolve_constraints, scheme_constraints
 from ._parallel import kernel_exceptions, kernel_threads
+from ._queries import (check_feasible, fixed_label_ids, given_label_ids, log_probabilities,
+                       nbest_lists)
 from ._validation import (check_feature_values, check_finite_features, check_label_type,
                           check_labels, check_sequences, describe_largest_value,
                           encode_labels)
@@ -102,13 +106,39 @@ class TrainingData:
 class CRFEstimator(BaseEstimator):
     """Base class of the CRF estimators: validation, the solver and the prediction methods.
 
-    A subclass builds its structure in ``fit`` and implements
-    ``_decode(features, offsets)`` (label ids) and
-    ``_token_marginals(features, offsets)`` ((n_tokens, n_classes) array).
+    A subclass builds its structure in ``fit`` and answers the prediction
+    methods through these hooks, all on class ids (indices into ``classes_``)
+    and the ``features`` and ``offsets`` of :meth:`_features`:
+
+    - ``_potentials(features, offsets, fixed=None)``: the structure's log
+      potentials (any object the other hooks take), with ``fixed`` (one class
+      id per token, -1 for a free token) enforced by ``-inf`` scores;
+    - ``_viterbi(potentials, offsets)``: the best labelling, (n_tokens,) ids;
+    - ``_posteriors(potentials, offsets)``: ``(log_z, marginals)``, of shapes
+      (n_sequences,) and (n_tokens, n_classes);
+    - ``_nbest(potentials, offsets, n)``: ``(label_ids, scores, counts)``, of
+      shapes (n_tokens, n), (n_sequences, n) and (n_sequences,): column k
+      holds each sequence's k-th best labelling and its score, valid below
+      ``counts``;
+    - ``_labelling_scores(potentials, offsets, label_ids)``: the log score of
+      the given labelling of each sequence, ``-inf`` where forbidden.
+
+    ``predict`` and ``predict_marginals`` without options need only
+    ``_decode(features, offsets)`` and ``_token_marginals(features,
+    offsets)``, which by default go through the hooks; a structure may
+    override those two instead. A query whose hook a structure lacks raises
+    a NotImplementedError that names what it offers instead.
     """
 
     #: ``fit`` of a subclass takes ``@CRFEstimator._atomic_fit`` (see :func:`atomic_fit`)
     _atomic_fit = staticmethod(atomic_fit)
+
+    # predict's options are not sample metadata for meta-estimators to route
+    # (a Pipeline passes them on to its last step as they are): no
+    # set_predict_request
+    __metadata_request__predict = {"fixed": metadata_routing.UNUSED,
+                                   "decoding": metadata_routing.UNUSED,
+                                   "return_proba": metadata_routing.UNUSED}
 
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -142,6 +172,29 @@ class CRFEstimator(BaseEstimator):
                 f"y holds a single class ({classes[0]!r}); a CRF needs at least two.")
         return TrainingData(FeatureArrays.of_sequences(X), offsets, classes, label_ids,
                             X.feature_names, vectorizer)
+
+    def _label_constraints(self, data):
+        """The :class:`~skcrf._constraints.TransitionConstraints` of ``allowed_transitions``.
+
+        Training tags that break a scheme's rules are repaired in ``data``
+        (``classes`` and ``label_ids`` replaced), with a warning; labels that
+        break explicit pairs raise a ValueError naming them.
+        """
+        spec = self.allowed_transitions
+        constraints = resolve_constraints(
+            spec, data.classes,
+            lambda: self._split(data.classes[data.label_ids], data.offsets))
+        repaired = check_training_labels(constraints, data.classes, data.label_ids,
+                                         data.offsets, spec, type(self).__name__)
+        if repaired is None:
+            return constraints
+        tags, message = repaired
+        warnings.warn(message, UserWarning, stacklevel=_user_stacklevel())
+        data.classes, data.label_ids = encode_labels([tags], [len(tags)])
+        if data.classes.shape[0] < 2:
+            raise ValueError(f"y holds a single class ({data.classes[0]!r}) once its tags are "
+                             f"well-formed; a CRF needs at least two.")
+        return scheme_constraints(data.classes, constraints.scheme, spec)
 
     def _solve(self, objective, w0):
         """Run the solver on ``objective`` from ``w0``; raise or warn if it did not train."""
@@ -254,28 +307,118 @@ class CRFEstimator(BaseEstimator):
         with kernel_threads(self.n_jobs):
             return self._decode(features, offsets)
 
-    def predict(self, X):
-        """Most likely label sequence of each sequence (Viterbi decoding).
+    # --- the hooks of a structure (see the class docstring) ---------------------------
+
+    def _potentials(self, features, offsets, fixed=None):
+        raise NotImplementedError
+
+    def _viterbi(self, potentials, offsets):
+        raise NotImplementedError
+
+    def _posteriors(self, potentials, offsets):
+        raise NotImplementedError
+
+    def _nbest(self, potentials, offsets, n):
+        raise NotImplementedError
+
+    def _labelling_scores(self, potentials, offsets, label_ids):
+        raise NotImplementedError
+
+    def _decode(self, features, offsets):
+        return self._viterbi(self._potentials(features, offsets), offsets)
+
+    def _token_marginals(self, features, offsets):
+        return self._posteriors(self._potentials(features, offsets), offsets)[1]
+
+    def _require(self, hook, query, alternative):
+        """Raise NotImplementedError, naming ``alternative``, if the structure lacks ``hook``."""
+        if getattr(type(self), hook) is getattr(CRFEstimator, hook):
+            raise NotImplementedError(
+                f"{type(self).__name__} does not offer {query}; {alternative}")
+
+    def _query_potentials(self, features, offsets, fixed, query, alternative):
+        """The potentials of ``features`` with the ``fixed`` labels; their class ids (or None)."""
+        self._require("_potentials", query, alternative)
+        fixed_ids = None
+        if fixed is not None:
+            fixed_ids = fixed_label_ids(fixed, offsets, self.classes_)
+        return self._potentials(features, offsets, fixed_ids), fixed_ids
+
+    # --- prediction ----------------------------------------------------------------------
+
+    def predict(self, X, *, fixed=None, decoding="viterbi", return_proba=False):
+        """Most likely label sequence of each sequence.
 
         Parameters
         ----------
         X : list of sequences of dict, or SequenceMatrix
+        fixed : list, default=None
+            Labels known in advance (forced decoding): one entry per
+            sequence, None or a sequence with one item per token, a label of
+            ``classes_`` or None for a free token. The other tokens get the
+            most likely completion, and ``return_proba`` gives its
+            probability given the fixed labels. A sequence whose fixed labels
+            the model allows no labelling with raises a ValueError naming it.
+        decoding : {"viterbi", "marginal"}, default="viterbi"
+            ``"viterbi"``: the labelling of highest probability. ``"marginal"``
+            (posterior decoding): each token's most probable label (argmax of
+            :meth:`predict_marginals`, ties to the first class), which
+            maximises the expected number of correct tokens but may be a
+            labelling of probability 0 (a forbidden transition).
+        return_proba : bool, default=False
+            Also return the probability ``p(y | x)`` of each returned
+            labelling: one Viterbi (or marginal) pass plus one log Z.
 
         Returns
         -------
         y_pred : list of ndarray
             One 1-D array of labels from ``classes_`` per sequence.
+        proba : ndarray of shape (n_sequences,)
+            Only with ``return_proba``: the probability of each labelling (1
+            for an empty sequence).
         """
+        if decoding not in ("viterbi", "marginal"):
+            raise ValueError(f"decoding must be 'viterbi' or 'marginal'; got {decoding!r}.")
         model = self._fitted_model()
         features, offsets = model._features(X)
-        return self._split(model.classes_[model._label_ids(features, offsets)], offsets)
+        if fixed is None and decoding == "viterbi" and not return_proba:
+            return self._split(model.classes_[model._label_ids(features, offsets)], offsets)
+        if fixed is None and decoding == "marginal" and not return_proba:
+            with kernel_threads(model.n_jobs):
+                marginals = model._token_marginals(features, offsets)
+            return self._split(model.classes_[np.argmax(marginals, axis=1)], offsets)
+        potentials, fixed_ids = model._query_potentials(
+            features, offsets, fixed, "fixed labels or probabilities of labellings",
+            "predict and predict_marginals give the best labels and per-token "
+            "probabilities.")
+        log_z = None
+        with kernel_threads(model.n_jobs):
+            if decoding == "viterbi":
+                label_ids = model._viterbi(potentials, offsets)
+            else:
+                log_z, marginals = model._posteriors(potentials, offsets)
+                label_ids = np.argmax(marginals, axis=1)
+            if return_proba or fixed_ids is not None:
+                scores = model._labelling_scores(potentials, offsets, label_ids)
+            if fixed_ids is not None:
+                feasible = (scores > -np.inf if decoding == "viterbi" else log_z > -np.inf)
+                check_feasible(feasible, fixed_ids, offsets, model.classes_)
+            if return_proba and log_z is None:
+                log_z = model._posteriors(potentials, offsets)[0]
+        y_pred = self._split(model.classes_[label_ids], offsets)
+        if not return_proba:
+            return y_pred
+        return y_pred, np.exp(log_probabilities(scores, log_z))
 
-    def predict_marginals(self, X):
+    def predict_marginals(self, X, *, fixed=None):
         """Probability of each label at each token (forward-backward).
 
         Parameters
         ----------
         X : list of sequences of dict, or SequenceMatrix
+        fixed : list, default=None
+            Labels known in advance, as for :meth:`predict`: the marginals are
+            then conditional on them (1 for the fixed label of a fixed token).
 
         Returns
         -------
@@ -285,9 +428,94 @@ class CRFEstimator(BaseEstimator):
         """
         model = self._fitted_model()
         features, offsets = model._features(X)
+        if fixed is None:
+            with kernel_threads(model.n_jobs):
+                marginals = model._token_marginals(features, offsets)
+            return self._split(marginals, offsets)
+        potentials, fixed_ids = model._query_potentials(
+            features, offsets, fixed, "fixed labels",
+            "predict_marginals without fixed gives the unconditional marginals.")
         with kernel_threads(model.n_jobs):
-            marginals = model._token_marginals(features, offsets)
+            log_z, marginals = model._posteriors(potentials, offsets)
+        check_feasible(log_z > -np.inf, fixed_ids, offsets, model.classes_)
         return self._split(marginals, offsets)
+
+    def predict_nbest(self, X, n=5, *, fixed=None):
+        """The ``n`` most likely label sequences of each sequence, with their probabilities.
+
+        Exact (no beam): an n-best Viterbi keeps the ``n`` best partial paths
+        per state. The first of each list is :meth:`predict`'s labelling.
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+        n : int, default=5
+            Labellings per sequence, at least 1. A sequence with fewer
+            feasible labellings (a short one, or one with forbidden
+            transitions) gets all of them; an empty sequence gets its one
+            empty labelling, of probability 1.
+        fixed : list, default=None
+            Labels known in advance, as for :meth:`predict`: the best
+            completions, with their probabilities given the fixed labels.
+
+        Returns
+        -------
+        nbest : list of list of (ndarray, float)
+            Per sequence, ``(labels, probability)`` pairs in decreasing order
+            of probability ``p(y | x)``; equal probabilities come in a fixed
+            order (by label ids), whatever the thread count.
+        """
+        if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
+            raise ValueError(f"n must be an integer >= 1; got {n!r}.")
+        model = self._fitted_model()
+        features, offsets = model._features(X)
+        if getattr(type(model), "_potentials") is not CRFEstimator._potentials:
+            alternative = ("predict(X, return_proba=True) gives the best labelling with its "
+                           "probability, predict_marginals each token's label probabilities.")
+        else:
+            alternative = ("predict gives the best labelling, predict_marginals each token's "
+                           "label probabilities.")
+        model._require("_nbest", "n-best decoding", alternative)
+        potentials, fixed_ids = model._query_potentials(features, offsets, fixed,
+                                                        "n-best decoding", alternative)
+        with kernel_threads(model.n_jobs):
+            label_ids, scores, counts = model._nbest(potentials, offsets, int(n))
+            log_z = model._posteriors(potentials, offsets)[0]
+        if fixed_ids is not None:
+            check_feasible(counts > 0, fixed_ids, offsets, model.classes_)
+        return nbest_lists(model.classes_[label_ids], scores, counts, log_z, offsets)
+
+    def sequence_log_proba(self, X, y):
+        """Log probability ``log p(y | x)`` of given label sequences.
+
+        The score of each labelling minus the log partition function of its
+        sequence: for ranking labellings, confidence thresholds or active
+        learning. Over all labellings of a sequence, ``exp`` of it sums to 1.
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+        y : list of sequences of labels
+            One label of ``classes_`` per token.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_sequences,)
+            ``-inf`` for a labelling the model forbids (a forbidden
+            transition, first or last label); 0 for an empty sequence.
+        """
+        model = self._fitted_model()
+        features, offsets = model._features(X)
+        labels = check_labels(y, np.diff(offsets))
+        check_label_type(labels, model.classes_)
+        label_ids = given_label_ids(labels, offsets, model.classes_)
+        potentials, _ = model._query_potentials(
+            features, offsets, None, "probabilities of labellings",
+            "predict_marginals gives each token's label probabilities.")
+        with kernel_threads(model.n_jobs):
+            scores = model._labelling_scores(potentials, offsets, label_ids)
+            log_z = model._posteriors(potentials, offsets)[0]
+        return log_probabilities(scores, log_z)
 
     def predict_proba(self, X):
         """Token marginals under the name scikit-learn's meta-estimators pass on.

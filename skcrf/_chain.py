@@ -12,10 +12,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator
-from ._typing import FeatureSequences, LabelSequences
+from ._constraints import SCHEME_NAMES
+from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
 from ._validation import check_finite_scores
 from .learning.objective import NegativeLogLikelihood
-from .structures.chain import ChainScores, ChainStructure, chain_decode, chain_posteriors
+from .structures.chain import (ChainScores, ChainStructure, chain_decode,
+                               chain_labelling_scores, chain_nbest, chain_posteriors)
 
 
 class CRFClassifier(CRFEstimator):
@@ -68,6 +70,23 @@ class CRFClassifier(CRFEstimator):
         As for state weights, ``V`` has weights only for the (feature, label
         pair) combinations seen in training unless ``all_possible_states``.
         Only with ``order=1``.
+    allowed_transitions : None, str, set, list, dict or ndarray, default=None
+        Label transitions the model may use; the others (and, for a tagging
+        scheme, forbidden first and last labels) get the score ``-inf`` in
+        training and prediction, so that every predicted labelling keeps to
+        them. ``"bio"`` (IOB2: ``I-X`` only after ``B-X`` or ``I-X``, never
+        first), ``"bioes"`` (BIOES or BILOU, with the rules of ``E-``/``S-``
+        and of the first and last tag), ``"auto"`` (the scheme
+        :func:`skcrf.tags.detect_scheme` reads in ``y``; nothing for plain
+        labels) or a scheme's name (``"IOB1"``, ``"IOE2"``...); a set or
+        list of allowed ``(from, to)`` label pairs; a dict from a label to
+        the labels allowed after it (a label it lacks may be followed by
+        any); or a boolean array of shape (n_classes, n_classes) over the
+        sorted labels. Forbidden weights are not trained: they are ``-inf``
+        in ``transition_coef_`` (``start_coef_``, ``end_coef_``). Training
+        sequences a scheme's rules reject are trained as conlleval reads
+        them (same spans, well-formed tags), with a warning; explicit pairs
+        they break raise a ValueError. See :ref:`queries`.
     solver : {"lbfgs"}, default="lbfgs"
         L-BFGS; with ``l1_ratio > 0`` its orthant-wise variant OWL-QN (as in
         CRFsuite), which yields exact zeros.
@@ -92,7 +111,11 @@ class CRFClassifier(CRFEstimator):
     coef_ : ndarray of shape (n_classes, n_features)
         State weights.
     transition_coef_ : ndarray of shape (n_classes, n_classes)
-        Transition weights, indexed [from, to].
+        Transition weights, indexed [from, to]; ``-inf`` where
+        ``allowed_transitions`` forbids.
+    allowed_transitions_ : ndarray of bool of shape (n_classes, n_classes)
+        Which label may follow which, [from, to] (all True without
+        ``allowed_transitions``).
     transition2_coef_ : ndarray of shape (n_classes, n_classes, n_classes)
         Trigram weights [y[i-2], y[i-1], y[i]]; only with ``order=2``.
     transition_feature_coef_ : scipy.sparse.csr_matrix of shape (n_features, n_classes ** 2)
@@ -100,9 +123,10 @@ class CRFClassifier(CRFEstimator):
         is ``V[f, a, b]``. Only with ``transition_features``; see
         :func:`skcrf.inspection.edge_features`.
     start_coef_ : ndarray of shape (n_classes,)
-        Weights of the first label of a sequence.
+        Weights of the first label of a sequence (``-inf`` for a label the
+        constraints forbid there).
     end_coef_ : ndarray of shape (n_classes,)
-        Weights of the last label of a sequence.
+        Weights of the last label of a sequence (likewise).
     n_features_in_ : int
         Number of token features.
     feature_names_ : ndarray of str of shape (n_features,)
@@ -146,12 +170,15 @@ class CRFClassifier(CRFEstimator):
         **CRFEstimator._parameter_constraints,
         "order": [Interval(Integral, 1, 2, closed="both")],
         "transition_features": [None, StrOptions({"all"}), list, tuple],
+        "allowed_transitions": [None, StrOptions(set(SCHEME_NAMES)), set, frozenset, list,
+                                tuple, dict, np.ndarray],
     }
 
     def __init__(self, *, alpha: float = _defaults.ALPHA,
                  l1_ratio: float = _defaults.L1_RATIO, max_iter: int = _defaults.MAX_ITER,
                  tol: float = _defaults.TOL, order: Literal[1, 2] = 1,
                  transition_features: Literal["all"] | Sequence[str] | None = None,
+                 allowed_transitions: AllowedTransitions = None,
                  solver: Literal["lbfgs"] = "lbfgs", all_possible_states: bool = False,
                  n_jobs: int | None = None, verbose: int = 0) -> None:
         self.alpha = alpha
@@ -160,16 +187,18 @@ class CRFClassifier(CRFEstimator):
         self.tol = tol
         self.order = order
         self.transition_features = transition_features
+        self.allowed_transitions = allowed_transitions
         self.solver = solver
         self.all_possible_states = all_possible_states
         self.n_jobs = n_jobs
         self.verbose = verbose
 
     def __setstate__(self, state):
-        # models pickled before order and transition_features existed were order-1
-        # chains with plain transitions
+        # models pickled before order, transition_features and allowed_transitions
+        # existed were order-1 chains with plain, unconstrained transitions
         state.setdefault("order", 1)
         state.setdefault("transition_features", None)
+        state.setdefault("allowed_transitions", None)
         super().__setstate__(state)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -194,11 +223,13 @@ class CRFClassifier(CRFEstimator):
         if self.order == 2 and self.transition_features is not None:
             raise ValueError("transition_features needs order=1; got order=2.")
         data = self._training_data(X, y)
+        constraints = self._label_constraints(data)
         structure = ChainStructure.for_training(
             data.features, data.offsets, data.label_ids, data.classes.shape[0],
             order=self.order, all_possible_states=self.all_possible_states,
             transition_columns=self._transition_columns(data.feature_names,
-                                                        data.features.n_features))
+                                                        data.features.n_features),
+            constraints=constraints)
         objective = NegativeLogLikelihood(
             structure, data.features, data.offsets, data.label_ids,
             l2=float(self.alpha) * (1.0 - float(self.l1_ratio)))
@@ -212,6 +243,7 @@ class CRFClassifier(CRFEstimator):
         self.classes_ = data.classes
         self.coef_ = named["coef"]
         self.transition_coef_ = named["transitions"]
+        self.allowed_transitions_ = constraints.allowed.copy()
         if "trigram" in named:
             self.transition2_coef_ = named["trigram"]
         if "edge_coef" in named:
@@ -249,7 +281,7 @@ class CRFClassifier(CRFEstimator):
                 f"feature names look like {list(map(str, feature_names[:5]))!r}.")
         return mask
 
-    def _scores(self, features, offsets):
+    def _potentials(self, features, offsets, fixed=None):
         scores = ChainScores.of_coefficients(
             features, self.coef_, self.transition_coef_, self.start_coef_, self.end_coef_,
             trigram=getattr(self, "transition2_coef_", None),
@@ -258,11 +290,22 @@ class CRFClassifier(CRFEstimator):
         # their maximum); scores past float64 would silently decode to nothing
         check_finite_scores(scores.unary, offsets)
         if scores.edges is not None:
-            check_finite_scores(scores.edges, offsets)
+            # the -inf of forbidden transitions are in every token's block
+            check_finite_scores(scores.edges, offsets,
+                                allowed=np.isneginf(self.transition_coef_))
+        if fixed is not None:
+            scores.fix_labels(fixed)
         return scores
 
-    def _decode(self, features, offsets):
-        return chain_decode(self._scores(features, offsets), offsets)
+    def _viterbi(self, potentials, offsets):
+        return chain_decode(potentials, offsets)
 
-    def _token_marginals(self, features, offsets):
-        return chain_posteriors(self._scores(features, offsets), offsets).marginals
+    def _posteriors(self, potentials, offsets):
+        posteriors = chain_posteriors(potentials, offsets)
+        return posteriors.log_z, posteriors.marginals
+
+    def _nbest(self, potentials, offsets, n):
+        return chain_nbest(potentials, offsets, n)
+
+    def _labelling_scores(self, potentials, offsets, label_ids):
+        return chain_labelling_scores(potentials, offsets, label_ids)

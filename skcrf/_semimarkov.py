@@ -11,127 +11,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator
+from ._constraints import explicit_constraints
 from ._parallel import kernel_threads
-from ._typing import FeatureSequences, LabelSequences
-from .inference.semimarkov import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
+from ._segment_tags import _SegmentTags
+from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
 from .learning.objective import NegativeLogLikelihood
-from .structures.semimarkov import (Segmentation, SegmentPosteriors, SegmentScores,
-                                    SemiMarkovStructure, segment_codes, segment_decode)
-from .tags import SCHEMES, Segment, _spans, detect_scheme
-
-_OUTSIDE = "O"
-#: A role row derived from REPEAT: a segment of the same label starts at the next token.
-_REPEAT_NEXT = N_ROLES
-
-#: For each scheme, each prefix's tag probability as a signed sum of role marginals.
-_PREFIX_ROLES = {
-    "IOB2": {"B": ((1, FIRST),), "I": ((1, COVERED), (-1, FIRST))},
-    "IOB1": {"B": ((1, REPEAT),), "I": ((1, COVERED), (-1, REPEAT))},
-    "IOE2": {"E": ((1, LAST),), "I": ((1, COVERED), (-1, LAST))},
-    "IOE1": {"E": ((1, _REPEAT_NEXT),), "I": ((1, COVERED), (-1, _REPEAT_NEXT))},
-    "BIOES": {"S": ((1, SINGLE),), "B": ((1, FIRST), (-1, SINGLE)),
-              "E": ((1, LAST), (-1, SINGLE)),
-              "I": ((1, COVERED), (-1, FIRST), (-1, LAST), (1, SINGLE))},
-}
-_PREFIX_ROLES["BILOU"] = {{"S": "U", "E": "L"}.get(p, p): terms
-                          for p, terms in _PREFIX_ROLES["BIOES"].items()}
-
-
-class _SegmentTags:
-    """Tags <-> segmentations for one scheme and set of segment labels.
-
-    With a scheme of prefixes the segment labels are the span types, sorted,
-    then ``"O"``, whose segments are single tokens; the tags are every tag the
-    scheme writes for those types. With ``"plain"`` every maximal run of one
-    label is a segment, so consecutive segments never share a label, and the
-    tags are the labels.
-    """
-
-    def __init__(self, scheme, segment_classes):
-        self.scheme = scheme
-        self.segment_classes = segment_classes
-        self.plain = scheme == "plain"
-        terms = []  # (tag, role, segment label id, sign)
-        if self.plain:
-            terms = [(label, COVERED, y, 1) for y, label in enumerate(segment_classes)]
-        else:
-            for y, type_ in enumerate(segment_classes[:-1]):
-                for prefix, signed in _PREFIX_ROLES[scheme].items():
-                    tag = f"{prefix}-{type_}" if type_ else prefix
-                    terms += [(tag, role, y, sign) for sign, role in signed]
-            terms.append((_OUTSIDE, COVERED, len(segment_classes) - 1, 1))
-        self.classes = np.asarray(sorted({tag for tag, *_ in terms}))
-        column = {tag: k for k, tag in enumerate(self.classes.tolist())}
-        self.terms = [(column[tag], role, y, sign) for tag, role, y, sign in terms]
-
-    @classmethod
-    def fit(cls, flat, offsets, scheme):
-        """The codec of training tags and their :func:`segment_codes`."""
-        lengths = np.diff(offsets)
-        if scheme == "auto":
-            if all(isinstance(tag, str) for tag in set(flat)):
-                scheme = detect_scheme(np.split(np.asarray(flat, dtype=object), offsets[1:-1]))
-            else:
-                scheme = "plain"
-        if scheme == "plain":
-            segment_classes, label_ids = np.unique(np.asarray(flat), return_inverse=True)
-            starts = np.ones(len(flat), dtype=bool)
-            starts[1:] = label_ids[1:] != label_ids[:-1]
-            codec = cls(scheme, segment_classes)
-        else:
-            _, span_starts, span_stops, types = _spans(list(flat), lengths, scheme)
-            segment_classes = np.asarray(sorted(set(types.tolist())) + [_OUTSIDE], dtype=object)
-            codec = cls(scheme, segment_classes)
-            outside = len(segment_classes) - 1
-            label_ids = np.full(len(flat), outside, dtype=np.int64)
-            starts = np.ones(len(flat), dtype=bool)
-            type_ids = np.searchsorted(segment_classes[:-1].astype(str), types.astype(str))
-            inside = np.zeros(len(flat) + 1, dtype=np.int64)
-            np.add.at(inside, span_starts, 1)
-            np.add.at(inside, span_stops, -1)
-            covered = np.cumsum(inside[:-1]) > 0
-            span_of = np.cumsum(np.isin(np.arange(len(flat)), span_starts)) - 1
-            label_ids[covered] = type_ids[span_of[covered]]
-            starts[covered] = False
-            starts[span_starts] = True
-        starts[offsets[:-1][lengths > 0]] = True
-        return codec, segment_codes(label_ids, starts, len(codec.segment_classes))
-
-    @property
-    def outside(self):
-        """Id of the outside label, whose segments are single tokens, or None."""
-        return None if self.plain else len(self.segment_classes) - 1
-
-    def tag_marginals(self, roles, offsets):
-        """(n_tokens, n_classes) tag probabilities from (n_tokens, N_ROLES, C) role marginals."""
-        n_tokens = roles.shape[0]
-        repeat_next = np.zeros((n_tokens, roles.shape[2]))
-        repeat_next[:-1] = roles[1:, REPEAT]  # 0 on the first token of a sequence
-        marginals = np.zeros((n_tokens, self.classes.shape[0]))
-        for column, role, y, sign in self.terms:
-            values = repeat_next[:, y] if role == _REPEAT_NEXT else roles[:, role, y]
-            marginals[:, column] += sign * values
-        # differences of probabilities may round a hair below 0
-        return np.maximum(marginals, 0.0, out=marginals)
-
-    def tag_ids(self, segmentation, offsets):
-        """Index in ``classes`` of each token's tag in a segmentation."""
-        roles = segmentation.role_indicators(offsets, len(self.segment_classes))
-        return np.argmax(self.tag_marginals(roles, offsets), axis=1)
-
-    def segments(self, segmentation, offsets):
-        """Per sequence, the list of :class:`~skcrf.tags.Segment` but those outside."""
-        first, stops, labels, sequence = segmentation.bounds(offsets)
-        keep = labels != self.outside
-        if self.plain:
-            keep &= np.asarray([label != _OUTSIDE for label in self.segment_classes])[labels]
-        names = self.segment_classes[labels].tolist()
-        result = [[] for _ in range(offsets.shape[0] - 1)]
-        for k in np.flatnonzero(keep).tolist():
-            q = sequence[k]
-            result[q].append(Segment(int(first[k] - offsets[q]), int(stops[k] - offsets[q]),
-                                     names[k]))
-        return result
+from .structures.semimarkov import (Segmentation, SegmentScores, SemiMarkovStructure,
+                                    segment_decode, segment_nbest, segment_role_posteriors,
+                                    segmentation_scores)
+from .tags import SCHEMES, Segment
 
 
 class SemiMarkovCRF(CRFEstimator):
@@ -168,6 +56,16 @@ class SemiMarkovCRF(CRFEstimator):
         :func:`skcrf.tags.detect_scheme` (``"plain"`` for labels that are not
         str). IOB1 and IOB2 read alike but write differently: pass the
         scheme ``predict`` should write if detection may pick the other.
+    allowed_transitions : None, set, list, dict or ndarray, default=None
+        Which segment label may follow which between consecutive segments:
+        a set or list of allowed ``(previous, next)`` pairs of segment
+        labels (the span types and ``"O"``, e.g. ``("PER", "O")``), a dict
+        from a label to those allowed after it (a label it lacks may be
+        followed by any), or a boolean array over ``segment_classes_``.
+        The others get the score ``-inf`` in training and prediction;
+        a training segmentation that breaks them raises a ValueError.
+        Predicted tags are always well-formed, so the tag schemes of
+        :class:`CRFClassifier` (``"bio"``...) do not apply.
     alpha : float, default=0.3
         Regularization strength, as in :class:`CRFClassifier`.
     l1_ratio : float, default=1/3
@@ -213,7 +111,10 @@ class SemiMarkovCRF(CRFEstimator):
         is ``max_segment_length_``.
     transition_coef_ : ndarray of shape (n_labels, n_labels)
         Weights of consecutive segments' labels, [previous, next]; ``-inf``
-        on the diagonal with ``"plain"`` labels.
+        on the diagonal with ``"plain"`` labels and where
+        ``allowed_transitions`` forbids.
+    allowed_transitions_ : ndarray of bool of shape (n_labels, n_labels)
+        Which segment label may follow which, [previous, next].
     start_coef_, end_coef_ : ndarray of shape (n_labels,)
         Weights of the first and last segment's label.
     n_features_in_ : int
@@ -250,17 +151,20 @@ class SemiMarkovCRF(CRFEstimator):
         **CRFEstimator._parameter_constraints,
         "max_segment_length": [Interval(Integral, 1, None, closed="left"), None],
         "scheme": [StrOptions({"auto", *SCHEMES})],
+        "allowed_transitions": [None, str, set, frozenset, list, tuple, dict, np.ndarray],
     }
 
     def __init__(self, *, max_segment_length: int | None = None,
                  scheme: Literal["auto", "IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU",
                                  "plain"] = "auto",
+                 allowed_transitions: AllowedTransitions = None,
                  alpha: float = _defaults.ALPHA, l1_ratio: float = _defaults.L1_RATIO,
                  max_iter: int = _defaults.MAX_ITER, tol: float = _defaults.TOL,
                  solver: Literal["lbfgs"] = "lbfgs", all_possible_states: bool = False,
                  n_jobs: int | None = None, verbose: int = 0) -> None:
         self.max_segment_length = max_segment_length
         self.scheme = scheme
+        self.allowed_transitions = allowed_transitions
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.max_iter = max_iter
@@ -269,6 +173,11 @@ class SemiMarkovCRF(CRFEstimator):
         self.all_possible_states = all_possible_states
         self.n_jobs = n_jobs
         self.verbose = verbose
+
+    def __setstate__(self, state):
+        # models pickled before allowed_transitions existed had none
+        state.setdefault("allowed_transitions", None)
+        super().__setstate__(state)
 
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
@@ -288,10 +197,19 @@ class SemiMarkovCRF(CRFEstimator):
         self : SemiMarkovCRF
             The fitted estimator.
         """
+        if isinstance(self.allowed_transitions, str):
+            raise ValueError(
+                f"allowed_transitions={self.allowed_transitions!r}: SemiMarkovCRF always "
+                f"writes well-formed tags, so tag schemes do not apply; give allowed pairs "
+                f"of segment labels (the span types and 'O'), such as {{('PER', 'O')}}.")
         data = self._training_data(X, y)
         offsets = data.offsets
         codec, codes = _SegmentTags.fit(data.classes[data.label_ids].tolist(), offsets,
                                         self.scheme)
+        allowed = None
+        if self.allowed_transitions is not None:
+            allowed = explicit_constraints(self.allowed_transitions,
+                                           codec.segment_classes).allowed
         data.label_ids = None
         n_labels = len(codec.segment_classes)
         segmentation = Segmentation.of_codes(codes, offsets, n_labels)
@@ -299,7 +217,7 @@ class SemiMarkovCRF(CRFEstimator):
         longest = int(max_lengths.max(initial=1))
         structure = SemiMarkovStructure.for_training(
             data.features, offsets, codes, max_lengths, allow_repeats=not codec.plain,
-            all_possible_states=self.all_possible_states)
+            all_possible_states=self.all_possible_states, allowed_transitions=allowed)
         objective = NegativeLogLikelihood(structure, data.features, offsets, codes,
                                           l2=float(self.alpha) * (1.0 - float(self.l1_ratio)))
         result = self._solve(objective, np.zeros(structure.n_parameters))
@@ -317,6 +235,7 @@ class SemiMarkovCRF(CRFEstimator):
         self.last_coef_ = named["last_coef"]
         self.length_coef_ = named["length"]
         self.transition_coef_ = named["transitions"]
+        self.allowed_transitions_ = structure.transition_mask == 0
         self.start_coef_ = named["start"]
         self.end_coef_ = named["end"]
         self.n_features_in_ = data.features.n_features
@@ -367,12 +286,34 @@ class SemiMarkovCRF(CRFEstimator):
             features, self.coef_, self.first_coef_, self.last_coef_, self.length_coef_,
             self.transition_coef_, self.start_coef_, self.end_coef_)
 
-    def _decode(self, features, offsets):
-        return self._codec().tag_ids(segment_decode(self._scores(features), offsets), offsets)
+    def _potentials(self, features, offsets, fixed=None):
+        scores = self._scores(features)
+        if fixed is not None:
+            self._codec().fix(scores, fixed, offsets)
+        return scores
 
-    def _token_marginals(self, features, offsets):
-        posteriors = SegmentPosteriors.of_scores(self._scores(features), offsets)
-        return self._codec().tag_marginals(posteriors.roles, offsets)
+    def _viterbi(self, potentials, offsets):
+        return self._codec().tag_ids(segment_decode(potentials, offsets), offsets)
+
+    def _posteriors(self, potentials, offsets):
+        log_z, roles = segment_role_posteriors(potentials, offsets)
+        return log_z, self._codec().tag_marginals(roles, offsets)
+
+    def _nbest(self, potentials, offsets, n):
+        # distinct segmentations write distinct tags: the n best tag sequences
+        codec = self._codec()
+        segmentations, scores, counts = segment_nbest(potentials, offsets, n)
+        tag_ids = np.empty((offsets[-1], n), dtype=np.int64)
+        for k, segmentation in enumerate(segmentations):
+            tag_ids[:, k] = codec.tag_ids(segmentation, offsets)
+        return tag_ids, scores, counts
+
+    def _labelling_scores(self, potentials, offsets, label_ids):
+        # tags this model never writes (malformed ones) have probability 0
+        segmentation, written = self._codec().read(label_ids, offsets)
+        scores = segmentation_scores(potentials, offsets, segmentation)
+        scores[~written] = -np.inf
+        return scores
 
     def predict_segments(self, X: FeatureSequences) -> list[list[Segment]]:
         """Most likely segments of each sequence, those labelled ``"O"`` left out.
@@ -392,6 +333,6 @@ class SemiMarkovCRF(CRFEstimator):
         """
         model = self._fitted_model()
         features, offsets = model._features(X)
-        with kernel_threads(self.n_jobs):
+        with kernel_threads(model.n_jobs):
             segmentation = segment_decode(model._scores(features), offsets)
         return model._codec().segments(segmentation, offsets)

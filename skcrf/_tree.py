@@ -7,7 +7,8 @@ from . import _defaults
 from ._base import CRFEstimator
 from ._validation import check_finite_scores
 from .learning.objective import NegativeLogLikelihood
-from .structures.tree import TreeScores, TreeStructure, tree_decode, tree_posteriors
+from .structures.tree import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
+                              tree_posteriors)
 
 _NO_TREES = (
     "{name} needs each sequence's tree, but X carries none: give dict tokens the "
@@ -163,18 +164,26 @@ class TreeCRF(CRFEstimator):
         self.loss_curve_ = result.loss_curve
         return self
 
-    def _scores(self, features, offsets):
+    def _potentials(self, features, offsets, fixed=None):
         if features.parents is None:
             raise ValueError(_NO_TREES.format(name=type(self).__name__))
         scores = TreeScores.of_coefficients(features, self.coef_, self.transition_coef_,
                                             self.root_coef_)
         # scores past float64 would silently decode to nothing
         check_finite_scores(scores.unary, offsets)
-        return scores
+        if fixed is not None:
+            scores.fix_labels(fixed)
+        return scores, features.parents
 
-    def _decode(self, features, offsets):
-        return tree_decode(self._scores(features, offsets), features.parents, offsets)
+    def _viterbi(self, potentials, offsets):
+        scores, parents = potentials
+        return tree_decode(scores, parents, offsets)
 
-    def _token_marginals(self, features, offsets):
-        scores = self._scores(features, offsets)
-        return tree_posteriors(scores, features.parents, offsets).marginals
+    def _posteriors(self, potentials, offsets):
+        scores, parents = potentials
+        posteriors = tree_posteriors(scores, parents, offsets)
+        return posteriors.log_z, posteriors.marginals
+
+    def _labelling_scores(self, potentials, offsets, label_ids):
+        scores, parents = potentials
+        return tree_labelling_scores(scores, parents, offsets, label_ids)

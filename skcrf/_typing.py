@@ -6,7 +6,7 @@ with ``from __future__ import annotations``: annotations are evaluated only by
 whoever asks (``typing.get_type_hints``), never on import.
 """
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from os import PathLike
 from typing import IO, Any, Literal, Union
 
@@ -29,11 +29,17 @@ LabelSequences = Sequence[Union[Sequence[Hashable], NDArray[Any]]]
 #: One weight per sequence, or None.
 SequenceWeights = Union[ArrayLike, None]
 
+#: ``allowed_transitions`` of the estimators: a scheme's name ("bio", "auto", ...),
+#: allowed (from, to) pairs, a dict from a label to the labels allowed after it, or a
+#: boolean matrix.
+AllowedTransitions = Union[str, Iterable[tuple[Hashable, Hashable]],
+                           Mapping[Hashable, Iterable[Hashable]], ArrayLike, None]
+
 #: ``zero_division`` of the metrics: what a 0/0 score is, or "warn" (0 and a warning).
 ZeroDivision = Union[Literal["warn"], float]
 
 #: Where a model is written or read: a path or a binary file object.
 FileLike = Union[str, PathLike, IO[bytes]]
 
-__all__ = ["FeatureDict", "FeatureSequences", "FileLike", "LabelSequences",
-           "SequenceWeights", "ZeroDivision"]
+__all__ = ["AllowedTransitions", "FeatureDict", "FeatureSequences", "FileLike",
+           "LabelSequences", "SequenceWeights", "ZeroDivision"]

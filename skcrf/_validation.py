@@ -246,7 +246,7 @@ def check_feature_values(data, indices, indptr, lengths, feature_names):
         f"value(s) in all).")
 
 
-def check_finite_scores(scores, offsets):
+def check_finite_scores(scores, offsets, allowed=None):
     """Raise if some token's model scores overflow float64, naming the first such token.
 
     Parameters
@@ -254,10 +254,16 @@ def check_finite_scores(scores, offsets):
     scores : ndarray of shape (n_tokens, ...)
         Per-token scores (unary or edge blocks) of a fitted model.
     offsets : ndarray of shape (n_sequences + 1,)
+    allowed : ndarray of bool of the shape of ``scores[0]``, default=None
+        Where a score of ``-inf`` is the model's own (a forbidden transition
+        in every token's edge block), not an overflow.
     """
     if scores.size == 0:
         return
-    finite = np.isfinite(scores.reshape(scores.shape[0], -1)).all(axis=1)
+    finite = np.isfinite(scores)
+    if allowed is not None:
+        finite |= allowed & np.isneginf(scores)
+    finite = finite.reshape(scores.shape[0], -1).all(axis=1)
     if finite.all():
         return
     seq, tok = _locate(np.diff(offsets), int(np.argmin(finite)))

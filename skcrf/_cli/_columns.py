@@ -217,6 +217,23 @@ def tagged_text(sequences, labels, probabilities, separator):
     return "\n".join(lines) + "\n"
 
 
+def nbest_text(sequences, nbest, probabilities, separator):
+    """Each sequence once per labelling of ``nbest``, after a line ``# RANK PROBABILITY``.
+
+    CRF++'s ``-n`` layout: ``nbest[q]`` holds ``(labels, probability)``
+    pairs, best first; ``probabilities`` (or None) the per-token probability
+    of each labelling's labels, written as with :func:`tagged_text`. A blank
+    line follows every labelling.
+    """
+    lines = []
+    for q, (rows, labellings) in enumerate(zip(sequences, nbest, strict=True)):
+        for k, (labels, probability) in enumerate(labellings):
+            lines.append(f"# {k} {probability:.6f}")
+            token_probabilities = None if probabilities is None else [probabilities[q][k]]
+            lines.append(tagged_text([rows], [labels], token_probabilities, separator))
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
 @contextmanager
 def output_file(path, encoding):
     """A text file to write ``path`` through, or standard output for None.

@@ -23,7 +23,7 @@ from .._semimarkov import SemiMarkovCRF
 from .._persistence import load_model, save_model
 from ..features.featurizer import TokenFeaturizer
 from ..features.vectorizer import SequenceVectorizer
-from ._columns import ColumnFile, Layout, output_file, pick, tagged_text
+from ._columns import ColumnFile, Layout, nbest_text, output_file, pick, tagged_text
 from ._errors import CommandError
 from ._scores import StreamingScores
 from ._warmup import warmup
@@ -104,7 +104,8 @@ def _estimator(args):
                   tol=args.tol, n_jobs=args.n_jobs, verbose=0 if args.quiet else 1)
     if args.structure == "semimarkov":
         chain_only = [option for option, given in (
-            ("--order", args.order != 1), ("--transition-features", args.transition_features))
+            ("--order", args.order != 1), ("--transition-features", args.transition_features),
+            ("--constraints", args.constraints is not None))
             if given]
         if chain_only:
             raise CommandError(f"{' and '.join(chain_only)} apply to --structure chain, not "
@@ -114,7 +115,7 @@ def _estimator(args):
         raise CommandError("--max-segment-length applies to --structure semimarkov")
     return CRFClassifier(order=args.order,
                          transition_features=_transition_features(args.transition_features),
-                         **common)
+                         allowed_transitions=args.constraints, **common)
 
 
 def _regularization(args):
@@ -243,6 +244,25 @@ class _Labeller:
         self.model_path = model_path
         self.marginals = marginals
 
+    def nbest(self, X, n):
+        """The n best labellings of each sequence, and their tokens' marginals if asked."""
+        if not hasattr(self.crf, "predict_nbest"):
+            raise CommandError(f"{self.model_path}: a {type(self.crf).__name__} gives no "
+                               f"n-best labellings")
+        try:
+            Xt = self.features.transform(X) if self.features is not None else X
+            nbest = self.crf.predict_nbest(Xt, n=n)
+            if not self.marginals:
+                return nbest, None
+            classes = self.crf.classes_
+            probabilities = [[p[np.arange(len(labels)), classes.searchsorted(labels)]
+                              for labels, _ in labellings]
+                             for p, labellings in zip(self.crf.predict_marginals(Xt), nbest)]
+        except (TypeError, ValueError, NotImplementedError) as error:
+            raise CommandError(f"{self.model_path} cannot label these tokens: {error}") \
+                from None
+        return nbest, probabilities
+
     def __call__(self, X):
         try:
             Xt = self.features.transform(X) if self.features is not None else X
@@ -271,7 +291,12 @@ def tag(args):
     separator = layout.separator if layout is not None and layout.separator else " "
     with output_file(args.output, source.encoding) as output:
         for batch in source.batches():
-            y_pred, probabilities = labeller(pick(batch, token_columns))
+            tokens = pick(batch, token_columns)
+            if args.nbest is not None:
+                nbest, probabilities = labeller.nbest(tokens, args.nbest)
+                output.write(nbest_text(batch, nbest, probabilities, separator))
+                continue
+            y_pred, probabilities = labeller(tokens)
             output.write(tagged_text(batch, y_pred, probabilities, separator))
     return 0
 

@@ -226,6 +226,12 @@ def _add_train(commands):
                        help="comma-separated feature-name prefixes (e.g. 'pos=,shape=') "
                             "whose features also weight the transitions into their token; "
                             "'all' for every feature (order 1 only)")
+    model.add_argument("--constraints", choices=("bio", "bioes", "auto"),
+                       help="chain: forbid the transitions the tagging scheme forbids (bio: "
+                            "no I-X after O or another type, none first; bioes: also the "
+                            "E-/S- rules; auto: the scheme of the training tags), in "
+                            "training and tagging, so that every predicted span is "
+                            "well-formed (CRFClassifier's allowed_transitions)")
     model.add_argument("--n-jobs", type=int, metavar="N",
                        help="threads for the kernels; -1 all cores, -2 all but one "
                             "(default: all cores)")
@@ -272,7 +278,8 @@ def _add_tag(commands):
         epilog="examples:\n"
                "  skcrf tag --model ner.skcrf esp.testb > tagged.txt\n"
                "  skcrf tag --model ner.skcrf unlabelled.txt --output tagged.txt "
-               "--marginals")
+               "--marginals\n"
+               "  skcrf tag --model ner.skcrf unlabelled.txt --nbest 3")
     tag.add_argument("file", metavar="FILE", help="column file to label")
     _add_model_options(tag)
     tag.add_argument("--output", metavar="OUT",
@@ -280,6 +287,11 @@ def _add_tag(commands):
     tag.add_argument("--marginals", action="store_true",
                      help="add the probability of each predicted label (%%.4f) as a "
                           "last column")
+    tag.add_argument("--nbest", type=_bounded(int, 1, name="an integer"), metavar="N",
+                     help="write the N most likely labellings of each sequence, each "
+                          "after a line '# RANK PROBABILITY' (rank from 0, probability "
+                          "%%.6f), as CRF++'s -n does; --nbest 1 gives the best labelling "
+                          "with its probability")
     _add_quiet(tag, "print only the labelled file (and warnings or errors), no notes")
 
 

@@ -25,6 +25,7 @@ from ..features.arrays import csr_times_dense
 from ..inference.chain import forward_backward, viterbi
 from ..inference.chain2 import forward_backward2, viterbi2
 from ..inference.chain_edges import forward_backward_edges, viterbi_edges
+from ..inference.chain_nbest import nbest_paths, nbest_paths2
 from ._chain_edges_fused import edge_chunk_count, edge_nll_terms
 from ._chain_fused import FusedChainTerms
 from ._parameters import ParameterLayout, StatePairs
@@ -73,6 +74,25 @@ class ChainScores:
             pairs = StatePairs(edge_coef.indptr, edge_coef.indices, n_classes * n_classes)
             edges = _edge_scores(features, pairs, edge_coef.data, transitions)
         return cls(unary, transitions, start, end, trigram, edges)
+
+    def fix_labels(self, fixed_ids):
+        """Leave only the fixed label possible at each fixed token, in place.
+
+        ``fixed_ids`` holds a class id per token, -1 for a free token; the
+        other labels of a fixed token get a ``-inf`` unary score.
+        """
+        pin_labels(self.unary, fixed_ids)
+
+
+def pin_labels(unary, fixed_ids):
+    """Give every label but the fixed one a ``-inf`` unary score, in place.
+
+    ``fixed_ids`` holds a class id per token, -1 for a free token.
+    """
+    rows = np.flatnonzero(fixed_ids >= 0)
+    kept = unary[rows, fixed_ids[rows]]
+    unary[rows] = -np.inf
+    unary[rows, fixed_ids[rows]] = kept
 
 
 @dataclass
@@ -128,6 +148,60 @@ def chain_decode(scores, offsets):
     return viterbi(scores.unary, scores.transitions, scores.start, scores.end, offsets)
 
 
+def chain_nbest(scores, offsets, n):
+    """The ``n`` best label paths over :class:`ChainScores`: (paths, scores, counts).
+
+    See :func:`~skcrf.inference.chain_nbest.nbest_paths`.
+    """
+    if scores.edges is not None:
+        return nbest_paths(scores.unary, scores.edges, 1, scores.start, scores.end, offsets, n)
+    if scores.trigram is not None:
+        return nbest_paths2(scores.unary, scores.transitions, scores.trigram, scores.start,
+                            scores.end, offsets, n)
+    return nbest_paths(scores.unary, scores.transitions[np.newaxis], 0, scores.start,
+                       scores.end, offsets, n)
+
+
+def chain_labelling_scores(scores, offsets, label_ids):
+    """The log score of one given labelling of each sequence, ``-inf`` if it is forbidden.
+
+    Parameters
+    ----------
+    scores : ChainScores
+    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    label_ids : ndarray of int64 of shape (n_tokens,)
+        The labelling, one class id per token of every sequence.
+
+    Returns
+    -------
+    ndarray of shape (n_sequences,)
+        0 for an empty sequence.
+    """
+    n_sequences = offsets.shape[0] - 1
+    n_tokens = label_ids.shape[0]
+    owner = np.repeat(np.arange(n_sequences), np.diff(offsets))
+    # bincount of no tokens would be int64: add into floats
+    total = np.zeros(n_sequences)
+    total += np.bincount(owner, weights=scores.unary[np.arange(n_tokens), label_ids],
+                         minlength=n_sequences)
+    pair_ids = edge_label_ids(label_ids, offsets, scores.transitions.shape[0])
+    to = np.flatnonzero(pair_ids >= 0)
+    before = label_ids[to - 1]
+    if scores.edges is not None:
+        moves = scores.edges[to, before, label_ids[to]]
+    else:
+        moves = scores.transitions[before, label_ids[to]]
+    total += np.bincount(owner[to], weights=moves, minlength=n_sequences)
+    if scores.trigram is not None:
+        third = to[pair_ids[to - 1] >= 0]
+        total += np.bincount(owner[third], minlength=n_sequences, weights=scores.trigram[
+            label_ids[third - 2], label_ids[third - 1], label_ids[third]])
+    nonempty = np.flatnonzero(np.diff(offsets) > 0)
+    total[nonempty] += (scores.start[label_ids[offsets[nonempty]]]
+                        + scores.end[label_ids[offsets[nonempty + 1] - 1]])
+    return total
+
+
 def _edge_scores(features, edge_pairs, edge_weights, transitions):
     """(n_tokens, C, C) per-token transition scores: T plus the transition features' weights."""
     n_classes = transitions.shape[0]
@@ -161,9 +235,15 @@ class ChainStructure:
     edge_pairs : StatePairs or None, default=None
         The (feature, label pair) pairs that weight the transitions, labels
         numbered ``a * n_classes + b``; None for plain transitions.
+    constraints : TransitionConstraints or None, default=None
+        Forbidden transitions, first and last labels
+        (:class:`skcrf._constraints.TransitionConstraints`). Their weights
+        stay in ``w`` but every potential adds ``-inf`` to them, so that they
+        get no probability, hence a zero gradient: from zero, the solver
+        never moves them.
     """
 
-    def __init__(self, n_classes, state_pairs, *, order=1, edge_pairs=None):
+    def __init__(self, n_classes, state_pairs, *, order=1, edge_pairs=None, constraints=None):
         if order not in (1, 2):
             raise ValueError(f"order must be 1 or 2, got {order!r}.")
         if order == 2 and edge_pairs is not None:
@@ -182,14 +262,24 @@ class ChainStructure:
             blocks.append(("trigram", (C, C, C)))
         blocks += [("start", (C,)), ("end", (C,))]
         self.layout = ParameterLayout(blocks)
+        if constraints is None:
+            self.transition_mask, self.start_mask, self.end_mask = (
+                np.zeros((C, C)), np.zeros(C), np.zeros(C))
+        else:
+            self.transition_mask, self.start_mask, self.end_mask = constraints.masks()
+
+    def masked_transitions(self, blocks):
+        """The transition, start and end blocks with the forbidden ones at ``-inf`` (copies)."""
+        return (blocks["transitions"] + self.transition_mask,
+                blocks["start"] + self.start_mask, blocks["end"] + self.end_mask)
 
     @classmethod
     def for_training(cls, features, offsets, label_ids, n_classes, *, order=1,
-                     all_possible_states=False, transition_columns=None):
+                     all_possible_states=False, transition_columns=None, constraints=None):
         """The structure of a training set: which pairs get weights.
 
         ``transition_columns`` is a boolean mask of the features that also
-        weight the transitions, or None.
+        weight the transitions, or None; ``constraints`` as for the class.
         """
         state_pairs = (StatePairs.every(features.n_features, n_classes) if all_possible_states
                        else StatePairs.observed(features, label_ids, n_classes))
@@ -203,7 +293,8 @@ class ChainStructure:
                 edge_pairs = StatePairs.observed(
                     features, edge_label_ids(label_ids, offsets, n_classes), n_pairs,
                     columns=transition_columns)
-        return cls(n_classes, state_pairs, order=order, edge_pairs=edge_pairs)
+        return cls(n_classes, state_pairs, order=order, edge_pairs=edge_pairs,
+                   constraints=constraints)
 
     @property
     def n_parameters(self):
@@ -236,13 +327,12 @@ class ChainStructure:
         unary = pair_products(*features.kernel_args(), self.state_pairs.feature_ptr,
                               self.state_pairs.labels, np.ascontiguousarray(blocks["state"]),
                               self.n_classes)
-        transitions = np.ascontiguousarray(blocks["transitions"])
+        transitions, start, end = self.masked_transitions(blocks)
         edges = None
         if self.edge_pairs is not None:
             edges = _edge_scores(features, self.edge_pairs, blocks["edge"], transitions)
         trigram = np.ascontiguousarray(blocks["trigram"]) if self.order == 2 else None
-        return ChainScores(unary, transitions, np.ascontiguousarray(blocks["start"]),
-                           np.ascontiguousarray(blocks["end"]), trigram, edges)
+        return ChainScores(unary, transitions, start, end, trigram, edges)
 
     def expected_statistics(self, features, offsets, posteriors):
         """E_p[Phi] in the layout of ``w``: the adjoint of :meth:`scores` applied to marginals.
@@ -295,15 +385,16 @@ class ChainStructure:
         """Named fitted weights: dense state weights and the other blocks, copied.
 
         Returns a dict with ``coef`` (n_classes, n_features), ``transitions``,
-        ``start``, ``end``, and ``trigram`` or ``edge_coef`` (a CSR matrix
-        (n_features, n_classes ** 2)) where the structure has them.
+        ``start``, ``end`` (``-inf`` where the constraints forbid), and
+        ``trigram`` or ``edge_coef`` (a CSR matrix (n_features, n_classes ** 2))
+        where the structure has them.
         """
         import scipy.sparse as sp
 
         blocks = self.layout.views(w)
+        transitions, start, end = self.masked_transitions(blocks)
         named = {"coef": self.state_pairs.to_dense(blocks["state"]),
-                 "transitions": blocks["transitions"].copy(),
-                 "start": blocks["start"].copy(), "end": blocks["end"].copy()}
+                 "transitions": transitions, "start": start, "end": end}
         if self.order == 2:
             named["trigram"] = blocks["trigram"].copy()
         if self.edge_pairs is not None:
@@ -318,14 +409,14 @@ class _FusedExpectations:
     """The fused order-1 kernel behind the ``w -> (log_z, expected)`` interface."""
 
     def __init__(self, structure, features, offsets):
-        self.layout = structure.layout
+        self.structure = structure
         self.fused = FusedChainTerms(features, offsets, structure.state_pairs,
                                      structure.n_classes)
 
     def __call__(self, w):
-        blocks = self.layout.views(w)
+        blocks = self.structure.layout.views(w)
         log_z, expected_pairs, transition_counts, start_counts, end_counts = self.fused(
-            blocks["state"], blocks["transitions"], blocks["start"], blocks["end"])
+            blocks["state"], *self.structure.masked_transitions(blocks))
         return log_z, np.concatenate([expected_pairs, transition_counts.ravel(),
                                       start_counts, end_counts])
 
@@ -347,11 +438,11 @@ class _FusedEdgeExpectations:
         structure = self.structure
         blocks = structure.layout.views(w)
         state, edge = structure.state_pairs, structure.edge_pairs
+        transitions, start, end = structure.masked_transitions(blocks)
         log_z, *counts = edge_nll_terms(
             *self.features.kernel_args(), state.feature_ptr, state.labels,
             np.ascontiguousarray(blocks["state"]), edge.feature_ptr, edge.labels,
-            np.ascontiguousarray(blocks["edge"]), np.ascontiguousarray(blocks["transitions"]),
-            np.ascontiguousarray(blocks["start"]), np.ascontiguousarray(blocks["end"]),
+            np.ascontiguousarray(blocks["edge"]), transitions, start, end,
             self.offsets, self.n_chunks)
         # the kernel returns the blocks in the layout's order
         return log_z, np.concatenate([block.ravel() for block in counts])

@@ -28,6 +28,8 @@ from ..features._kernels import pair_expectations, pair_products
 from ..features.arrays import csr_times_dense
 from ..inference.semimarkov import (COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE,
                                     segment_posteriors, segment_viterbi)
+from ..inference.semimarkov_queries import (CUT, NO_REPEAT, fixed_segment_posteriors,
+                                            nbest_segmentations)
 from ._parameters import ParameterLayout, StatePairs
 
 #: The token weights' roles, in the order of their label blocks.
@@ -92,7 +94,12 @@ class Segmentation:
 
 @dataclass
 class SegmentScores:
-    """Log-space potentials of a batch of sequences, as the semi-Markov kernels take them."""
+    """Log-space potentials of a batch of sequences, as the semi-Markov kernels take them.
+
+    ``boundaries`` (n_tokens,) int8, or None for none, holds the flags
+    :data:`~skcrf.inference.semimarkov_queries.CUT` and
+    :data:`~skcrf.inference.semimarkov_queries.NO_REPEAT` of fixed tags.
+    """
 
     state: np.ndarray
     first: np.ndarray
@@ -101,6 +108,7 @@ class SegmentScores:
     transitions: np.ndarray
     start: np.ndarray
     end: np.ndarray
+    boundaries: np.ndarray = None
 
     def kernel_args(self):
         return (self.state, self.first, self.last, self.length, self.transitions, self.start,
@@ -140,9 +148,96 @@ class SegmentPosteriors:
         return cls(*segment_posteriors(*scores.kernel_args(), offsets))
 
 
+def _fixes_boundaries(scores):
+    return scores.boundaries is not None and scores.boundaries.any()
+
+
 def segment_decode(scores, offsets):
-    """The most likely :class:`Segmentation` of each sequence under ``scores``."""
-    return Segmentation(*segment_viterbi(*scores.kernel_args(), offsets))
+    """The most likely :class:`Segmentation` of each sequence under ``scores``.
+
+    A sequence with no feasible segmentation gets one arbitrary segmentation.
+    """
+    if not _fixes_boundaries(scores):
+        return Segmentation(*segment_viterbi(*scores.kernel_args(), offsets))
+    return segment_nbest(scores, offsets, 1)[0][0]
+
+
+def segment_nbest(scores, offsets, n):
+    """The ``n`` best segmentations: (list of n :class:`Segmentation`, scores, counts).
+
+    Segmentation ``k`` holds every sequence's k-th best; a sequence with
+    fewer than ``k + 1`` feasible ones has arbitrary (single-token)
+    segments there, and a score of ``-inf`` (see
+    :func:`~skcrf.inference.semimarkov_queries.nbest_segmentations`).
+    """
+    boundaries = scores.boundaries
+    if boundaries is None:
+        boundaries = np.zeros(scores.state.shape[0], dtype=np.int8)
+    label_ids, starts, path_scores, counts = nbest_segmentations(
+        *scores.kernel_args(), offsets, boundaries, n)
+    segmentations = []
+    for k in range(n):
+        missing = np.repeat(counts <= k, np.diff(offsets))
+        column_starts = starts[:, k] | missing
+        segmentations.append(Segmentation(label_ids[:, k], column_starts))
+    return segmentations, path_scores, counts
+
+
+def segment_role_posteriors(scores, offsets):
+    """(log_z, role marginals) under ``scores``, fixed boundaries included."""
+    if not _fixes_boundaries(scores):
+        posteriors = SegmentPosteriors.of_scores(scores, offsets)
+        return posteriors.log_z, posteriors.roles
+    return fixed_segment_posteriors(*scores.kernel_args(), offsets, scores.boundaries)
+
+
+def segmentation_scores(scores, offsets, segmentation):
+    """The log score of one given segmentation of each sequence, ``-inf`` if forbidden.
+
+    Forbidden: a ``-inf`` potential, a segment longer than the length
+    block, or a segment against the fixed ``boundaries``.
+
+    Returns
+    -------
+    ndarray of shape (n_sequences,)
+        0 for an empty sequence.
+    """
+    n_sequences = offsets.shape[0] - 1
+    n_tokens = segmentation.label_ids.shape[0]
+    labels_of = segmentation.label_ids
+    owner = np.repeat(np.arange(n_sequences), np.diff(offsets))
+    # bincount of no tokens would be int64: add into floats
+    total = np.zeros(n_sequences)
+    total += np.bincount(owner, weights=scores.state[np.arange(n_tokens), labels_of],
+                         minlength=n_sequences)
+    first, stops, labels, sequence = segmentation.bounds(offsets)
+    sizes = stops - first
+    max_length = scores.length.shape[1]
+    length = np.full(first.shape[0], -np.inf)
+    fits = sizes <= max_length
+    length[fits] = scores.length[labels[fits], sizes[fits] - 1]
+    segment = scores.first[first, labels] + scores.last[stops - 1, labels] + length
+    follows = np.zeros(first.shape[0], dtype=bool)
+    follows[1:] = sequence[1:] == sequence[:-1]
+    moves = np.zeros(first.shape[0])
+    moves[follows] = scores.transitions[labels[:-1][follows[1:]], labels[follows]]
+    opens = ~follows
+    closes = np.ones(first.shape[0], dtype=bool)
+    closes[:-1] = ~follows[1:]
+    moves[opens] += scores.start[labels[opens]]
+    moves[closes] += scores.end[labels[closes]]
+    total += np.bincount(sequence, weights=segment + moves, minlength=n_sequences)
+    if scores.boundaries is not None:
+        codes = scores.boundaries
+        heads = np.ones(n_tokens, dtype=bool)
+        heads[offsets[:-1][np.diff(offsets) > 0]] = False
+        starts = segmentation.starts
+        repeats = np.zeros(n_tokens, dtype=bool)
+        repeats[1:] = labels_of[1:] == labels_of[:-1]
+        broken = heads & (((codes & CUT) > 0) & ~starts
+                          | ((codes & NO_REPEAT) > 0) & starts & repeats)
+        total[np.unique(owner[broken])] = -np.inf
+    return total
 
 
 class SemiMarkovStructure:
@@ -159,9 +254,15 @@ class SemiMarkovStructure:
     allow_repeats : bool, default=True
         Whether two consecutive segments may have the same label. False
         makes every segment a maximal run of one label.
+    allowed_transitions : ndarray of bool of shape (n_labels, n_labels), default=None
+        Which label may follow which between consecutive segments, [previous,
+        next]; None allows every pair (but repeats if not ``allow_repeats``).
+        A forbidden pair's weight stays in ``w``, and the potentials add
+        ``-inf`` to it, so it gets no probability and a zero gradient.
     """
 
-    def __init__(self, token_pairs, max_lengths, *, allow_repeats=True):
+    def __init__(self, token_pairs, max_lengths, *, allow_repeats=True,
+                 allowed_transitions=None):
         self.max_lengths = np.asarray(max_lengths, dtype=np.int64)
         if self.max_lengths.min(initial=1) < 1:
             raise ValueError("every label needs a maximum segment length of at least 1.")
@@ -181,16 +282,18 @@ class SemiMarkovStructure:
         self.transition_mask = np.zeros((C, C))
         if not allow_repeats:
             np.fill_diagonal(self.transition_mask, -np.inf)
+        if allowed_transitions is not None:
+            self.transition_mask[~np.asarray(allowed_transitions, dtype=bool)] = -np.inf
 
     @classmethod
     def for_training(cls, features, offsets, codes, max_lengths, *, allow_repeats=True,
-                     all_possible_states=False):
+                     all_possible_states=False, allowed_transitions=None):
         """The structure of a training set: which (feature, role label) pairs get weights."""
         n_labels = len(max_lengths)
         n_role_labels = len(TOKEN_ROLES) * n_labels
         if all_possible_states:
             return cls(StatePairs.every(features.n_features, n_role_labels), max_lengths,
-                       allow_repeats=allow_repeats)
+                       allow_repeats=allow_repeats, allowed_transitions=allowed_transitions)
         segmentation = Segmentation.of_codes(codes, offsets, n_labels)
         roles = segmentation.role_indicators(offsets, n_labels)
         feature_ids, labels = [], []
@@ -205,7 +308,8 @@ class SemiMarkovStructure:
         pairs = StatePairs.from_coordinates(np.concatenate(feature_ids)[order],
                                             np.concatenate(labels)[order],
                                             features.n_features, n_role_labels)
-        return cls(pairs, max_lengths, allow_repeats=allow_repeats)
+        return cls(pairs, max_lengths, allow_repeats=allow_repeats,
+                   allowed_transitions=allowed_transitions)
 
     @property
     def n_parameters(self):
@@ -226,8 +330,9 @@ class SemiMarkovStructure:
         """Phi(gold) summed over the training sequences, in the layout of ``w``.
 
         ``codes`` are :func:`segment_codes`. Raises ValueError if a gold
-        segment is longer than its label allows, or repeats a label where
-        repeats are forbidden, naming the sequence and tokens.
+        segment is longer than its label allows, or follows one whose label
+        may not precede its own (a repeat where repeats are forbidden, or a
+        pair ``allowed_transitions`` forbids), naming the sequence and tokens.
         """
         C = self.n_labels
         segmentation = Segmentation.of_codes(codes, offsets, C)
@@ -257,15 +362,17 @@ class SemiMarkovStructure:
                 f"Sequence {q} has a segment of {stops[k] - first[k]} tokens (tokens "
                 f"{first[k] - lo}:{stops[k] - lo}, label id {labels[k]}), longer than the "
                 f"{self.max_lengths[labels[k]]} its label allows.")
-        if not self.allow_repeats:
-            repeat = np.flatnonzero((sequence[1:] == sequence[:-1])
-                                    & (labels[1:] == labels[:-1]))
-            if repeat.size:
-                k = repeat[0] + 1
-                raise ValueError(
-                    f"Sequence {sequence[k]}: the segment at token "
-                    f"{first[k] - offsets[sequence[k]]} repeats the previous segment's "
-                    f"label, which this structure forbids.")
+        forbidden = np.flatnonzero(
+            (sequence[1:] == sequence[:-1])
+            & np.isneginf(self.transition_mask[labels[:-1], labels[1:]]))
+        if forbidden.size:
+            k = forbidden[0] + 1
+            what = ("repeats the previous segment's label, which this structure forbids"
+                    if labels[k] == labels[k - 1] else
+                    f"(label id {labels[k]}) follows one of label id {labels[k - 1]}, a "
+                    f"transition this structure forbids")
+            raise ValueError(f"Sequence {sequence[k]}: the segment at token "
+                             f"{first[k] - offsets[sequence[k]]} {what}.")
 
     def scores(self, features, w):
         """:class:`SegmentScores` of the features under the weights ``w``."""

@@ -21,6 +21,7 @@ import numpy as np
 from ..features.arrays import csr_times_dense
 from ..inference.tree import tree_forward_backward, tree_viterbi
 from ._parameters import ParameterLayout, StatePairs
+from .chain import pin_labels
 from ._tree_fused import FusedTreeTerms
 
 
@@ -44,6 +45,10 @@ class TreeScores:
     def of_coefficients(cls, features, coef, transitions, root):
         """Potentials of a fitted tree CRF's dense state weights ``coef`` (n_classes, n_features)."""
         return cls(csr_times_dense(features, coef.T), transitions, root)
+
+    def fix_labels(self, fixed_ids):
+        """Leave only the fixed label possible at each fixed token (-1: free), in place."""
+        pin_labels(self.unary, fixed_ids)
 
 
 @dataclass
@@ -73,6 +78,34 @@ def tree_posteriors(scores, parents, offsets, with_counts=False):
 def tree_decode(scores, parents, offsets):
     """Max-product label ids (n_tokens,) over :class:`TreeScores`."""
     return tree_viterbi(scores.unary, scores.transitions, scores.root, parents, offsets)
+
+
+def tree_labelling_scores(scores, parents, offsets, label_ids):
+    """The log score of one given labelling of each forest, ``-inf`` if it is forbidden.
+
+    Parameters
+    ----------
+    scores : TreeScores
+    parents : ndarray of int64 of shape (n_tokens,)
+    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    label_ids : ndarray of int64 of shape (n_tokens,)
+
+    Returns
+    -------
+    ndarray of shape (n_sequences,)
+        0 for an empty sequence.
+    """
+    n_sequences = offsets.shape[0] - 1
+    n_tokens = label_ids.shape[0]
+    owner = np.repeat(np.arange(n_sequences), np.diff(offsets))
+    absolute = _absolute_parents(parents, offsets)
+    child = absolute >= 0
+    links = np.where(child, scores.transitions[label_ids[np.where(child, absolute, 0)],
+                                               label_ids], scores.root[label_ids])
+    total = np.zeros(n_sequences)  # bincount of no tokens would be int64
+    total += np.bincount(owner, weights=scores.unary[np.arange(n_tokens), label_ids] + links,
+                         minlength=n_sequences)
+    return total
 
 
 def _absolute_parents(parents, offsets):
