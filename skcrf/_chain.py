@@ -1,13 +1,19 @@
 """CRFClassifier: the linear-chain CRF estimator (order 1 or 2, transition features)."""
 
+from __future__ import annotations
+
+from collections.abc import Sequence
 from numbers import Integral
+from typing import Literal
 
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from . import _defaults
 from ._base import CRFEstimator
 from ._constraints import SCHEME_NAMES
+from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
 from ._validation import check_finite_scores
 from .learning.objective import NegativeLogLikelihood
 from .structures.chain import (ChainScores, ChainStructure, chain_decode,
@@ -34,18 +40,21 @@ class CRFClassifier(CRFEstimator):
 
     Parameters
     ----------
-    alpha : float, default=1.0
+    alpha : float, default=0.3
         Regularization strength, the parameter to search over. 0 disables
-        regularization.
-    l1_ratio : float, default=0.0
+        regularization. With the default ``l1_ratio``, CRFsuite's usual
+        ``c1=0.1, c2=0.1``.
+    l1_ratio : float, default=1/3
         Elastic-net mixing: 0 is pure L2, 1 pure L1. With ``l1_ratio > 0`` many
         weights are exactly zero.
-    max_iter : int, default=100
+    max_iter : int, default=300
         Maximum number of L-BFGS iterations. Reaching it emits a
         :class:`~sklearn.exceptions.ConvergenceWarning`.
-    tol : float, default=1e-5
+    tol : float, default=1e-3
         Stop once the objective improved by less than ``tol`` (relative) over
-        the last 10 iterations, as CRFsuite's ``delta``.
+        the last 10 iterations, as CRFsuite's ``delta`` (whose default is
+        1e-5: the last digits of the objective take hundreds more iterations
+        and do not change the predictions).
     order : {1, 2}, default=1
         Markov order of the label chain. 2 adds a weight for every label
         trigram ``(y[i-2], y[i-1], y[i])`` (``transition2_coef_``); exact
@@ -165,9 +174,13 @@ class CRFClassifier(CRFEstimator):
                                 tuple, dict, np.ndarray],
     }
 
-    def __init__(self, *, alpha=1.0, l1_ratio=0.0, max_iter=100, tol=1e-5, order=1,
-                 transition_features=None, allowed_transitions=None, solver="lbfgs",
-                 all_possible_states=False, n_jobs=None, verbose=0):
+    def __init__(self, *, alpha: float = _defaults.ALPHA,
+                 l1_ratio: float = _defaults.L1_RATIO, max_iter: int = _defaults.MAX_ITER,
+                 tol: float = _defaults.TOL, order: Literal[1, 2] = 1,
+                 transition_features: Literal["all"] | Sequence[str] | None = None,
+                 allowed_transitions: AllowedTransitions = None,
+                 solver: Literal["lbfgs"] = "lbfgs", all_possible_states: bool = False,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.max_iter = max_iter
@@ -190,7 +203,7 @@ class CRFClassifier(CRFEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
-    def fit(self, X, y):
+    def fit(self, X: FeatureSequences, y: LabelSequences) -> CRFClassifier:
         """Learn the weights from labelled sequences.
 
         Parameters

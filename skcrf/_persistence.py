@@ -21,6 +21,8 @@ that a newer skcrf wrote in a format this one does not know, is refused with
 a message naming both versions.
 """
 
+from __future__ import annotations
+
 import hashlib
 import hmac
 import io
@@ -31,7 +33,9 @@ import platform
 import stat
 import uuid
 import warnings
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import sklearn
@@ -41,6 +45,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._model_format import (estimator_classes, function_reference, model_from_payload,
                             model_to_payload)
+from ._typing import FileLike
 
 __all__ = ["ModelVersionWarning", "load_model", "save_model"]
 
@@ -148,7 +153,8 @@ def _check_model(model, allow_pickle):
     check_is_fitted(model)
 
 
-def save_model(model, file, *, metadata=None, allow_pickle=False):
+def save_model(model: BaseEstimator, file: FileLike, *,
+               metadata: Mapping[str, Any] | None = None, allow_pickle: bool = False) -> None:
     """Save a fitted skcrf model to a file.
 
     The file holds a short header (a magic line, then one line of JSON with the
@@ -297,7 +303,9 @@ def _pickled(model):
             f"local functions.") from error
 
 
-def load_model(file, *, return_metadata=False, allow_pickle=False, functions=None):
+def load_model(file: FileLike, *, return_metadata: bool = False, allow_pickle: bool = False,
+               functions: Sequence[Callable[..., Any]] | Mapping[str, Callable[..., Any]]
+               | None = None) -> BaseEstimator | tuple[BaseEstimator, dict[str, Any]]:
     """Load a model written by :func:`save_model`, running no code from the file.
 
     The header is checked first: a file that is not an skcrf model, or whose

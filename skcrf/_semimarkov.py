@@ -1,20 +1,25 @@
 """SemiMarkovCRF: the segment CRF estimator, with tags in and tags out."""
 
+from __future__ import annotations
+
 from numbers import Integral
+from typing import Literal
 
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from . import _defaults
 from ._base import CRFEstimator
 from ._constraints import explicit_constraints
 from ._parallel import kernel_threads
 from ._segment_tags import _SegmentTags
+from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
 from .learning.objective import NegativeLogLikelihood
 from .structures.semimarkov import (Segmentation, SegmentScores, SemiMarkovStructure,
                                     segment_decode, segment_nbest, segment_role_posteriors,
                                     segmentation_scores)
-from .tags import SCHEMES
+from .tags import SCHEMES, Segment
 
 
 class SemiMarkovCRF(CRFEstimator):
@@ -61,13 +66,13 @@ class SemiMarkovCRF(CRFEstimator):
         a training segmentation that breaks them raises a ValueError.
         Predicted tags are always well-formed, so the tag schemes of
         :class:`CRFClassifier` (``"bio"``...) do not apply.
-    alpha : float, default=1.0
+    alpha : float, default=0.3
         Regularization strength, as in :class:`CRFClassifier`.
-    l1_ratio : float, default=0.0
+    l1_ratio : float, default=1/3
         Elastic-net mixing: 0 is pure L2, 1 pure L1.
-    max_iter : int, default=100
+    max_iter : int, default=300
         Maximum number of L-BFGS iterations.
-    tol : float, default=1e-5
+    tol : float, default=1e-3
         Stop once the objective improved by less than ``tol`` (relative) over
         the last 10 iterations.
     solver : {"lbfgs"}, default="lbfgs"
@@ -149,9 +154,14 @@ class SemiMarkovCRF(CRFEstimator):
         "allowed_transitions": [None, str, set, frozenset, list, tuple, dict, np.ndarray],
     }
 
-    def __init__(self, *, max_segment_length=None, scheme="auto", allowed_transitions=None,
-                 alpha=1.0, l1_ratio=0.0, max_iter=100, tol=1e-5, solver="lbfgs",
-                 all_possible_states=False, n_jobs=None, verbose=0):
+    def __init__(self, *, max_segment_length: int | None = None,
+                 scheme: Literal["auto", "IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU",
+                                 "plain"] = "auto",
+                 allowed_transitions: AllowedTransitions = None,
+                 alpha: float = _defaults.ALPHA, l1_ratio: float = _defaults.L1_RATIO,
+                 max_iter: int = _defaults.MAX_ITER, tol: float = _defaults.TOL,
+                 solver: Literal["lbfgs"] = "lbfgs", all_possible_states: bool = False,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
         self.max_segment_length = max_segment_length
         self.scheme = scheme
         self.allowed_transitions = allowed_transitions
@@ -171,7 +181,7 @@ class SemiMarkovCRF(CRFEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
-    def fit(self, X, y):
+    def fit(self, X: FeatureSequences, y: LabelSequences) -> SemiMarkovCRF:
         """Learn the weights from tagged sequences.
 
         Parameters
@@ -305,7 +315,7 @@ class SemiMarkovCRF(CRFEstimator):
         scores[~written] = -np.inf
         return scores
 
-    def predict_segments(self, X):
+    def predict_segments(self, X: FeatureSequences) -> list[list[Segment]]:
         """Most likely segments of each sequence, those labelled ``"O"`` left out.
 
         The segments of the tags :meth:`predict` returns:

@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.base import _fit_context
 
+from . import _defaults
 from ._base import CRFEstimator
 from ._validation import check_finite_scores
 from .learning.objective import NegativeLogLikelihood
@@ -46,14 +47,14 @@ class TreeCRF(CRFEstimator):
 
     Parameters
     ----------
-    alpha : float, default=1.0
+    alpha : float, default=0.3
         Regularization strength, the parameter to search over.
-    l1_ratio : float, default=0.0
+    l1_ratio : float, default=1/3
         Elastic-net mixing: 0 is pure L2, 1 pure L1.
-    max_iter : int, default=100
+    max_iter : int, default=300
         Maximum number of L-BFGS iterations. Reaching it emits a
         :class:`~sklearn.exceptions.ConvergenceWarning`.
-    tol : float, default=1e-5
+    tol : float, default=1e-3
         Stop once the objective improved by less than ``tol`` (relative) over
         the last 10 iterations.
     solver : {"lbfgs"}, default="lbfgs"
@@ -107,7 +108,8 @@ class TreeCRF(CRFEstimator):
     ['amod', 'nsubj', 'root']
     """
 
-    def __init__(self, *, alpha=1.0, l1_ratio=0.0, max_iter=100, tol=1e-5, solver="lbfgs",
+    def __init__(self, *, alpha=_defaults.ALPHA, l1_ratio=_defaults.L1_RATIO,
+                 max_iter=_defaults.MAX_ITER, tol=_defaults.TOL, solver="lbfgs",
                  all_possible_states=False, n_jobs=None, verbose=0):
         self.alpha = alpha
         self.l1_ratio = l1_ratio

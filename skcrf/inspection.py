@@ -12,9 +12,13 @@ named columns. The labels of a SemiMarkovCRF's weights are its segment labels
 (``segment_classes_``), not its tags.
 """
 
+from __future__ import annotations
+
 from collections import namedtuple
+from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 __all__ = ["BoundaryFeature", "EdgeFeature", "SegmentLength", "StateFeature", "Transition",
@@ -87,7 +91,8 @@ def _strongest(weights, top):
     return order if top is None else order[:top]
 
 
-def state_features(crf, *, top=20, classes=None):
+def state_features(crf: BaseEstimator, *, top: int | None = 20,
+                   classes: Sequence[Hashable] | None = None) -> list[StateFeature]:
     """The strongest state weights of each label: (feature, label, weight) rows.
 
     Parameters
@@ -132,7 +137,8 @@ def state_features(crf, *, top=20, classes=None):
     return rows
 
 
-def boundary_features(crf, *, top=20, classes=None):
+def boundary_features(crf: BaseEstimator, *, top: int | None = 20,
+                      classes: Sequence[Hashable] | None = None) -> list[BoundaryFeature]:
     """The strongest weights of the features of a segment's first and last token.
 
     Parameters
@@ -177,7 +183,8 @@ def boundary_features(crf, *, top=20, classes=None):
     return rows
 
 
-def length_weights(crf, *, classes=None):
+def length_weights(crf: BaseEstimator, *,
+                   classes: Sequence[Hashable] | None = None) -> list[SegmentLength]:
     """The weight of every segment length each label may take.
 
     Parameters
@@ -203,7 +210,7 @@ def length_weights(crf, *, classes=None):
     return rows
 
 
-def transition_features(crf, *, top=None):
+def transition_features(crf: BaseEstimator, *, top: int | None = None) -> list[Transition]:
     """Transition weights as (from_label, to_label, weight) rows.
 
     Parameters
@@ -247,7 +254,7 @@ def transition_features(crf, *, top=None):
             for i in order.tolist()]
 
 
-def trigram_features(crf, *, top=20):
+def trigram_features(crf: BaseEstimator, *, top: int | None = 20) -> list[Trigram]:
     """The strongest label-trigram weights of an order-2 chain.
 
     Parameters
@@ -278,7 +285,7 @@ def trigram_features(crf, *, top=20):
     return rows
 
 
-def edge_features(crf, *, top=20):
+def edge_features(crf: BaseEstimator, *, top: int | None = 20) -> list[EdgeFeature]:
     """The strongest transition-feature weights: (feature, from_label, to_label, weight) rows.
 
     With ``transition_features``, a token's feature ``f`` adds
@@ -323,7 +330,7 @@ def edge_features(crf, *, top=20):
     return rows
 
 
-def format_table(rows, *, digits=4):
+def format_table(rows: Iterable[tuple], *, digits: int = 4) -> str:
     """Align the rows of :func:`state_features` or :func:`transition_features` as text.
 
     Parameters

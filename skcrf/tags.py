@@ -41,9 +41,14 @@ Positions follow Python slices: a span or segment covers tokens
 ``start:stop``, ``stop`` exclusive.
 """
 
+from __future__ import annotations
+
 from collections import namedtuple
+from collections.abc import Iterable, Sequence
 
 import numpy as np
+
+from ._typing import LabelSequences
 
 __all__ = [
     "SCHEMES",
@@ -95,7 +100,7 @@ SCHEMES = (*_SCHEME_PREFIXES, "plain")
 _OUTSIDE = "O"
 
 
-def check_scheme(scheme):
+def check_scheme(scheme: str) -> str:
     """Return ``scheme`` if it names a tagging scheme, else raise ValueError.
 
     Parameters
@@ -272,7 +277,7 @@ def _spans(flat, lengths, scheme, one_sequence=False):
     return sequences, starts, stops, type_names[span_types]
 
 
-def get_spans(y, *, scheme="IOB2"):
+def get_spans(y: LabelSequences, *, scheme: str = "IOB2") -> list[Span]:
     """Decode label sequences into labelled spans (entities, chunks).
 
     Spans are read exactly as the CoNLL ``conlleval`` script reads them,
@@ -316,7 +321,7 @@ def get_spans(y, *, scheme="IOB2"):
             for q, t, start, stop in zip(sequences, types, starts, stops)]
 
 
-def tags_to_segments(tags, scheme="IOB2"):
+def tags_to_segments(tags: Sequence[str], scheme: str = "IOB2") -> list[Segment]:
     """Decode one tag sequence into its labelled segments.
 
     The decoding of :func:`get_spans` (conlleval's, malformed tags included)
@@ -401,7 +406,8 @@ def _tag(prefix, label):
     return f"{prefix}-{label}" if label else prefix
 
 
-def segments_to_tags(segments, length, scheme="IOB2"):
+def segments_to_tags(segments: Iterable[Segment | tuple[int, int, str]], length: int,
+                     scheme: str = "IOB2") -> list[str]:
     """Encode labelled segments as one tag sequence of a scheme.
 
     The inverse of :func:`tags_to_segments`:
@@ -488,7 +494,7 @@ def segments_to_tags(segments, length, scheme="IOB2"):
 # Guessing the scheme
 # --------------------------------------------------------------------------
 
-def detect_scheme(y):
+def detect_scheme(y: LabelSequences) -> str:
     """Guess the tagging scheme of label sequences from their tags.
 
     The rule, in order:

@@ -127,8 +127,9 @@ def test_l1_gives_exact_zeros_and_more_than_l2(toy):
 
 def test_all_possible_states_uses_every_pair(toy):
     X, y = toy
-    observed = CRFClassifier(alpha=0.1).fit(X, y)
-    every = CRFClassifier(alpha=0.1, all_possible_states=True).fit(X, y)
+    # pure L2: every weight that exists is non-zero (L1 would zero some)
+    observed = CRFClassifier(alpha=0.1, l1_ratio=0.0).fit(X, y)
+    every = CRFClassifier(alpha=0.1, l1_ratio=0.0, all_possible_states=True).fit(X, y)
     # "the" is never a noun: only the dense model may give (N, w=the) a weight
     col = list(observed.feature_names_).index("w=the")
     noun = list(observed.classes_).index("N")
@@ -139,7 +140,7 @@ def test_all_possible_states_uses_every_pair(toy):
 
 def test_converged_l2_fit_has_zero_gradient(toy):
     X, y = toy
-    crf = CRFClassifier(alpha=1.0, max_iter=500, tol=0.0).fit(X, y)
+    crf = CRFClassifier(alpha=1.0, l1_ratio=0.0, max_iter=500, tol=0.0).fit(X, y)
     matrix = crf.vectorizer_.transform(X)
     labels = np.searchsorted(crf.classes_, np.concatenate(y))
     pairs = StatePairs.observed(matrix.matrix, labels, 4)
@@ -274,7 +275,7 @@ def test_fitted_pipeline_and_search_give_marginals_through_predict_proba(toy):
     pipe = make_pipeline(SequenceVectorizer(), CRFClassifier(max_iter=30)).fit(X, y)
     expected = pipe[-1].predict_marginals(pipe[:-1].transform(X))
     for got in (pipe.predict_proba(X),
-                GridSearchCV(pipe, {"crfclassifier__alpha": [1.0]}, cv=2)
+                GridSearchCV(pipe, {"crfclassifier__alpha": [pipe[-1].alpha]}, cv=2)
                 .fit(X, y).predict_proba(X)):
         assert len(got) == len(X)
         for a, b in zip(got, expected, strict=True):

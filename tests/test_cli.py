@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 import skcrf
-from skcrf._cli import main
+from skcrf import CRFClassifier, _defaults
+from skcrf._cli import COMMANDS, main
 from skcrf._persistence import FORMAT_VERSION, load_model, save_model
 from skcrf.metrics import (
     flat_accuracy_score,
@@ -124,9 +125,10 @@ def test_train_saves_the_pipeline_and_the_layout(trained):
     assert metadata["layout"] == {"n_columns": 3, "token_columns": [0, 1],
                                   "label_column": 2, "separator": None, "encoding": None}
     crf = model[-1]
-    # the CRFsuite-equivalent defaults c1 = c2 = 0.1
-    assert crf.alpha * crf.l1_ratio == pytest.approx(0.1)
-    assert 0.5 * crf.alpha * (1 - crf.l1_ratio) == pytest.approx(0.1)
+    # the command line's defaults are the estimators' (skcrf._defaults)
+    defaults = CRFClassifier().get_params()
+    assert (crf.alpha, crf.l1_ratio, crf.tol) == (defaults["alpha"], defaults["l1_ratio"],
+                                                  defaults["tol"])
     assert crf.max_iter == 50 and crf.n_jobs == 1 and crf.verbose == 0
     assert list(crf.classes_) == ["B-LOC", "B-PER", "I-PER", "O"]
 
@@ -493,8 +495,11 @@ def test_help_of_each_command(command):
     assert "examples:" in out and f"skcrf {command} " in out.split("examples:")[1]
     assert "--model MODEL" in out
     if command == "train":
-        assert "(default: 0.3)" in words and "(default: 1/3)" in words
-        assert "c1=0.1, c2=0.1" in words and "(default: 100)" in words
+        c1, c2 = _defaults.crfsuite_c1_c2()
+        assert f"(default: {_defaults.ALPHA:g})" in words
+        assert f"c1={c1:g}, c2={c2:g}" in words
+        assert f"(default: {_defaults.MAX_ITER})" in words
+        assert f"(default: {_defaults.TOL:g})" in words
 
 
 def test_python_dash_m_entry_point(data, tmp_path):
@@ -560,7 +565,58 @@ def test_warmup_readies_every_structure():
     assert status == 0, err
     lines = out.splitlines()
     assert [line.split(":")[0] for line in lines[:-1]] == [
-        "chain", "chain, order 2", "chain, transition features", "semi-Markov"]
+        "chain", "chain, order 2", "chain, transition features", "semi-Markov", "tree"]
     assert lines[-1].startswith("kernels ready in")
     status, out, _ = _run("warmup", "--quiet")
     assert status == 0 and len(out.splitlines()) == 1
+
+
+def test_c1_alone_takes_c2_from_the_defaults(data, tmp_path):
+    model_path = tmp_path / "c.skcrf"
+    status, _, err = _run("train", data["train"], "-m", model_path, "--quiet",
+                          "--max-iter", 2, "--c1", 0.5)
+    crf = load_model(model_path)[-1]
+    _, c2 = _defaults.crfsuite_c1_c2()
+    assert crf.alpha == pytest.approx(0.5 + 2 * c2)
+    assert crf.alpha * crf.l1_ratio == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("command", ["train", "tag", "evaluate", "warmup"])
+def test_every_command_takes_quiet(command):
+    status, out, _ = _run(command, "--help")
+    assert status == 0 and "-q, --quiet" in out
+
+
+def test_quiet_tag_and_evaluate_print_only_their_results(data, trained):
+    for argv in (["tag", "-m", trained["model"], data["unlabelled"]],
+                 ["evaluate", "-m", trained["model"], data["test"]]):
+        status, out, err = _run(*argv)
+        quiet_status, quiet_out, quiet_err = _run(*argv, "--quiet")
+        assert status == quiet_status == 0, err
+        assert quiet_out == out and out
+        assert quiet_err == err == ""
+
+
+def test_notes_and_warnings_are_one_line_and_quiet_keeps_only_warnings(monkeypatch):
+    """A note on the skcrf logger (kernels compiling) and a warning, as one line each."""
+    import logging
+
+    def command(args):
+        logging.getLogger("skcrf").warning("compiling skcrf's kernels")
+        warnings.warn("something\n   to say", UserWarning)
+        logging.getLogger("skcrf").error("a failure")
+        print("result")
+        return 0
+
+    monkeypatch.setitem(COMMANDS, "warmup", command)
+    status, out, err = _run("warmup")
+    assert status == 0 and out == "result\n"
+    assert err.splitlines() == ["skcrf warmup: compiling skcrf's kernels",
+                                "skcrf warmup: warning: something to say",
+                                "skcrf warmup: a failure"]
+    status, out, err = _run("warmup", "-q")
+    assert status == 0 and out == "result\n"
+    assert err.splitlines() == ["skcrf warmup: warning: something to say",
+                                "skcrf warmup: a failure"]
+    # the command line's handler is gone afterwards
+    assert not logging.getLogger("skcrf").handlers

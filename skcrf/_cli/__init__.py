@@ -4,16 +4,22 @@
 cause (a missing file, a bad column spec, a file that is not a model, a model
 from an incompatible version, a data file with ragged columns) end in one line
 on stderr, ``skcrf <command>: error: <what and where>``, and a non-zero status:
-2 for usage errors, as argparse does, 1 for the others.
+2 for usage errors, as argparse does, 1 for the others. Warnings are one line
+each too, ``skcrf <command>: warning: ...``, and so is the ``skcrf`` logger's
+note that the kernels are compiling. Every command takes ``--quiet``: results,
+warnings and errors only, no progress and no notes.
 
 The modules: ``_parser`` (arguments and help), ``_commands`` (train, tag and
-evaluate), ``_warmup`` (compiling the kernels ahead), ``_columns`` (column layouts, and files read and written a batch
-of sequences at a time), ``_scores`` (evaluate's counts and reports),
-``_errors``.
+evaluate), ``_warmup`` (compiling the kernels ahead), ``_columns`` (column
+layouts, and files read and written a batch of sequences at a time),
+``_scores`` (evaluate's counts and reports), ``_errors``.
 """
 
+import logging
 import os
 import sys
+import warnings
+from contextlib import contextmanager
 
 from ._commands import COMMANDS
 from ._errors import CommandError, UsageError
@@ -45,7 +51,8 @@ def main(argv=None):
     args.argv = argv
     prog = f"skcrf {args.command}"
     try:
-        return COMMANDS[args.command](args)
+        with _messages_as_lines(prog, args.quiet):
+            return COMMANDS[args.command](args)
     except BrokenPipeError:
         # the reader of our output went away (`skcrf tag ... | head`): not an error
         # worth a traceback; point stdout at devnull so the exit flush stays quiet
@@ -67,3 +74,33 @@ def main(argv=None):
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+
+
+@contextmanager
+def _messages_as_lines(prog, quiet):
+    """Warnings and the ``skcrf`` logger's records as one line each on stderr.
+
+    A warning is ``PROG: warning: text`` rather than Python's two-line dump
+    with a source line; a log record (the note that kernels are compiling,
+    :mod:`skcrf.inference._compile_notice`) is ``PROG: text``, and ``quiet``
+    keeps only records of level ERROR and above.
+    """
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"{prog}: warning: {' '.join(str(message).split())}", file=sys.stderr,
+              flush=True)
+
+    logger = logging.getLogger("skcrf")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"{prog}: %(message)s"))
+    saved = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.ERROR if quiet else logging.INFO)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings():
+            warnings.showwarning = show
+            yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]

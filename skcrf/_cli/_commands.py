@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import Pipeline, make_pipeline
 
+from .. import _defaults
 from .._chain import CRFClassifier
 from .._semimarkov import SemiMarkovCRF
 from .._persistence import load_model, save_model
@@ -117,21 +118,19 @@ def _estimator(args):
                          allowed_transitions=args.constraints, **common)
 
 
-#: The command line's regularization: alpha 0.3 and l1_ratio 1/3 are CRFsuite's
-#: usual c1=0.1, c2=0.1.
-DEFAULT_ALPHA, DEFAULT_L1_RATIO = 0.3, 1 / 3
-DEFAULT_C1 = DEFAULT_C2 = 0.1
-
-
 def _regularization(args):
-    """(alpha, l1_ratio) from --alpha/--l1-ratio or CRFsuite's --c1/--c2, not both."""
+    """(alpha, l1_ratio) from --alpha/--l1-ratio or CRFsuite's --c1/--c2, not both.
+
+    What is not given comes from the estimators' defaults (:mod:`skcrf._defaults`).
+    """
     if args.c1 is None and args.c2 is None:
-        return (DEFAULT_ALPHA if args.alpha is None else args.alpha,
-                DEFAULT_L1_RATIO if args.l1_ratio is None else args.l1_ratio)
+        return (_defaults.ALPHA if args.alpha is None else args.alpha,
+                _defaults.L1_RATIO if args.l1_ratio is None else args.l1_ratio)
     if args.alpha is not None or args.l1_ratio is not None:
         raise CommandError("give --c1/--c2 (CRFsuite's) or --alpha/--l1-ratio, not both")
-    c1 = DEFAULT_C1 if args.c1 is None else args.c1
-    c2 = DEFAULT_C2 if args.c2 is None else args.c2
+    default_c1, default_c2 = _defaults.crfsuite_c1_c2()
+    c1 = default_c1 if args.c1 is None else args.c1
+    c2 = default_c2 if args.c2 is None else args.c2
     alpha = c1 + 2 * c2
     return alpha, (c1 / alpha if alpha > 0 else 0.0)
 

@@ -2,7 +2,9 @@
 
 import argparse
 import math
+from fractions import Fraction
 
+from .. import _defaults
 from .._chain import CRFClassifier
 from ..features.featurizer import _WORD_FEATURES, TokenFeaturizer
 
@@ -89,6 +91,12 @@ def _bounded(kind, low, high=None, name="a number"):
     return parse
 
 
+def _fraction(value):
+    """1/3 for 0.333...: how the help shows a default that is a simple fraction."""
+    fraction = Fraction(value).limit_denominator(12)
+    return str(fraction) if abs(float(fraction) - value) < 1e-12 else f"{value:g}"
+
+
 def _separator(text):
     # a literal tab is awkward to type in a shell, so accept the escape too
     return "\t" if text in ("\\t", "tab") else text
@@ -138,8 +146,8 @@ def _add_train(commands):
     train.add_argument("train_file", metavar="TRAIN_FILE", help="labelled column file")
     train.add_argument("-m", "--model", required=True, metavar="MODEL",
                        help="where to write the model (created or overwritten)")
-    train.add_argument("--quiet", action="store_true",
-                       help="print no progress, only warnings and the summary line")
+    _add_quiet(train, "print no progress or notes, only the summary line (and warnings "
+                      "or errors)")
 
     layout = train.add_argument_group("column layout")
     layout.add_argument("--columns", type=_column_list, metavar="COLS",
@@ -190,18 +198,20 @@ def _add_train(commands):
                        metavar="L",
                        help="semimarkov: longest segment of any label (default: each "
                             "label's longest in the training file)")
+    c1, c2 = _defaults.crfsuite_c1_c2()
     model.add_argument("--alpha", type=_bounded(float, 0.0), metavar="A",
                        help="regularization strength: L1 weight alpha*l1_ratio, L2 weight "
-                            "alpha*(1-l1_ratio)/2. With --l1-ratio these defaults equal "
-                            "CRFsuite's c1=0.1, c2=0.1 (default: 0.3)")
+                            "alpha*(1-l1_ratio)/2. With --l1-ratio these defaults, the "
+                            f"estimators' own, equal CRFsuite's c1={c1:g}, c2={c2:g} "
+                            f"(default: {_defaults.ALPHA:g})")
     model.add_argument("--l1-ratio", type=_bounded(float, 0.0, 1.0), metavar="R",
                        help="share of L1 in the penalty: 0 is pure L2, 1 pure L1 "
-                            "(default: 1/3)")
+                            f"(default: {_fraction(_defaults.L1_RATIO)})")
     model.add_argument("--c1", type=_bounded(float, 0.0), metavar="C1",
                        help="CRFsuite's L1 coefficient, instead of --alpha/--l1-ratio "
-                            "(alpha = c1 + 2*c2, l1_ratio = c1/alpha; default: 0.1)")
+                            f"(alpha = c1 + 2*c2, l1_ratio = c1/alpha; default: {c1:g})")
     model.add_argument("--c2", type=_bounded(float, 0.0), metavar="C2",
-                       help="CRFsuite's L2 coefficient, with --c1 (default: 0.1)")
+                       help=f"CRFsuite's L2 coefficient, with --c1 (default: {c2:g})")
     model.add_argument("--max-iter", type=_bounded(int, 1, name="an integer"),
                        default=_CRF["max_iter"], metavar="N",
                        help="most L-BFGS / OWL-QN iterations")
@@ -232,11 +242,16 @@ def _add_warmup(commands):
         "warmup", formatter_class=_HelpFormatter,
         help="compile the kernels ahead of first use",
         description="Compile every numba kernel (chains of order 1 and 2, transition "
-                    "features,\nsemi-Markov) by fitting and applying a toy model of each. "
-                    "The first fit after an\ninstall otherwise pays it silently; numba "
-                    "keeps the compiled kernels on disk,\nso this is needed once per "
-                    "install.")
-    warmup.add_argument("--quiet", action="store_true", help="print only the summary line")
+                    "features,\nsemi-Markov, trees) by fitting and applying a toy model of "
+                    "each. Otherwise the first\nfit of each kind of model after an install "
+                    "pays it (and says so); numba keeps\nthe compiled kernels on disk, so "
+                    "this is needed once per install.")
+    _add_quiet(warmup, "print only the summary line (and warnings or errors)")
+
+
+def _add_quiet(command, help_text):
+    """--quiet: results, warnings and errors only (no progress, no notes)."""
+    command.add_argument("-q", "--quiet", action="store_true", help=help_text)
 
 
 def _add_model_options(command):
@@ -277,6 +292,7 @@ def _add_tag(commands):
                           "after a line '# RANK PROBABILITY' (rank from 0, probability "
                           "%%.6f), as CRF++'s -n does; --nbest 1 gives the best labelling "
                           "with its probability")
+    _add_quiet(tag, "print only the labelled file (and warnings or errors), no notes")
 
 
 def _add_evaluate(commands):
@@ -295,3 +311,4 @@ def _add_evaluate(commands):
     evaluate.add_argument("--scheme", choices=SCHEMES, default="IOB2",
                           help="tagging scheme of the labels, for the span report; "
                                "'plain' for labels without B-/I- prefixes")
+    _add_quiet(evaluate, "print only the reports (and warnings or errors), no notes")

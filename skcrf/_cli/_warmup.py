@@ -7,35 +7,42 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._chain import CRFClassifier
 from .._semimarkov import SemiMarkovCRF
+from .._tree import TreeCRF
 
 #: A toy task every model can fit in one iteration: what runs is the kernels' compilation.
 _X = [[{"w": "Ada"}, {"w": "Lovelace"}, {"w": "wrote"}], [{"w": "in"}, {"w": "Paris"}]]
 _Y = [["B-PER", "I-PER", "O"], ["O", "B-LOC"]]
 #: A fixed tag that fixes a segment boundary: the semi-Markov kernels of fixed boundaries.
 _FIXED = [None, [None, "B-LOC"]]
+#: The same tokens as trees: each token's head ("__parent__"), -1 for the root.
+_TREES = [[{**token, "__parent__": head} for token, head in zip(tokens, heads)]
+          for tokens, heads in zip(_X, [[1, 2, -1], [1, -1]])]
 
-#: (what the user reads, the model): each model's fit and prediction paths.
+#: (what the user reads, the model, its X, whether it offers predict_nbest): each
+#: model's fit and prediction paths.
 _MODELS = [
-    ("chain", lambda: CRFClassifier(max_iter=1)),
-    ("chain, order 2", lambda: CRFClassifier(order=2, max_iter=1)),
+    ("chain", lambda: CRFClassifier(max_iter=1), _X, True),
+    ("chain, order 2", lambda: CRFClassifier(order=2, max_iter=1), _X, True),
     ("chain, transition features", lambda: CRFClassifier(transition_features="all",
-                                                         max_iter=1)),
-    ("semi-Markov", lambda: SemiMarkovCRF(max_iter=1)),
+                                                         max_iter=1), _X, True),
+    ("semi-Markov", lambda: SemiMarkovCRF(max_iter=1), _X, True),
+    ("tree", lambda: TreeCRF(max_iter=1), _TREES, False),
 ]
 
 
 def warmup(args):
     """Fit and apply a toy model of each structure, printing what each took."""
     started = time.perf_counter()
-    for name, make in _MODELS:
+    for name, make, X, nbest in _MODELS:
         begun = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model = make().fit(_X, _Y)
-        model.predict(_X)
-        model.predict_marginals(_X)
-        model.predict_nbest(_X, n=2)
-        model.predict_marginals(_X, fixed=_FIXED)
+            model = make().fit(X, _Y)
+        model.predict(X)
+        model.predict_marginals(X)
+        model.predict_marginals(X, fixed=_FIXED)
+        if nbest:
+            model.predict_nbest(X, n=2)
         if not args.quiet:
             print(f"{name}: ready in {time.perf_counter() - begun:.1f} s", flush=True)
     print(f"kernels ready in {time.perf_counter() - started:.1f} s (numba caches them: later "

@@ -14,6 +14,8 @@ import warnings
 import numpy as np
 from numba import njit
 
+from . import _compile_notice
+
 
 class CacheUnavailableWarning(RuntimeWarning):
     """numba found no writable directory for its cache: kernels compile per process."""
@@ -39,6 +41,12 @@ def compiled(parallel=False):
     are compiled without a cache instead, with one warning. A cache file that
     cannot be read (truncated, overwritten) is recompiled over, with one
     warning, instead of failing every call (see :func:`_recover_damaged_cache`).
+
+    numba compiles a kernel once per distinct tuple of argument types, and a
+    constant passed from another kernel (``0``, ``True``) has a type of its
+    own, ``Literal[int](0)``: a callee reached with ``0`` from a training
+    kernel and with a variable from a prediction kernel compiles twice. Pass
+    ``np.int64(0)`` and ``np.bool_(True)`` instead where a kernel is shared.
     """
     options = dict(nogil=True, error_model="numpy", parallel=parallel)
 
@@ -121,6 +129,11 @@ def _warn_cache_unavailable():
         "skcrf/__pycache__ or user cache directory), so they are compiled again in "
         "every process, which takes about a minute on first use. Set NUMBA_CACHE_DIR "
         "to a writable directory to cache them.", CacheUnavailableWarning, stacklevel=3)
+
+
+#: One line on the ``skcrf`` logger when kernels take a while to compile (a cache miss).
+_compile_notice.install(lambda: _compile_notice.NO_CACHE_MESSAGE if _cache_warned
+                        else _compile_notice.MESSAGE)
 
 
 #: Upper bound on the number of work chunks. It only has to exceed the thread

@@ -255,7 +255,7 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     for c in prange(n_chunks):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
-            longest, n_classes, False)
+            longest, n_classes, np.bool_(False))  # typed, not literal: see compiled()
         partial = chunk_counts[np.int64(c) if with_transitions else np.int64(0)]
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]

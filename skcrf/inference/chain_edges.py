@@ -266,7 +266,8 @@ def edge_sequence_posteriors(unary, edges, start, end, lo, hi, marginals, pair_m
         ``marginals`` and ``pair_marginals`` are left as they were (unwritten),
         and the caller must not read them.
     """
-    return _edge_posteriors(unary, edges, start, end, lo, hi, True, marginals,
+    # np.bool_: typed, not literal, as forward_backward_edges passes it
+    return _edge_posteriors(unary, edges, start, end, lo, hi, np.bool_(True), marginals,
                             pair_marginals, work)
 
 

@@ -1,5 +1,10 @@
 """Scorers for ``GridSearchCV`` and ``cross_validate`` that take ragged ``y``."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
 from sklearn import metrics as _skm
 
 from ._sequence import sequence_accuracy_score
@@ -7,7 +12,8 @@ from ._span import span_f1_score
 from ._token import flat_f1_score
 
 
-def make_sequence_scorer(score_func, *, greater_is_better=True, **kwargs):
+def make_sequence_scorer(score_func: Callable[..., Any], *, greater_is_better: bool = True,
+                         **kwargs: Any) -> Callable[..., float]:
     """Make a scorer for ``GridSearchCV`` or ``cross_validate`` from a sequence metric.
 
     The scorer calls ``estimator.predict(X)`` and passes the predicted label

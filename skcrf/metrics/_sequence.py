@@ -1,5 +1,7 @@
 """Sequence-level metrics: a sequence counts only if every label is right."""
 
+from __future__ import annotations
+
 import numbers
 import warnings
 
@@ -7,11 +9,13 @@ import numpy as np
 from sklearn import metrics as _skm
 from sklearn.exceptions import UndefinedMetricWarning
 
+from .._typing import LabelSequences, SequenceWeights, ZeroDivision
 from ._checks import _check_label_sequences, _check_sequence_weights
 
 
-def sequence_accuracy_score(y_true, y_pred, *, normalize=True, sample_weight=None,
-                            zero_division="warn"):
+def sequence_accuracy_score(y_true: LabelSequences, y_pred: LabelSequences, *,
+                            normalize: bool = True, sample_weight: SequenceWeights = None,
+                            zero_division: ZeroDivision = "warn") -> float:
     """Fraction of sequences whose every label is right.
 
     An empty sequence (no tokens) is trivially right. The fraction of no

@@ -3,9 +3,16 @@
 The spans are decoded by :mod:`skcrf.tags`; this module counts them.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
 import numpy as np
+from numpy.typing import NDArray
 from sklearn import metrics as _skm
 
+from .._typing import LabelSequences, SequenceWeights, ZeroDivision
 from ..tags import _spans, check_scheme
 from ._checks import _check_label_sequences, _check_sequence_weights
 
@@ -101,9 +108,13 @@ def _average_of(average, type_ids):
     return average
 
 
-def span_precision_recall_fscore_support(y_true, y_pred, *, beta=1.0, labels=None,
-                                         average=None, scheme="IOB2", sample_weight=None,
-                                         zero_division="warn"):
+def span_precision_recall_fscore_support(
+        y_true: LabelSequences, y_pred: LabelSequences, *, beta: float = 1.0,
+        labels: Sequence[str] | None = None,
+        average: Literal["micro", "macro", "weighted"] | None = None, scheme: str = "IOB2",
+        sample_weight: SequenceWeights = None, zero_division: ZeroDivision = "warn",
+) -> tuple[float | NDArray[Any], float | NDArray[Any], float | NDArray[Any],
+           NDArray[Any] | None]:
     """Span precision, recall, F-beta and support, per type or averaged.
 
     A predicted span is correct when a true span has the same type, start and
@@ -200,8 +211,12 @@ def _span_score(y_true, y_pred, which, *, labels, average, scheme, sample_weight
     return float(score) if average is not None else score
 
 
-def span_precision_score(y_true, y_pred, *, labels=None, average="micro", scheme="IOB2",
-                         sample_weight=None, zero_division="warn"):
+def span_precision_score(y_true: LabelSequences, y_pred: LabelSequences, *,
+                         labels: Sequence[str] | None = None,
+                         average: Literal["micro", "macro", "weighted"] | None = "micro",
+                         scheme: str = "IOB2",
+                         sample_weight: SequenceWeights = None,
+                         zero_division: ZeroDivision = "warn") -> float | NDArray[Any]:
     """Fraction of predicted spans that are right (type, start and end).
 
     Parameters
@@ -238,8 +253,12 @@ def span_precision_score(y_true, y_pred, *, labels=None, average="micro", scheme
                        zero_division=zero_division)
 
 
-def span_recall_score(y_true, y_pred, *, labels=None, average="micro", scheme="IOB2",
-                      sample_weight=None, zero_division="warn"):
+def span_recall_score(y_true: LabelSequences, y_pred: LabelSequences, *,
+                      labels: Sequence[str] | None = None,
+                      average: Literal["micro", "macro", "weighted"] | None = "micro",
+                      scheme: str = "IOB2",
+                      sample_weight: SequenceWeights = None,
+                      zero_division: ZeroDivision = "warn") -> float | NDArray[Any]:
     """Fraction of true spans that are predicted exactly (type, start and end).
 
     Parameters
@@ -276,8 +295,12 @@ def span_recall_score(y_true, y_pred, *, labels=None, average="micro", scheme="I
                        zero_division=zero_division)
 
 
-def span_f1_score(y_true, y_pred, *, labels=None, average="micro", scheme="IOB2",
-                  sample_weight=None, zero_division="warn"):
+def span_f1_score(y_true: LabelSequences, y_pred: LabelSequences, *,
+                  labels: Sequence[str] | None = None,
+                  average: Literal["micro", "macro", "weighted"] | None = "micro",
+                  scheme: str = "IOB2",
+                  sample_weight: SequenceWeights = None,
+                  zero_division: ZeroDivision = "warn") -> float | NDArray[Any]:
     """F1 of span precision and recall; the default is the CoNLL score.
 
     Parameters
@@ -317,9 +340,11 @@ def span_f1_score(y_true, y_pred, *, labels=None, average="micro", scheme="IOB2"
                        zero_division=zero_division)
 
 
-def span_classification_report(y_true, y_pred, *, labels=None, scheme="IOB2",
-                               sample_weight=None, digits=2, output_dict=False,
-                               zero_division="warn"):
+def span_classification_report(y_true: LabelSequences, y_pred: LabelSequences, *,
+                               labels: Sequence[str] | None = None, scheme: str = "IOB2",
+                               sample_weight: SequenceWeights = None, digits: int = 2,
+                               output_dict: bool = False,
+                               zero_division: ZeroDivision = "warn") -> str | dict:
     """Per-type span precision, recall, F1 and support, as a table.
 
     The "micro avg" row is conlleval's overall line; the per-type rows its

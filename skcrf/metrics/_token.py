@@ -1,11 +1,20 @@
 """Token-level metrics: scikit-learn's metrics on all tokens of all sequences."""
 
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from numpy.typing import NDArray
 from sklearn import metrics as _skm
 
+from .._typing import LabelSequences, SequenceWeights, ZeroDivision
 from ._checks import _check_label_sequences, _token_weights
 
 
-def flat_accuracy_score(y_true, y_pred, *, normalize=True, sample_weight=None):
+def flat_accuracy_score(y_true: LabelSequences, y_pred: LabelSequences, *,
+                        normalize: bool = True,
+                        sample_weight: SequenceWeights = None) -> float:
     """Fraction of tokens labelled correctly, over all sequences.
 
     :func:`sklearn.metrics.accuracy_score` on the concatenated labels.
@@ -37,8 +46,10 @@ def flat_accuracy_score(y_true, y_pred, *, normalize=True, sample_weight=None):
                                      sample_weight=_token_weights(sample_weight, lengths)))
 
 
-def flat_precision_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
-                         sample_weight=None, zero_division="warn"):
+def flat_precision_score(y_true: LabelSequences, y_pred: LabelSequences, *,
+                         labels: Sequence[Hashable] | None = None, pos_label: Hashable = 1,
+                         average: str | None = "binary", sample_weight: SequenceWeights = None,
+                         zero_division: ZeroDivision = "warn") -> float | NDArray[Any]:
     """Token-level precision: :func:`sklearn.metrics.precision_score` on all tokens.
 
     Parameters
@@ -72,8 +83,10 @@ def flat_precision_score(y_true, y_pred, *, labels=None, pos_label=1, average="b
                                 zero_division=zero_division)
 
 
-def flat_recall_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
-                      sample_weight=None, zero_division="warn"):
+def flat_recall_score(y_true: LabelSequences, y_pred: LabelSequences, *,
+                      labels: Sequence[Hashable] | None = None, pos_label: Hashable = 1,
+                      average: str | None = "binary", sample_weight: SequenceWeights = None,
+                      zero_division: ZeroDivision = "warn") -> float | NDArray[Any]:
     """Token-level recall: :func:`sklearn.metrics.recall_score` on all tokens.
 
     Parameters
@@ -106,8 +119,10 @@ def flat_recall_score(y_true, y_pred, *, labels=None, pos_label=1, average="bina
                              zero_division=zero_division)
 
 
-def flat_fbeta_score(y_true, y_pred, *, beta, labels=None, pos_label=1, average="binary",
-                     sample_weight=None, zero_division="warn"):
+def flat_fbeta_score(y_true: LabelSequences, y_pred: LabelSequences, *, beta: float,
+                     labels: Sequence[Hashable] | None = None, pos_label: Hashable = 1,
+                     average: str | None = "binary", sample_weight: SequenceWeights = None,
+                     zero_division: ZeroDivision = "warn") -> float | NDArray[Any]:
     """Token-level F-beta: :func:`sklearn.metrics.fbeta_score` on all tokens.
 
     Parameters
@@ -142,8 +157,10 @@ def flat_fbeta_score(y_true, y_pred, *, beta, labels=None, pos_label=1, average=
                             zero_division=zero_division)
 
 
-def flat_f1_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
-                  sample_weight=None, zero_division="warn"):
+def flat_f1_score(y_true: LabelSequences, y_pred: LabelSequences, *,
+                  labels: Sequence[Hashable] | None = None, pos_label: Hashable = 1,
+                  average: str | None = "binary", sample_weight: SequenceWeights = None,
+                  zero_division: ZeroDivision = "warn") -> float | NDArray[Any]:
     """Token-level F1: :func:`sklearn.metrics.f1_score` on all tokens.
 
     Parameters
@@ -183,9 +200,12 @@ def flat_f1_score(y_true, y_pred, *, labels=None, pos_label=1, average="binary",
                          zero_division=zero_division)
 
 
-def flat_classification_report(y_true, y_pred, *, labels=None, target_names=None,
-                               sample_weight=None, digits=2, output_dict=False,
-                               zero_division="warn"):
+def flat_classification_report(y_true: LabelSequences, y_pred: LabelSequences, *,
+                               labels: Sequence[Hashable] | None = None,
+                               target_names: Sequence[str] | None = None,
+                               sample_weight: SequenceWeights = None, digits: int = 2,
+                               output_dict: bool = False,
+                               zero_division: ZeroDivision = "warn") -> str | dict:
     """Per-label token-level report: :func:`sklearn.metrics.classification_report`.
 
     Parameters

@@ -100,7 +100,9 @@ def edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state
                        state_weights, lo, hi, unary)
             _pair_rows(data, indices, indptr, binary, edge_ptr, edge_labels, edge_weights,
                        lo, hi, edge_rows)
-            lz = edge_sequence_posteriors(unary, edges, start, end, 0, n, marginals,
+            # np.int64(0), not 0: a typed value, so that the callees compile once,
+            # shared with forward_backward_edges (see inference._batch.compiled)
+            lz = edge_sequence_posteriors(unary, edges, start, end, np.int64(0), n, marginals,
                                           pair_marginals, work)
             log_z[q] = lz
             if not np.isfinite(lz):

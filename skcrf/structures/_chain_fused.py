@@ -168,7 +168,9 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         unary = np.empty((longest, n_classes))
         marginals = np.empty((longest, n_classes))
-        work = chain_workspace(longest, n_classes)
+        # typed constants (np.int64, np.bool_), not literals: the callees then
+        # compile once, shared with forward_backward (see inference._batch.compiled)
+        work = chain_workspace(longest, n_classes, np.bool_(True))
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -177,8 +179,8 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
                 continue
             sequence_unary(data, indices, indptr, binary, hot_slot, hot_state, pair_ptr,
                             pair_labels, pair_weights, lo, hi, unary)
-            lz = sequence_posteriors(unary, transitions, start, end, 0, n, potentials,
-                                      True, marginals, chunk_counts[c], work)
+            lz = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
+                                      potentials, np.bool_(True), marginals, chunk_counts[c], work)
             log_z[q] = lz
             if not np.isfinite(lz):
                 # no marginals were written (the loss is not finite anyway)

@@ -1,0 +1,45 @@
+"""Type aliases of the public API's annotations.
+
+The numpydoc docstrings remain the reference for what an argument may hold;
+these aliases say the same to a type checker. The modules that use them start
+with ``from __future__ import annotations``: annotations are evaluated only by
+whoever asks (``typing.get_type_hints``), never on import.
+"""
+
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from os import PathLike
+from typing import IO, Any, Literal, Union
+
+from numpy.typing import ArrayLike, NDArray
+
+# imported, not named in a string: typing.get_type_hints must resolve the aliases
+from .features.sequence_matrix import SequenceMatrix
+
+#: One token's features: name -> str (a one-hot feature ``name=value``), number
+#: or bool (a real-valued feature), or a list or set of str.
+FeatureDict = Mapping[Any, Any]
+
+#: ``X`` of the estimators: sequences of per-token feature dicts, or a
+#: SequenceMatrix from a vectorizer.
+FeatureSequences = Union[Sequence[Sequence[FeatureDict]], SequenceMatrix]
+
+#: One label per token, per sequence: lists, tuples or 1-D arrays, ragged.
+LabelSequences = Sequence[Union[Sequence[Hashable], NDArray[Any]]]
+
+#: One weight per sequence, or None.
+SequenceWeights = Union[ArrayLike, None]
+
+#: ``allowed_transitions`` of the estimators: a scheme's name ("bio", "auto", ...),
+#: allowed (from, to) pairs, a dict from a label to the labels allowed after it, or a
+#: boolean matrix.
+AllowedTransitions = Union[str, Iterable[tuple[Hashable, Hashable]],
+                           Mapping[Hashable, Iterable[Hashable]], ArrayLike, None]
+
+#: ``zero_division`` of the metrics: what a 0/0 score is, or "warn" (0 and a warning).
+ZeroDivision = Union[Literal["warn"], float]
+
+#: Where a model is written or read: a path or a binary file object.
+FileLike = Union[str, PathLike, IO[bytes]]
+
+__all__ = ["AllowedTransitions", "FeatureDict", "FeatureSequences", "FileLike",
+           "LabelSequences", "SequenceWeights", "ZeroDivision"]
