@@ -53,7 +53,7 @@ def word_shape(word):
 
     Examples
     --------
-    >>> from skcrf.features.featurizer import word_shape
+    >>> from skcrf.features._words import word_shape
     >>> word_shape("McDonald's"), word_shape("1990s"), word_shape("U.S."), word_shape("año")
     ("XxXx'x", 'dx', 'X.X.', 'x')
     """
