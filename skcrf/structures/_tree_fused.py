@@ -54,7 +54,7 @@ def tree_nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_we
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         unary = np.empty((longest, n_classes))
         marginals = np.empty((longest, n_classes))
-        work = tree_workspace(longest, n_classes, True)
+        work = tree_workspace(longest, n_classes, np.bool_(True))
         potentials = ((trans_max, root_max, exp_trans, exp_trans_by_child, exp_root,
                        forbidden), (col_max, exp_by_col, row_max, exp_by_row))
         for q in range(bounds[c], bounds[c + 1]):
@@ -65,8 +65,11 @@ def tree_nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_we
                 continue
             sequence_unary(data, indices, indptr, binary, hot_slot, hot_state, pair_ptr,
                            pair_labels, pair_weights, lo, hi, unary)
-            lz = tree_sequence_posteriors(unary, transitions, root, parents[lo:hi], 0, n,
-                                          potentials, True, marginals, chunk_counts[c], work)
+            # typed like the prediction kernel's arguments (see _batch.compiled),
+            # so that both share one compiled tree_sequence_posteriors
+            lz = tree_sequence_posteriors(unary, transitions, root, parents[lo:hi],
+                                          np.int64(0), n, potentials, np.bool_(True),
+                                          marginals, chunk_counts[c], work)
             log_z[q] = lz
             if not np.isfinite(lz):
                 continue  # no marginals were written (the loss is not finite anyway)
