@@ -251,6 +251,15 @@ class CRFEstimator(BaseEstimator):
                 f"{name} did not converge in max_iter={self.max_iter} iterations; "
                 f"increase max_iter or tol.", ConvergenceWarning, stacklevel=_user_stacklevel())
 
+    def _store_training(self, data, result):
+        """Set the fitted attributes every estimator shares: the features, the vectorizer
+        and the solver's record (called on the shadow estimator of ``fit``)."""
+        self.n_features_in_ = data.features.n_features
+        self.feature_names_ = self._feature_names(data)
+        self.vectorizer_ = data.vectorizer
+        self.n_iter_ = result.n_iter
+        self.loss_curve_ = result.loss_curve
+
     @staticmethod
     def _feature_names(data):
         n_features = data.features.n_features

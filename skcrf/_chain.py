@@ -250,11 +250,7 @@ class CRFClassifier(CRFEstimator):
             self.transition_feature_coef_ = named["edge_coef"]
         self.start_coef_ = named["start"]
         self.end_coef_ = named["end"]
-        self.n_features_in_ = data.features.n_features
-        self.feature_names_ = self._feature_names(data)
-        self.vectorizer_ = data.vectorizer
-        self.n_iter_ = result.n_iter
-        self.loss_curve_ = result.loss_curve
+        self._store_training(data, result)
         return self
 
     def _transition_columns(self, feature_names, n_features):

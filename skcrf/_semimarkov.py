@@ -238,11 +238,7 @@ class SemiMarkovCRF(CRFEstimator):
         self.allowed_transitions_ = structure.transition_mask == 0
         self.start_coef_ = named["start"]
         self.end_coef_ = named["end"]
-        self.n_features_in_ = data.features.n_features
-        self.feature_names_ = self._feature_names(data)
-        self.vectorizer_ = data.vectorizer
-        self.n_iter_ = result.n_iter
-        self.loss_curve_ = result.loss_curve
+        self._store_training(data, result)
         return self
 
     def _max_lengths(self, segmentation, offsets, codec):

@@ -157,11 +157,7 @@ class TreeCRF(CRFEstimator):
         self.coef_ = named["coef"]
         self.transition_coef_ = named["transitions"]
         self.root_coef_ = named["root"]
-        self.n_features_in_ = data.features.n_features
-        self.feature_names_ = self._feature_names(data)
-        self.vectorizer_ = data.vectorizer
-        self.n_iter_ = result.n_iter
-        self.loss_curve_ = result.loss_curve
+        self._store_training(data, result)
         return self
 
     def _potentials(self, features, offsets, fixed=None):

@@ -48,6 +48,26 @@ def tree_scaled_potentials(transitions, root):
 
 
 @compiled()
+def _scale_to_max(row):
+    """Divide ``row`` by its maximum and return that maximum, or 0 when precision is lost.
+
+    0 when the maximum is not above FLOOR or some scaled value falls below it
+    (``row`` is then partly scaled: the caller gives up on the tree).
+    """
+    top = 0.0
+    for j in range(row.shape[0]):
+        if row[j] > top:
+            top = row[j]
+    if not top > FLOOR:
+        return 0.0
+    for j in range(row.shape[0]):
+        row[j] /= top
+        if row[j] < FLOOR:
+            return 0.0
+    return top
+
+
+@compiled()
 def scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, order,
                            with_counts, marginals, counts, up, message, rest, down, total):
     """log Z of the forest of tokens lo..hi-1 and its marginals and link counts, or NaN.
@@ -115,16 +135,9 @@ def scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, 
             u = up[v, j]
             for i in range(n_classes):
                 message[v, i] += u * exp_trans_by_child[j, i]
-        top = 0.0
-        for i in range(n_classes):
-            if message[v, i] > top:
-                top = message[v, i]
-        if not top > FLOOR:
+        top = _scale_to_max(message[v])
+        if top == 0.0:
             return np.nan
-        for i in range(n_classes):
-            message[v, i] /= top
-            if message[v, i] < FLOOR:
-                return np.nan
         log_z += trans_max + np.log(top)
 
     # downward: parents before their children; rest[c] becomes the weights of
@@ -144,16 +157,9 @@ def scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, 
                 a = rest[v, i]
                 for j in range(n_classes):
                     down[v, j] += a * exp_trans[i, j]
-            top = 0.0
-            for j in range(n_classes):
-                if down[v, j] > top:
-                    top = down[v, j]
-            if not top > FLOOR:
+            top = _scale_to_max(down[v])
+            if top == 0.0:
                 return np.nan
-            for j in range(n_classes):
-                down[v, j] /= top
-                if down[v, j] < FLOOR:
-                    return np.nan
             for i in range(n_classes):
                 rest[v, i] /= top
         s = 0.0
