@@ -23,6 +23,7 @@ from .features.arrays import FeatureArrays
 from .features.sequence_matrix import SequenceMatrix
 from .features.vectorizer import SequenceVectorizer
 from .learning.lbfgs import Stop, lbfgs
+from .learning.objective import NegativeLogLikelihood
 
 
 def _user_stacklevel():
@@ -103,6 +104,50 @@ class TrainingData:
         return np.diff(self.offsets)
 
 
+class TrainingProblem:
+    """What ``fit`` solves, as a structure sets it up from :class:`TrainingData`.
+
+    Attributes
+    ----------
+    structure : object
+        The structure (e.g. :class:`~skcrf.structures.chain.ChainStructure`):
+        its parameter layout, gold statistics and expectations.
+    targets : ndarray of int64 of shape (n_tokens,)
+        What the structure's gold statistics read: class ids, or the segment
+        codes of a semi-Markov model.
+    attributes : dict
+        Fitted attributes fixed by the data alone (``classes_`` and the like),
+        by attribute name.
+    coefficient_names : dict
+        Attribute name of each block of ``structure.coefficients(w)``, by
+        block name; blocks a structure does not have are skipped.
+    """
+
+    def __init__(self, structure, targets, attributes, coefficient_names):
+        self.structure = structure
+        self.targets = targets
+        self.attributes = attributes
+        self.coefficient_names = coefficient_names
+
+    @property
+    def n_parameters(self):
+        return self.structure.n_parameters
+
+    def objective(self, data, l2):
+        """The :class:`NegativeLogLikelihood` of ``data`` under this problem."""
+        return NegativeLogLikelihood(self.structure, data.features, data.offsets,
+                                     self.targets, l2=l2)
+
+    def fitted_attributes(self, w):
+        """The fitted attributes of the weight vector ``w``, by attribute name."""
+        named = self.structure.coefficients(w)
+        attributes = dict(self.attributes)
+        attributes.update((attribute, named[block])
+                          for block, attribute in self.coefficient_names.items()
+                          if block in named)
+        return attributes
+
+
 class CRFEstimator(BaseEstimator):
     """Base class of the CRF estimators: validation, the solver and the prediction methods.
 
@@ -151,6 +196,37 @@ class CRFEstimator(BaseEstimator):
         "verbose": ["verbose"],
     }
 
+    def _fit(self, X, y):
+        """The body of every ``fit``: data, problem, solver, checks, fitted attributes.
+
+        Runs on the shadow estimator of :func:`atomic_fit`; a subclass's ``fit``
+        checks what only it knows about its parameters, then calls this.
+        """
+        data = self._training_data(X, y)
+        problem = self._training_problem(data)
+        objective = problem.objective(data, l2=self._l2)
+        data.label_ids = None  # the objective has what it needs from them
+        result = self._solve(objective, np.zeros(problem.n_parameters))
+        self._check_training(result, data)
+        for name, value in problem.fitted_attributes(result.w).items():
+            setattr(self, name, value)
+        self._store_training(data, result)
+        return self
+
+    def _training_problem(self, data):
+        """The :class:`TrainingProblem` of ``data`` (a subclass's structure)."""
+        raise NotImplementedError
+
+    @property
+    def _l2(self):
+        """The coefficient of the L2 term, ``alpha * (1 - l1_ratio)``."""
+        return float(self.alpha) * (1.0 - float(self.l1_ratio))
+
+    @property
+    def _l1(self):
+        """The coefficient of the L1 term, ``alpha * l1_ratio``."""
+        return float(self.alpha) * float(self.l1_ratio)
+
     def _training_data(self, X, y):
         """Check ``X`` and ``y`` and turn them into :class:`TrainingData`."""
         X = check_sequences(X)
@@ -198,12 +274,11 @@ class CRFEstimator(BaseEstimator):
 
     def _solve(self, objective, w0):
         """Run the solver on ``objective`` from ``w0``; raise or warn if it did not train."""
-        alpha, l1_ratio = float(self.alpha), float(self.l1_ratio)
         # overflow warnings from the solver's arithmetic would only precede the
         # clearer errors of _check_training
         with kernel_threads(self.n_jobs, hold_blas=True), \
                 np.errstate(over="ignore", invalid="ignore"):
-            return lbfgs(objective, w0, l1=alpha * l1_ratio, max_iter=self.max_iter,
+            return lbfgs(objective, w0, l1=self._l1, max_iter=self.max_iter,
                          tol=self.tol, verbose=self.verbose)
 
     def _check_training(self, result, data):

@@ -11,11 +11,10 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
-from ._base import CRFEstimator
+from ._base import CRFEstimator, TrainingProblem
 from ._constraints import SCHEME_NAMES
 from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
 from ._validation import check_finite_scores
-from .learning.objective import NegativeLogLikelihood
 from .structures.chain import (ChainScores, ChainStructure, chain_decode,
                                chain_labelling_scores, chain_nbest, chain_posteriors)
 
@@ -222,7 +221,9 @@ class CRFClassifier(CRFEstimator):
         """
         if self.order == 2 and self.transition_features is not None:
             raise ValueError("transition_features needs order=1; got order=2.")
-        data = self._training_data(X, y)
+        return self._fit(X, y)
+
+    def _training_problem(self, data):
         constraints = self._label_constraints(data)
         structure = ChainStructure.for_training(
             data.features, data.offsets, data.label_ids, data.classes.shape[0],
@@ -230,28 +231,12 @@ class CRFClassifier(CRFEstimator):
             transition_columns=self._transition_columns(data.feature_names,
                                                         data.features.n_features),
             constraints=constraints)
-        objective = NegativeLogLikelihood(
-            structure, data.features, data.offsets, data.label_ids,
-            l2=float(self.alpha) * (1.0 - float(self.l1_ratio)))
-        data.label_ids = None  # the objective has what it needs from them
-        result = self._solve(objective, np.zeros(structure.n_parameters))
-        self._check_training(result, data)
-
-        named = structure.coefficients(result.w)
-        # self is a shadow estimator here: _atomic_fit swaps its attributes
-        # in at once when fit returns
-        self.classes_ = data.classes
-        self.coef_ = named["coef"]
-        self.transition_coef_ = named["transitions"]
-        self.allowed_transitions_ = constraints.allowed.copy()
-        if "trigram" in named:
-            self.transition2_coef_ = named["trigram"]
-        if "edge_coef" in named:
-            self.transition_feature_coef_ = named["edge_coef"]
-        self.start_coef_ = named["start"]
-        self.end_coef_ = named["end"]
-        self._store_training(data, result)
-        return self
+        return TrainingProblem(
+            structure, data.label_ids,
+            {"classes_": data.classes, "allowed_transitions_": constraints.allowed.copy()},
+            {"coef": "coef_", "transitions": "transition_coef_",
+             "trigram": "transition2_coef_", "edge_coef": "transition_feature_coef_",
+             "start": "start_coef_", "end": "end_coef_"})
 
     def _transition_columns(self, feature_names, n_features):
         """Boolean mask of the features named by ``transition_features``, or None."""

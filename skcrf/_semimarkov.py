@@ -10,12 +10,11 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
-from ._base import CRFEstimator
+from ._base import CRFEstimator, TrainingProblem
 from ._constraints import explicit_constraints
 from ._parallel import kernel_threads
 from ._segment_tags import _SegmentTags
 from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
-from .learning.objective import NegativeLogLikelihood
 from .structures.semimarkov import (Segmentation, SegmentScores, SemiMarkovStructure,
                                     segment_decode, segment_nbest, segment_role_posteriors,
                                     segmentation_scores)
@@ -202,7 +201,9 @@ class SemiMarkovCRF(CRFEstimator):
                 f"allowed_transitions={self.allowed_transitions!r}: SemiMarkovCRF always "
                 f"writes well-formed tags, so tag schemes do not apply; give allowed pairs "
                 f"of segment labels (the span types and 'O'), such as {{('PER', 'O')}}.")
-        data = self._training_data(X, y)
+        return self._fit(X, y)
+
+    def _training_problem(self, data):
         offsets = data.offsets
         codec, codes = _SegmentTags.fit(data.classes[data.label_ids].tolist(), offsets,
                                         self.scheme)
@@ -210,36 +211,20 @@ class SemiMarkovCRF(CRFEstimator):
         if self.allowed_transitions is not None:
             allowed = explicit_constraints(self.allowed_transitions,
                                            codec.segment_classes).allowed
-        data.label_ids = None
         n_labels = len(codec.segment_classes)
         segmentation = Segmentation.of_codes(codes, offsets, n_labels)
         max_lengths = self._max_lengths(segmentation, offsets, codec)
-        longest = int(max_lengths.max(initial=1))
         structure = SemiMarkovStructure.for_training(
             data.features, offsets, codes, max_lengths, allow_repeats=not codec.plain,
             all_possible_states=self.all_possible_states, allowed_transitions=allowed)
-        objective = NegativeLogLikelihood(structure, data.features, offsets, codes,
-                                          l2=float(self.alpha) * (1.0 - float(self.l1_ratio)))
-        result = self._solve(objective, np.zeros(structure.n_parameters))
-        self._check_training(result, data)
-
-        named = structure.coefficients(result.w)
-        # self is a shadow estimator here: _atomic_fit swaps its attributes in
-        # at once, so a concurrent predict sees the old model or the new one
-        self.classes_ = codec.classes
-        self.segment_classes_ = codec.segment_classes
-        self.scheme_ = codec.scheme
-        self.max_segment_length_ = longest
-        self.coef_ = named["coef"]
-        self.first_coef_ = named["first_coef"]
-        self.last_coef_ = named["last_coef"]
-        self.length_coef_ = named["length"]
-        self.transition_coef_ = named["transitions"]
-        self.allowed_transitions_ = structure.transition_mask == 0
-        self.start_coef_ = named["start"]
-        self.end_coef_ = named["end"]
-        self._store_training(data, result)
-        return self
+        return TrainingProblem(
+            structure, codes,
+            {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
+             "scheme_": codec.scheme, "max_segment_length_": int(max_lengths.max(initial=1)),
+             "allowed_transitions_": structure.transition_mask == 0},
+            {"coef": "coef_", "first_coef": "first_coef_", "last_coef": "last_coef_",
+             "length": "length_coef_", "transitions": "transition_coef_",
+             "start": "start_coef_", "end": "end_coef_"})
 
     def _max_lengths(self, segmentation, offsets, codec):
         """Longest segment each label may take; raise if a training segment exceeds the cap.

@@ -1,12 +1,10 @@
 """TreeCRF: the tree-structured CRF estimator, over trees given with the input."""
 
-import numpy as np
 from sklearn.base import _fit_context
 
 from . import _defaults
-from ._base import CRFEstimator
+from ._base import CRFEstimator, TrainingProblem
 from ._validation import check_finite_scores
-from .learning.objective import NegativeLogLikelihood
 from .structures.tree import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
                               tree_posteriors)
 
@@ -138,27 +136,17 @@ class TreeCRF(CRFEstimator):
         self : TreeCRF
             The fitted estimator.
         """
-        data = self._training_data(X, y)
+        return self._fit(X, y)
+
+    def _training_problem(self, data):
         if data.features.parents is None:
             raise ValueError(_NO_TREES.format(name=type(self).__name__))
         structure = TreeStructure.for_training(
             data.features, data.label_ids, data.classes.shape[0],
             all_possible_states=self.all_possible_states)
-        objective = NegativeLogLikelihood(
-            structure, data.features, data.offsets, data.label_ids,
-            l2=float(self.alpha) * (1.0 - float(self.l1_ratio)))
-        data.label_ids = None  # the objective has what it needs from them
-        result = self._solve(objective, np.zeros(structure.n_parameters))
-        self._check_training(result, data)
-
-        named = structure.coefficients(result.w)
-        # self is a shadow estimator here: _atomic_fit swaps its attributes in
-        self.classes_ = data.classes
-        self.coef_ = named["coef"]
-        self.transition_coef_ = named["transitions"]
-        self.root_coef_ = named["root"]
-        self._store_training(data, result)
-        return self
+        return TrainingProblem(
+            structure, data.label_ids, {"classes_": data.classes},
+            {"coef": "coef_", "transitions": "transition_coef_", "root": "root_coef_"})
 
     def _potentials(self, features, offsets, fixed=None):
         if features.parents is None:
