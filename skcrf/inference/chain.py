@@ -84,12 +84,23 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, trans_ma
     Returns log Z, or NaN when the precision checks fail, in which case
     nothing was written and the caller runs the exact pass.
     """
-    n_classes = unary.shape[1]
     n = hi - lo
     log_z = start_max + end_max + (n - 1) * trans_max
     log_z, track = shifted_exp_rows(unary, lo, hi, emission, log_z, any_forbidden)
     if np.isnan(log_z):
         return log_z
+    return _scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans, exp_start,
+                                 exp_end, track, log_z, emission, alpha, beta, norm, reach,
+                                 with_transitions, marginals, counts, scratch)
+
+
+@compiled()
+def _scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans, exp_start,
+                          exp_end, track, log_z, emission, alpha, beta, norm, reach,
+                          with_transitions, marginals, counts, scratch):
+    """:func:`._order1.scaled_forward_backward` on ready emission rows, plus the counts."""
+    n_classes = exp_trans.shape[0]
+    n = hi - lo
     log_z = scaled_forward_backward(unary, transitions[np.newaxis], start, end, lo, hi, 0,
                                     exp_trans[np.newaxis], exp_start, exp_end, track, log_z,
                                     emission, alpha, beta, norm, reach, scratch, marginals)
@@ -103,6 +114,30 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, trans_ma
                     for j in range(n_classes):
                         counts[i, j] += a * exp_trans[i, j] * scratch[j]
     return log_z
+
+
+@compiled()
+def emission_posteriors(transitions, start, end, n, log_scale, potentials, with_transitions,
+                        marginals, counts, work):
+    """The scaled pass of one sequence whose emission rows are ready in ``work``.
+
+    For a caller that computes ``exp(unary)`` itself (the fused training
+    kernel does, as products of exponentiated weights): rows 0..n-1 of the
+    workspace's emission block hold each token's ``exp(unary)`` divided by a
+    scale, and ``log_scale`` is the sum of the scales' logarithms. No unary
+    score may be ``-inf``. Returns log Z, or NaN when the precision checks
+    fail (nothing written: the caller then runs :func:`sequence_posteriors`).
+    """
+    (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, start_max, exp_start,
+     end_max, exp_end, any_forbidden) = potentials
+    alpha, beta, emission, norm, reach, block, scaled, scratch = work
+    log_z = log_scale + start_max + end_max + (n - 1) * trans_max
+    # the emission rows stand in for the unary scores where the pass asks
+    # whether a score is -inf: none is
+    return _scaled_from_emission(emission, transitions, start, end, np.int64(0), n, exp_trans,
+                                 exp_start, exp_end, any_forbidden, log_z, emission, alpha,
+                                 beta, norm, reach, with_transitions, marginals, counts,
+                                 scratch)
 
 
 @compiled()

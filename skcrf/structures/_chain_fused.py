@@ -11,7 +11,8 @@ from numba import prange
 
 from ..features._kernels import column_counts
 from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence
-from ..inference.chain import chain_potentials, chain_workspace, sequence_posteriors
+from ..inference.chain import (chain_potentials, chain_workspace, emission_posteriors,
+                               sequence_posteriors)
 
 #: Memory bounds of :func:`nll_terms`, in float64 values. Each chunk of
 #: sequences keeps a partial sum of the expected counts of every pair and of
@@ -30,50 +31,133 @@ LOSS_HOT_BUDGET = 1 << 17
 MIN_LOSS_CHUNKS = 4
 
 
+#: The exponentiated-weight route of :func:`nll_terms` runs while every weight
+#: magnitude times the most entries of a token stays below this: no product
+#: of a token's factors then leaves float64's normal range (exp(+-708)).
+PRODUCT_EXPONENT_BOUND = 600.0
+
+
 @compiled()
-def sequence_unary(data, indices, indptr, binary, hot_slot, hot_state, pair_ptr,
-                   pair_labels, pair_weights, lo, hi, unary):
+def hot_first_entries(data, indices, indptr, binary, hot_slot):
+    """Each token's entries reordered for the fused kernels: frequent features first.
+
+    Returns ``(values, entries, split)``: token ``t``'s entries
+    ``indptr[t]:split[t]`` are its frequent features, as their slots
+    (``hot_slot``), and ``split[t]:indptr[t + 1]`` its other features, as
+    feature ids; ``values`` holds their feature values in the same order
+    (empty when ``binary``). The kernels then read each entry once, with no
+    lookup of its slot and no branch between the two kinds.
+    """
+    n_tokens = indptr.shape[0] - 1
+    entries = np.empty(indices.shape[0], np.int32)
+    values = np.empty(0 if binary else indices.shape[0])
+    split = np.empty(n_tokens, np.int64)
+    for t in range(n_tokens):
+        at = indptr[t]
+        for k in range(indptr[t], indptr[t + 1]):
+            slot = hot_slot[indices[k]]
+            if slot >= 0:
+                entries[at] = slot
+                if not binary:
+                    values[at] = data[k]
+                at += 1
+        split[t] = at
+        for k in range(indptr[t], indptr[t + 1]):
+            if hot_slot[indices[k]] < 0:
+                entries[at] = indices[k]
+                if not binary:
+                    values[at] = data[k]
+                at += 1
+    return values, entries, split
+
+
+@compiled()
+def sequence_unary(values, entries, indptr, split, binary, hot_state, pair_ptr, pair_labels,
+                   pair_weights, lo, hi, unary):
     """Unary scores of tokens lo..hi-1 into ``unary[: hi - lo]``.
 
-    A frequent feature adds its row of the dense ``hot_state``, a loop that
-    vectorizes; any other adds its pairs' weights one by one.
+    The entries are those of :func:`hot_first_entries`. A frequent feature
+    adds its row of the dense ``hot_state``, a loop that vectorizes; any other
+    adds its pairs' weights one by one.
     """
     n_classes = unary.shape[1]
     for r in range(hi - lo):
+        t = lo + r
+        row = unary[r]
         for j in range(n_classes):
-            unary[r, j] = 0.0
-        for k in range(indptr[lo + r], indptr[lo + r + 1]):
-            col = indices[k]
-            value = 1.0 if binary else data[k]
-            slot = hot_slot[col]
-            if slot >= 0:
-                for j in range(n_classes):
-                    unary[r, j] += value * hot_state[slot, j]
-            else:
-                for p in range(pair_ptr[col], pair_ptr[col + 1]):
-                    unary[r, pair_labels[p]] += value * pair_weights[p]
+            row[j] = 0.0
+        for k in range(indptr[t], split[t]):
+            value = 1.0 if binary else values[k]
+            hot = hot_state[entries[k]]
+            for j in range(n_classes):
+                row[j] += value * hot[j]
+        for k in range(split[t], indptr[t + 1]):
+            value = 1.0 if binary else values[k]
+            f = entries[k]
+            for p in range(pair_ptr[f], pair_ptr[f + 1]):
+                row[pair_labels[p]] += value * pair_weights[p]
 
 
 @compiled()
-def scatter_expected(data, indices, indptr, binary, hot_slot, pair_ptr, pair_labels, lo,
-                     hi, marginals, hot_expected, expected):
+def sequence_emission(entries, indptr, split, exp_hot, pair_ptr, pair_labels, exp_pairs, lo,
+                      hi, emission):
+    """``exp(unary)`` of binary tokens lo..hi-1, each row scaled to max 1, into ``emission``.
+
+    Each row is the product of the exponentiated weights of the token's pairs
+    (``exp_hot`` and ``exp_pairs``): a binary token's score is a sum of
+    weights, so its exponential is their product, with no exponential per
+    token and label. The caller keeps every product in float64's normal range
+    (:data:`PRODUCT_EXPONENT_BOUND`). Returns the sum of the logarithms of
+    the rows' maxima, the shift the scaled pass adds to log Z.
+    """
+    n_classes = emission.shape[1]
+    log_scale = 0.0
+    for r in range(hi - lo):
+        t = lo + r
+        row = emission[r]
+        for j in range(n_classes):
+            row[j] = 1.0
+        for k in range(indptr[t], split[t]):
+            hot = exp_hot[entries[k]]
+            for j in range(n_classes):
+                row[j] *= hot[j]
+        for k in range(split[t], indptr[t + 1]):
+            f = entries[k]
+            for p in range(pair_ptr[f], pair_ptr[f + 1]):
+                row[pair_labels[p]] *= exp_pairs[p]
+        top = row[0]
+        for j in range(1, n_classes):
+            top = max(top, row[j])
+        scale = 1.0 / top
+        for j in range(n_classes):
+            row[j] *= scale
+        log_scale += np.log(top)
+    return log_scale
+
+
+@compiled()
+def scatter_expected(values, entries, indptr, split, binary, pair_ptr, pair_labels, lo, hi,
+                     marginals, hot_expected, expected):
     """Add feature value times marginal over tokens lo..hi-1 to the expected counts.
 
-    Frequent features go to their dense row of ``hot_expected`` (every label),
-    the others to their pairs in ``expected``.
+    The entries are those of :func:`hot_first_entries`. Frequent features go
+    to their dense row of ``hot_expected`` (every label), the others to their
+    pairs in ``expected``.
     """
     n_classes = marginals.shape[1]
     for r in range(hi - lo):
-        for k in range(indptr[lo + r], indptr[lo + r + 1]):
-            col = indices[k]
-            value = 1.0 if binary else data[k]
-            slot = hot_slot[col]
-            if slot >= 0:
-                for j in range(n_classes):
-                    hot_expected[slot, j] += value * marginals[r, j]
-            else:
-                for p in range(pair_ptr[col], pair_ptr[col + 1]):
-                    expected[p] += value * marginals[r, pair_labels[p]]
+        t = lo + r
+        row = marginals[r]
+        for k in range(indptr[t], split[t]):
+            value = 1.0 if binary else values[k]
+            hot = hot_expected[entries[k]]
+            for j in range(n_classes):
+                hot[j] += value * row[j]
+        for k in range(split[t], indptr[t + 1]):
+            value = 1.0 if binary else values[k]
+            f = entries[k]
+            for p in range(pair_ptr[f], pair_ptr[f + 1]):
+                expected[p] += value * row[pair_labels[p]]
 
 
 @compiled()
@@ -114,12 +198,15 @@ def summed_pair_partials(partial, hot_partial, hot_features, pair_ptr, pair_labe
 
 
 @compiled(parallel=True)
-def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights,
-              transitions, start, end, offsets, hot_features, hot_slot, partial, hot_partial):
+def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pair_labels,
+              pair_weights, transitions, start, end, offsets, hot_features, partial,
+              hot_partial):
     """Everything the CRF loss needs from the features, in one pass over the tokens.
 
-    The features are a CSR matrix (``data``, ``indices``, ``indptr``; with
-    ``binary`` every value is 1 and ``data`` is not read). State weights exist
+    The features are a CSR matrix in the order of :func:`hot_first_entries`
+    (``values``, ``entries``, ``indptr``, ``split``; with ``binary`` every
+    value is 1 and ``values`` is not read), whose rows have at most
+    ``max_entries`` entries. State weights exist
     for (feature, label) pairs only: feature ``f`` owns pairs
     ``pair_ptr[f]:pair_ptr[f + 1]``, pair ``p`` has label ``pair_labels[p]`` and
     weight ``pair_weights[p]``. The sequences are split into ``n_chunks``
@@ -136,8 +223,14 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
     (``hot_slot[f]`` is the position of ``f`` among them, -1 for the others)
     carry most non-zeros; they are handled as dense rows of all labels, which
     vectorizes, and the others through their pair lists, which are compact
-    but twice as slow per non-zero (measured on esp.train, one thread: 16 ms
-    against 41 ms for all unary scores through the pair lists).
+    but slower per non-zero.
+
+    With binary features and moderate weights, each token's ``exp(unary)``
+    is the product of its exponentiated weights (:func:`sequence_emission`):
+    one exponential per weight per evaluation instead of one per token and
+    label. Otherwise, and for a sequence whose scaled pass fails its checks,
+    the unary scores are summed and exponentiated (or taken to log space) as
+    in :func:`~skcrf.inference.chain.sequence_posteriors`.
 
     Returns
     -------
@@ -156,6 +249,13 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
     bounds = chunk_bounds(offsets, n_chunks)
     hot_state = hot_state_rows(hot_features, pair_ptr, pair_labels, pair_weights, n_classes)
     potentials = chain_potentials(transitions, start, end)
+    largest = 0.0
+    for p in range(pair_weights.shape[0]):
+        largest = max(largest, abs(pair_weights[p]))
+    # NaN weights fail the test: the summed route then reports them
+    by_products = binary and largest * max_entries < PRODUCT_EXPONENT_BOUND
+    exp_hot = np.exp(hot_state) if by_products else hot_state[:0]
+    exp_pairs = np.exp(pair_weights) if by_products else pair_weights[:0]
 
     log_z = np.zeros(n_sequences)
     chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
@@ -177,10 +277,18 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
             n = hi - lo
             if n == 0:
                 continue
-            sequence_unary(data, indices, indptr, binary, hot_slot, hot_state, pair_ptr,
-                            pair_labels, pair_weights, lo, hi, unary)
-            lz = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
-                                      potentials, np.bool_(True), marginals, chunk_counts[c], work)
+            lz = np.nan
+            if by_products:
+                log_scale = sequence_emission(entries, indptr, split, exp_hot, pair_ptr,
+                                              pair_labels, exp_pairs, lo, hi, work[2])
+                lz = emission_posteriors(transitions, start, end, n, log_scale, potentials,
+                                         np.bool_(True), marginals, chunk_counts[c], work)
+            if np.isnan(lz):
+                sequence_unary(values, entries, indptr, split, binary, hot_state, pair_ptr,
+                               pair_labels, pair_weights, lo, hi, unary)
+                lz = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
+                                         potentials, np.bool_(True), marginals,
+                                         chunk_counts[c], work)
             log_z[q] = lz
             if not np.isfinite(lz):
                 # no marginals were written (the loss is not finite anyway)
@@ -188,8 +296,8 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
             for j in range(n_classes):
                 chunk_start[c, j] += marginals[0, j]
                 chunk_end[c, j] += marginals[n - 1, j]
-            scatter_expected(data, indices, indptr, binary, hot_slot, pair_ptr, pair_labels,
-                              lo, hi, marginals, hot_partial[c], partial[c])
+            scatter_expected(values, entries, indptr, split, binary, pair_ptr, pair_labels,
+                             lo, hi, marginals, hot_partial[c], partial[c])
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, pair_ptr,
                                           pair_labels)
@@ -207,9 +315,8 @@ def nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights
 def fused_layout(features, offsets, n_pairs, n_classes):
     """How :func:`nll_terms` splits its work: data only, no threads.
 
-    Returns the number of sequence chunks, the most frequent features (which
-    get dense per-chunk rows) and each feature's slot among them (-1 if none),
-    within the memory bounds set above.
+    Returns the number of sequence chunks and the most frequent features
+    (which get dense per-chunk rows), within the memory bounds set above.
     """
     n_sequences = offsets.shape[0] - 1
     # each chunk also keeps (n_classes, n_classes) transition counts: with many
@@ -219,9 +326,7 @@ def fused_layout(features, offsets, n_pairs, n_classes):
     n_hot = min(features.n_features, LOSS_HOT_BUDGET // (n_chunks * n_classes))
     frequency = column_counts(features.indices, features.n_features)
     hot_features = np.argsort(-frequency, kind="stable")[:n_hot]
-    hot_slot = np.full(features.n_features, -1, dtype=np.int32)
-    hot_slot[hot_features] = np.arange(n_hot, dtype=np.int32)
-    return n_chunks, hot_features.astype(np.int64), hot_slot
+    return n_chunks, hot_features.astype(np.int64)
 
 
 class FusedChainTerms:
@@ -237,9 +342,24 @@ class FusedChainTerms:
         self.offsets = offsets
         self.pairs = pairs
         self.n_classes = n_classes
-        self.n_chunks, self.hot_features, self.hot_slot = fused_layout(
-            features, offsets, pairs.n_pairs, n_classes)
+        self.n_chunks, hot_features = fused_layout(features, offsets, pairs.n_pairs,
+                                                   n_classes)
+        self.use_hot_features(hot_features)
+        self.max_entries = int(np.diff(features.indptr).max(initial=0))
         self._workspace = None
+
+    def use_hot_features(self, hot_features):
+        """Give the features ``hot_features`` dense rows; arrange the entries for them."""
+        hot_slot = np.full(self.features.n_features, -1, dtype=np.int32)
+        hot_slot[hot_features] = np.arange(hot_features.shape[0], dtype=np.int32)
+        self.hot_features = np.asarray(hot_features, dtype=np.int64)
+        self.values, self.entries, self.split = hot_first_entries(
+            *self.features.kernel_args(), hot_slot)
+
+    def kernel_args(self):
+        """The features as the fused kernels read them (see :func:`nll_terms`)."""
+        return (self.values, self.entries, self.features.indptr, self.split,
+                self.features.binary, np.float64(self.max_entries))
 
     def workspace(self):
         """The partial sums for the current layout, allocated on first use."""
@@ -251,8 +371,7 @@ class FusedChainTerms:
 
     def __call__(self, pair_weights, transitions, start, end):
         """(log_z, expected_pairs, transition_counts, start_counts, end_counts) at the weights."""
-        return nll_terms(*self.features.kernel_args(), self.pairs.feature_ptr,
-                         self.pairs.labels, np.ascontiguousarray(pair_weights),
-                         np.ascontiguousarray(transitions), np.ascontiguousarray(start),
-                         np.ascontiguousarray(end), self.offsets, self.hot_features,
-                         self.hot_slot, *self.workspace())
+        return nll_terms(*self.kernel_args(), self.pairs.feature_ptr, self.pairs.labels,
+                         np.ascontiguousarray(pair_weights), np.ascontiguousarray(transitions),
+                         np.ascontiguousarray(start), np.ascontiguousarray(end), self.offsets,
+                         self.hot_features, *self.workspace())

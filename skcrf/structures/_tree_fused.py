@@ -17,8 +17,8 @@ from ._chain_fused import (FusedChainTerms, hot_state_rows, scatter_expected,
 
 
 @compiled(parallel=True)
-def tree_nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights,
-                   transitions, root, parents, offsets, hot_features, hot_slot, partial,
+def tree_nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pair_labels,
+                   pair_weights, transitions, root, parents, offsets, hot_features, partial,
                    hot_partial):
     """Everything the tree CRF's loss needs from the features, in one pass over the tokens.
 
@@ -63,7 +63,7 @@ def tree_nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_we
             n = hi - lo
             if n == 0:
                 continue
-            sequence_unary(data, indices, indptr, binary, hot_slot, hot_state, pair_ptr,
+            sequence_unary(values, entries, indptr, split, binary, hot_state, pair_ptr,
                            pair_labels, pair_weights, lo, hi, unary)
             # typed like the prediction kernel's arguments (see _batch.compiled),
             # so that both share one compiled tree_sequence_posteriors
@@ -77,7 +77,7 @@ def tree_nll_terms(data, indices, indptr, binary, pair_ptr, pair_labels, pair_we
                 if parents[lo + v] < 0:
                     for j in range(n_classes):
                         chunk_root[c, j] += marginals[v, j]
-            scatter_expected(data, indices, indptr, binary, hot_slot, pair_ptr, pair_labels,
+            scatter_expected(values, entries, indptr, split, binary, pair_ptr, pair_labels,
                              lo, hi, marginals, hot_partial[c], partial[c])
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, pair_ptr,
@@ -95,8 +95,8 @@ class FusedTreeTerms(FusedChainTerms):
 
     def __call__(self, pair_weights, transitions, root):
         """(log_z, expected_pairs, link_counts, root_counts) at the weights."""
-        return tree_nll_terms(*self.features.kernel_args(), self.pairs.feature_ptr,
-                              self.pairs.labels, np.ascontiguousarray(pair_weights),
+        return tree_nll_terms(*self.kernel_args(), self.pairs.feature_ptr, self.pairs.labels,
+                              np.ascontiguousarray(pair_weights),
                               np.ascontiguousarray(transitions), np.ascontiguousarray(root),
                               self.features.parents, self.offsets, self.hot_features,
-                              self.hot_slot, *self.workspace())
+                              *self.workspace())

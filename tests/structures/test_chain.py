@@ -129,7 +129,9 @@ def test_fused_kernel_equals_unfused_path(binary, edges):
     fused = _loss(structure, X, offsets, label_ids, l2=0.1)
     unfused = _loss(structure, X, offsets, label_ids, l2=0.1, fused=False)
     assert fused.terms is not unfused.terms
-    for scale in (0.5, 40.0):  # 40: extreme enough for the log-space fallback
+    # 40: extreme enough for the log-space fallback; 400: past the bound of the
+    # exponentiated-weight route for binary features (PRODUCT_EXPONENT_BOUND)
+    for scale in (0.5, 40.0, 400.0):
         w = np.random.default_rng(5).normal(scale=scale, size=fused.n_parameters)
         value, grad = fused(w)
         value_u, grad_u = unfused(w)
