@@ -30,7 +30,7 @@ $(VENV)/.installed: pyproject.toml
 
 demo: $(VENV)/.installed
 	$(PY) -m skcrf warmup --quiet
-	$(PY) examples/conll2002_ner.py
+	MPLBACKEND=Agg $(PY) examples/conll2002_ner.py
 
 test: $(VENV)/.installed
 	$(PY) -m pytest

@@ -1,7 +1,8 @@
 """Sphinx configuration of the skcrf documentation.
 
 Build with ``make docs`` (``python -m sphinx -W --keep-going -b html docs
-docs/_build/html``). The example pages train CRFs on the real CoNLL corpora to
+docs/_build/html``). sphinx-gallery runs the scripts of ``examples/`` into
+``auto_examples/`` (git-ignored); they train CRFs on the real CoNLL corpora to
 draw their plots, so the build reads ``$SKCRF_DATA``; when it is not set, it
 points at ``../../shared/data`` relative to this folder, where the checkout
 layout puts the corpora.
@@ -9,13 +10,16 @@ layout puts the corpora.
 
 import os
 import sys
+import warnings
 from pathlib import Path
+
+from sklearn.exceptions import ConvergenceWarning
 
 import skcrf
 
 DOCS = Path(__file__).resolve().parent
 
-# The plot snippets import the cached models from docs/_models.py.
+# sphinx-gallery imports reset_argv from docs/_gallery.py by name.
 sys.path.insert(0, str(DOCS))
 os.environ.setdefault("SKCRF_DATA", str((DOCS / ".." / ".." / "shared" / "data").resolve()))
 
@@ -30,7 +34,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx-mathjax-offline",  # MathJax served from the build: equations render offline
     "numpydoc",
-    "matplotlib.sphinxext.plot_directive",
+    "sphinx_gallery.gen_gallery",
 ]
 # No intersphinx: the build must not need the network.
 
@@ -49,16 +53,24 @@ autodoc_typehints = "none"
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 
-# Plots are drawn at build time from models trained on the real corpora.
-plot_pre_code = (
-    "import matplotlib.pyplot as plt\n"
-    "from _models import conll2000_pipeline, conll2002_pipeline\n"
-)
-plot_include_source = False
-plot_html_show_source_link = False
-plot_html_show_formats = False
-plot_formats = [("png", 96)]
-plot_rcparams = {"figure.autolayout": True}
+# The examples: each script runs once per build, its figures captured. The
+# build passes --max-iter (docs/_gallery.py) so that training stays short; a
+# user runs the same scripts with their defaults.
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"\.py$",  # run every example, not only plot_*.py
+    "reset_argv": "_gallery.reset_argv",
+    "download_all_examples": False,
+    "remove_config_comments": True,
+    "write_computation_times": False,
+    # the outputs depend on the corpora in $SKCRF_DATA, not only on the
+    # script: never reuse those of an earlier build
+    "run_stale_examples": True,
+}
+# The examples run in this process: the iteration cap above is the build's
+# budget, announced on each page, so its ConvergenceWarning is not shown there.
+warnings.filterwarnings("ignore", category=ConvergenceWarning)
 
 # furo scrolls long code lines instead of clipping them, and reads on phones
 html_theme = "furo"

@@ -1,11 +1,15 @@
 """What every CRF estimator shares: input to features, the fit driver, predict and score."""
 
+from __future__ import annotations
+
 import functools
 import sys
 import warnings
 from numbers import Integral, Real
+from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import metadata_routing
@@ -19,6 +23,7 @@ from ._queries import (check_feasible, fixed_label_ids, given_label_ids, log_pro
 from ._validation import (check_feature_values, check_finite_features, check_label_type,
                           check_labels, check_sequences, describe_largest_value,
                           encode_labels)
+from ._typing import FeatureSequences, FixedLabels, LabelSequences
 from .features.arrays import FeatureArrays
 from .features.sequence_matrix import SequenceMatrix
 from .features.vectorizer import SequenceVectorizer
@@ -430,7 +435,10 @@ class CRFEstimator(BaseEstimator):
 
     # --- prediction ----------------------------------------------------------------------
 
-    def predict(self, X, *, fixed=None, decoding="viterbi", return_proba=False):
+    def predict(
+        self, X: FeatureSequences, *, fixed: FixedLabels = None,
+        decoding: Literal["viterbi", "marginal"] = "viterbi", return_proba: bool = False,
+    ) -> list[NDArray[Any]] | tuple[list[NDArray[Any]], NDArray[np.float64]]:
         """Most likely label sequence of each sequence.
 
         Parameters
@@ -494,7 +502,8 @@ class CRFEstimator(BaseEstimator):
             return y_pred
         return y_pred, np.exp(log_probabilities(scores, log_z))
 
-    def predict_marginals(self, X, *, fixed=None):
+    def predict_marginals(self, X: FeatureSequences, *,
+                          fixed: FixedLabels = None) -> list[NDArray[np.float64]]:
         """Probability of each label at each token (forward-backward).
 
         Parameters
@@ -524,7 +533,8 @@ class CRFEstimator(BaseEstimator):
         check_feasible(log_z > -np.inf, fixed_ids, offsets, model.classes_)
         return self._split(marginals, offsets)
 
-    def predict_nbest(self, X, n=5, *, fixed=None):
+    def predict_nbest(self, X: FeatureSequences, n: int = 5, *, fixed: FixedLabels = None,
+                      ) -> list[list[tuple[NDArray[Any], float]]]:
         """The ``n`` most likely label sequences of each sequence, with their probabilities.
 
         Exact (no beam): an n-best Viterbi keeps the ``n`` best partial paths
@@ -569,7 +579,8 @@ class CRFEstimator(BaseEstimator):
             check_feasible(counts > 0, fixed_ids, offsets, model.classes_)
         return nbest_lists(model.classes_[label_ids], scores, counts, log_z, offsets)
 
-    def sequence_log_proba(self, X, y):
+    def sequence_log_proba(self, X: FeatureSequences,
+                           y: LabelSequences) -> NDArray[np.float64]:
         """Log probability ``log p(y | x)`` of given label sequences.
 
         The score of each labelling minus the log partition function of its
@@ -601,7 +612,7 @@ class CRFEstimator(BaseEstimator):
             log_z = model._posteriors(potentials, offsets)[0]
         return log_probabilities(scores, log_z)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: FeatureSequences) -> list[NDArray[np.float64]]:
         """Token marginals under the name scikit-learn's meta-estimators pass on.
 
         The same as :meth:`predict_marginals`. :class:`~sklearn.pipeline.Pipeline`
@@ -621,7 +632,7 @@ class CRFEstimator(BaseEstimator):
         """
         return self.predict_marginals(X)
 
-    def score(self, X, y):
+    def score(self, X: FeatureSequences, y: LabelSequences) -> float:
         """Token accuracy of ``predict(X)`` against ``y``.
 
         Parameters

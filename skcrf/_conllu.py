@@ -7,8 +7,14 @@ public entry point is :func:`skcrf.datasets.load_conllu`; ``fetch_ud`` reads
 through :func:`read_conllu` too, so the code base has one CoNLL-U reader.
 """
 
+from __future__ import annotations
+
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Union
+
+from ._typing import Corpus, StrPath
 
 __all__ = ["COLUMNS", "load_conllu", "read_conllu"]
 
@@ -21,8 +27,9 @@ _DEPREL = _INDEX["deprel"]
 _SKIPPED_ID = re.compile(r"[0-9]+[-.][0-9]+")
 
 
-def load_conllu(path, *, label="upos", columns=("form",), deprel_subtypes=True,
-                encoding="utf-8"):
+def load_conllu(path: StrPath, *, label: Union[str, int, None] = "upos",
+                columns: Sequence[Union[str, int]] = ("form",), deprel_subtypes: bool = True,
+                encoding: str = "utf-8") -> Corpus:
     r"""Read a CoNLL-U treebank into sentences of tokens with their heads, and labels.
 
     Each sentence is its syntactic words, as Universal Dependencies defines

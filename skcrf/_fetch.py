@@ -3,12 +3,16 @@
 The public fetchers live in :mod:`skcrf.datasets`; this module holds the table
 of remote files and the download itself. Each file is stored under the data
 home as ``<corpus>/<name>`` (the layout the ``load_*`` loaders read), and its
-SHA-256 is that of the stored file, after decompression.
+SHA-256 is that of the stored file, after decompression. An interrupted
+download leaves ``.<name>.part`` (the bytes as served) for the next call to
+resume with an HTTP Range request.
 """
 
 import gzip
 import hashlib
+import http.client
 import os
+import re
 import tempfile
 import urllib.error
 import urllib.request
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["REMOTE_FILES", "CorpusNotFoundError", "corpus_file", "data_home_path",
-           "fetch_file"]
+           "fetch_file", "partial_path"]
 
 #: Environment variable naming the data home.
 DATA_ENV = "SKCRF_DATA"
@@ -154,8 +158,16 @@ def fetch_file(corpus, name, *, data_home=None, download_if_missing=True, base_u
         If the file is missing and ``download_if_missing`` is False, or the
         download failed (no network, HTTP error); the message says how to get it.
     OSError
-        If the downloaded bytes do not have the expected SHA-256; nothing is
+        If the downloaded bytes do not have the expected SHA-256 (after a
+        resumed download: also when fetched anew from the start); nothing is
         left in the data home.
+
+    Notes
+    -----
+    A download that stops midway (a broken connection, Ctrl-C) keeps the
+    bytes received in a hidden partial file beside the target
+    (``.<name>.part``); the next call resumes from there with an HTTP Range
+    request, or starts over when the server does not support ranges.
     """
     remote = REMOTE_FILES[corpus, name]
     path = data_home_path(data_home) / corpus / name
@@ -174,40 +186,154 @@ def fetch_file(corpus, name, *, data_home=None, download_if_missing=True, base_u
     return path
 
 
+def partial_path(path, compressed=False):
+    """Where the bytes of an unfinished download of ``path`` are kept, as served."""
+    return path.with_name(f".{path.name}{'.gz' if compressed else ''}.part")
+
+
+class _Interrupted(Exception):
+    """The transfer stopped before the end of the file; the partial file is kept."""
+
+
 def _download(url, path, sha256, compressed, corpus, name):
-    """Stream ``url`` into a temporary file beside ``path``, verify, then rename."""
+    """Fetch ``url`` into a partial file beside ``path``, verify it, then rename.
+
+    A partial file left by an interrupted call is resumed with an HTTP Range
+    request (a server that ignores Range answers 200, and the file starts
+    over); an interrupted transfer keeps it for the next call. A file that
+    fails the checksum after a resume is fetched once more from the start,
+    since the kept bytes may be what is wrong.
+    """
     created = [folder for folder in (path.parent.parent, path.parent) if not folder.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{name}.", suffix=".part",
-                                         delete=False)
+    part = partial_path(path, compressed)
+    resumed = part.is_file() and part.stat().st_size > 0
     try:
-        digest = hashlib.sha256()
-        with handle:
-            try:
-                with urllib.request.urlopen(url, timeout=_TIMEOUT) as response:
-                    source = gzip.GzipFile(fileobj=response) if compressed else response
-                    while chunk := source.read(_CHUNK):
-                        digest.update(chunk)
-                        handle.write(chunk)
-            except (OSError, EOFError) as exc:  # URLError, HTTPError, timeouts, bad gzip
-                if isinstance(exc, urllib.error.HTTPError):
-                    reason = f"HTTP {exc.code} {exc.reason}"
-                else:
-                    reason = getattr(exc, "reason", None) or exc
-                raise CorpusNotFoundError(
-                    f"{path} is missing and downloading {url} failed ({reason}): "
-                    f"{_how_to_get(corpus, name)}.") from exc
-        if digest.hexdigest() != sha256:
+        _transfer(url, part, path, corpus, name)
+        digest = _install(part, path, sha256, compressed)
+        if digest is not None and resumed:
+            part.unlink()
+            _transfer(url, part, path, corpus, name)
+            digest = _install(part, path, sha256, compressed)
+            if digest is not None:
+                part.unlink()
+                raise OSError(
+                    f"The file downloaded from {url} has SHA-256 {digest}, expected {sha256}, "
+                    f"also when downloaded anew after discarding a partial download: it may be "
+                    f"corrupted or a different version; nothing was saved.")
+        elif digest is not None:
+            part.unlink()
             raise OSError(
-                f"The file downloaded from {url} has SHA-256 {digest.hexdigest()}, expected "
+                f"The file downloaded from {url} has SHA-256 {digest}, expected "
                 f"{sha256}: it may be corrupted or a different version; nothing was saved.")
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
+    except BaseException as exc:
+        # A transfer that stopped (broken connection, no network, Ctrl-C) keeps
+        # the bytes that arrived, for the next call to resume from; a file that
+        # failed verification is gone already.
+        if part.is_file() and part.stat().st_size > 0:
+            if isinstance(exc, _Interrupted):
+                raise CorpusNotFoundError(str(exc)) from exc.__cause__
+            raise
+        part.unlink(missing_ok=True)
         for folder in reversed(created):
             try:
                 folder.rmdir()
             except OSError:  # not empty: another download put a file there meanwhile
                 break
+        if isinstance(exc, _Interrupted):  # cut before the first byte
+            raise CorpusNotFoundError(str(exc)) from exc.__cause__
         raise
 
+
+def _transfer(url, part, path, corpus, name):
+    """Append the rest of ``url`` to ``part`` (or rewrite it when the server sends it all).
+
+    Raises
+    ------
+    _Interrupted
+        If the connection broke or closed before the announced length arrived;
+        ``part`` keeps the bytes received.
+    CorpusNotFoundError
+        If nothing could be fetched (no network, HTTP error).
+    """
+    offset = part.stat().st_size if part.is_file() else 0
+    headers = {"Range": f"bytes={offset}-"} if offset else {}
+    try:
+        response = urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                          timeout=_TIMEOUT)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 416 and offset:  # nothing after offset: ``part`` may be the whole file
+            return
+        raise _failed(url, path, corpus, name, f"HTTP {exc.code} {exc.reason}") from exc
+    except OSError as exc:  # URLError, refused connections, timeouts
+        raise _failed(url, path, corpus, name, getattr(exc, "reason", None) or exc) from exc
+    with response:
+        if not (offset and response.status == 206 and _range_start(response) == offset):
+            offset = 0  # a server without Range support sends the whole file: start over
+        length = response.headers.get("Content-Length", "")
+        expected = offset + int(length) if length.isdigit() else None
+        received = offset
+        try:
+            with open(part, "ab" if offset else "wb") as out:
+                while chunk := response.read(_CHUNK):
+                    out.write(chunk)
+                    received += len(chunk)
+        except (OSError, http.client.HTTPException) as exc:  # reset, timeout, IncompleteRead
+            raise _interrupted(url, part, path, received, expected, exc) from exc
+        if expected is not None and received < expected:  # closed early, nothing raised
+            raise _interrupted(url, part, path, received, expected, "connection closed")
+
+
+def _range_start(response):
+    """The first byte of a 206 response's ``Content-Range: bytes a-b/n``, or None."""
+    match = re.fullmatch(r"bytes\s+(\d+)-\d+/(\d+|\*)",
+                         response.headers.get("Content-Range", "").strip())
+    return int(match.group(1)) if match else None
+
+
+def _failed(url, path, corpus, name, reason):
+    return CorpusNotFoundError(f"{path} is missing and downloading {url} failed ({reason}): "
+                               f"{_how_to_get(corpus, name)}.")
+
+
+def _interrupted(url, part, path, received, expected, reason):
+    of = f" of {expected}" if expected is not None else ""
+    return _Interrupted(
+        f"{path} is missing: downloading {url} stopped after {received}{of} bytes ({reason}); "
+        f"the bytes received are kept in {part} and the next call resumes from there.")
+
+
+def _install(part, path, sha256, compressed):
+    """Verify the downloaded ``part`` and move it to ``path``; None, else the wrong digest.
+
+    A part that is not gzip data when it should be counts as a wrong digest.
+    On a mismatch ``part`` is left in place for the caller to discard.
+    """
+    digest = hashlib.sha256()
+    if not compressed:
+        with open(part, "rb") as source:
+            while chunk := source.read(_CHUNK):
+                digest.update(chunk)
+        if digest.hexdigest() != sha256:
+            return digest.hexdigest()
+        os.replace(part, path)
+        return None
+    handle = tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.",
+                                         suffix=".tmp", delete=False)
+    try:
+        with handle, gzip.open(part, "rb") as source:
+            while chunk := source.read(_CHUNK):
+                digest.update(chunk)
+                handle.write(chunk)
+    except (OSError, EOFError):  # not gzip data, or cut short
+        Path(handle.name).unlink()
+        return hashlib.sha256(part.read_bytes()).hexdigest() + " (not valid gzip data)"
+    except BaseException:
+        Path(handle.name).unlink()
+        raise
+    if digest.hexdigest() != sha256:
+        Path(handle.name).unlink()
+        return digest.hexdigest()
+    os.replace(handle.name, path)
+    part.unlink()
+    return None

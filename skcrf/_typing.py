@@ -8,7 +8,7 @@ whoever asks (``typing.get_type_hints``), never on import.
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from os import PathLike
-from typing import IO, Any, Literal, Union
+from typing import IO, Any, Literal, Optional, Union
 
 from numpy.typing import ArrayLike, NDArray
 
@@ -26,6 +26,26 @@ FeatureSequences = Union[Sequence[Sequence[FeatureDict]], SequenceMatrix]
 #: One label per token, per sequence: lists, tuples or 1-D arrays, ragged.
 LabelSequences = Sequence[Union[Sequence[Hashable], NDArray[Any]]]
 
+#: ``fixed`` of the prediction methods: per sequence None, or one label (or None,
+#: for a free token) per token.
+FixedLabels = Optional[Sequence[Union[Sequence[Hashable], NDArray[Any], None]]]
+
+#: A raw token of TokenFeaturizer and the CoNLL readers: a word, or a tuple of
+#: columns (str, and for a tree the head's index).
+Token = Union[str, tuple[Any, ...]]
+
+#: ``X`` of TokenFeaturizer: sequences of raw tokens.
+TokenSequences = Sequence[Sequence[Token]]
+
+#: What the dataset loaders return: token sequences and their label sequences.
+LabelledCorpus = tuple[list[list[Token]], list[list[str]]]
+
+#: The same, the labels None when none were asked for.
+Corpus = tuple[list[list[Token]], Optional[list[list[str]]]]
+
+#: A file name: a str or a path-like object.
+StrPath = Union[str, PathLike]
+
 #: One weight per sequence, or None.
 SequenceWeights = Union[ArrayLike, None]
 
@@ -41,5 +61,6 @@ ZeroDivision = Union[Literal["warn"], float]
 #: Where a model is written or read: a path or a binary file object.
 FileLike = Union[str, PathLike, IO[bytes]]
 
-__all__ = ["AllowedTransitions", "FeatureDict", "FeatureSequences", "FileLike",
-           "LabelSequences", "SequenceWeights", "ZeroDivision"]
+__all__ = ["AllowedTransitions", "Corpus", "FeatureDict", "FeatureSequences", "FileLike",
+           "FixedLabels", "LabelSequences", "LabelledCorpus", "SequenceWeights", "StrPath",
+           "Token", "TokenSequences", "ZeroDivision"]

@@ -9,20 +9,25 @@ relative to the current directory. ``python -m skcrf.datasets conll2002``
 (or ``conll2000``, ``ud``) downloads a corpus from the command line.
 """
 
+from __future__ import annotations
+
 import codecs
 import re
 import sys
+from collections.abc import Iterator, Sequence
 from operator import itemgetter
 from pathlib import Path
+from typing import Literal, Optional, Union
 
 from skcrf._conllu import load_conllu, read_conllu
 from skcrf._fetch import corpus_file, data_home_path, fetch_file
+from skcrf._typing import Corpus, LabelledCorpus, StrPath, Token
 
 __all__ = ["fetch_conll2000", "fetch_conll2002", "fetch_ud", "get_data_home", "iter_conll",
            "load_conll", "load_conll2000", "load_conll2002", "load_conllu"]
 
 
-def get_data_home(data_home=None):
+def get_data_home(data_home: Optional[StrPath] = None) -> Path:
     """The folder the corpora are read from and downloaded into.
 
     Parameters
@@ -46,7 +51,9 @@ def get_data_home(data_home=None):
     return data_home_path(data_home)
 
 
-def load_conll(path, *, columns=None, label_column=-1, encoding="utf-8", separator=None):
+def load_conll(path: StrPath, *, columns: Optional[Sequence[int]] = None,
+               label_column: Optional[int] = -1, encoding: str = "utf-8",
+               separator: Optional[str] = None) -> Corpus:
     r"""Read a CoNLL-style column file into token and label sequences.
 
     One token per line, its columns split on runs of spaces and tabs (or on
@@ -116,7 +123,10 @@ def load_conll(path, *, columns=None, label_column=-1, encoding="utf-8", separat
     return X, (y if label_column is not None else None)
 
 
-def iter_conll(path, *, columns=None, label_column=-1, encoding="utf-8", separator=None):
+def iter_conll(path: StrPath, *, columns: Optional[Sequence[int]] = None,
+               label_column: Optional[int] = -1, encoding: str = "utf-8",
+               separator: Optional[str] = None,
+               ) -> Iterator[tuple[list[Token], Optional[list[str]]]]:
     r"""Read a CoNLL-style column file lazily, one sequence at a time.
 
     The file format and the parameters are those of :func:`load_conll`; only
@@ -251,7 +261,8 @@ _UD_FILES = {"en_ewt": ("ud_english_ewt", "en_ewt-ud-{}.conllu", ("train", "dev"
 _UD_LABELS = {"upos": 3, "xpos": 4, "deprel": 7}  # CoNLL-U column indices
 
 
-def load_conll2000(subset="train", *, data_home=None):
+def load_conll2000(subset: Literal["train", "test"] = "train", *,
+                   data_home: Optional[StrPath] = None) -> LabelledCorpus:
     """CoNLL-2000 chunking: tokens are (word, POS) tuples, labels IOB2 chunks.
 
     Reads ``conll2000/train.txt`` or ``conll2000/test.txt`` under the data home,
@@ -287,7 +298,8 @@ def load_conll2000(subset="train", *, data_home=None):
     return load_conll(corpus_file("conll2000", name, data_home))
 
 
-def load_conll2002(subset="train", *, data_home=None):
+def load_conll2002(subset: Literal["train", "testa", "testb"] = "train", *,
+                   data_home: Optional[StrPath] = None) -> LabelledCorpus:
     """CoNLL-2002 Spanish named entities: (word, POS) tuples, IOB2 labels.
 
     Reads ``conll2002/esp.train``, ``esp.testa`` or ``esp.testb`` under the data
@@ -325,8 +337,9 @@ def load_conll2002(subset="train", *, data_home=None):
     return _read_conll2002(corpus_file("conll2002", name, data_home))
 
 
-def fetch_conll2000(subset="train", *, data_home=None, download_if_missing=True,
-                    base_url=None):
+def fetch_conll2000(subset: Literal["train", "test"] = "train", *,
+                    data_home: Optional[StrPath] = None, download_if_missing: bool = True,
+                    base_url: Optional[str] = None) -> LabelledCorpus:
     """Load CoNLL-2000 chunking, downloading it into the data home on first use.
 
     The file of ``subset`` is downloaded from the CoNLL-2000 shared task's site
@@ -380,8 +393,10 @@ def fetch_conll2000(subset="train", *, data_home=None, download_if_missing=True,
                                  download_if_missing=download_if_missing, base_url=base_url))
 
 
-def fetch_conll2002(language="esp", subset="train", *, data_home=None,
-                    download_if_missing=True, base_url=None):
+def fetch_conll2002(language: Literal["esp"] = "esp",
+                    subset: Literal["train", "testa", "testb"] = "train", *,
+                    data_home: Optional[StrPath] = None, download_if_missing: bool = True,
+                    base_url: Optional[str] = None) -> LabelledCorpus:
     """Load CoNLL-2002 named entities, downloading them into the data home on first use.
 
     The file of ``subset`` is downloaded (the UTF-8 copy NLTK distributes, from
@@ -440,8 +455,13 @@ def fetch_conll2002(language="esp", subset="train", *, data_home=None,
                                       base_url=base_url))
 
 
-def fetch_ud(treebank="en_ewt", subset="train", *, label="upos", columns=None,
-             deprel_subtypes=True, data_home=None, download_if_missing=True, base_url=None):
+def fetch_ud(treebank: Literal["en_ewt"] = "en_ewt",
+             subset: Literal["train", "dev", "test"] = "train", *,
+             label: Literal["upos", "xpos", "deprel"] = "upos",
+             columns: Optional[Sequence[Union[str, int]]] = None,
+             deprel_subtypes: bool = True, data_home: Optional[StrPath] = None,
+             download_if_missing: bool = True, base_url: Optional[str] = None,
+             ) -> LabelledCorpus:
     """Load a Universal Dependencies treebank, downloading it on first use.
 
     The CoNLL-U file of ``subset`` is downloaded from the treebank's GitHub

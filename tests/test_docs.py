@@ -1,10 +1,10 @@
 """The documentation builds warning-free and holds a page for every public name.
 
 One Sphinx build (``-W --keep-going``, as ``make docs``) into a temporary
-folder, shared by the tests below. ``SKCRF_DOCS_QUICK=1`` makes the example
-plots train on a few hundred sentences for a few iterations (see
-``docs/_models.py``), so the build exercises every plot snippet in seconds
-rather than training the full models.
+folder, shared by the tests below. The build runs every script of
+``examples/`` through sphinx-gallery; here it reads small synthetic corpora
+(``tests/_corpora.py``) from a temporary data home, so it runs every example
+and draws every plot in seconds rather than training the full models.
 """
 
 import importlib.util
@@ -17,6 +17,7 @@ import pytest
 
 import skcrf
 from skcrf import datasets, inspection, metrics, plotting
+from tests._corpora import write_example_corpora
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("sphinx") is None,
@@ -28,8 +29,9 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 # files (skcrf._persistence) are documented in user_guide/command_line.rst.
 PROSE_ONLY = {"__version__"}
 
-# Folders a build may write into the source tree; both are git-ignored.
-GENERATED = ("api/generated/", "__pycache__/")
+# Folders a build may write into the source tree; all are git-ignored.
+GENERATED = ("api/generated/", "auto_examples/", "__pycache__/")
+EXAMPLES = sorted(path.stem for path in (DOCS.parent / "examples").glob("*.py"))
 
 
 def _source_files():
@@ -42,7 +44,9 @@ def built_docs(tmp_path_factory):
     """Build the HTML docs once; return the output folder and the build log."""
     out = tmp_path_factory.mktemp("html")
     before = _source_files()
-    env = {**os.environ, "SKCRF_DOCS_QUICK": "1"}
+    home = write_example_corpora(tmp_path_factory.mktemp("data"))
+    env = {**os.environ, "SKCRF_DATA": str(home), "SKCRF_DATA_URL": "http://127.0.0.1:9",
+           "no_proxy": "*", "NO_PROXY": "*"}
     result = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-b", "html", "-q",
          str(DOCS), str(out)],
@@ -62,8 +66,8 @@ def test_build_succeeds_without_warnings(built_docs):
 
 def test_every_page_of_the_toctree_is_built(built_docs):
     out, _, _ = built_docs
-    for page in ("install", "quickstart", "migration", "api/index", "examples/index",
-                 "examples/conll2002_ner", "examples/conll2000_chunking",
+    for page in ("install", "quickstart", "migration", "api/index", "auto_examples/index",
+                 *(f"auto_examples/{name}" for name in EXAMPLES),
                  "user_guide/index", "user_guide/input_formats", "user_guide/features",
                  "user_guide/regularization", "user_guide/model_selection",
                  "user_guide/marginals", "user_guide/metrics", "user_guide/inspection",
@@ -90,18 +94,28 @@ def test_api_pages_document_the_methods(built_docs):
     assert "l1_ratio" in page and "Parameters" in page
 
 
-def test_example_pages_include_their_script_and_plots(built_docs):
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_pages_show_their_script_its_output_and_plots(built_docs, name):
     out, _, _ = built_docs
-    for name, script_line in [("conll2002_ner", "load_conll2002"),
-                              ("conll2000_chunking", "load_conll2000")]:
-        page = (out / "examples" / f"{name}.html").read_text("utf-8")
-        assert script_line in page
-        # three plots per example page: transitions, loss curve, top features
-        images = sorted((out / "_images").glob(f"{name}-*.png"))
-        assert len(images) == 3, images
-        assert all(image.stat().st_size > 1000 for image in images)
-        for image in images:
-            assert f"_images/{image.name}" in page
+    page = (out / "auto_examples" / f"{name}.html").read_text("utf-8")
+    assert "fetch_conll20" in page  # the script, as a user runs it
+    assert "trained in" in page  # its output, printed while the page was built
+    # three plots per example: transitions, loss curve, top features
+    images = sorted((out / "_images").glob(f"sphx_glr_{name}_[0-9]*.png"))
+    assert [image.name for image in images] == [
+        f"sphx_glr_{name}_{i:03d}.png" for i in (1, 2, 3)]
+    assert all(image.stat().st_size > 1000 for image in images)
+    for image in images:
+        assert f"_images/{image.name}" in page
+    # the gallery's index links to it, with its thumbnail
+    assert f'href="{name}.html' in (out / "auto_examples" / "index.html").read_text("utf-8")
+
+
+def test_user_guide_shows_the_figures_of_the_example(built_docs):
+    out, _, _ = built_docs
+    page = (out / "user_guide" / "inspection.html").read_text("utf-8")
+    for image in ("sphx_glr_conll2002_ner_001.png", "sphx_glr_conll2002_ner_002.png"):
+        assert f"_images/{image}" in page and (out / "_images" / image).is_file()
 
 
 def test_build_writes_only_ignored_files_into_the_source_tree(built_docs):
@@ -109,5 +123,5 @@ def test_build_writes_only_ignored_files_into_the_source_tree(built_docs):
     stray = [path for path in new_files if not any(
         part in f"{path}" for part in GENERATED)]
     assert not stray, f"the build wrote files outside git-ignored folders: {stray}"
-    ignored = (DOCS / ".gitignore").read_text("utf-8")
-    assert "api/generated/" in ignored
+    ignored = (DOCS / ".gitignore").read_text("utf-8").splitlines()
+    assert "api/generated/" in ignored and "auto_examples/" in ignored

@@ -4,17 +4,17 @@ import gzip
 import hashlib
 import http.server
 import os
+import re
 import subprocess
 import sys
 import threading
 import urllib.request
-from functools import partial
 from pathlib import Path
 
 import pytest
 
 from skcrf import _fetch
-from skcrf._fetch import REMOTE_FILES, CorpusNotFoundError, RemoteFile
+from skcrf._fetch import REMOTE_FILES, CorpusNotFoundError, RemoteFile, partial_path
 from skcrf.datasets import (
     _main,
     fetch_conll2000,
@@ -39,26 +39,67 @@ def sha256(data):
     return hashlib.sha256(data).hexdigest()
 
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep the test output clean
-        pass
+class Requests(list):
+    """The paths requested, in order; ``ranges`` holds each request's Range header or None."""
+
+    def __init__(self):
+        super().__init__()
+        self.ranges = []
+
+
+def _handler(root, requests, ranges, cuts):
+    """A GET-only handler serving ``root``, with ``bytes=a-`` ranges if ``ranges``.
+
+    Each response takes the next item of ``cuts`` (None once they run out): an
+    int sends that many bytes of the body, after a Content-Length announcing
+    all of it, then closes the connection, as a dropped download does.
+    """
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):  # keep the test output clean
+            pass
+
+        def do_GET(self):
+            header = self.headers.get("Range")
+            requests.append(self.path)
+            requests.ranges.append(header)
+            file = root / self.path.lstrip("/")
+            if not file.is_file():
+                self.send_error(404, "File not found")
+                return
+            data = file.read_bytes()
+            start = 0
+            if ranges and header:
+                start = int(re.fullmatch(r"bytes=(\d+)-", header).group(1))
+                if start >= len(data):
+                    self.send_response(416)
+                    self.send_header("Content-Range", f"bytes */{len(data)}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            else:
+                self.send_response(200)
+            body = data[start:]
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            cut = cuts.pop(0) if cuts else None
+            self.wfile.write(body if cut is None else body[:cut])
+            self.close_connection = True
+
+    return Handler
 
 
 @pytest.fixture
 def serve():
-    """serve(folder) -> (base URL, list of requested paths); stopped at teardown."""
+    """serve(folder, ranges=True, cuts=()) -> (base URL, Requests); stopped at teardown."""
     servers = []
 
-    def start(root):
-        requests = []
-
-        class Handler(_Handler):
-            def do_GET(self):
-                requests.append(self.path)
-                super().do_GET()
-
+    def start(root, *, ranges=True, cuts=()):
+        requests = Requests()
         server = http.server.ThreadingHTTPServer(
-            ("127.0.0.1", 0), partial(Handler, directory=str(root)))
+            ("127.0.0.1", 0), _handler(Path(root), requests, ranges, list(cuts)))
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}", requests
@@ -176,6 +217,129 @@ def test_checksum_mismatch_names_the_url_and_both_checksums_and_keeps_nothing(
     with pytest.raises(OSError, match="SHA-256"):
         fetch_conll2000("test", data_home=home, base_url=url)
     assert listing(home) == []
+
+
+# a file long enough to be cut in the middle: 120 sentences of CoNLL-2000
+LONG = "".join(f"He PRP B-NP\nran{i} VBD B-VP\n\n" for i in range(120))
+
+
+@pytest.fixture
+def long_mirror(mirror, monkeypatch):
+    """The mirror with conll2000/test.txt made long; its checksum in the table."""
+    (mirror / "conll2000" / "test.txt").write_text(LONG)
+    monkeypatch.setitem(REMOTE_FILES, ("conll2000", "test.txt"), RemoteFile(
+        "https://example.invalid/test.txt.gz", sha256(LONG.encode())))
+    return mirror
+
+
+def test_interrupted_download_keeps_its_bytes_and_the_next_call_resumes(
+        serve, long_mirror, tmp_path):
+    cut = len(LONG) // 3
+    url, requests = serve(long_mirror, cuts=[cut])
+    home = tmp_path / "home"
+    part = partial_path(home / "conll2000" / "test.txt")
+    with pytest.raises(FileNotFoundError) as info:
+        fetch_conll2000("test", data_home=home, base_url=url)
+    message = str(info.value)
+    assert f"stopped after {cut} of {len(LONG)} bytes" in message and str(part) in message
+    assert "resumes" in message and "\n" not in message
+    assert listing(home) == ["conll2000", f"conll2000/{part.name}"]
+    assert part.read_bytes() == LONG.encode()[:cut]
+
+    X, y = fetch_conll2000("test", data_home=home, base_url=url)
+    assert len(X) == 120 and y[0] == ["B-NP", "B-VP"]
+    assert requests.ranges == [None, f"bytes={cut}-"]  # only the rest was asked for
+    assert (home / "conll2000" / "test.txt").read_text() == LONG
+    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+
+
+def test_a_server_without_range_support_sends_it_all_and_the_file_starts_over(
+        serve, long_mirror, tmp_path):
+    cut = len(LONG) // 2
+    url, requests = serve(long_mirror, ranges=False, cuts=[cut])
+    home = tmp_path / "home"
+    with pytest.raises(FileNotFoundError, match="resumes"):
+        fetch_conll2000("test", data_home=home, base_url=url)
+    X, _ = fetch_conll2000("test", data_home=home, base_url=url)
+    assert len(X) == 120
+    # asked for the rest, got a 200 with the whole file: not appended to the kept half
+    assert requests.ranges == [None, f"bytes={cut}-"]
+    assert (home / "conll2000" / "test.txt").read_text() == LONG
+    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+
+
+def test_a_corrupt_partial_file_is_discarded_and_the_file_fetched_anew(
+        serve, long_mirror, tmp_path):
+    url, requests = serve(long_mirror)
+    home = tmp_path / "home"
+    part = partial_path(home / "conll2000" / "test.txt")
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"garbage " * 20)  # not the first bytes of the file
+    X, _ = fetch_conll2000("test", data_home=home, base_url=url)
+    assert len(X) == 120
+    assert requests.ranges == ["bytes=160-", None]  # resumed, failed the checksum, anew
+    assert (home / "conll2000" / "test.txt").read_text() == LONG
+    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+
+
+def test_a_partial_file_that_is_already_whole_is_verified_not_fetched_again(
+        serve, long_mirror, tmp_path):
+    url, requests = serve(long_mirror)
+    home = tmp_path / "home"
+    part = partial_path(home / "conll2000" / "test.txt")
+    part.parent.mkdir(parents=True)
+    part.write_text(LONG)  # cut after the last byte arrived
+    assert len(fetch_conll2000("test", data_home=home, base_url=url)[0]) == 120
+    assert requests.ranges == [f"bytes={len(LONG)}-"]  # answered 416: nothing after it
+    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+
+
+def test_still_wrong_after_discarding_a_partial_file_says_so_and_keeps_nothing(
+        serve, long_mirror, tmp_path):
+    (long_mirror / "conll2000" / "test.txt").write_text(LONG + "tampered X O\n")
+    url, requests = serve(long_mirror)
+    home = tmp_path / "home"
+    part = partial_path(home / "conll2000" / "test.txt")
+    part.parent.mkdir(parents=True)
+    part.write_bytes(LONG.encode()[:100])
+    with pytest.raises(OSError) as info:
+        fetch_conll2000("test", data_home=home, base_url=url)
+    message = str(info.value)
+    assert not isinstance(info.value, FileNotFoundError)
+    assert "also when downloaded anew after discarding a partial download" in message
+    assert REMOTE_FILES["conll2000", "test.txt"].sha256 in message
+    assert sha256((long_mirror / "conll2000" / "test.txt").read_bytes()) in message
+    assert requests.ranges == ["bytes=100-", None]
+    assert listing(home) == ["conll2000"]  # the folder was there before; no file is
+
+
+def test_an_interrupted_gzip_download_resumes_on_the_compressed_bytes(serve, tmp_path,
+                                                                      monkeypatch):
+    root = tmp_path / "site"
+    root.mkdir()
+    compressed = gzip.compress(LONG.encode())
+    (root / "test.txt.gz").write_bytes(compressed)
+    url, requests = serve(root, cuts=[len(compressed) // 2])
+    monkeypatch.setitem(REMOTE_FILES, ("conll2000", "test.txt"), RemoteFile(
+        f"{url}/test.txt.gz", sha256(LONG.encode()), gzip=True))
+    home = tmp_path / "home"
+    with pytest.raises(FileNotFoundError, match="resumes"):
+        fetch_conll2000("test", data_home=home)
+    part = partial_path(home / "conll2000" / "test.txt", compressed=True)
+    assert part.read_bytes() == compressed[:len(compressed) // 2]
+    assert len(fetch_conll2000("test", data_home=home)[0]) == 120
+    assert requests.ranges == [None, f"bytes={len(compressed) // 2}-"]
+    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+
+
+def test_no_network_on_resume_keeps_the_partial_file(tmp_path):
+    home = tmp_path / "home"
+    part = partial_path(home / "conll2000" / "test.txt")
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"He PRP B-NP\n")
+    with pytest.raises(FileNotFoundError, match="failed"):
+        fetch_conll2000("test", data_home=home, base_url="http://127.0.0.1:9")
+    assert part.read_bytes() == b"He PRP B-NP\n"
 
 
 def test_offline_raises_oserror_saying_what_is_missing_and_how_to_get_it(tmp_path, offline):

@@ -7,7 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from skcrf import CRFClassifier, SemiMarkovCRF, inspection, load_model, metrics, save_model, tags
+from skcrf import (
+    CRFClassifier,
+    SemiMarkovCRF,
+    SequenceVectorizer,
+    TokenFeaturizer,
+    TreeCRF,
+    datasets,
+    inspection,
+    load_model,
+    metrics,
+    save_model,
+    tags,
+)
+
+# what every CRF estimator answers once fitted (defined once, in skcrf/_base.py)
+QUERIES = ["predict", "predict_marginals", "predict_proba", "predict_nbest",
+           "sequence_log_proba", "score"]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -15,6 +31,13 @@ ANNOTATED = [
     CRFClassifier.__init__, CRFClassifier.fit,
     SemiMarkovCRF.__init__, SemiMarkovCRF.fit, SemiMarkovCRF.predict_segments,
     save_model, load_model,
+    *(getattr(estimator, name) for estimator in (CRFClassifier, SemiMarkovCRF, TreeCRF)
+      for name in QUERIES),
+    *(getattr(TokenFeaturizer, name)
+      for name in ("fit", "transform", "fit_transform", "transform_dicts")),
+    *(getattr(SequenceVectorizer, name)
+      for name in ("fit", "transform", "fit_transform", "get_feature_names_out")),
+    *(getattr(datasets, name) for name in datasets.__all__),
     *(getattr(metrics, name) for name in metrics.__all__
       if inspect.isfunction(getattr(metrics, name))),
     *(getattr(tags, name) for name in tags.__all__ if inspect.isfunction(getattr(tags, name))),
@@ -23,7 +46,13 @@ ANNOTATED = [
 ]
 
 
-@pytest.mark.parametrize("function", ANNOTATED, ids=lambda f: f.__qualname__)
+def test_the_list_covers_every_public_function_of_datasets():
+    assert all(inspect.isfunction(getattr(datasets, name)) for name in datasets.__all__)
+    assert {"fetch_conll2000", "fetch_ud", "load_conllu", "iter_conll"} <= set(datasets.__all__)
+
+
+@pytest.mark.parametrize("function", ANNOTATED,
+                         ids=lambda f: f"{f.__module__}.{f.__qualname__}")
 def test_every_parameter_and_the_return_are_annotated(function):
     hints = typing.get_type_hints(function)  # also proves every name resolves
     parameters = [name for name in inspect.signature(function).parameters

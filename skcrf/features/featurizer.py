@@ -8,17 +8,20 @@ is a shift within each sequence. Columns come out sorted by name, so
 SequenceVectorizer has nothing to reorder.
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping
 from itertools import compress
 from operator import lt
 from numbers import Integral
-from typing import NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._typing import LabelSequences, TokenSequences
 from .._validation import _locate
 from ._dict_arrays import FeatureValueError, _vectorize
 from ._heads import head_keys, head_matrix
@@ -301,7 +304,8 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         self.head_features = head_features
         self.custom = custom
 
-    def fit(self, X, y=None):
+    def fit(self, X: TokenSequences,
+            y: Optional[LabelSequences] = None) -> TokenFeaturizer:
         """Check the parameters; the featurizer learns nothing from data.
 
         Parameters
@@ -319,7 +323,7 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         self._check_params()
         return self
 
-    def transform(self, X):
+    def transform(self, X: TokenSequences) -> SequenceMatrix:
         """Features of every token of every sequence, as one sparse matrix.
 
         Parameters
@@ -341,7 +345,8 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
                                   parents=tokens.parents)
         return _featurize(_Plan(self, tokens.n_columns), tokens)
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X: TokenSequences,
+                      y: Optional[LabelSequences] = None) -> SequenceMatrix:
         """Check the parameters and return the features of ``X``.
 
         Parameters
@@ -358,7 +363,7 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         """
         return self.transform(X)
 
-    def transform_dicts(self, X):
+    def transform_dicts(self, X: TokenSequences) -> list[list[dict[str, Any]]]:
         """The features of :meth:`transform` as per-token dicts, for inspection.
 
         ``SequenceVectorizer().fit_transform(featurizer.transform_dicts(X))``

@@ -1,16 +1,21 @@
 """SequenceVectorizer: DictVectorizer for sequences of per-token feature dicts."""
 
+from __future__ import annotations
+
 import numbers
 import operator
 from collections.abc import Mapping
 from itertools import islice
+from typing import Optional
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
 from ._dict_arrays import _factorize, _release_freed_memory, _vectorize_compact
 from ._kernels import column_counts, sort_row_indices
@@ -107,7 +112,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         self.sort = sort
         self.min_freq = min_freq
 
-    def fit(self, X, y=None):
+    def fit(self, X: FeatureSequences,
+            y: Optional[LabelSequences] = None) -> SequenceVectorizer:
         """Learn the feature names of ``X``.
 
         Parameters
@@ -125,7 +131,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         self.fit_transform(X)
         return self
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X: FeatureSequences,
+                      y: Optional[LabelSequences] = None) -> SequenceMatrix:
         """Learn the feature names of ``X`` and return its matrix, in one pass.
 
         Parameters
@@ -199,7 +206,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
         return data, indices, indptr, offsets, parents
 
-    def transform(self, X):
+    def transform(self, X: FeatureSequences) -> SequenceMatrix:
         """Turn ``X`` into a matrix; features unseen in ``fit`` are ignored.
 
         Parameters
@@ -232,7 +239,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
         return data, indices, indptr, offsets, parents
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: Optional[ArrayLike] = None,
+                              ) -> NDArray[np.object_]:
         """Feature names of the output columns.
 
         Parameters
