@@ -77,10 +77,10 @@ class DistributedTerms:
         self.n_parameters = n_parameters
         self.n_calls = 0
         self.seconds = 0.0
+        self.n_workers = len(run.client.scheduler_info(n_workers=-1)["workers"]) or 1
 
     def __call__(self, w):
         started = time.perf_counter()
-        client = self.run.client
         w_future = self.run.put(np.ascontiguousarray(w))
         results = self.run.gather(self.run.map(parts_.evaluate, self.objectives, w_future))
         log_z = np.array([log_z for log_z, _ in results])
@@ -89,14 +89,26 @@ class DistributedTerms:
             expected += part
         self.n_calls += 1
         self.seconds += time.perf_counter() - started
-        n_workers = len(client.scheduler_info(n_workers=-1)["workers"]) or 1
-        self.run.bytes_out += w.nbytes * n_workers
+        # w reaches each worker holding a partition once
+        self.run.bytes_out += w.nbytes * self.n_workers
         self.run.bytes_in += expected.nbytes * len(results)
         return log_z, expected
 
 
+def require_dask():
+    """Raise an ImportError that says what to install if Dask is missing."""
+    try:
+        import dask.bag  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            f"skcrf.dask needs dask and distributed ({error}); install them with "
+            f"pip install 'skcrf[dask]' (or 'dask[distributed]').") from error
+
+
 def check_bags(X, y):
     """Raise if ``X`` and ``y`` are not two dask bags of as many partitions."""
+    require_dask()
     import dask.bag as db
 
     for name, bag in (("X", X), ("y", y)):

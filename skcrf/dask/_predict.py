@@ -11,6 +11,9 @@ def _predict_partition(sequences, estimator, method, kwargs):
 
 
 def _mapped(estimator, X, method, kwargs):
+    from ._fit import require_dask
+
+    require_dask()
     import dask
     import dask.bag as db
 
