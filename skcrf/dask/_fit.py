@@ -98,12 +98,13 @@ class DistributedTerms:
 def require_dask():
     """Raise an ImportError that says what to install if Dask is missing."""
     try:
-        import dask.bag  # noqa: F401
-        import distributed  # noqa: F401
+        import dask.bag
+        import distributed
     except ImportError as error:
         raise ImportError(
             f"skcrf.dask needs dask and distributed ({error}); install them with "
             f"pip install 'skcrf[dask]' (or 'dask[distributed]').") from error
+    return dask.bag, distributed
 
 
 def check_bags(X, y):
