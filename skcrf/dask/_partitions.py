@@ -23,7 +23,8 @@ class PartitionError(ValueError):
 
 def _in_partition(index, first, error):
     """``error``'s type with its message prefixed by the partition it comes from."""
-    where = f"partition {index}" + ("" if first is None else f" (sequences from {first})")
+    where = f"partition {index}" + (" (sequences counted within it)" if first is None
+                                    else f" (its sequence 0 is sequence {first} of X)")
     kind = type(error) if isinstance(error, (ValueError, TypeError)) else PartitionError
     return kind(f"{where}: {error}")
 
