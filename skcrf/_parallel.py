@@ -2,6 +2,7 @@
 the exceptions they raise, as Python raises them."""
 
 import os
+import sys
 import threading
 from contextlib import contextmanager, nullcontext
 
@@ -34,10 +35,14 @@ def effective_n_threads(n_jobs):
     """Thread count for ``n_jobs``, following scikit-learn's conventions.
 
     ``None`` and ``-1`` mean every thread numba may use (inside a joblib worker
-    that is already limited through ``NUMBA_NUM_THREADS``); ``-2`` all but one,
-    and so on; a positive value is capped at that maximum.
+    that is already limited through ``NUMBA_NUM_THREADS``, inside a Dask
+    worker its ``nthreads``); ``-2`` all but one, and so on; a positive value
+    is capped at that maximum.
     """
     available = numba.config.NUMBA_NUM_THREADS
+    worker_threads = _dask_worker_threads()
+    if worker_threads is not None:
+        available = max(1, min(available, worker_threads))
     if n_jobs is None:
         return available
     if n_jobs == 0:
@@ -45,6 +50,24 @@ def effective_n_threads(n_jobs):
     if n_jobs < 0:
         return max(1, available + 1 + n_jobs)
     return min(n_jobs, available)
+
+
+def _dask_worker_threads():
+    """The thread share of the Dask worker running the caller, or None outside one.
+
+    A worker runs ``nthreads`` tasks at once on a machine it may share with
+    other workers; numba, which sizes its pool by the machine's cores, would
+    otherwise run that many threads per task. Dask's nanny limits BLAS and
+    OpenMP through their variables, but not numba.
+    """
+    distributed = sys.modules.get("distributed")
+    if distributed is None:  # Dask not imported: no worker here
+        return None
+    try:
+        worker = distributed.get_worker()
+    except ValueError:  # not in a worker's task
+        return None
+    return int(worker.state.nthreads)
 
 
 @contextmanager

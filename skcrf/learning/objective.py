@@ -36,6 +36,22 @@ class NegativeLogLikelihood:
         #: ``w -> (log_z, expected statistics)``, from the structure
         self.terms = structure.expectation_terms(features, offsets, fused=fused)
 
+    @classmethod
+    def of_terms(cls, structure, empirical, terms, l2):
+        """The objective of gold statistics and expectations computed elsewhere.
+
+        For training sets split into parts (on the workers of
+        :func:`skcrf.dask.fit`): ``empirical`` is the sum of the parts' gold
+        statistics, ``terms(w)`` returns ``(log_z, expected)`` summed over
+        them, and the L2 term is added here once, as for one part.
+        """
+        objective = cls.__new__(cls)
+        objective.structure = structure
+        objective.l2 = l2
+        objective.empirical = empirical
+        objective.terms = terms
+        return objective
+
     @property
     def n_parameters(self):
         return self.structure.n_parameters

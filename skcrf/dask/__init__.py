@@ -1,0 +1,72 @@
+"""Dask: train one CRF on data that stays distributed, and predict partition by partition.
+
+``skcrf.dask.fit(estimator, X, y)`` trains ``estimator`` on two dask bags of
+sequences (``X`` of per-token feature dicts, ``y`` of labels, partitioned
+alike) with the data on the workers: the vocabulary and the label set are
+reduced from the partitions, each worker builds and keeps its partitions'
+features and objective, and each solver iteration ships only the weights out
+and ``(log Z, expected statistics)`` back, added in partition order. The
+solver runs on the client. The result is the same estimator, fitted as by a
+local ``fit``: it saves and predicts locally.
+
+For searches over parameters (many independent fits), use joblib's Dask
+backend instead: ``with joblib.parallel_backend("dask"): search.fit(X, y)``.
+
+Needs ``dask[distributed]`` (``pip install skcrf[dask]``).
+"""
+
+from ._fit import fit as _fit_body
+from ._predict import predict, predict_marginals
+
+
+def fit(estimator, X, y, *, client=None, timeout=None):
+    """Train ``estimator`` on dask bags, the data staying on the workers.
+
+    Parameters
+    ----------
+    estimator : CRFClassifier or TreeCRF
+        Unfitted or fitted (a previous fit is replaced); its parameters are
+        validated as ``fit`` does.
+    X : dask.bag.Bag
+        One element per sequence: a list of per-token feature dicts, as
+        ``estimator.fit`` takes them (with ``"__parent__"`` keys for a
+        :class:`~skcrf.TreeCRF`).
+    y : dask.bag.Bag
+        One element per sequence: its labels, partitioned as ``X`` (the
+        simplest: both plucked from one bag of ``(x, y)`` pairs).
+    client : distributed.Client, default=None
+        The client to run on; by default the current one
+        (``distributed.default_client()``).
+    timeout : float, default=None
+        Seconds to wait for the workers at each step before raising a
+        TimeoutError; None waits as long as the scheduler keeps the work
+        alive (a worker lost mid-fit has its partitions recomputed elsewhere).
+
+    Returns
+    -------
+    estimator : the same estimator, fitted
+        Its fitted attributes are those a local ``estimator.fit`` of all the
+        sequences in partition order sets; see the user guide's scaling page for
+        how closely the weights agree.
+
+    Raises
+    ------
+    TypeError
+        For an estimator this does not train, or inputs that are not bags.
+    ValueError
+        For bad data, naming the partition and the sequence, as ``fit`` does.
+    TimeoutError, RuntimeError
+        When the workers do not answer in time, or keep dying.
+
+    Examples
+    --------
+    >>> import dask.bag as db                                   # doctest: +SKIP
+    >>> from distributed import Client, LocalCluster            # doctest: +SKIP
+    >>> client = Client(LocalCluster(n_workers=2, threads_per_worker=1))  # doctest: +SKIP
+    >>> pairs = db.from_sequence(list(zip(X, y)), npartitions=4)  # doctest: +SKIP
+    >>> crf = skcrf.dask.fit(CRFClassifier(), pairs.pluck(0), pairs.pluck(1))  # doctest: +SKIP
+    """
+    return _fit_body(estimator, X, y, client=client, timeout=timeout)
+
+
+__all__ = ["fit", "predict", "predict_marginals"]

@@ -1,0 +1,283 @@
+"""The distributed fit: data stays on the workers, the solver runs on the client."""
+
+import time
+
+import numpy as np
+
+from .._base import _is_fitted_attribute
+from .._parallel import kernel_exceptions
+from .._validation import _label_array
+from ..features.vectorizer import SequenceVectorizer
+from ..learning.lbfgs import Stop
+from ..learning.objective import NegativeLogLikelihood
+from . import _partitions as parts_
+from ._plans import plan_of
+
+
+class Run:
+    """The client's side of one fit: maps over partitions, gathers with a time limit.
+
+    Results are gathered as lists in partition order, whatever order the
+    workers finish in, so every reduction adds in that order.
+    """
+
+    def __init__(self, client, timeout):
+        self.client = client
+        self.timeout = timeout
+        self.bytes_out = 0  # weights sent per iteration, for the benchmark
+        self.bytes_in = 0
+
+    def map(self, function, futures, *args):
+        # pure=False: a result depends on worker state only through its inputs,
+        # but two fits of the same data must not share keys with different args
+        return [self.client.submit(function, future, *args, pure=False)
+                for future in futures]
+
+    def put(self, value):
+        """A future of ``value`` that the scheduler can recompute if its worker is lost.
+
+        Data ``client.scatter`` places is lost with its worker; a task that
+        returns it is recomputed from the client's copy in the graph.
+        """
+        return self.client.submit(parts_.identity, value, pure=False)
+
+    def gather(self, futures):
+        from distributed import TimeoutError as DaskTimeout
+        from distributed import wait
+        from distributed.scheduler import KilledWorker
+
+        try:
+            if self.timeout is not None:
+                wait(futures, timeout=self.timeout)
+            return self.client.gather(futures)
+        except (DaskTimeout, TimeoutError) as error:
+            raise TimeoutError(
+                f"The Dask workers did not answer within timeout={self.timeout} s; the "
+                f"cluster may have lost its workers (see the scheduler's dashboard or "
+                f"logs).") from error
+        except KilledWorker as error:
+            raise RuntimeError(
+                f"A Dask worker died repeatedly while holding a partition of the training "
+                f"data ({error}); the partitions may be too large for a worker's memory. "
+                f"Use more or smaller partitions, or workers with more memory.") from error
+
+
+class DistributedTerms:
+    """``w -> (log_z per partition, expected statistics summed in partition order)``.
+
+    Each call ships ``w`` to the workers once (one task holds it, the others
+    fetch it from there) and gets
+    back one ``(sum of log Z, expected)`` per partition: 8 bytes per parameter
+    each way and partition, nothing else.
+    """
+
+    def __init__(self, run, objectives, n_parameters):
+        self.run = run
+        self.objectives = objectives
+        self.n_parameters = n_parameters
+        self.n_calls = 0
+        self.seconds = 0.0
+        self.n_workers = len(run.client.scheduler_info(n_workers=-1)["workers"]) or 1
+
+    def __call__(self, w):
+        started = time.perf_counter()
+        w_future = self.run.put(np.ascontiguousarray(w))
+        results = self.run.gather(self.run.map(parts_.evaluate, self.objectives, w_future))
+        log_z = np.array([log_z for log_z, _ in results])
+        expected = results[0][1].copy()
+        for _, part in results[1:]:
+            expected += part
+        self.n_calls += 1
+        self.seconds += time.perf_counter() - started
+        # w reaches each worker holding a partition once
+        self.run.bytes_out += w.nbytes * self.n_workers
+        self.run.bytes_in += expected.nbytes * len(results)
+        return log_z, expected
+
+
+def require_dask():
+    """Raise an ImportError that says what to install if Dask is missing."""
+    try:
+        import dask.bag
+        import distributed
+    except ImportError as error:
+        raise ImportError(
+            f"skcrf.dask needs dask and distributed ({error}); install them with "
+            f"pip install 'skcrf[dask]' (or 'dask[distributed]').") from error
+    return dask.bag, distributed
+
+
+def check_bags(X, y):
+    """Raise if ``X`` and ``y`` are not two dask bags of as many partitions."""
+    require_dask()
+    import dask.bag as db
+
+    for name, bag in (("X", X), ("y", y)):
+        if not isinstance(bag, db.Bag):
+            raise TypeError(
+                f"{name} must be a dask.bag.Bag of sequences (one element per sequence); "
+                f"got {type(bag).__name__}. dask.bag.from_sequence(...) or "
+                f"dask.bag.read_text(...).map(...) make one.")
+    if X.npartitions != y.npartitions:
+        raise ValueError(
+            f"X and y must be partitioned alike, sequence for sequence; X has "
+            f"{X.npartitions} partitions and y {y.npartitions}. Make them from one bag of "
+            f"(x, y) pairs: X = pairs.pluck(0), y = pairs.pluck(1).")
+
+
+def vectorizer_of_names(names):
+    """A fitted :class:`SequenceVectorizer` whose vocabulary is the sorted ``names``.
+
+    What ``SequenceVectorizer().fit`` of all the training data would learn:
+    its names sorted by Python's ``str`` order, with ``min_freq=1`` every name
+    met is kept.
+    """
+    vectorizer = SequenceVectorizer()
+    vectorizer.feature_names_ = sorted(names)
+    vectorizer.vocabulary_ = dict(zip(vectorizer.feature_names_,
+                                      range(len(vectorizer.feature_names_))))
+    vectorizer._names_out = np.asarray(vectorizer.feature_names_, dtype=object)
+    vectorizer._names_out.flags.writeable = False
+    return vectorizer
+
+
+class _Summary:
+    """What :meth:`CRFEstimator._store_training` reads of the training data."""
+
+    def __init__(self, n_features, vectorizer):
+        self.features = _Shape(n_features)
+        self.feature_names = vectorizer._names_out
+        self.vectorizer = vectorizer
+
+
+class _Shape:
+    def __init__(self, n_features):
+        self.n_features = n_features
+
+
+def fit(estimator, X, y, *, client=None, timeout=None):
+    """The body of :func:`skcrf.dask.fit` (see there)."""
+    return fit_recorded(estimator, X, y, client=client, timeout=timeout)[0]
+
+
+def fit_recorded(estimator, X, y, *, client=None, timeout=None):
+    """:func:`fit`, and its :class:`DistributedTerms` (calls, seconds, bytes moved)."""
+    from distributed import default_client
+
+    check_bags(X, y)
+    estimator._validate_params()
+    plan = plan_of(estimator)
+    plan.check()
+    if client is None:
+        try:
+            client = default_client()
+        except ValueError:
+            raise ValueError(
+                "skcrf.dask.fit needs a Dask distributed client: pass client=, or start one "
+                "first (distributed.Client(), or Client(LocalCluster()) on one "
+                "machine).") from None
+    run = Run(client, timeout)
+    shadow = object.__new__(type(estimator))
+    shadow.__dict__.update((name, value) for name, value in vars(estimator).items()
+                           if not _is_fitted_attribute(name))
+    with kernel_exceptions():
+        terms = _fit(shadow, plan, run, X, y)
+    estimator.__dict__ = shadow.__dict__
+    return estimator, terms
+
+
+def _fit(estimator, plan, run, X, y):
+    import dask
+
+    x_parts, y_parts = X.to_delayed(), y.to_delayed()
+    raw = run.client.compute([dask.delayed(parts_.read_partition)(i, xp, yp)
+                              for i, (xp, yp) in enumerate(zip(x_parts, y_parts))])
+    summaries = run.gather(run.map(parts_.partition_summary, raw))
+    n_sequences = [n for n, _, _, _ in summaries]
+    if sum(n_sequences) == 0:
+        raise ValueError("X is empty: fit needs at least one sequence.")
+    if sum(n for _, n, _, _ in summaries) == 0:
+        raise ValueError("X has no tokens: every sequence is empty.")
+    names = set()
+    labels = set()
+    for _, _, part_names, part_labels in summaries:
+        names.update(part_names)
+        labels.update(part_labels)
+    del summaries
+    vectorizer = vectorizer_of_names(names)
+    del names
+    try:
+        classes = _label_array(sorted(labels))
+    except TypeError as error:
+        raise TypeError(f"y mixes labels of different types across partitions: "
+                        f"{error}") from error
+    if classes.shape[0] < 2:
+        raise ValueError(
+            f"y holds a single class ({classes[0]!r}); a CRF needs at least two.")
+    firsts = np.concatenate([[0], np.cumsum(n_sequences)[:-1]]).tolist()
+    shared_vectorizer = run.put(vectorizer)
+    encoded = [run.client.submit(parts_.encoded_partition, part, first, shared_vectorizer,
+                                 classes, pure=False)
+               for part, first in zip(raw, firsts)]
+    del raw  # the workers drop the dict-side matrices once nothing needs them
+    problem, encoded = plan.problem(run, encoded, classes, vectorizer)
+    structure = run.put(problem.structure)
+    objectives = run.map(parts_.partition_objective, encoded, structure, estimator.n_jobs)
+    empirical = run.gather(run.map(parts_.partition_empirical, objectives))
+    total = empirical[0].copy()
+    for part in empirical[1:]:
+        total += part
+    terms = DistributedTerms(run, objectives, problem.n_parameters)
+    objective = NegativeLogLikelihood.of_terms(problem.structure, total, terms,
+                                               estimator._l2)
+    result = estimator._solve(objective, np.zeros(problem.n_parameters))
+    n_features = len(vectorizer.feature_names_)
+    found = run.gather(run.map(parts_.largest_value, encoded)) if _needs_largest(result) else []
+    estimator._check_training(result, _CheckData(
+        _LargestValue(found, n_features, vectorizer._names_out)))
+    summary = _Summary(n_features, vectorizer)
+    for name, value in problem.fitted_attributes(result.w).items():
+        setattr(estimator, name, value)
+    estimator._store_training(summary, result)
+    return terms
+
+
+def _needs_largest(result):
+    """Whether :meth:`_check_training` will name the largest feature value (it raises or warns)."""
+    return (result.stop in (Stop.NOT_FINITE, Stop.LINE_SEARCH)
+            or not np.isfinite(result.w).all()
+            or not np.isfinite(result.loss_curve[-1:]).all()
+            or (result.n_iter > 0 and not result.w.any()))
+
+
+class _LargestValue:
+    """One feature value where the whole training set has it: what ``_check_training`` reads.
+
+    ``data``, ``indices`` and ``indptr`` hold that one entry at its token, and
+    ``lengths`` put that token in its sequence (the ones before it empty), so
+    that the estimator's own message names the global sequence, the token and
+    the feature.
+    """
+
+    def __init__(self, found, n_features, feature_names):
+        self.n_features = n_features
+        self.feature_names = feature_names
+        found = [f for f in found if f is not None]
+        if not found:  # every value is 1
+            self.data = self.indices = self.indptr = None
+            self.lengths = np.zeros(0, dtype=np.int64)
+            return
+        _, value, q, token, column = max(found, key=lambda f: f[0])
+        self.data = np.array([value])
+        self.indices = np.array([column], dtype=np.int32)
+        self.indptr = np.concatenate([np.zeros(token + 1, dtype=np.int64), [1]])
+        self.lengths = np.concatenate([np.zeros(q, dtype=np.int64), [token + 1]])
+
+
+class _CheckData:
+    """The attributes of :class:`TrainingData` that ``_check_training`` reads."""
+
+    def __init__(self, largest):
+        self.features = largest
+        self.lengths = largest.lengths
+        self.feature_names = largest.feature_names

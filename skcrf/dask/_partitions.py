@@ -1,0 +1,219 @@
+"""What runs on the workers in a distributed fit: one partition's data, from dicts to objective.
+
+Every function here takes and returns plain objects (a partition's arrays, a
+structure, weights), so that Dask can run it where the partition lives and
+keep its result there. Nothing here talks to the scheduler.
+"""
+
+import time
+
+import numpy as np
+
+from .._parallel import kernel_threads
+from .._validation import check_finite_features, check_sequences, encode_labels
+from ..features.arrays import FeatureArrays
+from ..features.vectorizer import SequenceVectorizer
+from ..learning.objective import NegativeLogLikelihood
+from ..structures._parameters import StatePairs
+
+
+class PartitionError(ValueError):
+    """Bad input in one partition, named by its index and its first sequence."""
+
+
+def _in_partition(index, first, error):
+    """``error``'s type with its message prefixed by the partition it comes from."""
+    where = f"partition {index}" + (" (sequences counted within it)" if first is None
+                                    else f" (its sequence 0 is sequence {first} of X)")
+    kind = type(error) if isinstance(error, (ValueError, TypeError)) else PartitionError
+    return kind(f"{where}: {error}")
+
+
+class RawPartition:
+    """One partition read on its worker: its features under a local vocabulary, its labels.
+
+    The local vocabulary (names in order of appearance) is the map step of the
+    global one; :func:`encoded_partition` later moves the columns to the
+    global order by name, one lookup per distinct name.
+
+    Attributes
+    ----------
+    index : int
+    matrix : SequenceMatrix or None
+        None for a partition with no sequence.
+    classes : ndarray of shape (n_local_classes,)
+    label_ids : ndarray of int64 of shape (n_tokens,)
+        Indices into ``classes``.
+    """
+
+    def __init__(self, index, matrix, classes, label_ids):
+        self.index = index
+        self.matrix = matrix
+        self.classes = classes
+        self.label_ids = label_ids
+
+    @property
+    def n_sequences(self):
+        return 0 if self.matrix is None else len(self.matrix)
+
+    def summary(self):
+        """(n_sequences, n_tokens, feature names, labels): what the client reduces."""
+        if self.matrix is None:
+            return 0, 0, [], []
+        names = self.matrix.feature_names.tolist()
+        return self.n_sequences, int(self.matrix.offsets[-1]), names, self.classes.tolist()
+
+
+def read_partition(index, X, y):
+    """The :class:`RawPartition` of the sequences ``X`` and labels ``y`` of one partition."""
+    try:
+        X = check_sequences(list(X), matrix_ok=False)
+        y = list(y)
+        if len(X) == 0:
+            if len(y):
+                raise ValueError(f"X has no sequence but y has {len(y)}.")
+            return RawPartition(index, None, np.empty(0), np.empty(0, dtype=np.int64))
+        matrix = SequenceVectorizer(sort=False).fit_transform(X)
+        classes, label_ids = encode_labels(y, matrix.lengths)
+    except (ValueError, TypeError) as error:
+        raise _in_partition(index, None, error) from error
+    return RawPartition(index, matrix, classes, label_ids)
+
+
+def partition_summary(raw):
+    return raw.summary()
+
+
+class EncodedPartition:
+    """One partition in the global vocabulary and label ids, as :class:`TrainingData` holds them.
+
+    Attributes
+    ----------
+    index, first : int
+        The partition's index and the global index of its first sequence.
+    features : FeatureArrays or None
+    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    label_ids : ndarray of int64 of shape (n_tokens,)
+        Indices into the global classes.
+    """
+
+    def __init__(self, index, first, features, offsets, label_ids):
+        self.index = index
+        self.first = first
+        self.features = features
+        self.offsets = offsets
+        self.label_ids = label_ids
+
+    @property
+    def empty(self):
+        return self.features is None
+
+
+def encoded_partition(raw, first, vectorizer, classes):
+    """The :class:`EncodedPartition` of ``raw`` under the global vocabulary and classes."""
+    if raw.matrix is None:
+        return EncodedPartition(raw.index, first, None, np.zeros(1, dtype=np.int64),
+                                np.empty(0, dtype=np.int64))
+    try:
+        matrix = vectorizer.transform(raw.matrix)
+        check_finite_features(matrix)
+    except (ValueError, TypeError) as error:
+        raise _in_partition(raw.index, first, error) from error
+    index = {label: k for k, label in enumerate(classes.tolist())}
+    remap = np.fromiter((index[label] for label in raw.classes.tolist()), dtype=np.int64,
+                        count=raw.classes.shape[0])
+    return EncodedPartition(raw.index, first, FeatureArrays.of_sequences(matrix),
+                            matrix.offsets, remap[raw.label_ids])
+
+
+def relabelled(part, label_ids):
+    """``part`` with other label ids (after tags were repaired), sharing its features."""
+    return EncodedPartition(part.index, part.first, part.features, part.offsets, label_ids)
+
+
+def observed_pairs(part, label_ids, n_labels, columns=None):
+    """Codes ``feature * n_labels + label`` of the pairs :meth:`StatePairs.observed` finds.
+
+    Sorted and unique; ``label_ids`` of -1 take no part. The union over
+    partitions, sorted, is the global pattern (:func:`union_pairs`).
+    """
+    if part.empty:
+        return np.empty(0, dtype=np.int64)
+    pairs = StatePairs.observed(part.features, label_ids, n_labels, columns=columns)
+    return pairs.feature_of_pairs().astype(np.int64) * n_labels + pairs.labels
+
+
+def union_pairs(codes, n_features, n_labels):
+    """The :class:`StatePairs` of every partition's pairs: the global ``observed`` pattern."""
+    union = np.unique(np.concatenate(codes)) if codes else np.empty(0, dtype=np.int64)
+    features, labels = np.divmod(union, n_labels)
+    return StatePairs.from_coordinates(features, labels, n_features, n_labels)
+
+
+class PartitionObjective:
+    """A partition's gold statistics and its ``w -> (log_z, expected)``, kept on its worker.
+
+    The L2 term is not here: the client adds it once to the sum of the parts
+    (:meth:`NegativeLogLikelihood.of_terms`).
+    """
+
+    def __init__(self, part, structure, n_jobs):
+        self.n_jobs = n_jobs
+        self.n_parameters = structure.n_parameters
+        self.seconds = 0.0  # spent in the kernels, for the benchmark's overhead figure
+        self.objective = None
+        if not part.empty:
+            self.objective = NegativeLogLikelihood(structure, part.features, part.offsets,
+                                                   part.label_ids, l2=0.0)
+
+    def empirical(self):
+        if self.objective is None:
+            return np.zeros(self.n_parameters)
+        return self.objective.empirical
+
+    def __call__(self, w):
+        """``(sum of log Z over the partition, expected statistics)`` at ``w``."""
+        if self.objective is None:
+            return 0.0, np.zeros(self.n_parameters)
+        # the solver's arithmetic reports overflow as inf, as the local fit does
+        started = time.perf_counter()
+        with kernel_threads(self.n_jobs), np.errstate(over="ignore", invalid="ignore"):
+            log_z, expected = self.objective.terms(w)
+        self.seconds += time.perf_counter() - started
+        return float(log_z.sum()), expected
+
+
+def partition_objective(part, structure, n_jobs):
+    return PartitionObjective(part, structure, n_jobs)
+
+
+def identity(value):
+    """The task that holds a value the client made: recomputable if its worker dies."""
+    return value
+
+
+def partition_empirical(objective):
+    return objective.empirical()
+
+
+def evaluate(objective, w):
+    return objective(w)
+
+
+def kernel_seconds(objective):
+    return objective.seconds
+
+
+def largest_value(part):
+    """``(|value|, value, sequence, token, column)`` of the partition's largest feature value.
+
+    The sequence is numbered globally; None if every value is 1.
+    """
+    features = None if part.empty else part.features
+    if features is None or features.data is None or features.data.shape[0] == 0:
+        return None
+    k = int(np.argmax(np.abs(features.data)))
+    row = int(np.searchsorted(features.indptr, k, side="right") - 1)
+    q = int(np.searchsorted(part.offsets, row, side="right") - 1)
+    value = float(features.data[k])
+    return abs(value), value, q + part.first, row - int(part.offsets[q]), int(features.indices[k])

@@ -1,0 +1,209 @@
+"""How each estimator's training problem is set up from partitions: the global parameter layout.
+
+A local fit reads the whole training set to choose which weights exist
+(``StatePairs.observed``: the (feature, label) pairs seen in training) and to
+fix the labels' constraints. Here the same decisions come from small
+per-partition summaries, reduced on the client so that the layout is the one
+a local fit of all the data would choose: the union of sorted pair codes is
+sorted as ``observed`` sorts, the classes are the sorted union of the labels.
+
+A plan offers ``check()`` (what the estimator's ``fit`` checks before the data)
+and ``problem(run, parts, classes, vectorizer)`` returning ``(TrainingProblem,
+parts)``; ``run`` maps functions over partitions (:class:`~skcrf.dask._fit.Run`).
+"""
+
+import warnings
+
+import numpy as np
+
+from .._base import TrainingProblem, _user_stacklevel
+from .._chain import CRFClassifier
+from .._constraints import (describe_violation, repair_tags, resolve_constraints,
+                            scheme_constraints)
+from .._tree import _NO_TREES, TreeCRF
+from .._validation import _label_array
+from ..structures._parameters import StatePairs
+from ..structures.chain import ChainStructure, edge_label_ids
+from ..structures.tree import TreeStructure
+from ._partitions import observed_pairs, relabelled, union_pairs
+
+
+def plan_of(estimator):
+    """The plan of ``estimator``'s class; TypeError naming the supported ones otherwise."""
+    for kind, plan in ((CRFClassifier, ChainPlan), (TreeCRF, TreePlan)):
+        if type(estimator) is kind:
+            return plan(estimator)
+    raise TypeError(
+        f"skcrf.dask.fit trains CRFClassifier and TreeCRF; got {type(estimator).__name__}. "
+        f"Fit it locally, or search over it with joblib's Dask backend.")
+
+
+def _state_pairs(run, parts, n_features, n_classes, all_possible_states):
+    if all_possible_states:
+        return StatePairs.every(n_features, n_classes)
+    codes = run.gather(run.map(_label_pair_codes, parts, n_classes))
+    return union_pairs(codes, n_features, n_classes)
+
+
+def _label_pair_codes(part, n_classes):
+    return observed_pairs(part, part.label_ids, n_classes)
+
+
+class ChainPlan:
+    """:class:`~skcrf.CRFClassifier`: orders 1 and 2, transition features, constraints."""
+
+    coefficient_names = {"coef": "coef_", "transitions": "transition_coef_",
+                         "trigram": "transition2_coef_",
+                         "edge_coef": "transition_feature_coef_", "start": "start_coef_",
+                         "end": "end_coef_"}
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+
+    def check(self):
+        est = self.estimator
+        if est.order == 2 and est.transition_features is not None:
+            raise ValueError("transition_features needs order=1; got order=2.")
+        if isinstance(est.allowed_transitions, str) and est.allowed_transitions == "auto":
+            raise ValueError(
+                "allowed_transitions='auto' reads the scheme from all training tags, which "
+                "a distributed fit does not gather; name the scheme (e.g. 'bio', 'IOB1'; "
+                "skcrf.tags.detect_scheme on a sample of y tells it).")
+
+    def problem(self, run, parts, classes, vectorizer):
+        est = self.estimator
+        n_features = len(vectorizer.feature_names_)
+        constraints, classes, parts = self._constraints(run, parts, classes)
+        n_classes = classes.shape[0]
+        if n_classes < 2:
+            raise ValueError(f"y holds a single class ({classes[0]!r}) once its tags are "
+                             f"well-formed; a CRF needs at least two.")
+        state_pairs = _state_pairs(run, parts, n_features, n_classes, est.all_possible_states)
+        columns = est._transition_columns(vectorizer._names_out, n_features)
+        edge_pairs = None
+        if columns is not None:
+            n_pairs = n_classes * n_classes
+            if est.all_possible_states:
+                edge_pairs = StatePairs.every(n_features, n_pairs, np.flatnonzero(columns))
+            else:
+                codes = run.gather(run.map(_edge_pair_codes, parts, n_classes, columns))
+                edge_pairs = union_pairs(codes, n_features, n_pairs)
+        structure = ChainStructure(n_classes, state_pairs, order=est.order,
+                                   edge_pairs=edge_pairs, constraints=constraints)
+        return TrainingProblem(
+            structure, None,
+            {"classes_": classes, "allowed_transitions_": constraints.allowed.copy()},
+            self.coefficient_names), parts
+
+    def _constraints(self, run, parts, classes):
+        """The constraints, and the classes and partitions once malformed tags are repaired.
+
+        As :meth:`CRFEstimator._label_constraints`, a partition at a time: a
+        sequence is repaired on its own, so repairing every partition is
+        repairing the whole set; the classes are then those of the repaired tags.
+        """
+        est = self.estimator
+        spec = est.allowed_transitions
+        constraints = resolve_constraints(spec, classes, None)
+        if spec is None:
+            return constraints, classes, parts
+        name = type(est).__name__
+        repairs = run.map(_repaired_tags, parts, constraints, classes, spec)
+        found = run.gather(run.map(_repair_summary, repairs))
+        if not any(n_bad for n_bad, _, _ in found):
+            return constraints, classes, parts
+        n_bad = sum(n for n, _, _ in found)
+        where = next(where for n, where, _ in found if n)
+        warnings.warn(
+            f"{name}: {n_bad} training sequence(s) have tags that are not well-formed "
+            f"{constraints.scheme} (first: {where}); they were trained as conlleval reads "
+            f"them, with the same spans in well-formed tags.", UserWarning,
+            stacklevel=_user_stacklevel())
+        # the labels of the sequences kept as they were, and of the repaired tags
+        kept = run.gather(run.map(_kept_labels, parts, repairs, classes))
+        labels = set().union(*(set(k) for k in kept), *(set(r) for _, _, r in found))
+        new_classes = _label_array(sorted(labels))
+        parts = run.map(_relabelled_partition, parts, repairs, classes, new_classes)
+        return scheme_constraints(new_classes, constraints.scheme, spec), new_classes, parts
+
+
+def _repaired_tags(part, constraints, classes, spec):
+    """``(n_bad, where, tags)``: the partition's tags repaired, or ``(0, None, None)``.
+
+    Explicit constraints raise a ValueError naming the first forbidden label
+    (global sequence numbers), as a local fit does.
+    """
+    if part.empty:
+        return 0, None, None
+    violation = constraints.first_violation(part.label_ids, part.offsets)
+    if violation is None:
+        return 0, None, None
+    q, t, what = violation
+    where = describe_violation(violation, classes, part.label_ids, part.offsets, spec)
+    where = where.replace(f"sequence {q}", f"sequence {q + part.first}", 1)
+    if constraints.scheme is None:
+        raise ValueError(f"The training labels break the constraints: {where}. Allow that "
+                         f"transition, or correct the labels.")
+    sequences = constraints.bad_sequences(part.label_ids, part.offsets)
+    tags = repair_tags(classes, part.label_ids, part.offsets, sequences, constraints.scheme)
+    return len(sequences), where, tags
+
+
+def _kept_labels(part, repair, classes):
+    """The labels of a partition left as it was (none if its tags were repaired)."""
+    if repair[2] is not None:
+        return []
+    return classes[np.unique(part.label_ids)].tolist()
+
+
+def _repair_summary(repair):
+    n_bad, where, tags = repair
+    return n_bad, where, sorted(set(tags)) if tags is not None else []
+
+
+def _relabelled_partition(part, repair, old_classes, classes):
+    """``part`` with its label ids in the repaired ``classes`` (its tags were in ``old_classes``)."""
+    index = {label: k for k, label in enumerate(classes.tolist())}
+    _, _, tags = repair
+    if tags is None:
+        remap = np.fromiter(map(index.__getitem__, old_classes.tolist()), dtype=np.int64,
+                            count=old_classes.shape[0])
+        return relabelled(part, remap[part.label_ids])
+    return relabelled(part, np.fromiter(map(index.__getitem__, tags), dtype=np.int64,
+                                        count=len(tags)))
+
+
+def _edge_pair_codes(part, n_classes, columns):
+    if part.empty:
+        return np.empty(0, dtype=np.int64)
+    pair_ids = edge_label_ids(part.label_ids, part.offsets, n_classes)
+    return observed_pairs(part, pair_ids, n_classes * n_classes, columns=columns)
+
+
+class TreePlan:
+    """:class:`~skcrf.TreeCRF`: state pairs over the classes, parents from the features."""
+
+    coefficient_names = {"coef": "coef_", "transitions": "transition_coef_",
+                         "root": "root_coef_"}
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+
+    def check(self):
+        pass
+
+    def problem(self, run, parts, classes, vectorizer):
+        est = self.estimator
+        if not all(run.gather(run.map(_has_trees, parts))):
+            raise ValueError(_NO_TREES.format(name=type(est).__name__))
+        n_features = len(vectorizer.feature_names_)
+        state_pairs = _state_pairs(run, parts, n_features, classes.shape[0],
+                                   est.all_possible_states)
+        structure = TreeStructure(classes.shape[0], state_pairs)
+        return TrainingProblem(structure, None, {"classes_": classes},
+                               self.coefficient_names), parts
+
+
+def _has_trees(part):
+    return part.empty or part.features.parents is not None
+

@@ -1,0 +1,227 @@
+"""skcrf.dask on a LocalCluster of two worker processes: distributed fit == local fit,
+prediction over partitions, a worker lost mid-fit, joblib's Dask backend, bad input."""
+
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+pytest.importorskip("dask.bag")
+distributed = pytest.importorskip("distributed")
+
+import dask.bag as db  # noqa: E402
+
+import skcrf.dask  # noqa: E402
+from skcrf import CRFClassifier, SemiMarkovCRF, TreeCRF  # noqa: E402
+from tests.conftest import data_home  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client(warm_kernels):
+    # the workers inherit sys.path (spawned), so they import this checkout's skcrf
+    # and load the kernels numba cached beside it
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        yield client
+
+
+def _features(sentence):
+    return [{"w": w.lower(), "title": w.istitle(), "pos": p,
+             "prev": sentence[i - 1][0].lower() if i else "<s>"}
+            for i, (w, p) in enumerate(sentence)]
+
+
+@pytest.fixture(scope="module")
+def ner(conll2002_small):
+    X_train, y_train, X_test, _ = conll2002_small
+    return ([_features(s) for s in X_train[:200]], y_train[:200],
+            [_features(s) for s in X_test])
+
+
+@pytest.fixture(scope="module")
+def trees():
+    from skcrf.datasets import fetch_ud
+
+    X, y = fetch_ud("en_ewt", "dev", columns=("form", "upos"), label="deprel",
+                    data_home=data_home(), download_if_missing=False)
+    X = [[{"w": form.lower(), "pos": pos, "__parent__": head}
+          for form, pos, head in sentence] for sentence in X[:150]]
+    return X, y[:150]
+
+
+def _bags(X, y, npartitions):
+    pairs = db.from_sequence(list(zip(X, y)), npartitions=npartitions)
+    return pairs.pluck(0), pairs.pluck(1)
+
+
+def _quiet_fit(fit, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return fit(*args, **kwargs)
+
+
+def _assert_same_model(local, dist, rtol=1e-9):
+    """Same fitted attributes; the weights equal to ``rtol`` relative to their largest."""
+    names = sorted(a for a in vars(local) if a.endswith("_") and not a.startswith("_"))
+    assert names == sorted(a for a in vars(dist) if a.endswith("_") and not a.startswith("_"))
+    for name in names:
+        a, b = getattr(local, name), getattr(dist, name)
+        if hasattr(a, "toarray"):
+            assert np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
+            a, b = a.toarray(), b.toarray()
+        if name == "vectorizer_":
+            assert a.feature_names_ == b.feature_names_ and a.vocabulary_ == b.vocabulary_
+        elif name == "loss_curve_" or name.endswith("coef_"):
+            a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+            assert a.shape == b.shape, name
+            finite = np.isfinite(a)
+            assert np.array_equal(finite, np.isfinite(b)), name
+            scale = np.abs(a[finite]).max(initial=1.0)
+            assert np.abs(a[finite] - b[finite]).max(initial=0.0) <= rtol * scale, name
+        elif isinstance(a, np.ndarray):
+            assert np.array_equal(a, b), name
+        else:
+            assert a == b, name
+
+
+@pytest.mark.parametrize("params", [
+    {},
+    {"transition_features": ["pos="], "allowed_transitions": "bio"},
+], ids=["plain", "edges-bio"])
+def test_chain_distributed_fit_equals_local_fit(client, ner, params):
+    X, y, X_test = ner
+    local = _quiet_fit(CRFClassifier(max_iter=40, **params).fit, X, y)
+    X_bag, y_bag = _bags(X, y, npartitions=3)
+    dist = _quiet_fit(skcrf.dask.fit, CRFClassifier(max_iter=40, **params), X_bag, y_bag,
+                      client=client)
+    assert type(dist) is CRFClassifier and dist.n_iter_ == local.n_iter_
+    _assert_same_model(local, dist)
+    expected = local.predict(X_test)
+    assert all(np.array_equal(a, b) for a, b in zip(expected, dist.predict(X_test)))
+    # prediction mapped over the partitions of a bag
+    test_bag = db.from_sequence(X_test, npartitions=3)
+    mapped = skcrf.dask.predict(dist, test_bag).compute()
+    assert len(mapped) == len(expected)
+    assert all(np.array_equal(a, b) for a, b in zip(expected, mapped))
+    marginals = skcrf.dask.predict_marginals(dist, test_bag).compute()
+    for a, b in zip(local.predict_marginals(X_test[:10]), marginals[:10]):
+        np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9)
+
+
+def test_one_partition_is_bitwise_the_local_fit(client, ner):
+    """With one partition the sums are the local ones: nothing differs, not even the last bit."""
+    X, y, _ = ner
+    local = _quiet_fit(CRFClassifier(max_iter=15).fit, X[:80], y[:80])
+    dist = _quiet_fit(skcrf.dask.fit, CRFClassifier(max_iter=15), *_bags(X[:80], y[:80], 1),
+                      client=client)
+    _assert_same_model(local, dist, rtol=0.0)
+
+
+def test_tree_distributed_fit_equals_local_fit(client, trees):
+    X, y = trees
+    local = _quiet_fit(TreeCRF(max_iter=30).fit, X, y)
+    dist = _quiet_fit(skcrf.dask.fit, TreeCRF(max_iter=30), *_bags(X, y, 2), client=client)
+    _assert_same_model(local, dist)
+    assert all(np.array_equal(a, b) for a, b in zip(local.predict(X[:50]), dist.predict(X[:50])))
+
+
+def test_worker_lost_mid_fit_is_survived(client, ner):
+    """A worker process dies mid-fit: its partitions are rebuilt elsewhere, the fit ends equal."""
+    X, y, _ = ner
+    local = _quiet_fit(CRFClassifier(max_iter=40).fit, X, y)
+    outcome = {}
+
+    def run():
+        try:
+            outcome["fit"] = _quiet_fit(skcrf.dask.fit, CRFClassifier(max_iter=40),
+                                        *_bags(X, y, 4), client=client, timeout=120)
+        except Exception as error:  # reported below
+            outcome["error"] = error
+
+    def evaluating(dask_scheduler):
+        return sum(str(key).startswith("evaluate") for key in dask_scheduler.tasks)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while client.run_on_scheduler(evaluating) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert thread.is_alive(), outcome
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    client.run(lambda: __import__("os")._exit(1), workers=[victim], wait=False,
+               on_error="ignore")
+    thread.join(180)
+    assert not thread.is_alive(), "the fit hung after a worker died"
+    assert "error" not in outcome, outcome.get("error")
+    _assert_same_model(local, outcome["fit"])
+    client.wait_for_workers(2, timeout=60)  # the nanny restarted it
+
+
+def test_workers_hold_kernels_to_their_thread_share(client):
+    from skcrf._parallel import effective_n_threads
+
+    assert client.submit(effective_n_threads, None, pure=False).result() == 1
+    assert client.submit(effective_n_threads, -1, pure=False).result() == 1
+    assert effective_n_threads(None) >= 1  # the client process is not a worker
+
+
+def test_grid_search_on_the_dask_backend_equals_the_local_search(client, conll2002_small):
+    import joblib
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+
+    from skcrf import SequenceVectorizer, TokenFeaturizer
+
+    X, y = conll2002_small[0][:120], conll2002_small[1][:120]
+    pipe = make_pipeline(TokenFeaturizer(window=1, columns={1: 0}), SequenceVectorizer(),
+                         CRFClassifier(max_iter=20))
+    grid = {"crfclassifier__alpha": [0.1, 1.0]}
+    local = _quiet_fit(GridSearchCV(pipe, grid, cv=2).fit, X, y)
+    with joblib.parallel_backend("dask"):
+        dist = _quiet_fit(GridSearchCV(pipe, grid, cv=2).fit, X, y)
+    for key in ("mean_test_score", "split0_test_score", "split1_test_score"):
+        assert np.array_equal(local.cv_results_[key], dist.cv_results_[key]), key
+    assert local.best_params_ == dist.best_params_
+    a, b = local.best_estimator_[-1], dist.best_estimator_[-1]
+    assert np.array_equal(a.coef_, b.coef_)
+
+
+# --- bad input ----------------------------------------------------------------------
+
+
+def test_empty_bag_is_refused(client):
+    X, y = db.from_sequence([], npartitions=1), db.from_sequence([], npartitions=1)
+    with pytest.raises(ValueError, match="X is empty"):
+        skcrf.dask.fit(CRFClassifier(), X, y, client=client)
+
+
+def test_mismatched_partitions_are_refused(client, ner):
+    X, y, _ = ner
+    with pytest.raises(ValueError, match="X has 3 partitions and y 2"):
+        skcrf.dask.fit(CRFClassifier(), db.from_sequence(X[:20], npartitions=3),
+                       db.from_sequence(y[:20], npartitions=2), client=client)
+    # as many partitions, split differently: a partition's X and y disagree
+    # whichever partition the scheduler reads first is named
+    with pytest.raises(ValueError, match=r"partition \d \(sequences counted within it\): "
+                                         r"Sequence 0 has \d+ tokens but \d+ labels"):
+        skcrf.dask.fit(CRFClassifier(), db.from_sequence(X[:20], npartitions=2),
+                       db.from_sequence(y[1:21], npartitions=2), client=client)
+
+
+def test_other_inputs_are_refused_clearly(client, ner):
+    X, y, _ = ner
+    X_bag, y_bag = _bags(X[:20], y[:20], 2)
+    with pytest.raises(TypeError, match="dask.bag.Bag"):
+        skcrf.dask.fit(CRFClassifier(), X[:20], y_bag, client=client)
+    with pytest.raises(TypeError, match="CRFClassifier and TreeCRF"):
+        skcrf.dask.fit(SemiMarkovCRF(), X_bag, y_bag, client=client)
+    with pytest.raises(ValueError, match="name the scheme"):
+        skcrf.dask.fit(CRFClassifier(allowed_transitions="auto"), X_bag, y_bag, client=client)
+    with pytest.raises(ValueError, match="alpha"):
+        skcrf.dask.fit(CRFClassifier(alpha=-1.0), X_bag, y_bag, client=client)
+    with pytest.raises(ValueError, match="__parent__"):
+        skcrf.dask.fit(TreeCRF(), X_bag, y_bag, client=client)
