@@ -42,7 +42,7 @@ def check_alphas(alphas):
     bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
     if bad.size:
         raise ValueError(f"alphas must be finite and >= 0; alphas[{bad[0]}] is "
-                         f"{values[bad[0]]!r}.")
+                         f"{float(values[bad[0]])!r}.")
     return values
 
 

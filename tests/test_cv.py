@@ -27,12 +27,12 @@ def _features(sentence):
 
 @pytest.fixture(scope="module")
 def spanish(conll2002_small):
-    X, y = conll2002_small[0][:150], conll2002_small[1][:150]
+    X, y = conll2002_small[0][:120], conll2002_small[1][:120]
     return [_features(s) for s in X], y
 
 
 ALPHAS = [0.03, 0.3, 3.0, 30.0]
-SEARCH = {"l1_ratio": 0.0, "tol": 1e-5, "max_iter": 400}
+SEARCH = {"l1_ratio": 0.0, "tol": 1e-4, "max_iter": 200}
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +59,10 @@ def test_fold_scores_are_close_to_grid_search_s(searched):
     grid_scores = np.array([grid.cv_results_[f"split{k}_test_score"] for k in range(3)])
     assert cv.scores_.shape == grid_scores.shape == (3, len(ALPHAS))
     # warm starts stop at tol from another point than a cold fit: the weights
-    # differ by what tol allows, and a few of the ~100 held-out spans flip
-    np.testing.assert_allclose(cv.scores_, grid_scores, atol=0.03)
+    # differ by what tol allows, and a span or two of a fold's ~50 held-out
+    # entities may flip (about 0.02 of F1 each); most scores are equal
+    np.testing.assert_allclose(cv.scores_, grid_scores, atol=0.05)
+    assert np.mean(np.abs(cv.scores_ - grid_scores)) < 0.01
 
 
 def test_refit_is_grid_search_s_best_estimator(searched):
@@ -83,8 +85,8 @@ def test_path_takes_fewer_iterations_than_cold_fits(searched, spanish):
 
 
 def test_alphas_in_any_order_give_the_same_columns(spanish):
-    X, y = spanish[0][:60], spanish[1][:60]
-    params = {"cv": 2, "max_iter": 30, "scoring": span_f1_scorer}
+    X, y = spanish[0][:40], spanish[1][:40]
+    params = {"cv": 2, "max_iter": 20, "scoring": span_f1_scorer}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         ordered = CRFClassifierCV(alphas=[0.1, 1.0, 10.0], **params).fit(X, y)
