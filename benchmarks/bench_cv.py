@@ -100,7 +100,7 @@ def main():
     print(f"{'largest |fold score difference|':34s}"
           f"{np.abs(grid_scores - cv.scores_).max():31.4f}")
     print(f"path iterations per fold (strongest alpha first): "
-          f"{[list(row[np.argsort(-cv.alphas_)]) for row in cv.path_n_iter_]}")
+          f"{[row[np.argsort(-cv.alphas_)].tolist() for row in cv.path_n_iter_]}")
     print(f"sklearn-crfsuite, one fit at alpha={alpha:.4g} on all the training data: "
           f"{crfsuite_seconds:.1f} s (span F1 on esp.testb "
           f"{test_f1(crfsuite, F_test, y_test):.4f})")
