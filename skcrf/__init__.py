@@ -3,6 +3,7 @@
 # features first: the estimators' modules import parts of it
 from .features import SequenceMatrix, SequenceVectorizer, TokenFeaturizer  # isort: skip
 from ._chain import CRFClassifier
+from ._cv import CRFClassifierCV
 from ._persistence import ModelVersionWarning, load_model, save_model
 from ._semimarkov import SemiMarkovCRF
 from ._tree import TreeCRF
@@ -12,6 +13,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CRFClassifier",
+    "CRFClassifierCV",
     "CacheDamagedWarning",
     "CacheUnavailableWarning",
     "ModelVersionWarning",

@@ -52,6 +52,11 @@ def _is_fitted_attribute(name):
     return name.endswith("_") and not name.startswith("__")
 
 
+def _is_fitted_attribute_set(estimator):
+    """Whether ``estimator`` holds a fitted model (a warm start's previous one)."""
+    return any(_is_fitted_attribute(name) for name in vars(estimator))
+
+
 def atomic_fit(fit):
     """Make ``fit`` build the new state aside and swap it in at once at its end.
 
@@ -73,6 +78,9 @@ def atomic_fit(fit):
         shadow.__dict__.update(
             (name, value) for name, value in vars(self).items()
             if not _is_fitted_attribute(name))
+        if getattr(self, "warm_start", False) and _is_fitted_attribute_set(self):
+            # the previous model, for _fit's starting point (it removes it)
+            shadow._previous_model = self._fitted_model()
         with kernel_exceptions():
             fit(shadow, *args, **kwargs)
         # one reference assignment: a reader has the old dict or the new one
@@ -80,6 +88,15 @@ def atomic_fit(fit):
         return self
 
     return swapping_fit
+
+
+def _same_values(a, b):
+    """Whether ``a`` and ``b`` are arrays of equal shape and values (labels or names)."""
+    if a is None or b is None:
+        return False
+    a, b = np.asarray(a), np.asarray(b)
+    # as Python lists: arrays of different dtypes (str and int labels) compare unequal
+    return a.shape == b.shape and a.tolist() == b.tolist()
 
 
 class TrainingData:
@@ -197,6 +214,7 @@ class CRFEstimator(BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="left")],
         "solver": [StrOptions({"lbfgs"})],
         "all_possible_states": ["boolean"],
+        "warm_start": ["boolean"],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
     }
@@ -207,11 +225,12 @@ class CRFEstimator(BaseEstimator):
         Runs on the shadow estimator of :func:`atomic_fit`; a subclass's ``fit``
         checks what only it knows about its parameters, then calls this.
         """
+        previous = vars(self).pop("_previous_model", None)
         data = self._training_data(X, y)
         problem = self._training_problem(data)
         objective = problem.objective(data, l2=self._l2)
         data.label_ids = None  # the objective has what it needs from them
-        result = self._solve(objective, np.zeros(problem.n_parameters))
+        result = self._solve(objective, self._initial_weights(problem, data, previous))
         self._check_training(result, data)
         for name, value in problem.fitted_attributes(result.w).items():
             setattr(self, name, value)
@@ -221,6 +240,33 @@ class CRFEstimator(BaseEstimator):
     def _training_problem(self, data):
         """The :class:`TrainingProblem` of ``data`` (a subclass's structure)."""
         raise NotImplementedError
+
+    def _initial_weights(self, problem, data, previous):
+        """The solver's starting point: zero, or the ``previous`` model's weights.
+
+        With ``warm_start``, the previous model's weights when its parameter
+        layout is this problem's: the same classes (and segment classes),
+        the same feature names in the same order, and fitted attributes of
+        the same shapes (same order, transition features, longest segment).
+        Anything else starts from zero, as a fit without ``warm_start``.
+        """
+        zeros = np.zeros(problem.n_parameters)
+        if previous is None or not self._same_layout(problem, data, previous):
+            return zeros
+        named = {block: getattr(previous, attribute)
+                 for block, attribute in problem.coefficient_names.items()
+                 if hasattr(previous, attribute)}
+        w = problem.structure.weights(named)
+        return zeros if w is None else w
+
+    def _same_layout(self, problem, data, previous):
+        """Whether ``previous`` was fitted with the classes and features of this problem."""
+        for name in ("classes_", "segment_classes_"):
+            if name in problem.attributes and not _same_values(
+                    getattr(previous, name, None), problem.attributes[name]):
+                return False
+        return _same_values(getattr(previous, "feature_names_", None),
+                            self._feature_names(data))
 
     @property
     def _l2(self):

@@ -155,3 +155,46 @@ class StatePairs:
         dense = np.zeros((self.n_features, self.n_labels)).T
         dense[self.labels, self.feature_of_pairs()] = pair_weights
         return dense
+
+    def from_dense(self, dense):
+        """The pair weights of a (n_labels, n_features) array: the inverse of :meth:`to_dense`.
+
+        A weight that is not finite (a forbidden pair's ``-inf``) becomes 0.
+        """
+        return _finite_or_zero(np.asarray(dense)[self.labels, self.feature_of_pairs()])
+
+    def from_sparse(self, matrix):
+        """The pair weights of a sparse (n_features, n_labels) matrix, 0 where it has none."""
+        matrix = matrix.tocsr()
+        return _finite_or_zero(np.asarray(
+            matrix[self.feature_of_pairs(), self.labels.astype(np.int64)]).ravel())
+
+
+def _finite_or_zero(values):
+    """A float copy of ``values`` with every non-finite entry set to 0."""
+    values = np.array(values, dtype=np.float64)
+    values[~np.isfinite(values)] = 0.0
+    return values
+
+
+def same_shapes(named, shapes):
+    """Whether ``named`` has every block of ``shapes`` (name to shape), each of that shape."""
+    return all(name in named and np.shape(named[name]) == tuple(shape)
+               for name, shape in shapes.items())
+
+
+def weights_of_blocks(layout, blocks, masks=()):
+    """The flat weight vector of a layout from named blocks (0 for a missing block).
+
+    The inverse of :meth:`ParameterLayout.views` for fitted coefficients: a
+    block's entries that are not finite (forbidden transitions' ``-inf``) or
+    that ``masks`` (name to an array of 0 and ``-inf``) forbids become 0,
+    since the solver never moves a forbidden weight from 0.
+    """
+    w = layout.zeros()
+    for name, values in blocks.items():
+        view = layout.view(w, name)
+        view[...] = _finite_or_zero(values)
+        if name in masks:
+            view[np.isneginf(masks[name])] = 0.0
+    return w

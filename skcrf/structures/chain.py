@@ -19,6 +19,7 @@ the adjoint map from marginals back to those blocks.
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..features._kernels import pair_expectations, pair_products
 from ..features.arrays import csr_times_dense
@@ -28,7 +29,7 @@ from ..inference.chain_edges import forward_backward_edges, viterbi_edges
 from ..inference.chain_nbest import nbest_paths, nbest_paths2
 from ._chain_edges_fused import edge_chunk_count, edge_nll_terms
 from ._chain_fused import FusedChainTerms
-from ._parameters import ParameterLayout, StatePairs
+from ._parameters import ParameterLayout, StatePairs, same_shapes, weights_of_blocks
 
 #: Partial sums of :func:`~skcrf.features._kernels.pair_expectations` kept per
 #: chunk of tokens, in float64 values; the chunk count is fixed by the data.
@@ -389,8 +390,6 @@ class ChainStructure:
         ``trigram`` or ``edge_coef`` (a CSR matrix (n_features, n_classes ** 2))
         where the structure has them.
         """
-        import scipy.sparse as sp
-
         blocks = self.layout.views(w)
         transitions, start, end = self.masked_transitions(blocks)
         named = {"coef": self.state_pairs.to_dense(blocks["state"]),
@@ -403,6 +402,34 @@ class ChainStructure:
                 (blocks["edge"].copy(), pairs.labels.copy(), pairs.feature_ptr.copy()),
                 shape=(pairs.n_features, pairs.n_labels))
         return named
+
+    def weights(self, named):
+        """The weight vector of named coefficients: the inverse of :meth:`coefficients`.
+
+        ``named`` maps the names :meth:`coefficients` returns to arrays of the
+        same shapes; ``-inf`` (forbidden) entries become 0. Returns None if a
+        block is missing or has another shape (coefficients of another
+        layout).
+        """
+        C = self.n_classes
+        shapes = {"coef": (C, self.state_pairs.n_features), "transitions": (C, C),
+                  "start": (C,), "end": (C,)}
+        if self.order == 2:
+            shapes["trigram"] = (C, C, C)
+        if self.edge_pairs is not None:
+            shapes["edge_coef"] = (self.edge_pairs.n_features, self.edge_pairs.n_labels)
+        if not same_shapes(named, shapes):
+            return None
+        blocks = {"state": self.state_pairs.from_dense(named["coef"]),
+                  "transitions": named["transitions"], "start": named["start"],
+                  "end": named["end"]}
+        if self.order == 2:
+            blocks["trigram"] = named["trigram"]
+        if self.edge_pairs is not None:
+            blocks["edge"] = self.edge_pairs.from_sparse(sp.csr_matrix(named["edge_coef"]))
+        return weights_of_blocks(self.layout, blocks, {
+            "transitions": self.transition_mask, "start": self.start_mask,
+            "end": self.end_mask})
 
 
 class _FusedExpectations:

@@ -30,7 +30,7 @@ from ..inference.semimarkov import (COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGL
                                     segment_posteriors, segment_viterbi)
 from ..inference.semimarkov_queries import (CUT, NO_REPEAT, fixed_segment_posteriors,
                                             nbest_segmentations)
-from ._parameters import ParameterLayout, StatePairs
+from ._parameters import ParameterLayout, StatePairs, same_shapes, weights_of_blocks
 
 #: The token weights' roles, in the order of their label blocks.
 TOKEN_ROLES = ("state", "first", "last")
@@ -432,3 +432,22 @@ class SemiMarkovStructure:
                      transitions=blocks["transitions"] + self.transition_mask,
                      start=blocks["start"].copy(), end=blocks["end"].copy())
         return named
+
+    def weights(self, named):
+        """The weight vector of named coefficients: the inverse of :meth:`coefficients`.
+
+        ``-inf`` entries (lengths and transitions the structure forbids)
+        become 0. Returns None if a block is missing or has another shape.
+        """
+        C, n_features = self.n_labels, self.token_pairs.n_features
+        roles = [("coef" if role == "state" else f"{role}_coef") for role in TOKEN_ROLES]
+        shapes = {name: (C, n_features) for name in roles}
+        shapes.update(length=(C, self.max_length), transitions=(C, C), start=(C,), end=(C,))
+        if not same_shapes(named, shapes):
+            return None
+        dense = np.concatenate([named[name] for name in roles])
+        return weights_of_blocks(self.layout, {
+            "token": self.token_pairs.from_dense(dense), "length": named["length"],
+            "transitions": named["transitions"], "start": named["start"],
+            "end": named["end"]},
+            {"length": self.length_mask, "transitions": self.transition_mask})

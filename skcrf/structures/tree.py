@@ -20,7 +20,7 @@ import numpy as np
 
 from ..features.arrays import csr_times_dense
 from ..inference.tree import tree_forward_backward, tree_viterbi
-from ._parameters import ParameterLayout, StatePairs
+from ._parameters import ParameterLayout, StatePairs, same_shapes, weights_of_blocks
 from .chain import pin_labels
 from ._tree_fused import FusedTreeTerms
 
@@ -206,3 +206,16 @@ class TreeStructure:
         return {"coef": self.state_pairs.to_dense(blocks["state"]),
                 "transitions": blocks["transitions"].copy(),
                 "root": blocks["root"].copy()}
+
+    def weights(self, named):
+        """The weight vector of named coefficients: the inverse of :meth:`coefficients`.
+
+        Returns None if a block is missing or has another shape.
+        """
+        C = self.n_classes
+        if not same_shapes(named, {"coef": (C, self.state_pairs.n_features),
+                                   "transitions": (C, C), "root": (C,)}):
+            return None
+        return weights_of_blocks(self.layout, {
+            "state": self.state_pairs.from_dense(named["coef"]),
+            "transitions": named["transitions"], "root": named["root"]})

@@ -1,0 +1,114 @@
+"""CRFClassifierCV vs the equivalent GridSearchCV over alpha, on CoNLL-2002 Spanish NER.
+
+Both search the same alphas with the same folds (KFold, not shuffled), the
+same scorer (span F1, CoNLL) and the same per-token feature dicts (the
+sklearn-crfsuite tutorial set, as bench_core.py); both refit the chosen
+alpha on all the training data. GridSearchCV fits every (fold, alpha) from
+zero weights and re-featurizes each fold for every alpha; CRFClassifierCV
+featurizes each fold once and runs the alphas from strongest to weakest with
+warm starts. Also printed, as a reference: sklearn-crfsuite's time for one
+fit on all the training data at the alpha CRFClassifierCV chose, measured in
+the same run. Building the dicts is not timed.
+
+Run: python benchmarks/bench_cv.py [--sentences N] [--max-iter 100] [--folds 3]
+
+Target (issue 18): CRFClassifierCV <= 0.3x GridSearchCV's time, the same
+alpha. The machine is shared and noisy: compare the ratios printed by one
+run, not absolute times across runs.
+"""
+
+import argparse
+import platform
+import time
+import warnings
+
+import numba
+import numpy as np
+from common import data_home, sent2features
+from sklearn.model_selection import GridSearchCV, KFold
+
+from skcrf import CRFClassifier, CRFClassifierCV
+from skcrf._cv import DEFAULT_ALPHAS
+from skcrf.datasets import load_conll2002
+from skcrf.metrics import span_f1_score, span_f1_scorer
+
+L1_RATIO = 1 / 3
+
+
+def timed(fit):
+    """``(result of fit(), seconds)``, with the max_iter warnings silenced."""
+    with warnings.catch_warnings():
+        # every fit may stop at max_iter, by design of the comparison
+        warnings.simplefilter("ignore")
+        started = time.perf_counter()
+        result = fit()
+        return result, time.perf_counter() - started
+
+
+def test_f1(model, X_test, y_test):
+    return span_f1_score(y_test, [list(labels) for labels in model.predict(X_test)])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sentences", type=int, default=None,
+                        help="use the first N training sentences (default: all)")
+    parser.add_argument("--max-iter", type=int, default=100)
+    parser.add_argument("--folds", type=int, default=3)
+    parser.add_argument("--alphas", type=float, nargs="+", default=list(DEFAULT_ALPHAS))
+    args = parser.parse_args()
+
+    import sklearn_crfsuite
+
+    print(f"python {platform.python_version()}, numba {numba.__version__}, "
+          f"{numba.config.NUMBA_NUM_THREADS} threads, data from {data_home()}")
+    # compile (or load from cache) the kernels outside the timed region
+    timed(lambda: CRFClassifier(max_iter=1).fit([[{"a": 1.0}, {"b": 1.0}]],
+                                                [["x", "y"]]).predict([[{"a": 1.0}]]))
+
+    X_train, y_train = load_conll2002("train", data_home=data_home())
+    X_test, y_test = load_conll2002("testb", data_home=data_home())
+    if args.sentences:
+        X_train, y_train = X_train[:args.sentences], y_train[:args.sentences]
+    F_train = [sent2features(s) for s in X_train]
+    F_test = [sent2features(s) for s in X_test]
+    folds = KFold(args.folds)
+    params = {"l1_ratio": L1_RATIO, "max_iter": args.max_iter}
+
+    cv, cv_seconds = timed(lambda: CRFClassifierCV(
+        alphas=args.alphas, cv=folds, scoring=span_f1_scorer, **params).fit(F_train, y_train))
+    grid, grid_seconds = timed(lambda: GridSearchCV(
+        CRFClassifier(**params), {"alpha": args.alphas}, cv=folds,
+        scoring=span_f1_scorer).fit(F_train, y_train))
+    alpha = cv.alpha_
+    crfsuite, crfsuite_seconds = timed(lambda: sklearn_crfsuite.CRF(
+        algorithm="lbfgs", c1=alpha * L1_RATIO, c2=0.5 * alpha * (1 - L1_RATIO),
+        max_iterations=args.max_iter, all_possible_transitions=True).fit(F_train, y_train))
+
+    grid_scores = np.array([grid.cv_results_[f"split{k}_test_score"]
+                            for k in range(args.folds)])
+    print(f"\nconll2002 esp: {len(X_train)} training / {len(X_test)} test sentences, "
+          f"{args.folds} folds, alphas {args.alphas}, l1_ratio 1/3, "
+          f"max_iter {args.max_iter}")
+    print(f"{'':34s}{'GridSearchCV':>14s}{'CRFClassifierCV':>17s}{'ratio':>8s}")
+    print(f"{'search + refit (s)':34s}{grid_seconds:14.1f}{cv_seconds:17.1f}"
+          f"{cv_seconds / grid_seconds:7.2f}x")
+    print(f"{'chosen alpha':34s}{grid.best_params_['alpha']:14.4g}{alpha:17.4g}")
+    print(f"{'best mean fold span F1':34s}{grid.best_score_:14.4f}{cv.best_score_:17.4f}")
+    print(f"{'refit span F1 on esp.testb':34s}{test_f1(grid, F_test, y_test):14.4f}"
+          f"{test_f1(cv, F_test, y_test):17.4f}")
+    print(f"{'largest |fold score difference|':34s}"
+          f"{np.abs(grid_scores - cv.scores_).max():31.4f}")
+    print(f"path iterations per fold (strongest alpha first): "
+          f"{[row[np.argsort(-cv.alphas_)].tolist() for row in cv.path_n_iter_]}")
+    print(f"sklearn-crfsuite, one fit at alpha={alpha:.4g} on all the training data: "
+          f"{crfsuite_seconds:.1f} s (span F1 on esp.testb "
+          f"{test_f1(crfsuite, F_test, y_test):.4f})")
+    checks = [("CRFClassifierCV <= 0.3x GridSearchCV", cv_seconds <= 0.3 * grid_seconds),
+              ("same alpha", alpha == grid.best_params_["alpha"])]
+    print("targets: " + ", ".join(f"{name}: {'met' if ok else 'MISSED'}"
+                                  for name, ok in checks))
+
+
+if __name__ == "__main__":
+    main()

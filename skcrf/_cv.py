@@ -1,0 +1,318 @@
+"""CRFClassifierCV: a linear-chain CRF that picks its regularization by cross-validation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.metrics import check_scoring
+from sklearn.model_selection import check_cv
+from sklearn.utils import _safe_indexing
+
+from . import _defaults
+from ._base import CRFEstimator
+from ._chain import CRFClassifier
+from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
+from ._validation import check_sequences
+from .features.sequence_matrix import SequenceMatrix
+from .metrics import make_sequence_scorer, span_f1_score
+from .tags import detect_scheme
+
+#: The default grid: a decade on either side of CRFsuite's usual ``c1 = c2 = 0.1``
+#: (``alpha = 0.3``), in steps of about 3.
+DEFAULT_ALPHAS = (0.03, 0.1, 0.3, 1.0, 3.0)
+
+
+def check_alphas(alphas):
+    """``alphas`` as a 1-D float array, or a ValueError that says what is wrong."""
+    try:
+        values = np.asarray(alphas, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"alphas must be a list of non-negative numbers; got "
+                         f"{alphas!r}.") from None
+    if values.ndim != 1:
+        raise ValueError(f"alphas must be a 1-D list of numbers; got an array of shape "
+                         f"{values.shape}.")
+    if values.shape[0] == 0:
+        raise ValueError("alphas is empty; give at least one regularization strength, "
+                         "e.g. alphas=[0.1, 1.0].")
+    bad = np.flatnonzero(~np.isfinite(values) | (values < 0))
+    if bad.size:
+        raise ValueError(f"alphas must be finite and >= 0; alphas[{bad[0]}] is "
+                         f"{float(values[bad[0]])!r}.")
+    return values
+
+
+def default_scorer(y):
+    """Span F1 in the scheme of ``y`` if it holds span tags, else token accuracy (None).
+
+    Span tags: a scheme of prefixes (IOB2, BIOES...) that :func:`detect_scheme`
+    recognises, and at least one tag other than ``"O"``.
+    """
+    try:
+        scheme = detect_scheme(y)
+    except ValueError:  # prefixes that fit no scheme: plain labels
+        return None
+    if scheme == "plain" or all(tag == "O" for sequence in y for tag in sequence):
+        return None
+    return make_sequence_scorer(span_f1_score, scheme=scheme)
+
+
+def _path_start(w, last_alpha, before, alpha):
+    """Where the fit of ``alpha`` starts: the last solution ``w``, moved along the path.
+
+    With two solutions behind (``before`` is the ``(alpha, weights)`` of the
+    one before ``w``, of ``last_alpha``), a secant step in log alpha
+    extrapolates the path to ``alpha``, which starts closer to its optimum
+    than ``w`` itself (fewer iterations, the same optimum).
+    """
+    if before is None or not (alpha > 0 and last_alpha > 0 and before[0] > 0) \
+            or before[0] == last_alpha:
+        return w
+    t = np.log(alpha / last_alpha) / np.log(last_alpha / before[0])
+    return w + t * (w - before[1])
+
+
+class _Fold:
+    """One fold's training problem and objective, built once for its whole path."""
+
+    def __init__(self, estimator, X, y, train, test):
+        self.data = estimator._training_data(_safe_indexing(X, train),
+                                             _safe_indexing(y, train))
+        self.problem = estimator._training_problem(self.data)
+        self.objective = self.problem.objective(self.data, l2=estimator._l2)
+        self.data.label_ids = None  # the objective has what it needs from them
+        X_test = _safe_indexing(X, test)
+        if self.data.vectorizer is not None:
+            # featurized once, by the vocabulary of this fold's training part
+            X_test = self.data.vectorizer.transform(X_test)
+        self.X_test = X_test
+        self.y_test = _safe_indexing(y, test)
+
+    def model(self, estimator, result):
+        """A fitted copy of ``estimator`` with the solver's weights, for the scorer."""
+        model = CRFClassifier(**estimator.get_params())
+        for name, value in self.problem.fitted_attributes(result.w).items():
+            setattr(model, name, value)
+        model._store_training(self.data, result)
+        return model
+
+
+class CRFClassifierCV(CRFClassifier):
+    """Linear-chain CRF whose ``alpha`` is chosen by cross-validation along a path.
+
+    The equivalent of ``GridSearchCV(CRFClassifier(), {"alpha": alphas},
+    cv=cv, scoring=scoring)``, as :class:`~sklearn.linear_model.LogisticRegressionCV`
+    is of a search over ``C``, but faster: each fold's training part is
+    featurized once (its own vectorizer, fitted on that part only, as in a
+    :class:`~sklearn.pipeline.Pipeline`: nothing leaks from the held-out
+    part) and its training problem built once; the alphas are then fitted
+    from the strongest to the weakest, each starting from the previous
+    solution (a warm start), and scored on the fold's held-out part. The
+    alpha of best mean score is refitted on all the data from zero weights,
+    so the final model is exactly the one ``GridSearchCV(...).best_estimator_``
+    would be for that alpha.
+
+    A warm-started fit stops at the solver's ``tol`` from another point than
+    a cold one, so its weights (and the fold scores) differ from a search's
+    by about what ``tol`` allows; the optimum they approach is the same.
+
+    The fitted estimator predicts as a :class:`CRFClassifier` (it is one), and
+    :func:`skcrf.save_model` stores it.
+
+    Parameters
+    ----------
+    alphas : array-like of float, default=(0.03, 0.1, 0.3, 1.0, 3.0)
+        The regularization strengths to try, each >= 0 (see
+        :class:`CRFClassifier`'s ``alpha``), in any order; ties in mean
+        score go to the first in this order, as in ``GridSearchCV``.
+    l1_ratio : float, default=1/3
+        Elastic-net mixing, the same for every alpha: 0 is pure L2, 1 pure L1.
+    cv : int, cross-validation generator or iterable, default=None
+        As ``GridSearchCV``'s ``cv`` (:func:`sklearn.model_selection.check_cv`):
+        None for 5-fold, an int for that many folds (:class:`~sklearn.model_selection.KFold`,
+        not stratified: ``y`` is ragged), a splitter, or (train, test) index pairs.
+    scoring : str, callable or None, default=None
+        A scorer ``scorer(estimator, X, y)``, such as
+        :data:`skcrf.metrics.span_f1_scorer`, or a string scikit-learn
+        knows. It receives each fold's held-out part already featurized (a
+        :class:`SequenceMatrix`) when ``X`` holds feature dicts. None: span F1
+        (micro, CoNLL) in the scheme :func:`skcrf.tags.detect_scheme` reads
+        in ``y`` when ``y`` holds span tags (IOB2, BIOES...), else token
+        accuracy (:meth:`score`).
+    max_iter : int, default=300
+        Maximum number of L-BFGS iterations of each fit.
+    tol : float, default=1e-3
+        Stopping tolerance of each fit, as in :class:`CRFClassifier`.
+    order : {1, 2}, default=1
+        Markov order of the label chain, as in :class:`CRFClassifier`.
+    transition_features : None, "all" or list of str, default=None
+        As in :class:`CRFClassifier`.
+    allowed_transitions : None, str, set, list, dict or ndarray, default=None
+        As in :class:`CRFClassifier`.
+    solver : {"lbfgs"}, default="lbfgs"
+        L-BFGS; OWL-QN with ``l1_ratio > 0``.
+    all_possible_states : bool, default=False
+        As in :class:`CRFClassifier`.
+    n_jobs : int, default=None
+        Threads for the kernels of every fit, as in :class:`CRFClassifier`
+        (the folds run one after the other, each fit on all the threads).
+    verbose : int, default=0
+        1 prints one line per fold and alpha (score, iterations, time); 2
+        also every solver iteration.
+
+    Attributes
+    ----------
+    alpha_ : float
+        The chosen alpha: best mean score over the folds.
+    alphas_ : ndarray of shape (n_alphas,)
+        The alphas tried, in the order given.
+    scores_ : ndarray of shape (n_folds, n_alphas)
+        Score of each alpha (columns, in ``alphas_`` order) on each fold's
+        held-out part.
+    best_score_ : float
+        Mean over the folds of the chosen alpha's scores.
+    path_n_iter_ : ndarray of int of shape (n_folds, n_alphas)
+        Solver iterations of each fit along the folds' paths.
+    classes_, coef_, transition_coef_, start_coef_, end_coef_, n_iter_, ...
+        The model refitted on all the data with ``alpha_``: every fitted
+        attribute of :class:`CRFClassifier`.
+
+    See Also
+    --------
+    CRFClassifier : The estimator fitted for each alpha.
+    sklearn.model_selection.GridSearchCV : The general search this specializes.
+
+    Examples
+    --------
+    >>> from skcrf import CRFClassifierCV
+    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}, {"w": "ran"}],
+    ...      [{"w": "the"}, {"w": "dog"}], [{"w": "a"}, {"w": "cat"}, {"w": "ran"}]]
+    >>> y = [["DET", "N"], ["DET", "N", "V"], ["DET", "N"], ["DET", "N", "V"]]
+    >>> crf = CRFClassifierCV(alphas=[0.01, 0.1, 1.0], cv=2).fit(X, y)
+    >>> crf.scores_.shape
+    (2, 3)
+    >>> [labels.tolist() for labels in crf.predict([[{"w": "a"}, {"w": "dog"}]])]
+    [['DET', 'N']]
+    """
+
+    _parameter_constraints = {
+        **{name: constraint for name, constraint in CRFClassifier._parameter_constraints.items()
+           if name not in ("alpha", "warm_start")},
+        "alphas": ["array-like"],
+        "cv": ["cv_object"],
+        "scoring": [str, callable, None],
+    }
+
+    def __init__(self, *, alphas: Sequence[float] = DEFAULT_ALPHAS,
+                 l1_ratio: float = _defaults.L1_RATIO, cv: Any = None,
+                 scoring: str | Any | None = None, max_iter: int = _defaults.MAX_ITER,
+                 tol: float = _defaults.TOL, order: Literal[1, 2] = 1,
+                 transition_features: Literal["all"] | Sequence[str] | None = None,
+                 allowed_transitions: AllowedTransitions = None,
+                 solver: Literal["lbfgs"] = "lbfgs", all_possible_states: bool = False,
+                 n_jobs: int | None = None, verbose: int = 0) -> None:
+        self.alphas = alphas
+        self.l1_ratio = l1_ratio
+        self.cv = cv
+        self.scoring = scoring
+        self.max_iter = max_iter
+        self.tol = tol
+        self.order = order
+        self.transition_features = transition_features
+        self.allowed_transitions = allowed_transitions
+        self.solver = solver
+        self.all_possible_states = all_possible_states
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def __setstate__(self, state):
+        # CRFClassifier's defaults for its older pickles do not apply here
+        CRFEstimator.__setstate__(self, state)
+
+    def _estimator(self, alpha):
+        """The :class:`CRFClassifier` of these parameters and ``alpha``."""
+        params = {name: value for name, value in self.get_params().items()
+                  if name not in ("alphas", "cv", "scoring")}
+        if self.verbose < 2:
+            params["verbose"] = 0
+        return CRFClassifier(alpha=float(alpha), **params)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @CRFEstimator._atomic_fit
+    def fit(self, X: FeatureSequences, y: LabelSequences, *,
+            groups: Any = None) -> CRFClassifierCV:
+        """Fit each alpha's path on every fold, pick the best alpha, refit on all data.
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+            As for :meth:`CRFClassifier.fit`.
+        y : list of sequences of labels
+            One label per token.
+        groups : array-like of shape (n_sequences,), default=None
+            Group labels of the sequences, for a group splitter in ``cv``
+            (:class:`~sklearn.model_selection.GroupKFold`...).
+
+        Returns
+        -------
+        self : CRFClassifierCV
+            The fitted estimator.
+        """
+        alphas = check_alphas(self.alphas)
+        if self.order == 2 and self.transition_features is not None:
+            raise ValueError("transition_features needs order=1; got order=2.")
+        X = check_sequences(X)
+        if isinstance(X, SequenceMatrix):
+            X._check_consistency()
+        if len(X) != len(y):
+            raise ValueError(f"X has {len(X)} sequences but y has {len(y)}.")
+        scorer = check_scoring(self._estimator(alphas[0]),
+                               default_scorer(y) if self.scoring is None else self.scoring)
+        splits = list(check_cv(self.cv).split(X, y, groups))
+        # strongest first: a weaker alpha starts from a smoother solution
+        path = np.argsort(-alphas, kind="stable")
+        scores = np.empty((len(splits), alphas.shape[0]))
+        n_iter = np.zeros((len(splits), alphas.shape[0]), dtype=np.int64)
+        for k, (train, test) in enumerate(splits):
+            scores[k], n_iter[k] = self._fold_path(X, y, train, test, alphas, path, scorer, k)
+        best = int(np.argmax(scores.mean(axis=0)))
+        refit = self._estimator(alphas[best]).fit(X, y)
+        for name, value in vars(refit).items():
+            if name.endswith("_") and not name.startswith("__"):
+                setattr(self, name, value)
+        self.alpha_ = float(alphas[best])
+        self.alphas_ = alphas
+        self.scores_ = scores
+        self.best_score_ = float(scores[:, best].mean())
+        self.path_n_iter_ = n_iter
+        return self
+
+    def _fold_path(self, X, y, train, test, alphas, path, scorer, k):
+        """Scores and iterations of every alpha on fold ``k``, in ``alphas`` order."""
+        estimator = self._estimator(alphas[path[0]])
+        fold = _Fold(estimator, X, y, train, test)
+        scores = np.empty(alphas.shape[0])
+        n_iter = np.zeros(alphas.shape[0], dtype=np.int64)
+        w = np.zeros(fold.problem.n_parameters)
+        before = None  # (alpha, weights) of the fit before the last one
+        for step, j in enumerate(path):
+            started = time.perf_counter()
+            estimator.set_params(alpha=float(alphas[j]))
+            fold.objective.l2 = estimator._l2  # the L1 part goes to the solver
+            last = float(alphas[path[step - 1]]) if step else None
+            result = estimator._solve(fold.objective,
+                                      _path_start(w, last, before, float(alphas[j])))
+            estimator._check_training(result, fold.data)
+            before = None if last is None else (last, w)
+            w = result.w
+            scores[j] = scorer(fold.model(estimator, result), fold.X_test, fold.y_test)
+            n_iter[j] = result.n_iter
+            if self.verbose:
+                print(f"[CRFClassifierCV] fold {k}: alpha={alphas[j]:.6g} "
+                      f"score={scores[j]:.4f} iterations={result.n_iter} "
+                      f"({time.perf_counter() - started:.1f} s)", flush=True)
+        return scores, n_iter
