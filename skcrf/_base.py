@@ -439,7 +439,7 @@ class CRFEstimator(BaseEstimator):
         return np.split(values, offsets[1:-1]) if offsets.shape[0] > 1 else []
 
     def _label_ids(self, features, offsets):
-        with kernel_threads(self.n_jobs):
+        with kernel_threads(self.n_jobs, n_tokens=offsets[-1]):
             return self._decode(features, offsets)
 
     # --- the hooks of a structure (see the class docstring) ---------------------------
@@ -522,7 +522,7 @@ class CRFEstimator(BaseEstimator):
         if fixed is None and decoding == "viterbi" and not return_proba:
             return self._split(model.classes_[model._label_ids(features, offsets)], offsets)
         if fixed is None and decoding == "marginal" and not return_proba:
-            with kernel_threads(model.n_jobs):
+            with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
                 marginals = model._token_marginals(features, offsets)
             return self._split(model.classes_[np.argmax(marginals, axis=1)], offsets)
         potentials, fixed_ids = model._query_potentials(
@@ -530,7 +530,7 @@ class CRFEstimator(BaseEstimator):
             "predict and predict_marginals give the best labels and per-token "
             "probabilities.")
         log_z = None
-        with kernel_threads(model.n_jobs):
+        with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
             if decoding == "viterbi":
                 label_ids = model._viterbi(potentials, offsets)
             else:
@@ -568,13 +568,13 @@ class CRFEstimator(BaseEstimator):
         model = self._fitted_model()
         features, offsets = model._features(X)
         if fixed is None:
-            with kernel_threads(model.n_jobs):
+            with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
                 marginals = model._token_marginals(features, offsets)
             return self._split(marginals, offsets)
         potentials, fixed_ids = model._query_potentials(
             features, offsets, fixed, "fixed labels",
             "predict_marginals without fixed gives the unconditional marginals.")
-        with kernel_threads(model.n_jobs):
+        with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
             log_z, marginals = model._posteriors(potentials, offsets)
         check_feasible(log_z > -np.inf, fixed_ids, offsets, model.classes_)
         return self._split(marginals, offsets)
@@ -618,7 +618,7 @@ class CRFEstimator(BaseEstimator):
         model._require("_nbest", "n-best decoding", alternative)
         potentials, fixed_ids = model._query_potentials(features, offsets, fixed,
                                                         "n-best decoding", alternative)
-        with kernel_threads(model.n_jobs):
+        with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
             label_ids, scores, counts = model._nbest(potentials, offsets, int(n))
             log_z = model._posteriors(potentials, offsets)[0]
         if fixed_ids is not None:
@@ -653,7 +653,7 @@ class CRFEstimator(BaseEstimator):
         potentials, _ = model._query_potentials(
             features, offsets, None, "probabilities of labellings",
             "predict_marginals gives each token's label probabilities.")
-        with kernel_threads(model.n_jobs):
+        with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
             scores = model._labelling_scores(potentials, offsets, label_ids)
             log_z = model._posteriors(potentials, offsets)[0]
         return log_probabilities(scores, log_z)

@@ -70,9 +70,19 @@ def _dask_worker_threads():
     return int(worker.state.nthreads)
 
 
+#: Below this many tokens a call runs its kernels on one thread: waking the
+#: other threads costs more than they save on a few sentences (a single
+#: sentence took twice as long on two threads as on one). The kernels' chunks
+#: are fixed by the data, so the results do not depend on it.
+SMALL_BATCH_TOKENS = 2048
+
+
 @contextmanager
-def kernel_threads(n_jobs, hold_blas=False):
+def kernel_threads(n_jobs, hold_blas=False, n_tokens=None):
     """Run the enclosed kernel calls on ``effective_n_threads(n_jobs)`` threads.
+
+    With ``n_tokens`` (the size of the batch) below :data:`SMALL_BATCH_TOKENS`,
+    on one thread.
 
     numba's thread count is local to the calling thread, so concurrent callers
     with different settings do not interfere. Kernel launches are serialized
@@ -89,7 +99,8 @@ def kernel_threads(n_jobs, hold_blas=False):
     """
     _configure_openmp()
     previous = numba.get_num_threads()
-    numba.set_num_threads(effective_n_threads(n_jobs))
+    small = n_tokens is not None and n_tokens < SMALL_BATCH_TOKENS
+    numba.set_num_threads(1 if small else effective_n_threads(n_jobs))
     try:
         with kernel_exceptions(), \
                 (_blas_single_threaded() if hold_blas else nullcontext()), _launch_guard():

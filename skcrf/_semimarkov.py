@@ -325,6 +325,6 @@ class SemiMarkovCRF(CRFEstimator):
         """
         model = self._fitted_model()
         features, offsets = model._features(X)
-        with kernel_threads(model.n_jobs):
+        with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
             segmentation = segment_decode(model._scores(features), offsets)
         return model._codec().segments(segmentation, offsets)

@@ -24,127 +24,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._typing import LabelSequences, TokenSequences
 from .._validation import _locate
 from ._dict_arrays import FeatureValueError, _vectorize
-from ._heads import head_keys, head_matrix
+from ._heads import head_matrix
+from ._plan import checked_plan
 from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_features
 from ._tokens import _Tokens
 from ._reference import _check_custom, _offset_prefix, _token_dict
 from ._words import _WORD_FEATURES, _one_hot_group, _word_group
 from .sequence_matrix import SequenceMatrix
 from .vectorizer import SequenceVectorizer, _csr
-
-
-class _Plan:
-    """What to emit for tokens of ``n_columns`` columns: keys, offsets, names.
-
-    Shared by the fast path and :meth:`TokenFeaturizer.transform_dicts`, so both
-    use the same feature keys.
-    """
-
-    def __init__(self, featurizer, n_columns):
-        f = featurizer
-        if f.word_column >= n_columns:
-            raise ValueError(
-                f"word_column={f.word_column}, but the tokens have {n_columns} "
-                f"column(s).")
-        if f.column_names is None:
-            names = [f"col{c}" for c in range(n_columns)]
-            names[f.word_column] = "word"
-        elif len(f.column_names) != n_columns:
-            raise ValueError(
-                f"column_names has {len(f.column_names)} names, but the tokens have "
-                f"{n_columns} column(s).")
-        else:
-            names = list(f.column_names)
-        head = f.head_column
-        if f.columns == "auto":
-            columns = {c: f.window for c in range(n_columns)
-                       if c != f.word_column and c != head}
-        else:
-            columns = dict(f.columns or {})
-        for c in columns:
-            if c >= n_columns:
-                raise ValueError(
-                    f"columns asks for column {c}, but the tokens have {n_columns} "
-                    f"column(s).")
-            if c == head:
-                raise ValueError(
-                    f"columns holds the head column {c}; its features are set by "
-                    f"head_features.")
-        self.word_column = f.word_column
-        self.word_keys = _word_keys(names[f.word_column], f.word_features,
-                                    f.prefixes, f.suffixes)
-        self.context_keys = _word_keys(names[f.word_column], f.context_features,
-                                       f.prefixes, f.suffixes)
-        window = f.window if self.context_keys else 0
-        self.context_offsets = [k for k in range(-window, window + 1) if k]
-        # (column, window, [(prefix length or None, key)]) of the other columns
-        self.columns = [(c, columns[c], _column_keys(names[c], f.column_prefixes))
-                        for c in sorted(columns)]
-        self.bias = f.bias
-        self.boundary = f.boundary
-        max_offset = max([window] + [w for _, w, _ in self.columns])
-        self.marker_offsets = list(range(2, max_offset + 1)) if f.boundary else []
-        self.custom = f.custom
-        # features of each token's head (head_column): word features, the
-        # values of the columns in use, and the link's direction and length
-        self.head_column = head
-        wanted = () if head is None else f.head_features
-        self.head_word_keys = _word_keys(names[f.word_column],
-                                         [h for h in wanted if h in _WORD_FEATURES],
-                                         f.prefixes, f.suffixes)
-        self.head_columns = ([(c, names[c]) for c in sorted(columns)]
-                             if "columns" in wanted else [])
-        self.head_link = "link" in wanted
-        self.keys = self._builtin_keys()
-        if head is not None:
-            self.keys |= head_keys(self)
-
-    def global_names(self):
-        """Names of the bias and boundary-marker columns, in table order."""
-        names = ["bias", "BOS", "EOS"]
-        for k in self.marker_offsets:
-            names += [f"{-k:+d}:BOS", f"{k:+d}:EOS"]
-        return names
-
-    def _builtin_keys(self):
-        keys = (["bias"] if self.bias else []) + (
-            self.global_names()[1:] if self.boundary else [])
-        keys += [key for _, _, key in self.word_keys]
-        for k in self.context_offsets:
-            keys += [_offset_prefix(k) + key for _, _, key in self.context_keys]
-        for _, window, column_keys in self.columns:
-            for k in range(-window, window + 1):
-                keys += [_offset_prefix(k) + key for _, key in column_keys]
-        seen = set()
-        for key in keys:
-            if key in seen:
-                raise ValueError(
-                    f"Two built-in features share the key {key!r}; give the token "
-                    f"columns distinct column_names.")
-            seen.add(key)
-        return seen
-
-
-def _word_keys(name, features, prefixes, suffixes):
-    """(feature, length, key) of each word feature, in parameter order."""
-    keys = []
-    for feature in features:
-        if feature == "word":
-            keys.append((feature, None, name))
-        elif feature == "lower":
-            keys.append((feature, None, f"{name}.lower"))
-        elif feature == "prefix":
-            keys += [(feature, k, f"{name}[:{k}]") for k in prefixes]
-        elif feature == "suffix":
-            keys += [(feature, k, f"{name}[-{k}:]") for k in suffixes]
-        else:  # shape and the flags
-            keys.append((feature, None, f"{name}.{feature}"))
-    return keys
-
-
-def _column_keys(name, prefixes):
-    """(prefix length or None, key) of the features of another token column."""
-    return [(None, name)] + [(k, f"{name}[:{k}]") for k in prefixes]
 
 
 class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
@@ -338,12 +225,12 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             One row per token; ``feature_names`` names the columns, which are
             the features present in ``X`` (a vocabulary local to this call).
         """
-        self._check_params()
+        plan = self._checked_plan
         tokens = _Tokens(X, self.head_column)
         if tokens.n_tokens == 0:
             return SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [],
                                   parents=tokens.parents)
-        return _featurize(_Plan(self, tokens.n_columns), tokens)
+        return _featurize(plan(tokens.n_columns), tokens)
 
     def fit_transform(self, X: TokenSequences,
                       y: Optional[LabelSequences] = None) -> SequenceMatrix:
@@ -382,17 +269,22 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             One dict per token: str values are one-hot features, True flags
             and the bias (1.0) real-valued ones.
         """
-        self._check_params()
+        plan = self._checked_plan
         tokens = _Tokens(X, self.head_column)
         if tokens.n_tokens == 0:
             return [[] for _ in range(len(tokens.offsets) - 1)]
-        plan = _Plan(self, tokens.n_columns)
+        plan = plan(tokens.n_columns)
         columns = [tokens.column(c) for c in range(tokens.n_columns)]
         offsets = tokens.offsets.tolist()
         return [[_token_dict(plan, tokens.tokens, columns, sequence, start, stop, position,
                              tokens.parents)
                  for position in range(stop - start)]
                 for sequence, (start, stop) in enumerate(zip(offsets[:-1], offsets[1:]))]
+
+    @property
+    def _checked_plan(self):
+        """``n_columns -> _Plan`` of the current parameters, checked (raises if invalid)."""
+        return checked_plan(self)
 
     def _check_params(self):
         self._validate_params()
