@@ -173,6 +173,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             data, indices, indptr, offsets = _vectorize_compact(X, vocabulary, True,
                                                                 self.separator)
             names = list(vocabulary)
+            _check_no_parent_names(vocabulary, self.separator)
             del vocabulary
             # the chunks' temporaries leave heap pages behind; never on the
             # predict path (70% of a short predict)
@@ -271,6 +272,16 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         return tags
 
 
+def _check_no_parent_names(vocabulary, separator):
+    """Raise if some token gave its parent while the first token of its sequence did not."""
+    prefix = PARENT_KEY + separator
+    if PARENT_KEY in vocabulary or any(isinstance(name, str) and name.startswith(prefix)
+                                       for name in vocabulary):
+        raise ValueError(
+            f"Some tokens give their parent ({PARENT_KEY!r}) but the first token of their "
+            f"sequence does not: give every token's parent (-1 or None for a root).")
+
+
 def _split_parents(X):
     """``(X without the parent key, parents or None)``; a SequenceMatrix keeps its own.
 
@@ -279,8 +290,10 @@ def _split_parents(X):
     """
     if isinstance(X, SequenceMatrix):
         return X, X.parents
-    if not any(isinstance(token, Mapping) and PARENT_KEY in token
-               for sequence in X for token in sequence):
+    # every token of a tree gives its parent, so the first tokens tell; a
+    # parent key on later tokens only is caught as a feature name by fit
+    if not any(len(sequence) and isinstance(sequence[0], Mapping) and PARENT_KEY in sequence[0]
+               for sequence in X):
         return X, None
     parents, stripped = [], []
     for q, sequence in enumerate(X):

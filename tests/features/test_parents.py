@@ -262,3 +262,11 @@ def test_a_sequence_matrix_passes_its_parents_through_the_vectorizer():
     assert vectorizer.fit_transform(X).parents.tolist() == PARENTS
     assert vectorizer.transform(X[[1]]).parents.tolist() == [1, -1]
     assert vectorizer.transform(_matrix(None)).parents is None
+
+
+def test_parent_key_on_later_tokens_only_is_refused_by_fit():
+    # only the first tokens are looked at for trees: a parent given by later
+    # tokens alone must not become a feature
+    X = [[{"w": "a"}, {"w": "b", "__parent__": 0}], [{"w": "c"}]]
+    with pytest.raises(ValueError, match="the first token of their sequence does not"):
+        SequenceVectorizer().fit(X)
