@@ -10,25 +10,15 @@ Run: python benchmarks/bench_threads.py [--tasks 32] [--threads 2 4]
 """
 
 import argparse
-import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
-from common import data_home, sent2features
+from common import best_of, data_home, sent2features
 
 from skcrf import CRFClassifier
 from skcrf.datasets import load_conll2002
-
-
-def best_of(repeats, run):
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def main():

@@ -36,13 +36,12 @@ noisy: compare the ratios of one run.
 
 import argparse
 import platform
-import time
 import warnings
 
 import numba
 import numpy as np
 from bench_structures import load_task
-from common import data_home, sent2features
+from common import best_of, data_home, sent2features
 from threadpoolctl import threadpool_limits
 
 from skcrf import CRFClassifier, SemiMarkovCRF
@@ -52,16 +51,6 @@ from skcrf.features import SequenceVectorizer, TokenFeaturizer
 from skcrf.metrics import flat_accuracy_score, span_f1_score
 
 SKCRF = dict(alpha=0.3, l1_ratio=1 / 3)
-
-
-def best_of(repeats, run):
-    """The fastest of ``repeats`` wall-clock timings of ``run()``, in seconds."""
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def machine_rates():

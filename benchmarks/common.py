@@ -23,6 +23,16 @@ def data_home():
     return Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+def best_of(repeats, run):
+    """The fastest of ``repeats`` wall-clock timings of ``run()``, in seconds."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
 def word2features(sent, i):
     """The sklearn-crfsuite tutorial's features for token i of a (word, POS) sentence."""
     word, postag = sent[i][0], sent[i][1]
