@@ -45,7 +45,9 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
     log_z : float
         The sum of all the shifts taken out of the exponentials.
     emission : (>= n, n_classes) float64
-        Row r holds the shifted ``exp(unary[lo + r])``.
+        Row r holds the shifted ``exp(unary[lo + r])``. On success rows 1..n-1
+        hold ``emission[r] * beta[r] / norm[r]`` instead, the backward message
+        into token r, from which the callers make pair marginals.
     alpha, beta, norm, reach, scratch
         Scratch; ``reach`` (2, n_classes) tracks which states a path of finite
         score reaches (it only matters when ``track``). On success alpha, beta
@@ -73,8 +75,9 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
     if total == 0.0:
         return np.nan  # no feasible first label: the exact pass returns -inf
     norm[0] = total
+    inverse = 1.0 / total
     for j in range(n_classes):
-        alpha[0, j] /= total
+        alpha[0, j] *= inverse
     for r in range(1, n):
         t = lo + r
         exp_block = exp_moves[r * step]
@@ -109,8 +112,9 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
         if total == 0.0:
             return np.nan
         norm[r] = total
+        inverse = 1.0 / total
         for j in range(n_classes):
-            alpha[r, j] /= total
+            alpha[r, j] *= inverse
         prev, cur = cur, prev
     final = 0.0
     for j in range(n_classes):
@@ -125,14 +129,18 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
         beta[n - 1, j] = exp_end[j] / final
     for r in range(n - 2, -1, -1):
         exp_block = exp_moves[(r + 1) * step]
+        # the message into token r + 1, kept in its emission row, which
+        # nothing reads any more: the callers' pair marginals need it too
+        following = emission[r + 1]
+        inverse = 1.0 / norm[r + 1]
         for j in range(n_classes):
-            scratch[j] = emission[r + 1, j] * beta[r + 1, j] / norm[r + 1]
-            if not scratch[j] < HUGE:
+            following[j] *= beta[r + 1, j] * inverse
+            if not following[j] < HUGE:
                 return np.nan
         for i in range(n_classes):
             total = 0.0
             for j in range(n_classes):
-                total += exp_block[i, j] * scratch[j]
+                total += exp_block[i, j] * following[j]
             if not total < HUGE:
                 return np.nan
             beta[r, i] = total

@@ -106,13 +106,12 @@ def _scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans, exp
                                     emission, alpha, beta, norm, reach, scratch, marginals)
     if with_transitions and not np.isnan(log_z):
         for r in range(1, n):
-            for j in range(n_classes):
-                scratch[j] = emission[r, j] * beta[r, j] / norm[r]
+            following = emission[r]  # the backward message: see scaled_forward_backward
             for i in range(n_classes):
                 a = alpha[r - 1, i]
                 if a != 0.0:
                     for j in range(n_classes):
-                        counts[i, j] += a * exp_trans[i, j] * scratch[j]
+                        counts[i, j] += a * exp_trans[i, j] * following[j]
     return log_z
 
 

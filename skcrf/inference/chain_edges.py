@@ -119,12 +119,11 @@ def _scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginal
             for j in range(n_classes):
                 pair_marginals[lo, i, j] = 0.0
         for r in range(1, n):
-            for j in range(n_classes):
-                scratch[j] = emission[r, j] * beta[r, j] / norm[r]
+            following = emission[r]  # the backward message: see scaled_forward_backward
             for i in range(n_classes):
                 a = alpha[r - 1, i]
                 for j in range(n_classes):
-                    pair_marginals[lo + r, i, j] = a * exp_edges[r, i, j] * scratch[j]
+                    pair_marginals[lo + r, i, j] = a * exp_edges[r, i, j] * following[j]
     return log_z
 
 
