@@ -258,9 +258,9 @@ def test_mismatched_partitions_are_refused(client, ner):
     with pytest.raises(ValueError, match="X has 3 partitions and y 2"):
         skcrf.dask.fit(CRFClassifier(), db.from_sequence(X[:20], npartitions=3),
                        db.from_sequence(y[:20], npartitions=2), client=client)
-    # as many partitions, split differently: a partition's X and y disagree
-    # whichever partition the scheduler reads first is named
-    with pytest.raises(ValueError, match=r"partition \d \(sequences counted within it\): "
+    # as many partitions, split differently: both partitions' X and y disagree,
+    # the first is named whichever the scheduler reads first
+    with pytest.raises(ValueError, match=r"partition 0 \(sequences counted within it\): "
                                          r"Sequence 0 has \d+ tokens but \d+ labels"):
         skcrf.dask.fit(CRFClassifier(), db.from_sequence(X[:20], npartitions=2),
                        db.from_sequence(y[1:21], npartitions=2), client=client)

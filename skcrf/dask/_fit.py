@@ -18,7 +18,7 @@ class Run:
     """The client's side of one fit: maps over partitions, gathers with a time limit.
 
     Results are gathered as lists in partition order, whatever order the
-    workers finish in, so every reduction adds in that order.
+    workers finish in, and an error is that of the first failed partition.
     """
 
     def __init__(self, client, timeout):
@@ -51,8 +51,12 @@ class Run:
         from distributed.scheduler import KilledWorker
 
         try:
-            if self.timeout is not None or not gather:
-                wait(futures, timeout=self.timeout)
+            wait(futures, timeout=self.timeout)
+            # the first failed partition in partition order, as a local fit
+            # names the first bad sequence: not whichever failed first
+            for future in futures:
+                if future.status == "error":
+                    future.result()
             return self.client.gather(futures) if gather else None
         except (DaskTimeout, TimeoutError) as error:
             raise TimeoutError(
