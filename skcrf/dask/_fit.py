@@ -12,6 +12,7 @@ from ..learning.lbfgs import Stop
 from ..learning.objective import NegativeLogLikelihood
 from . import _partitions as parts_
 from ._plans import plan_of
+from ._reduce import contiguous_targets, cut_sum, holders_of, subtree_terms, worker_subtrees
 
 
 class Run:
@@ -91,8 +92,6 @@ class DistributedTerms:
         self.n_vectors_in = 0  # expected-statistics vectors the client received
 
     def __call__(self, w):
-        from ._reduce import cut_sum, holders_of, subtree_terms, worker_subtrees
-
         started = time.perf_counter()
         client = self.run.client
         w_future = self.run.put(np.ascontiguousarray(w))
@@ -278,14 +277,12 @@ def _placed_objectives(run, parts, structure, n_jobs):
     """The partitions' objectives, built on workers that each hold consecutive partitions.
 
     Dask spreads the partitions over the workers in no useful order; moving
-    the few that break a worker's run once, in their compact encoded form,
+    those that break a worker's run once, in their compact encoded form,
     lets each evaluation send one vector per worker instead of one per
     partition (:mod:`~skcrf.dask._reduce`). The placement is a preference:
     a lost worker's partitions are rebuilt elsewhere. The sums do not depend
     on it.
     """
-    from ._reduce import contiguous_targets, holders_of
-
     workers = sorted(run.client.scheduler_info(n_workers=-1)["workers"])
     if len(parts) <= len(workers):  # one partition per worker: nothing to gain
         return run.map(parts_.partition_objective, parts, structure, n_jobs)
