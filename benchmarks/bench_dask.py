@@ -4,7 +4,8 @@ On CoNLL-2002 Spanish NER (esp.train) and CoNLL-2000 chunking, with the
 tutorial feature dicts: one objective evaluation (an L-BFGS iteration is
 about one) of a local fit, against skcrf.dask.fit on a LocalCluster of
 2 worker processes x 1 thread; the overhead of the distributed evaluation
-(wall time minus the busiest worker's kernel time), the bytes it moves, the
+(wall time minus the busiest worker's kernel time), the bytes it moves (as
+the fit counts them, and as the workers count what they send), the
 resident memory of each worker holding its partitions' objective, and
 sklearn-crfsuite's time per iteration from the same run as a reference.
 
@@ -75,6 +76,13 @@ def distributed_figures(client, X, y, max_iter, npartitions):
         worker = owners[future.key][0]
         busiest[worker] = busiest.get(worker, 0.0) + spent
     per_evaluation = terms.seconds / terms.n_calls
+    # bytes the workers sent (to each other, and to the client through the
+    # scheduler) over a few more evaluations, counted by the workers themselves
+    before = sum(client.run(sent_bytes).values())
+    w = np.zeros(terms.n_parameters)
+    for _ in range(3):
+        terms(w)
+    workers_sent = (sum(client.run(sent_bytes).values()) - before) / 3
     kernel_per_evaluation = max(busiest.values()) / terms.n_calls
     result = {
         "per evaluation (ms)": 1e3 * per_evaluation,
@@ -82,6 +90,10 @@ def distributed_figures(client, X, y, max_iter, npartitions):
         "overhead per evaluation (ms)": 1e3 * (per_evaluation - kernel_per_evaluation),
         "moved per evaluation (MiB)": (terms.run.bytes_out + terms.run.bytes_in)
         / terms.n_calls / 2**20,
+        "workers sent per evaluation, measured (MiB)": workers_sent / 2**20,
+        "vectors to the client per evaluation": getattr(terms, "n_vectors_in",
+                                                        len(terms.objectives) * terms.n_calls)
+        / terms.n_calls,
         "fit (s)": fit_seconds,
         "setup (s)": fit_seconds - terms.seconds,
         "worker memory held (MiB)": [round((held[a] - base[a]) / 2**20, 1) for a in sorted(held)],
@@ -90,6 +102,10 @@ def distributed_figures(client, X, y, max_iter, npartitions):
     }
     del terms
     return result
+
+
+def sent_bytes(dask_worker):
+    return dask_worker.transfer_outgoing_bytes_total
 
 
 def crfsuite_per_iteration(X, y, max_iter):

@@ -11,7 +11,7 @@ import numpy as np
 from .inference.semimarkov import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
 from .inference.semimarkov_queries import CUT, NO_REPEAT
 from .structures.semimarkov import Segmentation, segment_codes
-from .tags import Segment, _spans, detect_scheme
+from .tags import Segment, _scheme_counts, _scheme_of_counts, _spans
 
 _OUTSIDE = "O"
 #: A role row derived from REPEAT: a segment of the same label starts at the next token.
@@ -97,19 +97,41 @@ class _SegmentTags:
         """The codec of training tags and their :func:`segment_codes`."""
         lengths = np.diff(offsets)
         if scheme == "auto":
-            if all(isinstance(tag, str) for tag in set(flat)):
-                scheme = detect_scheme(np.split(np.asarray(flat, dtype=object), offsets[1:-1]))
-            else:
-                scheme = "plain"
+            scheme = cls.detected_scheme(set(flat), _scheme_counts(flat, lengths))
         if scheme == "plain":
-            segment_classes = np.unique(np.asarray(flat))
+            codec = cls.of_labels(scheme, set(flat))
         else:
-            types = _spans(list(flat), lengths, scheme)[3]
-            segment_classes = np.asarray(sorted(set(types.tolist())) + [_OUTSIDE], dtype=object)
-        codec = cls(scheme, segment_classes)
-        segmentation = codec.segmentation_of(flat, offsets)
-        return codec, segment_codes(segmentation.label_ids, segmentation.starts,
-                                    len(segment_classes))
+            codec = cls.of_labels(scheme, set(_spans(list(flat), lengths, scheme)[3].tolist()))
+        return codec, codec.codes(flat, offsets)
+
+    @staticmethod
+    def detected_scheme(distinct, counts):
+        """The scheme ``"auto"`` reads: that of :func:`~skcrf.tags.detect_scheme`, for str tags.
+
+        ``distinct`` are the training tags and ``counts`` their
+        :func:`~skcrf.tags._scheme_counts`; labels that are not all str are
+        ``"plain"``.
+        """
+        if all(isinstance(tag, str) for tag in distinct):
+            return _scheme_of_counts(distinct, counts)
+        return "plain"
+
+    @classmethod
+    def of_labels(cls, scheme, labels):
+        """The codec of a scheme and its segment labels' set (the span types, or plain labels).
+
+        The types are sorted and ``"O"`` added; plain labels are sorted as
+        ``np.unique`` sorts them.
+        """
+        if scheme == "plain":
+            return cls(scheme, np.unique(np.asarray(list(labels))))
+        return cls(scheme, np.asarray(sorted(labels) + [_OUTSIDE], dtype=object))
+
+    def codes(self, flat, offsets):
+        """The :func:`segment_codes` of tags (a list over all tokens)."""
+        segmentation = self.segmentation_of(flat, offsets)
+        return segment_codes(segmentation.label_ids, segmentation.starts,
+                             len(self.segment_classes))
 
     def segmentation_of(self, flat, offsets):
         """The :class:`Segmentation` tags encode, read as conlleval reads them.

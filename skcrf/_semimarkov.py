@@ -21,6 +21,12 @@ from .structures.semimarkov import (Segmentation, SegmentScores, SemiMarkovStruc
 from .tags import SCHEMES, Segment
 
 
+#: Attribute name of each block of :meth:`SemiMarkovStructure.coefficients`.
+_COEFFICIENT_NAMES = {"coef": "coef_", "first_coef": "first_coef_", "last_coef": "last_coef_",
+                      "length": "length_coef_", "transitions": "transition_coef_",
+                      "start": "start_coef_", "end": "end_coef_"}
+
+
 class SemiMarkovCRF(CRFEstimator):
     """Semi-Markov (segment) conditional random field trained by L-BFGS.
 
@@ -233,18 +239,18 @@ class SemiMarkovCRF(CRFEstimator):
             {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
              "scheme_": codec.scheme, "max_segment_length_": int(max_lengths.max(initial=1)),
              "allowed_transitions_": structure.transition_mask == 0},
-            {"coef": "coef_", "first_coef": "first_coef_", "last_coef": "last_coef_",
-             "length": "length_coef_", "transitions": "transition_coef_",
-             "start": "start_coef_", "end": "end_coef_"})
+            _COEFFICIENT_NAMES)
 
-    def _max_lengths(self, segmentation, offsets, codec):
+    def _max_lengths(self, segmentation, offsets, codec, first_sequence=0):
         """Longest segment each label may take; raise if a training segment exceeds the cap.
 
         With ``max_segment_length=None`` each label takes its own longest
         training segment: a length no training segment of the label has would
         only have its weight pushed down, and every label pays inference for
         its own lengths alone. An int caps every label alike. ``"O"`` segments
-        are single tokens.
+        are single tokens. The longest of a training set split into parts is
+        the elementwise maximum of the parts'; ``first_sequence`` is the index
+        of a part's first sequence in the whole, for the message.
         """
         first, stops, labels, sequence = segmentation.bounds(offsets)
         n_labels = len(codec.segment_classes)
@@ -260,8 +266,8 @@ class SemiMarkovCRF(CRFEstimator):
             k = too_long[0]
             q = int(sequence[k])
             raise ValueError(
-                f"Sequence {q} has a segment {codec.segment_classes[labels[k]]!r} of "
-                f"{sizes[k]} tokens (tokens {first[k] - offsets[q]}:{stops[k] - offsets[q]}), "
+                f"Sequence {q + first_sequence} has a segment "
+                f"{codec.segment_classes[labels[k]]!r} of {sizes[k]} tokens (tokens {first[k] - offsets[q]}:{stops[k] - offsets[q]}), "
                 f"longer than max_segment_length={self.max_segment_length}. Increase "
                 f"max_segment_length, or set it to None to take the longest training "
                 f"segment of each label ({int(longest.max())} at most).")

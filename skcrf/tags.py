@@ -546,22 +546,60 @@ def detect_scheme(y: LabelSequences) -> str:
     'plain'
     """
     flat, lengths = _check_sequences(y)
+    return _scheme_of_counts(set(flat), _scheme_counts(flat, lengths))
+
+
+def _tag_prefixes(distinct):
+    """The prefixes of str tags (their text before ``-``), ``"O"`` left out."""
+    return {tag.partition("-")[0] for tag in distinct if tag != _OUTSIDE}
+
+
+def _scheme_counts(flat, lengths):
+    """What :func:`detect_scheme` counts in tag sequences, beyond their set of tags.
+
+    For each family of schemes told apart by counting (``"IOB1"`` for tags of
+    prefixes B and I, ``"IOE1"`` for I and E) whose prefixes the tags keep to,
+    the numbers of ``I-`` tags and of ``B-`` (``E-``) tags that open (close) a
+    span at a boundary. The counts of parts of a set of sequences add up to
+    those of the whole (:func:`_add_scheme_counts`), so the scheme of data
+    split over machines is detected from the parts' counts and tags.
+    """
     distinct = set(flat)
+    if not all(isinstance(tag, str) for tag in distinct):
+        return {}
+    prefixes = _tag_prefixes(distinct)
+    return {family: (_spans_opened_at_a_boundary(flat, lengths, family) if flat else (0, 0))
+            for family, allowed in (("IOB1", "BI"), ("IOE1", "IE"))
+            if prefixes <= set(allowed)}
+
+
+def _add_scheme_counts(parts):
+    """The :func:`_scheme_counts` of sequences split into parts, from the parts' counts.
+
+    A family some part's tags leave is left out: the whole's tags leave it too.
+    """
+    families = set.intersection(*(set(counts) for counts in parts)) if parts else set()
+    return {family: tuple(int(sum(values)) for values in zip(*(p[family] for p in parts)))
+            for family in sorted(families)}
+
+
+def _scheme_of_counts(distinct, counts):
+    """:func:`detect_scheme` of tag sequences with tags ``distinct`` and :func:`_scheme_counts`."""
     for tag in distinct:
         if not isinstance(tag, str):
             raise TypeError(
                 f"Tags must be str to detect a scheme; got {tag!r} of type "
                 f"{type(tag).__name__}.")
-    prefixes = {tag.partition("-")[0] for tag in distinct if tag != _OUTSIDE}
+    prefixes = _tag_prefixes(distinct)
     if not prefixes <= _PREFIX_CODES.keys():
         return "plain"
     if not prefixes:
         return "IOB2"
     if prefixes <= set("BI"):
-        inside, marked = _spans_opened_at_a_boundary(flat, lengths, "IOB1")
+        inside, marked = counts["IOB1"]
         return "IOB1" if inside > marked else "IOB2"
     if prefixes <= set("IE"):
-        inside, marked = _spans_opened_at_a_boundary(flat, lengths, "IOE1")
+        inside, marked = counts["IOE1"]
         return "IOE1" if inside > marked else "IOE2"
     for scheme in ("BIOES", "BILOU"):
         if prefixes <= set(_SCHEME_PREFIXES[scheme]):

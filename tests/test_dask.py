@@ -90,8 +90,8 @@ def _assert_same_model(local, dist, rtol=1e-9):
 
 @pytest.mark.parametrize("params", [
     {},
-    {"transition_features": ["pos="], "allowed_transitions": "bio"},
-], ids=["plain", "edges-bio"])
+    {"transition_features": ["pos="], "allowed_transitions": "auto"},
+], ids=["plain", "edges-auto"])
 def test_chain_distributed_fit_equals_local_fit(client, ner, params):
     X, y, X_test = ner
     local = _quiet_fit(CRFClassifier(max_iter=40, **params).fit, X, y)
@@ -127,6 +127,34 @@ def test_tree_distributed_fit_equals_local_fit(client, trees):
     dist = _quiet_fit(skcrf.dask.fit, TreeCRF(max_iter=30), *_bags(X, y, 2), client=client)
     _assert_same_model(local, dist)
     assert all(np.array_equal(a, b) for a, b in zip(local.predict(X[:50]), dist.predict(X[:50])))
+
+
+@pytest.mark.parametrize("npartitions", [1, 3])
+def test_semimarkov_distributed_fit_equals_local_fit(client, ner, npartitions):
+    """Segment labels, longest segments and token pairs reduced over partitions: the local model.
+
+    One partition is the local fit bit for bit.
+    """
+    X, y, X_test = ner
+    n = 200 if npartitions > 1 else 80
+    local = _quiet_fit(SemiMarkovCRF(max_iter=25).fit, X[:n], y[:n])
+    dist = _quiet_fit(skcrf.dask.fit, SemiMarkovCRF(max_iter=25), *_bags(X[:n], y[:n],
+                                                                         npartitions),
+                      client=client)
+    assert type(dist) is SemiMarkovCRF and dist.n_iter_ == local.n_iter_
+    assert dist.scheme_ == local.scheme_ == "IOB2"
+    _assert_same_model(local, dist, rtol=1e-9 if npartitions > 1 else 0.0)
+    assert all(np.array_equal(a, b) for a, b in zip(local.predict(X_test), dist.predict(X_test)))
+
+
+def test_semimarkov_segment_too_long_is_named_as_a_local_fit_names_it(client, ner):
+    X, y, _ = ner
+    with pytest.raises(ValueError, match=r"Sequence \d+ has a segment") as local:
+        SemiMarkovCRF(max_segment_length=1).fit(X[:60], y[:60])
+    where = str(local.value).split(" tokens (")[0]  # the sequence, the label, the length
+    with pytest.raises(ValueError, match=where.replace("'", ".")):
+        skcrf.dask.fit(SemiMarkovCRF(max_segment_length=1), *_bags(X[:60], y[:60], 3),
+                       client=client)
 
 
 def test_worker_lost_mid_fit_is_survived(client, ner):
@@ -190,6 +218,32 @@ def test_grid_search_on_the_dask_backend_equals_the_local_search(client, conll20
     assert np.array_equal(a.coef_, b.coef_)
 
 
+@pytest.mark.parametrize("n_parts", [1, 2, 5, 8, 13])
+def test_tree_sums_do_not_depend_on_which_worker_holds_what(n_parts):
+    """Any placement cuts the tree differently; every cut gives the same bits."""
+    from skcrf.dask._reduce import cut_sum, subtree_terms, tree_sum, worker_subtrees
+
+    rng = np.random.default_rng(n_parts)
+    # magnitudes far apart, so that another order of the additions changes the bits
+    parts = {i: rng.standard_normal(64) * 10.0 ** rng.integers(-8, 9, 64)
+             for i in range(n_parts)}
+    whole = tree_sum(parts, 0, n_parts)
+    for trial in range(20):
+        holders = rng.integers(0, 3, n_parts).tolist() if trial else [0] * n_parts
+        if trial % 5 == 4:
+            holders[rng.integers(n_parts)] = None  # a partition being rebuilt
+        cuts = worker_subtrees(holders)
+        assert [lo for lo, _ in cuts] == sorted(lo for lo, _ in cuts)
+        assert sum(hi - lo for lo, hi in cuts) == n_parts
+        assert all(len({holders[i] for i in range(lo, hi)}) == 1 for lo, hi in cuts)
+        sums = {(lo, hi): subtree_terms(lo, *((0.0, parts[i]) for i in range(lo, hi)))[1]
+                for lo, hi in cuts}
+        assert np.array_equal(cut_sum(sums, 0, n_parts), whole)
+    # each half on its own worker: one vector per worker
+    half = n_parts // 2
+    assert len(worker_subtrees([0] * half + [1] * (n_parts - half))) == min(n_parts, 2)
+
+
 # --- bad input ----------------------------------------------------------------------
 
 
@@ -204,23 +258,25 @@ def test_mismatched_partitions_are_refused(client, ner):
     with pytest.raises(ValueError, match="X has 3 partitions and y 2"):
         skcrf.dask.fit(CRFClassifier(), db.from_sequence(X[:20], npartitions=3),
                        db.from_sequence(y[:20], npartitions=2), client=client)
-    # as many partitions, split differently: a partition's X and y disagree
-    # whichever partition the scheduler reads first is named
-    with pytest.raises(ValueError, match=r"partition \d \(sequences counted within it\): "
+    # as many partitions, split differently: both partitions' X and y disagree,
+    # the first is named whichever the scheduler reads first
+    with pytest.raises(ValueError, match=r"partition 0 \(sequences counted within it\): "
                                          r"Sequence 0 has \d+ tokens but \d+ labels"):
         skcrf.dask.fit(CRFClassifier(), db.from_sequence(X[:20], npartitions=2),
                        db.from_sequence(y[1:21], npartitions=2), client=client)
 
 
 def test_other_inputs_are_refused_clearly(client, ner):
+    from sklearn.linear_model import LogisticRegression
+
     X, y, _ = ner
     X_bag, y_bag = _bags(X[:20], y[:20], 2)
     with pytest.raises(TypeError, match="dask.bag.Bag"):
         skcrf.dask.fit(CRFClassifier(), X[:20], y_bag, client=client)
-    with pytest.raises(TypeError, match="CRFClassifier and TreeCRF"):
-        skcrf.dask.fit(SemiMarkovCRF(), X_bag, y_bag, client=client)
-    with pytest.raises(ValueError, match="name the scheme"):
-        skcrf.dask.fit(CRFClassifier(allowed_transitions="auto"), X_bag, y_bag, client=client)
+    with pytest.raises(TypeError, match="CRFClassifier, SemiMarkovCRF and TreeCRF"):
+        skcrf.dask.fit(LogisticRegression(), X_bag, y_bag, client=client)
+    with pytest.raises(ValueError, match="tag schemes do not apply"):
+        skcrf.dask.fit(SemiMarkovCRF(allowed_transitions="bio"), X_bag, y_bag, client=client)
     with pytest.raises(ValueError, match="alpha"):
         skcrf.dask.fit(CRFClassifier(alpha=-1.0), X_bag, y_bag, client=client)
     with pytest.raises(ValueError, match="__parent__"):

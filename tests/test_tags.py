@@ -246,6 +246,28 @@ def test_detect_scheme_by_hand(y, expected):
     assert detect_scheme(y) == expected
 
 
+@pytest.mark.parametrize("y", [
+    [["I-PER", "B-PER", "O"], ["O", "I-LOC"], ["B-ORG"], [], ["I-MISC", "I-MISC"]],
+    [["B-PER", "I-PER", "O"], ["O", "I-LOC"], ["B-ORG", "O", "B-LOC"], ["O"]],
+    [["I-PER", "E-PER", "O", "I-LOC"], ["E-ORG"], ["I-X", "E-X", "I-X"], ["E-Y"]],
+    [["S-PER", "O"], ["B-LOC", "E-LOC"]],
+    [["NN", "VB"], ["O"]],
+])
+def test_scheme_counts_of_parts_detect_as_the_whole(y):
+    """What a distributed fit does: each part counts, the counts add, the scheme is the same."""
+    from skcrf.tags import _add_scheme_counts, _scheme_counts, _scheme_of_counts
+
+    def counts(sequences):
+        return _scheme_counts([t for s in sequences for t in s], np.array(list(map(len, sequences))))
+
+    distinct = {t for s in y for t in s}
+    for cut in range(len(y) + 1):
+        parts = [counts(y[:cut]), counts(y[cut:])]
+        assert _scheme_of_counts(distinct, _add_scheme_counts(parts)) == detect_scheme(y)
+    with pytest.raises(TypeError, match="must be str"):
+        _scheme_of_counts(distinct | {0}, _add_scheme_counts([counts(y), {}]))
+
+
 def test_detect_scheme_reads_arrays_and_tuples():
     assert detect_scheme((np.array(["I-PER", "E-PER"]), ("O",))) == "IOE2"
 

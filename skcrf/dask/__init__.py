@@ -5,8 +5,9 @@ sequences (``X`` of per-token feature dicts, ``y`` of labels, partitioned
 alike) with the data on the workers: the vocabulary and the label set are
 reduced from the partitions, each worker builds and keeps its partitions'
 features and objective, and each solver iteration ships only the weights out
-and ``(log Z, expected statistics)`` back, added in partition order. The
-solver runs on the client. The result is the same estimator, fitted as by a
+and ``(log Z, expected statistics)`` back, the statistics added on each worker
+first, along a tree fixed by the partition order (so the bits do not depend
+on which worker holds what). The solver runs on the client. The result is the same estimator, fitted as by a
 local ``fit``: it saves and predicts locally.
 
 For searches over parameters (many independent fits), use joblib's Dask
@@ -24,7 +25,7 @@ def fit(estimator, X, y, *, client=None, timeout=None):
 
     Parameters
     ----------
-    estimator : CRFClassifier or TreeCRF
+    estimator : CRFClassifier, SemiMarkovCRF or TreeCRF
         Unfitted or fitted (a previous fit is replaced); its parameters are
         validated as ``fit`` does.
     X : dask.bag.Bag

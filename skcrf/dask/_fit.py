@@ -12,13 +12,14 @@ from ..learning.lbfgs import Stop
 from ..learning.objective import NegativeLogLikelihood
 from . import _partitions as parts_
 from ._plans import plan_of
+from ._reduce import contiguous_targets, cut_sum, holders_of, subtree_terms, worker_subtrees
 
 
 class Run:
     """The client's side of one fit: maps over partitions, gathers with a time limit.
 
     Results are gathered as lists in partition order, whatever order the
-    workers finish in, so every reduction adds in that order.
+    workers finish in, and an error is that of the first failed partition.
     """
 
     def __init__(self, client, timeout):
@@ -42,14 +43,22 @@ class Run:
         return self.client.submit(parts_.identity, value, pure=False)
 
     def gather(self, futures):
+        return self.wait(futures, gather=True)
+
+    def wait(self, futures, gather=False):
+        """Wait for ``futures`` (their results if ``gather``), within the time limit."""
         from distributed import TimeoutError as DaskTimeout
         from distributed import wait
         from distributed.scheduler import KilledWorker
 
         try:
-            if self.timeout is not None:
-                wait(futures, timeout=self.timeout)
-            return self.client.gather(futures)
+            wait(futures, timeout=self.timeout)
+            # the first failed partition in partition order, as a local fit
+            # names the first bad sequence: not whichever failed first
+            for future in futures:
+                if future.status == "error":
+                    future.result()
+            return self.client.gather(futures) if gather else None
         except (DaskTimeout, TimeoutError) as error:
             raise TimeoutError(
                 f"The Dask workers did not answer within timeout={self.timeout} s; the "
@@ -63,12 +72,15 @@ class Run:
 
 
 class DistributedTerms:
-    """``w -> (log_z per partition, expected statistics summed in partition order)``.
+    """``w -> (log_z per partition, expected statistics summed along a fixed tree)``.
 
     Each call ships ``w`` to the workers once (one task holds it, the others
-    fetch it from there) and gets
-    back one ``(sum of log Z, expected)`` per partition: 8 bytes per parameter
-    each way and partition, nothing else.
+    fetch it from there), evaluates every partition where it lives, and adds
+    the expected statistics along the tree of :mod:`~skcrf.dask._reduce`: each
+    worker adds its runs of consecutive partitions and sends one vector per
+    run, the client adds those. Per call, 8 bytes per parameter go to each
+    worker and come back per run of partitions (one per worker when each
+    holds consecutive partitions), plus one float per partition.
     """
 
     def __init__(self, run, objectives, n_parameters):
@@ -77,22 +89,39 @@ class DistributedTerms:
         self.n_parameters = n_parameters
         self.n_calls = 0
         self.seconds = 0.0
-        self.n_workers = len(run.client.scheduler_info(n_workers=-1)["workers"]) or 1
+        self.n_vectors_in = 0  # expected-statistics vectors the client received
 
     def __call__(self, w):
         started = time.perf_counter()
+        client = self.run.client
         w_future = self.run.put(np.ascontiguousarray(w))
-        results = self.run.gather(self.run.map(parts_.evaluate, self.objectives, w_future))
-        log_z = np.array([log_z for log_z, _ in results])
-        expected = results[0][1].copy()
-        for _, part in results[1:]:
-            expected += part
+        # each evaluation runs where its objective is, w comes to it
+        holders = holders_of(client, self.objectives)
+        evaluated = [client.submit(parts_.evaluate, objective, w_future, pure=False,
+                                   workers=None if holder is None else [holder],
+                                   allow_other_workers=True)
+                     for objective, holder in zip(self.objectives, holders)]
+        cuts = worker_subtrees(holders)
+        futures = [evaluated[lo] if hi - lo == 1 else
+                   client.submit(subtree_terms, lo, *evaluated[lo:hi], pure=False,
+                                 workers=[holders[lo]], allow_other_workers=True)
+                   for lo, hi in cuts]
+        results = self.run.gather(futures)
+        log_z, sums = [], {}
+        for (lo, hi), (part_log_z, part) in zip(cuts, results):
+            log_z.extend(part_log_z if hi - lo > 1 else [part_log_z])
+            sums[lo, hi] = part
+        n_parts = len(self.objectives)
+        expected = cut_sum(sums, 0, n_parts)
+        if (0, n_parts) in sums:  # the gathered array itself: the caller updates it in place
+            expected = expected.copy()
         self.n_calls += 1
         self.seconds += time.perf_counter() - started
         # w reaches each worker holding a partition once
-        self.run.bytes_out += w.nbytes * self.n_workers
-        self.run.bytes_in += expected.nbytes * len(results)
-        return log_z, expected
+        self.run.bytes_out += w.nbytes * len(set(holders))
+        self.run.bytes_in += expected.nbytes * len(cuts) + 8 * n_parts
+        self.n_vectors_in += len(cuts)
+        return np.array(log_z), expected
 
 
 def require_dask():
@@ -222,7 +251,8 @@ def _fit(estimator, plan, run, X, y):
     del raw  # the workers drop the dict-side matrices once nothing needs them
     problem, encoded = plan.problem(run, encoded, classes, vectorizer)
     structure = run.put(problem.structure)
-    objectives = run.map(parts_.partition_objective, encoded, structure, estimator.n_jobs)
+    objectives = _placed_objectives(run, encoded, structure, estimator.n_jobs)
+    del encoded  # the objectives hold their partitions (moved ones leave their worker)
     empirical = run.gather(run.map(parts_.partition_empirical, objectives))
     total = empirical[0].copy()
     for part in empirical[1:]:
@@ -232,7 +262,8 @@ def _fit(estimator, plan, run, X, y):
                                                estimator._l2)
     result = estimator._solve(objective, np.zeros(problem.n_parameters))
     n_features = len(vectorizer.feature_names_)
-    found = run.gather(run.map(parts_.largest_value, encoded)) if _needs_largest(result) else []
+    found = (run.gather(run.map(parts_.objective_largest_value, objectives))
+             if _needs_largest(result) else [])
     estimator._check_training(result, _CheckData(
         _LargestValue(found, n_features, vectorizer._names_out)))
     summary = _Summary(n_features, vectorizer)
@@ -240,6 +271,26 @@ def _fit(estimator, plan, run, X, y):
         setattr(estimator, name, value)
     estimator._store_training(summary, result)
     return terms
+
+
+def _placed_objectives(run, parts, structure, n_jobs):
+    """The partitions' objectives, built on workers that each hold consecutive partitions.
+
+    Dask spreads the partitions over the workers in no useful order; moving
+    those that break a worker's run once, in their compact encoded form,
+    lets each evaluation send one vector per worker instead of one per
+    partition (:mod:`~skcrf.dask._reduce`). The placement is a preference:
+    a lost worker's partitions are rebuilt elsewhere. The sums do not depend
+    on it.
+    """
+    workers = sorted(run.client.scheduler_info(n_workers=-1)["workers"])
+    if len(parts) <= len(workers):  # one partition per worker: nothing to gain
+        return run.map(parts_.partition_objective, parts, structure, n_jobs)
+    run.wait(parts)  # where they are decides where they go
+    targets = contiguous_targets(holders_of(run.client, parts), workers)
+    return [run.client.submit(parts_.partition_objective, part, structure, n_jobs,
+                              workers=[target], allow_other_workers=True, pure=False)
+            for part, target in zip(parts, targets)]
 
 
 def _needs_largest(result):

@@ -5,6 +5,7 @@ structure, weights), so that Dask can run it where the partition lives and
 keep its result there. Nothing here talks to the scheduler.
 """
 
+import sys
 import time
 
 import numpy as np
@@ -94,7 +95,9 @@ class EncodedPartition:
     features : FeatureArrays or None
     offsets : ndarray of int64 of shape (n_sequences + 1,)
     label_ids : ndarray of int64 of shape (n_tokens,)
-        Indices into the global classes.
+        Indices into the global classes; the targets of the structure's
+        gold statistics (segment codes for a semi-Markov model) once a plan
+        has :func:`relabelled` the partition.
     """
 
     def __init__(self, index, first, features, offsets, label_ids):
@@ -107,6 +110,11 @@ class EncodedPartition:
     @property
     def empty(self):
         return self.features is None
+
+    def __sizeof__(self):
+        # what Dask's scheduler reads (dask.sizeof falls back to sys.getsizeof):
+        # without it a partition looks tiny and is copied to wherever a task runs
+        return _array_bytes(self, self.features)
 
 
 def encoded_partition(raw, first, vectorizer, classes):
@@ -126,6 +134,12 @@ def encoded_partition(raw, first, vectorizer, classes):
                             matrix.offsets, remap[raw.label_ids])
 
 
+def _array_bytes(*objects):
+    """Bytes of the numpy arrays among the attributes of ``objects`` (None skipped)."""
+    return sum(value.nbytes for obj in objects if obj is not None
+               for value in vars(obj).values() if isinstance(value, np.ndarray))
+
+
 def relabelled(part, label_ids):
     """``part`` with other label ids (after tags were repaired), sharing its features."""
     return EncodedPartition(part.index, part.first, part.features, part.offsets, label_ids)
@@ -139,8 +153,12 @@ def observed_pairs(part, label_ids, n_labels, columns=None):
     """
     if part.empty:
         return np.empty(0, dtype=np.int64)
-    pairs = StatePairs.observed(part.features, label_ids, n_labels, columns=columns)
-    return pairs.feature_of_pairs().astype(np.int64) * n_labels + pairs.labels
+    return pair_codes(StatePairs.observed(part.features, label_ids, n_labels, columns=columns))
+
+
+def pair_codes(pairs):
+    """Codes ``feature * n_labels + label`` of a :class:`StatePairs`, in its (sorted) order."""
+    return pairs.feature_of_pairs().astype(np.int64) * pairs.n_labels + pairs.labels
 
 
 def union_pairs(codes, n_features, n_labels):
@@ -158,13 +176,25 @@ class PartitionObjective:
     """
 
     def __init__(self, part, structure, n_jobs):
+        self.part = part
         self.n_jobs = n_jobs
         self.n_parameters = structure.n_parameters
         self.seconds = 0.0  # spent in the kernels, for the benchmark's overhead figure
         self.objective = None
         if not part.empty:
-            self.objective = NegativeLogLikelihood(structure, part.features, part.offsets,
-                                                   part.label_ids, l2=0.0)
+            try:  # the gold statistics check the targets against the structure
+                self.objective = NegativeLogLikelihood(structure, part.features, part.offsets,
+                                                       part.label_ids, l2=0.0)
+            except ValueError as error:
+                raise _in_partition(part.index, part.first, error) from error
+
+    def __sizeof__(self):
+        # the partition, its gold statistics and the structure's arrays: see
+        # EncodedPartition.__sizeof__
+        if self.objective is None:
+            return object.__sizeof__(self)
+        return (sys.getsizeof(self.part) + self.objective.empirical.nbytes
+                + _array_bytes(self.objective.structure))
 
     def empirical(self):
         if self.objective is None:
@@ -202,6 +232,10 @@ def evaluate(objective, w):
 
 def kernel_seconds(objective):
     return objective.seconds
+
+
+def objective_largest_value(objective):
+    return largest_value(objective.part)
 
 
 def largest_value(part):

@@ -18,24 +18,47 @@ import numpy as np
 
 from .._base import TrainingProblem, _user_stacklevel
 from .._chain import CRFClassifier
-from .._constraints import (describe_violation, repair_tags, resolve_constraints,
-                            scheme_constraints)
+from .._constraints import (describe_violation, explicit_constraints, repair_tags,
+                            resolve_constraints, scheme_constraints)
+from .._segment_tags import _SegmentTags
+from .._semimarkov import _COEFFICIENT_NAMES, SemiMarkovCRF
 from .._tree import _NO_TREES, TreeCRF
 from .._validation import _label_array
 from ..structures._parameters import StatePairs
 from ..structures.chain import ChainStructure, edge_label_ids
+from ..structures.semimarkov import (TOKEN_ROLES, Segmentation, SemiMarkovStructure,
+                                     observed_token_pairs)
 from ..structures.tree import TreeStructure
-from ._partitions import observed_pairs, relabelled, union_pairs
+from ..tags import _add_scheme_counts, _scheme_counts, _scheme_of_counts, _spans
+from ._partitions import _in_partition, observed_pairs, pair_codes, relabelled, union_pairs
 
 
 def plan_of(estimator):
     """The plan of ``estimator``'s class; TypeError naming the supported ones otherwise."""
-    for kind, plan in ((CRFClassifier, ChainPlan), (TreeCRF, TreePlan)):
+    for kind, plan in ((CRFClassifier, ChainPlan), (TreeCRF, TreePlan),
+                       (SemiMarkovCRF, SemiMarkovPlan)):
         if type(estimator) is kind:
             return plan(estimator)
     raise TypeError(
-        f"skcrf.dask.fit trains CRFClassifier and TreeCRF; got {type(estimator).__name__}. "
-        f"Fit it locally, or search over it with joblib's Dask backend.")
+        f"skcrf.dask.fit trains CRFClassifier, SemiMarkovCRF and TreeCRF; got "
+        f"{type(estimator).__name__}. Fit it locally, or search over it with joblib's "
+        f"Dask backend.")
+
+
+def _tags(part, classes):
+    """The partition's tags (a list over its tokens) and its sequences' lengths."""
+    return classes[part.label_ids].tolist(), np.diff(part.offsets)
+
+
+def _partition_scheme_counts(part, classes):
+    """The partition's :func:`~skcrf.tags._scheme_counts`: they add up over partitions."""
+    return _scheme_counts(*_tags(part, classes))
+
+
+def _detected_scheme(run, parts, classes):
+    """What :func:`~skcrf.tags.detect_scheme` reads in all the partitions' tags."""
+    counts = run.gather(run.map(_partition_scheme_counts, parts, classes))
+    return _add_scheme_counts(counts)
 
 
 def _state_pairs(run, parts, n_features, n_classes, all_possible_states):
@@ -64,11 +87,6 @@ class ChainPlan:
         est = self.estimator
         if est.order == 2 and est.transition_features is not None:
             raise ValueError("transition_features needs order=1; got order=2.")
-        if isinstance(est.allowed_transitions, str) and est.allowed_transitions == "auto":
-            raise ValueError(
-                "allowed_transitions='auto' reads the scheme from all training tags, which "
-                "a distributed fit does not gather; name the scheme (e.g. 'bio', 'IOB1'; "
-                "skcrf.tags.detect_scheme on a sample of y tells it).")
 
     def problem(self, run, parts, classes, vectorizer):
         est = self.estimator
@@ -104,7 +122,13 @@ class ChainPlan:
         """
         est = self.estimator
         spec = est.allowed_transitions
-        constraints = resolve_constraints(spec, classes, None)
+        if isinstance(spec, str) and spec == "auto":
+            # the scheme from the partitions' counts, as detect_scheme reads the whole
+            scheme = _scheme_of_counts(set(classes.tolist()),
+                                       _detected_scheme(run, parts, classes))
+            constraints = scheme_constraints(classes, scheme, spec)
+        else:
+            constraints = resolve_constraints(spec, classes, None)
         if spec is None:
             return constraints, classes, parts
         name = type(est).__name__
@@ -207,3 +231,95 @@ class TreePlan:
 def _has_trees(part):
     return part.empty or part.features.parents is not None
 
+
+
+class SemiMarkovPlan:
+    """:class:`~skcrf.SemiMarkovCRF`: segment labels, longest segments and token pairs.
+
+    As :meth:`SemiMarkovCRF._training_problem` on all the data: the scheme is
+    detected from the partitions' counts, the segment labels are the union of
+    the partitions' span types (or the classes, for plain labels), each
+    label's longest segment the maximum of the partitions', the token pairs
+    the union of theirs. The partitions' targets become their segment codes.
+    """
+
+    coefficient_names = _COEFFICIENT_NAMES
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+
+    def check(self):
+        spec = self.estimator.allowed_transitions
+        if isinstance(spec, str):
+            raise ValueError(
+                f"allowed_transitions={spec!r}: SemiMarkovCRF always writes well-formed "
+                f"tags, so tag schemes do not apply; give allowed pairs of segment labels "
+                f"(the span types and 'O'), such as {{('PER', 'O')}}.")
+
+    def problem(self, run, parts, classes, vectorizer):
+        est = self.estimator
+        scheme = est.scheme
+        if scheme == "auto":
+            scheme = _SegmentTags.detected_scheme(set(classes.tolist()),
+                                                  _detected_scheme(run, parts, classes))
+        if scheme == "plain":
+            codec = _SegmentTags.of_labels(scheme, classes.tolist())
+        else:
+            types = run.gather(run.map(_span_types, parts, classes, scheme))
+            codec = _SegmentTags.of_labels(scheme, set().union(*types))
+        allowed = None
+        if est.allowed_transitions is not None:
+            allowed = explicit_constraints(est.allowed_transitions,
+                                           codec.segment_classes).allowed
+        n_labels = len(codec.segment_classes)
+        shared_codec = run.put(codec)
+        parts = run.map(_segment_coded, parts, classes, shared_codec)
+        max_lengths = np.maximum.reduce(
+            run.gather(run.map(_longest_segments, parts, shared_codec, est)))
+        n_features = len(vectorizer.feature_names_)
+        n_role_labels = len(TOKEN_ROLES) * n_labels
+        if est.all_possible_states:
+            token_pairs = StatePairs.every(n_features, n_role_labels)
+        else:
+            codes = run.gather(run.map(_token_pair_codes, parts, n_labels))
+            token_pairs = union_pairs(codes, n_features, n_role_labels)
+        structure = SemiMarkovStructure(token_pairs, max_lengths,
+                                        allow_repeats=not codec.plain,
+                                        allowed_transitions=allowed)
+        return TrainingProblem(
+            structure, None,
+            {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
+             "scheme_": codec.scheme, "max_segment_length_": int(max_lengths.max(initial=1)),
+             "allowed_transitions_": structure.transition_mask == 0},
+            self.coefficient_names), parts
+
+
+def _span_types(part, classes, scheme):
+    """The types of the partition's spans (tags read as ``conlleval`` reads them)."""
+    flat, lengths = _tags(part, classes)
+    try:
+        return set(_spans(flat, lengths, scheme)[3].tolist())
+    except ValueError as error:
+        raise _in_partition(part.index, part.first, error) from error
+
+
+def _segment_coded(part, classes, codec):
+    """``part`` with its segment codes (:meth:`_SegmentTags.codes`) as targets."""
+    if part.empty:
+        return part
+    flat, _ = _tags(part, classes)
+    return relabelled(part, codec.codes(flat, part.offsets))
+
+
+def _longest_segments(part, codec, estimator):
+    """Longest segment per label in the partition (capped, or raising, as a local fit)."""
+    segmentation = Segmentation.of_codes(part.label_ids, part.offsets,
+                                         len(codec.segment_classes))
+    return estimator._max_lengths(segmentation, part.offsets, codec, part.first)
+
+
+def _token_pair_codes(part, n_labels):
+    if part.empty:
+        return np.empty(0, dtype=np.int64)
+    return pair_codes(observed_token_pairs(part.features, part.offsets, part.label_ids,
+                                           n_labels))

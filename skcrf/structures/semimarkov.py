@@ -240,6 +240,32 @@ def segmentation_scores(scores, offsets, segmentation):
     return total
 
 
+def observed_token_pairs(features, offsets, codes, n_labels):
+    """The (feature, role label) pairs of a training set's gold segments: who gets a token weight.
+
+    A feature gets a ``state`` weight for a label if a token inside a gold
+    segment of that label has it, and ``first`` / ``last`` weights if the
+    segment's first / last token has it (:class:`StatePairs` sorted by
+    feature, then role label). The pairs of a training set split into parts
+    are the sorted union of the parts' pairs.
+    """
+    n_role_labels = len(TOKEN_ROLES) * n_labels
+    segmentation = Segmentation.of_codes(codes, offsets, n_labels)
+    roles = segmentation.role_indicators(offsets, n_labels)
+    feature_ids, labels = [], []
+    for k, role in enumerate((COVERED, FIRST, LAST)):
+        holder, label = np.nonzero(roles[:, role])
+        role_labels = np.full(roles.shape[0], -1, dtype=np.int64)
+        role_labels[holder] = label + k * n_labels
+        pairs = StatePairs.observed(features, role_labels, n_role_labels)
+        feature_ids.append(pairs.feature_of_pairs())
+        labels.append(pairs.labels.astype(np.int64))
+    order = np.lexsort((np.concatenate(labels), np.concatenate(feature_ids)))
+    return StatePairs.from_coordinates(np.concatenate(feature_ids)[order],
+                                       np.concatenate(labels)[order],
+                                       features.n_features, n_role_labels)
+
+
 class SemiMarkovStructure:
     """Parameter layout, potentials and gradient of a semi-Markov CRF.
 
@@ -294,22 +320,8 @@ class SemiMarkovStructure:
         if all_possible_states:
             return cls(StatePairs.every(features.n_features, n_role_labels), max_lengths,
                        allow_repeats=allow_repeats, allowed_transitions=allowed_transitions)
-        segmentation = Segmentation.of_codes(codes, offsets, n_labels)
-        roles = segmentation.role_indicators(offsets, n_labels)
-        feature_ids, labels = [], []
-        for k, role in enumerate((COVERED, FIRST, LAST)):
-            holder, label = np.nonzero(roles[:, role])
-            role_labels = np.full(roles.shape[0], -1, dtype=np.int64)
-            role_labels[holder] = label + k * n_labels
-            pairs = StatePairs.observed(features, role_labels, n_role_labels)
-            feature_ids.append(pairs.feature_of_pairs())
-            labels.append(pairs.labels.astype(np.int64))
-        order = np.lexsort((np.concatenate(labels), np.concatenate(feature_ids)))
-        pairs = StatePairs.from_coordinates(np.concatenate(feature_ids)[order],
-                                            np.concatenate(labels)[order],
-                                            features.n_features, n_role_labels)
-        return cls(pairs, max_lengths, allow_repeats=allow_repeats,
-                   allowed_transitions=allowed_transitions)
+        return cls(observed_token_pairs(features, offsets, codes, n_labels), max_lengths,
+                   allow_repeats=allow_repeats, allowed_transitions=allowed_transitions)
 
     @property
     def n_parameters(self):
