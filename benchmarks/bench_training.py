@@ -99,7 +99,8 @@ def objective_of(model, F, y):
 
 
 def evaluation_seconds(objective, w, n_jobs, repeats=7):
-    with kernel_threads(n_jobs):
+    """One evaluation's best time, with BLAS held to one thread as fit holds it."""
+    with kernel_threads(n_jobs, hold_blas=True):
         objective(w)
         return best_of(repeats, lambda: objective(w))
 

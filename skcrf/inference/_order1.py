@@ -137,13 +137,18 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
             following[j] *= beta[r + 1, j] * inverse
             if not following[j] < HUGE:
                 return np.nan
+        # j outer, i inner: each beta[r, i] is still summed over j in order, but
+        # consecutive steps add to different cells instead of waiting on one sum
+        backward = beta[r]
         for i in range(n_classes):
-            total = 0.0
-            for j in range(n_classes):
-                total += exp_block[i, j] * following[j]
-            if not total < HUGE:
+            backward[i] = 0.0
+        for j in range(n_classes):
+            message = following[j]
+            for i in range(n_classes):
+                backward[i] += exp_block[i, j] * message
+        for i in range(n_classes):
+            if not backward[i] < HUGE:
                 return np.nan
-            beta[r, i] = total
 
     # every check passed: only now write the outputs
     for r in range(n):
