@@ -33,7 +33,7 @@ import warnings
 
 import numba
 import numpy as np
-from common import data_home, sent2features
+from common import best_of, data_home, sent2features
 
 from skcrf import CRFClassifier
 from skcrf._constraints import scheme_constraints
@@ -45,12 +45,7 @@ from skcrf.tags import segments_to_tags, tags_to_segments
 def best_time(call, repeats=3):
     """Shortest of ``repeats`` wall times of ``call()`` (after one untimed call)."""
     call()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - started)
-    return min(times)
+    return best_of(repeats, call)
 
 
 def fit(make_model, X, y):
