@@ -11,7 +11,8 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
-from ._base import CRFEstimator, TrainingProblem
+from ._base import CRFEstimator
+from ._training import TrainingProblem
 from ._constraints import SCHEME_NAMES
 from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
 from ._validation import check_finite_scores

@@ -10,7 +10,8 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
-from ._base import CRFEstimator, TrainingProblem
+from ._base import CRFEstimator
+from ._training import TrainingProblem
 from ._constraints import explicit_constraints
 from ._parallel import kernel_threads
 from ._segment_tags import _SegmentTags

@@ -3,7 +3,8 @@
 from sklearn.base import _fit_context
 
 from . import _defaults
-from ._base import CRFEstimator, TrainingProblem
+from ._base import CRFEstimator
+from ._training import TrainingProblem
 from ._validation import check_finite_scores
 from .structures.tree import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
                               tree_posteriors)

@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from .._base import _is_fitted_attribute
+from .._training import _is_fitted_attribute
 from .._parallel import kernel_exceptions
 from .._validation import _label_array
 from ..features.vectorizer import SequenceVectorizer

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from .._base import TrainingProblem, _user_stacklevel
+from .._training import TrainingProblem, _user_stacklevel
 from .._chain import CRFClassifier
 from .._constraints import (describe_violation, explicit_constraints, repair_tags,
                             resolve_constraints, scheme_constraints)
