@@ -11,6 +11,8 @@ from numba import prange
 
 from ..features._kernels import column_counts
 from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence
+from ..inference._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, lane_forward_backward,
+                                      lane_groups, lane_workspace)
 from ..inference.chain import (chain_potentials, chain_workspace, emission_posteriors,
                                sequence_posteriors)
 
@@ -232,6 +234,14 @@ def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pai
     the unary scores are summed and exponentiated (or taken to log space) as
     in :func:`~skcrf.inference.chain.sequence_posteriors`.
 
+    With few labels and no ``-inf`` potential, each chunk's sequences of one
+    length run side by side, as lanes
+    (:func:`~skcrf.inference._order1_lanes.lane_forward_backward`): the same
+    operations per sequence, in loops long enough to vectorize. The chunk
+    then visits its sequences by length (:func:`~skcrf.inference._order1_lanes.lane_groups`),
+    an order fixed by the data, so the sums stay independent of the thread
+    count.
+
     Returns
     -------
     log_z : (n_sequences,) float64
@@ -262,6 +272,11 @@ def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pai
     chunk_start = np.zeros((n_chunks, n_classes))
     chunk_end = np.zeros((n_chunks, n_classes))
 
+    exp_trans, exp_start, exp_end = potentials[5], potentials[7], potentials[9]
+    shift = potentials[6] + potentials[8]  # start_max + end_max
+    use_lanes = (by_products and not potentials[10]
+                 and n_classes <= LANE_MAX_CLASSES)
+
     for c in prange(n_chunks):
         partial[c] = 0.0
         hot_partial[c] = 0.0
@@ -271,33 +286,67 @@ def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pai
         # typed constants (np.int64, np.bool_), not literals: the callees then
         # compile once, shared with forward_backward (see inference._batch.compiled)
         work = chain_workspace(longest, n_classes, np.bool_(True))
-        for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
-            n = hi - lo
-            if n == 0:
-                continue
-            lz = np.nan
-            if by_products:
-                log_scale = sequence_emission(entries, indptr, split, exp_hot, pair_ptr,
-                                              pair_labels, exp_pairs, lo, hi, work[2])
-                lz = emission_posteriors(transitions, start, end, n, log_scale, potentials,
-                                         np.bool_(True), marginals, chunk_counts[c], work)
-            if np.isnan(lz):
-                sequence_unary(values, entries, indptr, split, binary, hot_state, pair_ptr,
-                               pair_labels, pair_weights, lo, hi, unary)
-                lz = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
-                                         potentials, np.bool_(True), marginals,
-                                         chunk_counts[c], work)
-            log_z[q] = lz
-            if not np.isfinite(lz):
-                # no marginals were written (the loss is not finite anyway)
-                continue
-            for j in range(n_classes):
-                chunk_start[c, j] += marginals[0, j]
-                chunk_end[c, j] += marginals[n - 1, j]
-            scatter_expected(values, entries, indptr, split, binary, pair_ptr, pair_labels,
-                             lo, hi, marginals, hot_partial[c], partial[c])
+        if use_lanes:
+            order, group_ends, lane_longest = lane_groups(offsets, bounds[c], bounds[c + 1],
+                                                          n_classes)
+        else:
+            order = np.arange(bounds[c], bounds[c + 1])
+            group_ends = np.arange(1, order.shape[0] + 1)
+            lane_longest = 0
+        lanes = lane_workspace(lane_longest, n_classes, LANE_MAX)
+        first = 0
+        for g in range(group_ends.shape[0]):
+            group = order[first:group_ends[g]]
+            first = group_ends[g]
+            n = offsets[group[0] + 1] - offsets[group[0]]
+            if group.shape[0] > 1:
+                # sequences of one length side by side, each lane as the pass of one
+                for lane in range(group.shape[0]):
+                    lo = offsets[group[lane]]
+                    log_scale = sequence_emission(entries, indptr, split, exp_hot, pair_ptr,
+                                                  pair_labels, exp_pairs, lo, lo + n, work[2])
+                    for r in range(n):
+                        for j in range(n_classes):
+                            lanes[0][r, j, lane] = work[2][r, j]
+                    lanes[7][lane] = log_scale + shift + (n - 1) * potentials[4]
+                lane_forward_backward(exp_trans, exp_start, exp_end, n, group.shape[0], lanes)
+            for lane in range(group.shape[0]):
+                q = group[lane]
+                lo = offsets[q]
+                hi = offsets[q + 1]
+                if n == 0:
+                    continue
+                lz = np.nan
+                if group.shape[0] > 1:
+                    lz = lanes[7][lane]
+                    if not np.isnan(lz):
+                        for r in range(n):
+                            for j in range(n_classes):
+                                marginals[r, j] = lanes[1][r, j, lane] * lanes[2][r, j, lane]
+                        for i in range(n_classes):
+                            for j in range(n_classes):
+                                chunk_counts[c, i, j] += lanes[6][i, j, lane]
+                elif by_products:
+                    log_scale = sequence_emission(entries, indptr, split, exp_hot, pair_ptr,
+                                                  pair_labels, exp_pairs, lo, hi, work[2])
+                    lz = emission_posteriors(transitions, start, end, n, log_scale,
+                                             potentials, np.bool_(True), marginals,
+                                             chunk_counts[c], work)
+                if np.isnan(lz):
+                    sequence_unary(values, entries, indptr, split, binary, hot_state,
+                                   pair_ptr, pair_labels, pair_weights, lo, hi, unary)
+                    lz = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
+                                             potentials, np.bool_(True), marginals,
+                                             chunk_counts[c], work)
+                log_z[q] = lz
+                if not np.isfinite(lz):
+                    # no marginals were written (the loss is not finite anyway)
+                    continue
+                for j in range(n_classes):
+                    chunk_start[c, j] += marginals[0, j]
+                    chunk_end[c, j] += marginals[n - 1, j]
+                scatter_expected(values, entries, indptr, split, binary, pair_ptr,
+                                 pair_labels, lo, hi, marginals, hot_partial[c], partial[c])
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, pair_ptr,
                                           pair_labels)

@@ -1,0 +1,234 @@
+"""The scaled order-1 pass run on several sequences of one length side by side.
+
+With few labels, the loops of :func:`._order1.scaled_forward_backward` are
+too short for the compiler to vectorize (nine labels fit no vector body),
+and a token costs hundreds of scalar steps. Sequences of the same length
+share every loop bound, so a group of them can be laid out as lanes,
+``array[r, j, lane]``, and every inner loop runs over the lanes: long,
+contiguous and branch-free, which vectorizes whatever the label count.
+
+Each lane performs the operations of the one-sequence pass in the same
+order, so its log Z, marginals and backward messages are bitwise those of
+:func:`._order1.scaled_forward_backward`; only the transition counts are
+summed in another order (lane by lane at the end of the group). The
+precision checks become per-lane flags; a lane that fails them is
+reported with a NaN log Z and nothing written, for the caller to redo
+alone. Only potentials without ``-inf`` come here (no reachability to
+track).
+"""
+
+import numpy as np
+
+from ._batch import compiled
+from ._logspace import FLOOR, HUGE
+
+#: Lanes per group: the inner loops then hold whole vector bodies.
+LANE_MAX = 32
+#: Fewer sequences of one length than this run one by one.
+LANE_MIN = 4
+#: Past this many labels the one-sequence loops vectorize on their own and
+#: the lanes' layout no longer pays for its copies.
+LANE_MAX_CLASSES = 24
+#: Longest sequence grouped: a group's three blocks hold at most this many
+#: values each (n_tokens * n_classes * LANE_MAX).
+LANE_BUDGET = 1 << 17
+
+
+@compiled()
+def lane_groups(offsets, lo, hi, n_classes):
+    """Sequences lo..hi-1 ordered for the lanes: groups of one length, then the rest.
+
+    Returns ``(order, group_ends, longest)``: ``order`` lists the sequences
+    by length (stable), cut into groups that end at ``group_ends`` (exclusive
+    positions in ``order``). A run of at least :data:`LANE_MIN` sequences of
+    one length (2 tokens or more, within :data:`LANE_BUDGET`) is cut into
+    groups of at most :data:`LANE_MAX`, of near-equal sizes; every other
+    sequence is a group of its own. ``longest`` is the length of the longest
+    multi-sequence group (0 if none), for :func:`lane_workspace`. The order
+    depends on the data only, never on the thread count.
+    """
+    lengths = np.empty(hi - lo, np.int64)
+    for q in range(lo, hi):
+        lengths[q - lo] = offsets[q + 1] - offsets[q]
+    order = np.argsort(lengths, kind="mergesort") + lo
+    group_ends = np.empty(hi - lo, np.int64)
+    n_groups = 0
+    longest = 0
+    at = 0
+    while at < hi - lo:
+        n = lengths[order[at] - lo]
+        run = at + 1
+        while run < hi - lo and lengths[order[run] - lo] == n:
+            run += 1
+        size = run - at
+        if size >= LANE_MIN and n >= 2 and n * n_classes * LANE_MAX <= LANE_BUDGET:
+            pieces = (size + LANE_MAX - 1) // LANE_MAX
+            for p in range(1, pieces + 1):
+                group_ends[n_groups] = at + (size * p) // pieces
+                n_groups += 1
+            longest = max(longest, n)
+        else:
+            for k in range(at + 1, run + 1):
+                group_ends[n_groups] = k
+                n_groups += 1
+        at = run
+    return order, group_ends[:n_groups], longest
+
+
+@compiled()
+def lane_workspace(longest, n_classes, n_lanes):
+    """Scratch of :func:`lane_forward_backward` for groups of up to ``n_lanes`` sequences.
+
+    Returns ``(emission, alpha, beta, norm, flags, sums, counts, log_z)``:
+    three (longest, n_classes, n_lanes) blocks, norms (longest, n_lanes),
+    three (n_lanes,) vectors (failure flags, running sums, log Z) and
+    (n_classes, n_classes, n_lanes) transition counts.
+    """
+    return (np.empty((longest, n_classes, n_lanes)), np.empty((longest, n_classes, n_lanes)),
+            np.empty((longest, n_classes, n_lanes)), np.empty((longest, n_lanes)),
+            np.empty(n_lanes), np.empty(n_lanes),
+            np.empty((n_classes, n_classes, n_lanes)), np.empty(n_lanes))
+
+
+@compiled()
+def lane_forward_backward(exp_trans, exp_start, exp_end, n, n_lanes, lanes):
+    """Forward-backward of ``n_lanes`` sequences of ``n`` >= 2 tokens, scaled per token.
+
+    Parameters
+    ----------
+    exp_trans, exp_start, exp_end : float64 arrays
+        Shifted exponentials of the potentials (no ``-inf`` among them).
+    n : int
+        The sequences' common length.
+    n_lanes : int
+        How many lanes of the workspace are in use.
+    lanes : tuple
+        From :func:`lane_workspace`. On entry ``emission[r, :, lane]`` holds
+        the scaled ``exp(unary)`` of token r of the lane's sequence and
+        ``log_z[lane]`` the shift taken out of its exponentials. On return
+        ``log_z`` holds each lane's log Z (NaN where the lane failed the
+        precision checks), ``alpha * beta`` its marginals, ``emission``
+        rows 1..n-1 its backward messages, and ``counts[i, j, lane]`` its
+        expected transition counts (valid only where log Z is not NaN).
+    """
+    emission, alpha, beta, norm, flags, sums, counts, log_z = lanes
+    n_classes = exp_trans.shape[0]
+    m = n_lanes
+    for lane in range(m):
+        flags[lane] = 0.0
+        sums[lane] = 0.0
+    for j in range(n_classes):
+        a0 = alpha[0, j]
+        e0 = emission[0, j]
+        for lane in range(m):
+            v = exp_start[j] * e0[lane]
+            a0[lane] = v
+            flags[lane] += 1.0 if v < FLOOR else 0.0
+            sums[lane] += v
+    _normalize(alpha[0], norm[0], sums, m)
+
+    for r in range(1, n):
+        current = alpha[r]
+        previous = alpha[r - 1]
+        for j in range(n_classes):
+            row = current[j]
+            for lane in range(m):
+                row[lane] = 0.0
+        for i in range(n_classes):
+            a = previous[i]
+            for j in range(n_classes):
+                e = exp_trans[i, j]
+                row = current[j]
+                for lane in range(m):
+                    row[lane] += a[lane] * e
+        for lane in range(m):
+            sums[lane] = 0.0
+        for j in range(n_classes):
+            row = current[j]
+            em = emission[r, j]
+            for lane in range(m):
+                v = row[lane] * em[lane]
+                row[lane] = v
+                flags[lane] += 1.0 if v < FLOOR else 0.0
+                sums[lane] += v
+        _normalize(current, norm[r], sums, m)
+
+    for lane in range(m):
+        sums[lane] = 0.0
+    last = alpha[n - 1]
+    for j in range(n_classes):
+        row = last[j]
+        for lane in range(m):
+            term = row[lane] * exp_end[j]
+            flags[lane] += 1.0 if term < FLOOR else 0.0
+            sums[lane] += term
+    final = sums
+    for j in range(n_classes):
+        row = beta[n - 1, j]
+        for lane in range(m):
+            row[lane] = exp_end[j] / final[lane]
+
+    for r in range(n - 2, -1, -1):
+        following = emission[r + 1]
+        scale = norm[r + 1]
+        for j in range(n_classes):
+            message = following[j]
+            b = beta[r + 1, j]
+            for lane in range(m):
+                v = message[lane] * (b[lane] * (1.0 / scale[lane]))
+                message[lane] = v
+                flags[lane] += 0.0 if v < HUGE else 1.0
+        backward = beta[r]
+        for i in range(n_classes):
+            row = backward[i]
+            for lane in range(m):
+                row[lane] = 0.0
+        for j in range(n_classes):
+            message = following[j]
+            for i in range(n_classes):
+                e = exp_trans[i, j]
+                row = backward[i]
+                for lane in range(m):
+                    row[lane] += e * message[lane]
+        for i in range(n_classes):
+            row = backward[i]
+            for lane in range(m):
+                flags[lane] += 0.0 if row[lane] < HUGE else 1.0
+
+    for r in range(n):
+        scale = norm[r]
+        for lane in range(m):
+            log_z[lane] += np.log(scale[lane])
+    for lane in range(m):
+        log_z[lane] += np.log(final[lane])
+        if flags[lane] != 0.0:
+            log_z[lane] = np.nan
+
+    for i in range(n_classes):
+        for j in range(n_classes):
+            row = counts[i, j]
+            for lane in range(m):
+                row[lane] = 0.0
+    for r in range(1, n):
+        following = emission[r]
+        previous = alpha[r - 1]
+        for i in range(n_classes):
+            a = previous[i]
+            for j in range(n_classes):
+                e = exp_trans[i, j]
+                message = following[j]
+                row = counts[i, j]
+                for lane in range(m):
+                    row[lane] += a[lane] * e * message[lane]
+
+
+@compiled()
+def _normalize(block, norm, sums, m):
+    """Divide the lanes of ``block`` (n_classes, n_lanes) by ``sums``; keep the sums as norms."""
+    for lane in range(m):
+        norm[lane] = sums[lane]
+        sums[lane] = 1.0 / sums[lane]
+    for j in range(block.shape[0]):
+        row = block[j]
+        for lane in range(m):
+            row[lane] *= sums[lane]
