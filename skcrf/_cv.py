@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import _fit_context
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
@@ -76,29 +77,128 @@ def _path_start(w, last_alpha, before, alpha):
     return w + t * (w - before[1])
 
 
-class _Fold:
-    """One fold's training problem and objective, built once for its whole path."""
+def _positions(names, among):
+    """Index in ``among`` of each of ``names``, -1 for a name ``among`` lacks."""
+    index = {name: i for i, name in enumerate(np.asarray(among).tolist())}
+    return np.fromiter((index.get(name, -1) for name in np.asarray(names).tolist()),
+                       dtype=np.int64, count=len(names))
 
-    def __init__(self, estimator, X, y, train, test):
-        self.data = estimator._training_data(_safe_indexing(X, train),
-                                             _safe_indexing(y, train))
+
+def _take(values, positions, axis):
+    """``values`` indexed along ``axis`` by ``positions``, 0 where a position is -1."""
+    taken = np.take(values, np.maximum(positions, 0), axis=axis)
+    missing = [slice(None)] * taken.ndim
+    missing[axis] = positions < 0
+    taken[tuple(missing)] = 0.0
+    return taken
+
+
+class _Names:
+    """The class and feature names that place a layout's weights."""
+
+    def __init__(self, classes, feature_names):
+        self.classes = classes
+        self.feature_names = feature_names
+
+    def reindex(self, named, target):
+        """Coefficients ``named`` (of these names) in the layout of ``target``'s names.
+
+        A feature or class ``target`` has and these names lack gets 0 (a
+        feature absent from a training set keeps weight 0 at its optimum);
+        weights that are not finite (forbidden transitions) become 0, as
+        :meth:`~skcrf.structures.chain.ChainStructure.weights` makes them.
+        """
+        classes = _positions(target.classes, self.classes)
+        features = _positions(target.feature_names, self.feature_names)
+        reindexed = {}
+        for block, values in named.items():
+            if block == "edge_coef":
+                values = self._reindex_edges(values, classes, features)
+            elif block == "coef":
+                values = _take(_take(values, classes, 0), features, 1)
+            else:  # transitions, start, end, trigram: one class axis per dimension
+                for axis in range(np.ndim(values)):
+                    values = _take(values, classes, axis)
+                values = np.where(np.isfinite(values), values, 0.0)
+            reindexed[block] = values
+        return reindexed
+
+    def _reindex_edges(self, edge_coef, classes, features):
+        """Transition-feature weights (n_features, n_classes ** 2) by feature and label pair."""
+        n_from, n_to = len(self.classes), len(classes)
+        rows = np.flatnonzero(features >= 0)
+        pick_rows = sp.csr_matrix((np.ones(rows.shape[0]), (rows, features[rows])),
+                                  shape=(len(features), edge_coef.shape[0]))
+        source, target = np.repeat(classes, n_to), np.tile(classes, n_to)  # pair a * C + b
+        pairs = np.where((source >= 0) & (target >= 0), source * n_from + target, -1)
+        kept = np.flatnonzero(pairs >= 0)
+        pick_columns = sp.csr_matrix((np.ones(kept.shape[0]), (pairs[kept], kept)),
+                                     shape=(n_from * n_from, n_to * n_to))
+        return (pick_rows @ sp.csr_matrix(edge_coef) @ pick_columns).tocsr()
+
+
+class _Training:
+    """One training set's problem and objective, built once for every fit on it."""
+
+    def __init__(self, estimator, X, y):
+        self.data = estimator._training_data(X, y)
         self.problem = estimator._training_problem(self.data)
         self.objective = self.problem.objective(self.data, l2=estimator._l2)
         self.data.label_ids = None  # the objective has what it needs from them
-        X_test = _safe_indexing(X, test)
-        if self.data.vectorizer is not None:
-            # featurized once, by the vocabulary of this fold's training part
-            X_test = self.data.vectorizer.transform(X_test)
-        self.X_test = X_test
-        self.y_test = _safe_indexing(y, test)
+        self.names = _Names(self.problem.attributes["classes_"],
+                            estimator._feature_names(self.data))
 
-    def model(self, estimator, result):
-        """A fitted copy of ``estimator`` with the solver's weights, for the scorer."""
-        model = CRFClassifier(**estimator.get_params())
+    def solve(self, estimator, w0):
+        """The checked solver result of ``estimator``'s alpha from ``w0``."""
+        self.objective.l2 = estimator._l2  # the L1 part goes to the solver
+        result = estimator._solve(self.objective, w0)
+        estimator._check_training(result, self.data)
+        return result
+
+    def store(self, model, result):
+        """Give ``model`` the fitted attributes of ``result``, as ``fit`` would; return it."""
         for name, value in self.problem.fitted_attributes(result.w).items():
             setattr(model, name, value)
         model._store_training(self.data, result)
         return model
+
+    def mean_weights(self, solutions, alpha_index):
+        """The mean of the ``solutions``' fits of an alpha, placed by name in this layout.
+
+        Each weight is the mean over the solutions whose layout has it: a
+        feature (or class) one fold's training part lacks has no weight there,
+        rather than a weight of 0 that would pull the mean down. The weights
+        are read back as ``warm_start`` reads a previous model's coefficients
+        (:meth:`~skcrf.structures.chain.ChainStructure.weights`), after
+        moving them to this set's features and classes. Zero where no
+        solution has the weight, or if the blocks do not fit (another order
+        or transition features).
+        """
+        total = np.zeros(self.problem.n_parameters)
+        count = np.zeros(self.problem.n_parameters)
+        for solution in solutions:
+            total += self._placed(solution, solution.coefficients(solution.w[alpha_index]))
+            count += self._placed(solution, solution.coefficients(
+                np.ones_like(solution.w[alpha_index])))
+        return total / np.maximum(count, 1.0)
+
+    def _placed(self, solution, named):
+        """Coefficients ``named`` of ``solution``'s layout as weights of this one."""
+        w = self.problem.structure.weights(solution.names.reindex(named, self.names))
+        return np.zeros(self.problem.n_parameters) if w is None else w
+
+
+class _Solutions:
+    """A fold's solutions along its path, with the names to place them elsewhere."""
+
+    def __init__(self, training):
+        self.structure = training.problem.structure
+        self.names = training.names
+        self.w = {}  # alpha index -> weights in the fold's layout
+
+    def coefficients(self, w):
+        """The named coefficients of weights ``w`` of this fold's layout."""
+        return self.structure.coefficients(w)
 
 
 class CRFClassifierCV(CRFClassifier):
@@ -111,14 +211,23 @@ class CRFClassifierCV(CRFClassifier):
     :class:`~sklearn.pipeline.Pipeline`: nothing leaks from the held-out
     part) and its training problem built once; the alphas are then fitted
     from the strongest to the weakest, each starting from the previous
-    solution (a warm start), and scored on the fold's held-out part. The
-    alpha of best mean score is refitted on all the data from zero weights,
-    so the final model is exactly the one ``GridSearchCV(...).best_estimator_``
-    would be for that alpha.
+    solution (a warm start), and scored on the fold's held-out part. Every
+    fold after the first starts its strongest alpha from the earlier folds'
+    solutions for it. The alpha of best mean score is refitted on all the
+    data starting from the mean of the folds' solutions for it, as
+    ``LogisticRegressionCV(refit=True)`` does. Each fold has its own
+    vocabulary (and may lack a class): weights move between folds and to the
+    refit by feature and class name, a weight no earlier fold has starting
+    at 0, and the mean of a weight is over the folds that have it.
 
     A warm-started fit stops at the solver's ``tol`` from another point than
     a cold one, so its weights (and the fold scores) differ from a search's
-    by about what ``tol`` allows; the optimum they approach is the same.
+    by about what ``tol`` allows; the optimum they approach is the same. So
+    does the refit: it reaches the optimum of ``GridSearchCV(...).best_estimator_``
+    to within ``tol``, not bit for bit, and closer than it when ``max_iter``
+    stops the grid search's cold fit first. For the grid search's model
+    exactly, refit it yourself: ``CRFClassifier(alpha=search.alpha_, ...).fit(X, y)``
+    with the same other parameters.
 
     The fitted estimator predicts as a :class:`CRFClassifier` (it is one), and
     :func:`skcrf.save_model` stores it.
@@ -179,7 +288,8 @@ class CRFClassifierCV(CRFClassifier):
         Solver iterations of each fit along the folds' paths.
     classes_, coef_, transition_coef_, start_coef_, end_coef_, n_iter_, ...
         The model refitted on all the data with ``alpha_``: every fitted
-        attribute of :class:`CRFClassifier`.
+        attribute of :class:`CRFClassifier` (``n_iter_``: the refit's
+        iterations, from the folds' mean).
 
     See Also
     --------
@@ -277,13 +387,13 @@ class CRFClassifierCV(CRFClassifier):
         path = np.argsort(-alphas, kind="stable")
         scores = np.empty((len(splits), alphas.shape[0]))
         n_iter = np.zeros((len(splits), alphas.shape[0]), dtype=np.int64)
+        solutions = []
         for k, (train, test) in enumerate(splits):
-            scores[k], n_iter[k] = self._fold_path(X, y, train, test, alphas, path, scorer, k)
+            scores[k], n_iter[k], solution = self._fold_path(
+                X, y, train, test, alphas, path, scorer, k, solutions)
+            solutions.append(solution)
         best = int(np.argmax(scores.mean(axis=0)))
-        refit = self._estimator(alphas[best]).fit(X, y)
-        for name, value in vars(refit).items():
-            if name.endswith("_") and not name.startswith("__"):
-                setattr(self, name, value)
+        self._refit(X, y, float(alphas[best]), best, solutions)
         self.alpha_ = float(alphas[best])
         self.alphas_ = alphas
         self.scores_ = scores
@@ -291,28 +401,55 @@ class CRFClassifierCV(CRFClassifier):
         self.path_n_iter_ = n_iter
         return self
 
-    def _fold_path(self, X, y, train, test, alphas, path, scorer, k):
-        """Scores and iterations of every alpha on fold ``k``, in ``alphas`` order."""
+    def _refit(self, X, y, alpha, best, solutions):
+        """Fit ``alpha`` on all the data from the mean of the folds' solutions, as ``fit``.
+
+        Each fold's weights are placed by feature and class name in the
+        layout of all the data, and each weight is the mean over the folds
+        that have it (:meth:`_Training.mean_weights`), as
+        :class:`~sklearn.linear_model.LogisticRegressionCV` starts its refit
+        from the folds' mean coefficients.
+        """
+        started = time.perf_counter()
+        estimator = self._estimator(alpha)
+        training = _Training(estimator, X, y)
+        w0 = training.mean_weights(solutions, best)
+        result = training.solve(estimator, w0)
+        training.store(self, result)
+        if self.verbose:
+            print(f"[CRFClassifierCV] refit: alpha={alpha:.6g} iterations={result.n_iter} "
+                  f"({time.perf_counter() - started:.1f} s)", flush=True)
+
+    def _fold_path(self, X, y, train, test, alphas, path, scorer, k, earlier):
+        """Scores, iterations and solutions of every alpha on fold ``k``, in ``alphas`` order.
+
+        The strongest alpha starts from the mean of the ``earlier`` folds'
+        solutions for it, placed by name, or from zero on the first fold.
+        """
         estimator = self._estimator(alphas[path[0]])
-        fold = _Fold(estimator, X, y, train, test)
+        fold = _Training(estimator, _safe_indexing(X, train), _safe_indexing(y, train))
+        X_test = _safe_indexing(X, test)
+        if fold.data.vectorizer is not None:
+            # featurized once, by the vocabulary of this fold's training part
+            X_test = fold.data.vectorizer.transform(X_test)
+        y_test = _safe_indexing(y, test)
+        solution = _Solutions(fold)
         scores = np.empty(alphas.shape[0])
         n_iter = np.zeros(alphas.shape[0], dtype=np.int64)
-        w = np.zeros(fold.problem.n_parameters)
+        w = fold.mean_weights(earlier, path[0])
         before = None  # (alpha, weights) of the fit before the last one
         for step, j in enumerate(path):
             started = time.perf_counter()
             estimator.set_params(alpha=float(alphas[j]))
-            fold.objective.l2 = estimator._l2  # the L1 part goes to the solver
             last = float(alphas[path[step - 1]]) if step else None
-            result = estimator._solve(fold.objective,
-                                      _path_start(w, last, before, float(alphas[j])))
-            estimator._check_training(result, fold.data)
+            result = fold.solve(estimator, _path_start(w, last, before, float(alphas[j])))
             before = None if last is None else (last, w)
-            w = result.w
-            scores[j] = scorer(fold.model(estimator, result), fold.X_test, fold.y_test)
+            w = solution.w[j] = result.w
+            model = fold.store(CRFClassifier(**estimator.get_params()), result)
+            scores[j] = scorer(model, X_test, y_test)
             n_iter[j] = result.n_iter
             if self.verbose:
                 print(f"[CRFClassifierCV] fold {k}: alpha={alphas[j]:.6g} "
                       f"score={scores[j]:.4f} iterations={result.n_iter} "
                       f"({time.perf_counter() - started:.1f} s)", flush=True)
-        return scores, n_iter
+        return scores, n_iter, solution

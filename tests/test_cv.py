@@ -10,8 +10,8 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
 
 from skcrf import CRFClassifier, CRFClassifierCV, SequenceVectorizer, load_model, save_model
-from skcrf._cv import default_scorer
-from skcrf.metrics import span_f1_scorer
+from skcrf._cv import _Names, _Solutions, _Training, default_scorer
+from skcrf.metrics import span_f1_score, span_f1_scorer
 
 
 def _features(sentence):
@@ -65,12 +65,61 @@ def test_fold_scores_are_close_to_grid_search_s(searched):
     assert np.mean(np.abs(cv.scores_ - grid_scores)) < 0.01
 
 
-def test_refit_is_grid_search_s_best_estimator(searched):
+@pytest.fixture(scope="module")
+def spanish_test(conll2002_small):
+    return [_features(s) for s in conll2002_small[2]], conll2002_small[3]
+
+
+def test_refit_reaches_grid_search_s_optimum(searched, spanish_test):
     cv, grid = searched
-    # the same cold fit of the chosen alpha on all the data
-    np.testing.assert_array_equal(cv.coef_, grid.best_estimator_.coef_)
-    np.testing.assert_array_equal(cv.transition_coef_, grid.best_estimator_.transition_coef_)
-    assert cv.n_iter_ == grid.best_estimator_.n_iter_
+    best = grid.best_estimator_
+    assert cv.n_iter_ < SEARCH["max_iter"] and best.n_iter_ < SEARCH["max_iter"]
+    # both stop once 10 iterations gain less than tol (relative): the same
+    # optimum, to what tol allows
+    assert cv.loss_curve_[-1] == pytest.approx(best.loss_curve_[-1], rel=SEARCH["tol"])
+    # the objective is strongly convex with modulus alpha * (1 - l1_ratio) at
+    # least, so two points within tol * objective of the optimum are within
+    # sqrt(2 * tol * objective / modulus) of it each
+    modulus = cv.alpha_ * (1 - SEARCH["l1_ratio"])
+    radius = np.sqrt(2 * SEARCH["tol"] * best.loss_curve_[-1] / modulus)
+    difference = np.concatenate([(cv.coef_ - best.coef_).ravel(),
+                                 (cv.transition_coef_ - best.transition_coef_).ravel(),
+                                 cv.start_coef_ - best.start_coef_, cv.end_coef_ - best.end_coef_])
+    assert np.linalg.norm(difference) <= 2 * radius
+    X_test, y_test = spanish_test
+    ours, theirs = cv.predict(X_test), best.predict(X_test)
+    assert np.mean(np.concatenate(ours) != np.concatenate(theirs)) <= 0.005
+    assert span_f1_score(y_test, [list(p) for p in ours]) == pytest.approx(
+        span_f1_score(y_test, [list(p) for p in theirs]), abs=0.002)
+
+
+def test_refit_starts_from_the_folds_solutions(searched):
+    cv, grid = searched
+    # from the folds' mean, not from zero as the grid search's refit
+    assert cv.n_iter_ < grid.best_estimator_.n_iter_
+
+
+def test_later_folds_and_the_refit_start_from_earlier_solutions(spanish, monkeypatch):
+    X, y = spanish[0][:60], spanish[1][:60]
+    starts = []  # (objective at the start, objective at zero) of each fit
+    solve = _Training.solve
+
+    def recording_solve(self, estimator, w0):
+        self.objective.l2 = estimator._l2
+        zero = self.objective(np.zeros_like(w0))[0]
+        start = self.objective(w0)[0] + estimator._l1 * np.abs(w0).sum()
+        starts.append((start, zero))
+        return solve(self, estimator, w0)
+
+    monkeypatch.setattr(_Training, "solve", recording_solve)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        CRFClassifierCV(alphas=[0.1, 1.0], cv=3, max_iter=30).fit(X, y)
+    assert len(starts) == 3 * 2 + 1
+    first_of_each_fold = [starts[0], starts[2], starts[4]]
+    assert first_of_each_fold[0][0] == first_of_each_fold[0][1]  # the first: from zero
+    for start, zero in first_of_each_fold[1:] + [starts[-1]]:  # later folds, the refit
+        assert start < 0.5 * zero
 
 
 def test_path_takes_fewer_iterations_than_cold_fits(searched, spanish):
@@ -142,6 +191,101 @@ def test_save_model_round_trip(tmp_path):
     np.testing.assert_array_equal(loaded.scores_, model.scores_)
     for a, b in zip(loaded.predict(TOY_X), model.predict(TOY_X)):
         np.testing.assert_array_equal(a, b)
+
+
+# --- weights placed by name across training sets ----------------------------------
+
+BLOCKS = {"coef": "coef_", "transitions": "transition_coef_", "start": "start_coef_",
+          "end": "end_coef_", "trigram": "transition2_coef_",
+          "edge_coef": "transition_feature_coef_"}
+
+
+def _class_axes(block):
+    return {"transitions": 2, "start": 1, "end": 1, "trigram": 3}[block]
+
+
+@pytest.mark.parametrize("params", [{}, {"order": 2}, {"transition_features": "all"}],
+                         ids=["order1", "order2", "transition_features"])
+def test_names_place_each_weight_by_feature_and_class(params):
+    model = CRFClassifier(max_iter=30, **params).fit(TOY_X, TOY_Y)
+    named = {block: np.array(getattr(model, attribute).toarray()
+                             if block == "edge_coef" else getattr(model, attribute))
+             for block, attribute in BLOCKS.items() if hasattr(model, attribute)}
+    named["transitions"][0, 1] = -np.inf  # a forbidden pair
+    source = _Names(model.classes_, model.feature_names_)
+    features = np.array(list(np.random.default_rng(0).permutation(model.feature_names_)[1:])
+                        + ["w=bird"], dtype=object)  # reordered, one dropped, one new
+    classes = np.array(["V", "ADJ", "DET", "N"])  # reordered, one new
+    placed = source.reindex(named, _Names(classes, features))
+    assert set(placed) == set(named)
+    class_of = {c: i for i, c in enumerate(model.classes_)}
+    feature_of = {f: i for i, f in enumerate(model.feature_names_)}
+
+    def source_value(block, index):
+        value = named[block][index] if None not in index else 0.0
+        return value if np.isfinite(value) else 0.0
+
+    n_from, n_to = len(model.classes_), len(classes)
+    for block, values in placed.items():
+        values = values.toarray() if block == "edge_coef" else values
+        for index in np.ndindex(values.shape):
+            if block == "coef":
+                where = (class_of.get(classes[index[0]]), feature_of.get(features[index[1]]))
+            elif block == "edge_coef":
+                a, b = class_of.get(classes[index[1] // n_to]), class_of.get(classes[index[1] % n_to])
+                where = (feature_of.get(features[index[0]]),
+                         None if None in (a, b) else a * n_from + b)
+            else:
+                assert values.ndim == _class_axes(block)
+                where = tuple(class_of.get(classes[i]) for i in index)
+            assert values[index] == source_value(block, where), (block, index)
+
+
+def test_mean_of_solutions_counts_only_the_sets_that_have_a_weight():
+    estimator = CRFClassifier(alpha=0.1, max_iter=30)
+    X_a = TOY_X[:4] + [[{"w": "a"}, {"w": "bird"}, {"w": "ran"}]]
+    y_a = TOY_Y[:4] + [["DET", "N", "V"]]
+    X_b = TOY_X[4:8] + [[{"w": "a"}, {"w": "big"}, {"w": "fish"}]]
+    y_b = TOY_Y[4:8] + [["DET", "ADJ", "N"]]
+    solutions, pairs = [], []
+    for X, y in ((X_a, y_a), (X_b, y_b)):
+        training = _Training(estimator, X, y)
+        solution = _Solutions(training)
+        solution.w[0] = training.solve(estimator, np.zeros(training.problem.n_parameters)).w
+        solutions.append(solution)
+        pairs.append({(f"w={token['w']}", label) for sequence, labels in zip(X, y)
+                      for token, label in zip(sequence, labels)})
+    full = _Training(estimator, X_a + X_b, y_a + y_b)
+    placed = full.problem.structure.coefficients(full.mean_weights(solutions, 0))
+    assert list(full.names.classes) == ["ADJ", "DET", "N", "V"]
+    for c, label in enumerate(full.names.classes):
+        for f, feature in enumerate(full.names.feature_names):
+            having = [solution.coefficients(solution.w[0])["coef"][
+                          list(solution.names.classes).index(label),
+                          list(solution.names.feature_names).index(feature)]
+                      for solution, seen in zip(solutions, pairs) if (feature, label) in seen]
+            expected = np.mean(having) if having else 0.0
+            assert placed["coef"][c, f] == pytest.approx(expected, abs=1e-12), (label, feature)
+        for d, other in enumerate(full.names.classes):
+            having = [solution.coefficients(solution.w[0])["transitions"][
+                          list(solution.names.classes).index(label),
+                          list(solution.names.classes).index(other)]
+                      for solution in solutions
+                      if {label, other} <= set(solution.names.classes)]
+            expected = np.mean(having) if having else 0.0
+            assert placed["transitions"][c, d] == pytest.approx(expected, abs=1e-12)
+
+
+def test_folds_with_different_classes():
+    # ADJ only in the last third: the first two folds train without it
+    X = TOY_X[:8] + [[{"w": "a"}, {"w": "big"}, {"w": "dog"}]] * 4
+    y = TOY_Y[:8] + [["DET", "ADJ", "N"]] * 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model = CRFClassifierCV(alphas=[0.1, 1.0], cv=KFold(3), max_iter=50).fit(X, y)
+        reference = CRFClassifier(alpha=model.alpha_, max_iter=50).fit(X, y)
+    assert list(model.classes_) == ["ADJ", "DET", "N", "V"]
+    assert [list(p) for p in model.predict(X)] == [list(p) for p in reference.predict(X)]
 
 
 # --- the scikit-learn contract, bad input ------------------------------------------
