@@ -26,6 +26,11 @@ _ITERABLE_VALUES = (list, tuple, set, frozenset)
 # the same speed (0.8-0.9 s either way).
 _CHUNK_TOKENS = 1 << 12
 
+# Inputs of at most this many feature values (a few sentences) take the small
+# path: it costs more per value than the flat path but has a fraction of its
+# fixed cost, most of a one-sentence prediction.
+_SMALL_VALUES = 1 << 12
+
 # The flat path numbers (key, value) pairs with a dense lookup table over all
 # key ids x value ids when that table has at most this many entries more than
 # twice the number of feature values; beyond it, it sorts the pair codes.
@@ -146,6 +151,9 @@ def _vectorize_chunks(X, vocabulary, grow, separator):
         capacity = sum(map(len, chain.from_iterable(X)))
     except TypeError:
         return None  # a token without len() is no dict: the loop names it
+    if capacity <= _SMALL_VALUES:
+        small = _vectorize_small(X, vocabulary, grow, separator)
+        return None if small is None else (*small, offsets)
     ends = np.searchsorted(offsets[1:], np.arange(_CHUNK_TOKENS, offsets[-1], _CHUNK_TOKENS))
     bounds = np.unique(np.concatenate([[0], ends + 1, [len(X)]]).clip(0, len(X)))
     indices = np.empty(capacity, dtype=np.int32)
@@ -169,6 +177,60 @@ def _vectorize_chunks(X, vocabulary, grow, separator):
         indptr[offsets[first] + 1:offsets[last] + 1] = part_indptr[1:] + nnz
         nnz += size
     return _trimmed(data, nnz), _trimmed(indices, nnz), indptr, offsets
+
+
+def _vectorize_small(X, vocabulary, grow, separator):
+    """:func:`_vectorize_compact`'s arrays for a few tokens, or None.
+
+    Plain dicts of str keys and values of exactly str, float, int or bool,
+    one value at a time; anything else returns None, and the caller
+    undoes the names added and leaves the input to the loop. On a few
+    hundred values this beats :func:`_vectorize_flat`, whose fixed cost is
+    dozens of numpy calls and whose several passes each find the values
+    out of cache again.
+    """
+    get = vocabulary.get
+    heads = {}  # key -> key + separator, checked once per key
+    indices = []
+    values = []
+    ends = []
+    add_index = indices.append
+    add_value = values.append
+    add_end = ends.append
+    for sequence in X:
+        for token in sequence:
+            if type(token) is not dict:
+                return None
+            for key, value in token.items():
+                kind = type(value)
+                if kind is str:
+                    head = heads.get(key)
+                    if head is None:
+                        if type(key) is not str:
+                            return None
+                        head = heads[key] = key + separator
+                    name = head + value
+                    number = 1.0
+                elif kind is float or kind is int or kind is bool:
+                    if type(key) is not str:
+                        return None
+                    name = key
+                    number = value
+                else:
+                    return None
+                idx = get(name)
+                if idx is None:
+                    if not grow:
+                        continue
+                    idx = vocabulary[name] = len(vocabulary)
+                if number:
+                    add_index(idx)
+                    add_value(number)
+            add_end(len(indices))
+    indptr = np.zeros(len(ends) + 1, dtype=np.int64)
+    indptr[1:] = ends
+    return (values_or_none(np.array(values, dtype=np.float64)),
+            np.array(indices, dtype=np.int32), indptr)
 
 
 def _trimmed(array_, size):

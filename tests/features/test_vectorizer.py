@@ -28,7 +28,7 @@ from sklearn.utils.estimator_checks import (
 from skcrf import SequenceMatrix, SequenceVectorizer
 from skcrf.features import _dict_arrays as _vectorizer
 from skcrf.features._kernels import sort_row_indices
-from skcrf.features._dict_arrays import _vectorize_flat, _vectorize_loop
+from skcrf.features._dict_arrays import _vectorize_flat, _vectorize_loop, _vectorize_small
 
 
 def tutorial_dicts(sentence):
@@ -158,7 +158,8 @@ def test_chunks_join_like_one_pass(X, with_list):
     if with_list and X and X[-1]:
         X = X[:-1] + [X[-1] + [{"tags": ["z", "a"]}]]
     vocabulary, loop_vocabulary = {}, {}
-    with mock.patch.object(_vectorizer, "_CHUNK_TOKENS", 2):
+    with mock.patch.object(_vectorizer, "_CHUNK_TOKENS", 2), \
+            mock.patch.object(_vectorizer, "_SMALL_VALUES", 0):
         chunked = _vectorizer._vectorize(X, vocabulary, True, "=")
     loop = _vectorize_loop(X, loop_vocabulary, True, "=")
     assert list(vocabulary) == list(loop_vocabulary)
@@ -175,6 +176,71 @@ def test_chunks_join_like_one_pass(X, with_list):
 ])
 def test_flat_path_defers_what_it_does_not_handle(X):
     assert _vectorize_flat(X, {}, True, "=") is None
+
+
+# --- the small path (a few sentences) reproduces the loop exactly -------------
+
+
+def assert_compact_equals_loop(compact, loop):
+    """The small path's compact arrays hold the loop's (data None means all ones)."""
+    data, indices, indptr = compact
+    loop_data, loop_indices, loop_indptr, _ = loop
+    assert indices.dtype == np.int32 and indptr.dtype == np.int64
+    np.testing.assert_array_equal(indices, loop_indices)
+    np.testing.assert_array_equal(indptr, loop_indptr)
+    if data is None:
+        assert np.all(loop_data == 1.0)
+    else:
+        assert data.dtype == np.float64
+        np.testing.assert_array_equal(data, loop_data)
+
+
+@settings(max_examples=150, deadline=None)
+@given(X=sequences)
+def test_small_path_matches_loop(X):
+    vocabulary, loop_vocabulary = {}, {}
+    small = _vectorize_small(X, vocabulary, True, "=")
+    loop = _vectorize_loop(X, loop_vocabulary, True, "=")
+    assert list(vocabulary) == list(loop_vocabulary)  # same first-seen order
+    assert_compact_equals_loop(small, loop)
+    # and with a fixed vocabulary that misses some names, left unchanged
+    known = {name: i for i, name in enumerate(sorted(loop_vocabulary, key=str)[::2])}
+    before = dict(known)
+    small = _vectorize_small(X, known, False, "=")
+    assert known == before
+    assert_compact_equals_loop(small, _vectorize_loop(X, dict(known), False, "="))
+
+
+@pytest.mark.parametrize("X", [
+    [[{"tags": ["a", "b"]}]],              # list values
+    [[OrderedDict(w="a")]],                # a mapping that is not exactly a dict
+    [[{"w": 1}, {"w": complex(1, 0)}]],    # equal to 1, but unsupported
+    [[{"w": None}]],
+    [[{"w": np.float64(2.0)}]],            # a float subclass: the loop's conversion
+    [[{"w": "a"}, {1: "a"}]],              # a key that is not a str
+    [[{"w": "a"}, {1: 2.0}]],
+])
+def test_small_path_defers_what_it_does_not_handle(X):
+    assert _vectorize_small(X, {}, True, "=") is None
+
+
+@pytest.mark.parametrize("small_values", [0, 1 << 30])
+def test_small_and_chunked_paths_give_the_same_vectorizer(conll2002_small, small_values):
+    """SequenceVectorizer is the same whichever path its inputs take."""
+    X_train, _, X_test, _ = conll2002_small
+    train = [tutorial_dicts(s) for s in X_train[:20]]
+    test = [tutorial_dicts(s) for s in X_test[:20]]
+    reference = SequenceVectorizer(sort=False)
+    expected_train = reference.fit_transform(train)
+    expected_test = [reference.transform([s]) for s in test]
+    vec = SequenceVectorizer(sort=False)
+    with mock.patch.object(_vectorizer, "_SMALL_VALUES", small_values):
+        got_train = vec.fit_transform(train)
+        got_test = [vec.transform([s]) for s in test]
+    assert vec.feature_names_ == reference.feature_names_
+    for got, expected in zip([got_train, *got_test], [expected_train, *expected_test]):
+        assert (got.matrix != expected.matrix).nnz == 0
+        np.testing.assert_array_equal(got.offsets, expected.offsets)
 
 
 def test_names_from_distinct_keys_merge_into_one_column():
@@ -233,9 +299,13 @@ def test_non_str_keys_equal_their_str_on_both_paths(X):
               for sequence in X]
     expected_vocabulary = {}
     expected = _vectorize_loop(as_str, expected_vocabulary, True, "=")
-    for vectorize in (_vectorize_loop, _vectorizer._vectorize):
+    small_path = mock.patch.object(_vectorizer, "_SMALL_VALUES", 1 << 30)
+    flat_path = mock.patch.object(_vectorizer, "_SMALL_VALUES", 0)
+    for vectorize, path in [(_vectorize_loop, flat_path), (_vectorizer._vectorize, flat_path),
+                            (_vectorizer._vectorize, small_path)]:
         vocabulary = {}
-        got = vectorize(X, vocabulary, True, "=")
+        with path:
+            got = vectorize(X, vocabulary, True, "=")
         assert list(vocabulary) == list(expected_vocabulary)
         for a, b in zip(got, expected):
             np.testing.assert_array_equal(a, b)
