@@ -5,10 +5,18 @@ same scorer (span F1, CoNLL) and the same per-token feature dicts (the
 sklearn-crfsuite tutorial set, as bench_core.py); both refit the chosen
 alpha on all the training data. GridSearchCV fits every (fold, alpha) from
 zero weights and re-featurizes each fold for every alpha; CRFClassifierCV
-featurizes each fold once and runs the alphas from strongest to weakest with
-warm starts. Also printed, as a reference: sklearn-crfsuite's time for one
-fit on all the training data at the alpha CRFClassifierCV chose, measured in
-the same run. Building the dicts is not timed.
+featurizes each fold once, runs the alphas from strongest to weakest with
+warm starts, starts each later fold from the earlier folds' solutions and the
+refit from the folds' mean. Also printed, as a reference: sklearn-crfsuite's
+time for one fit on all the training data at the alpha CRFClassifierCV
+chose, measured in the same run. Building the dicts is not timed.
+
+Besides the times, the solver's work on each side, which the machine's load
+does not change: iterations per fit (the grid search's read by a scorer that
+records each fold model's ``n_iter_`` before scoring it with span F1), and
+objective evaluations weighted by the tokens each one covers (an evaluation
+of a fold's training part costs about its share of the tokens of one on all
+the data), counted by wrapping the objective.
 
 Run: python benchmarks/bench_cv.py [--sentences N] [--max-iter 100] [--folds 3]
 
@@ -18,6 +26,7 @@ run, not absolute times across runs.
 """
 
 import argparse
+import os
 import platform
 import time
 import warnings
@@ -26,6 +35,8 @@ import numba
 import numpy as np
 from common import data_home, sent2features
 from sklearn.model_selection import GridSearchCV, KFold
+
+import skcrf.learning.objective as objective_module
 
 from skcrf import CRFClassifier, CRFClassifierCV
 from skcrf._cv import DEFAULT_ALPHAS
@@ -43,6 +54,45 @@ def timed(fit):
         started = time.perf_counter()
         result = fit()
         return result, time.perf_counter() - started
+
+
+class EvaluationCount:
+    """Counts objective evaluations and the tokens they cover while it is entered."""
+
+    def __enter__(self):
+        self.evaluations = self.token_evaluations = 0
+        self._call = call = objective_module.NegativeLogLikelihood.__call__
+        counter = self
+
+        def counted(objective, w):
+            counter.evaluations += 1
+            counter.token_evaluations += int(objective.bench_tokens)
+            return call(objective, w)
+
+        self._init = init = objective_module.NegativeLogLikelihood.__init__
+
+        def init_with_tokens(objective, structure, features, offsets, *args, **kwargs):
+            init(objective, structure, features, offsets, *args, **kwargs)
+            objective.bench_tokens = int(np.asarray(offsets)[-1])
+
+        objective_module.NegativeLogLikelihood.__call__ = counted
+        objective_module.NegativeLogLikelihood.__init__ = init_with_tokens
+        return self
+
+    def __exit__(self, *exc):
+        objective_module.NegativeLogLikelihood.__call__ = self._call
+        objective_module.NegativeLogLikelihood.__init__ = self._init
+
+
+class IterationRecordingScorer:
+    """span_f1_scorer that also records the ``n_iter_`` of each model it scores."""
+
+    def __init__(self):
+        self.n_iter = []
+
+    def __call__(self, model, X, y):
+        self.n_iter.append(model.n_iter_)
+        return span_f1_scorer(model, X, y)
 
 
 def test_f1(model, X_test, y_test):
@@ -71,15 +121,22 @@ def main():
     if args.sentences:
         X_train, y_train = X_train[:args.sentences], y_train[:args.sentences]
     F_train = [sent2features(s) for s in X_train]
+    n_tokens = sum(len(labels) for labels in y_train)
     F_test = [sent2features(s) for s in X_test]
     folds = KFold(args.folds)
     params = {"l1_ratio": L1_RATIO, "max_iter": args.max_iter}
 
-    cv, cv_seconds = timed(lambda: CRFClassifierCV(
-        alphas=args.alphas, cv=folds, scoring=span_f1_scorer, **params).fit(F_train, y_train))
-    grid, grid_seconds = timed(lambda: GridSearchCV(
-        CRFClassifier(**params), {"alpha": args.alphas}, cv=folds,
-        scoring=span_f1_scorer).fit(F_train, y_train))
+    with EvaluationCount() as cv_count:
+        cv, cv_seconds = timed(lambda: CRFClassifierCV(
+            alphas=args.alphas, cv=folds, scoring=span_f1_scorer, **params).fit(
+                F_train, y_train))
+    cv_load = os.getloadavg()[0]
+    recording = IterationRecordingScorer()
+    with EvaluationCount() as grid_count:
+        grid, grid_seconds = timed(lambda: GridSearchCV(
+            CRFClassifier(**params), {"alpha": args.alphas}, cv=folds,
+            scoring=recording).fit(F_train, y_train))
+    grid_load = os.getloadavg()[0]
     alpha = cv.alpha_
     crfsuite, crfsuite_seconds = timed(lambda: sklearn_crfsuite.CRF(
         algorithm="lbfgs", c1=alpha * L1_RATIO, c2=0.5 * alpha * (1 - L1_RATIO),
@@ -99,8 +156,25 @@ def main():
           f"{test_f1(cv, F_test, y_test):17.4f}")
     print(f"{'largest |fold score difference|':34s}"
           f"{np.abs(grid_scores - cv.scores_).max():31.4f}")
+    # GridSearchCV fits each candidate (in args.alphas order) on every fold in turn
+    grid_n_iter = np.array(recording.n_iter).reshape(len(args.alphas), args.folds).T
+    by_strength = np.argsort(-np.asarray(args.alphas), kind="stable")
+    print(f"{'iterations, all fold fits':34s}{grid_n_iter.sum():14d}"
+          f"{cv.path_n_iter_.sum():17d}{cv.path_n_iter_.sum() / grid_n_iter.sum():7.2f}x")
+    print(f"{'iterations, refit':34s}{grid.best_estimator_.n_iter_:14d}{cv.n_iter_:17d}")
+    print(f"{'objective evaluations':34s}{grid_count.evaluations:14d}"
+          f"{cv_count.evaluations:17d}")
+    print(f"{'  weighted by tokens (all data = 1)':34s}"
+          f"{grid_count.token_evaluations / n_tokens:14.1f}"
+          f"{cv_count.token_evaluations / n_tokens:17.1f}"
+          f"{cv_count.token_evaluations / grid_count.token_evaluations:7.2f}x")
+    print(f"{'1-minute load average after':34s}{grid_load:14.2f}{cv_load:17.2f}")
     print(f"path iterations per fold (strongest alpha first): "
-          f"{[row[np.argsort(-cv.alphas_)].tolist() for row in cv.path_n_iter_]}")
+          f"{[row[by_strength].tolist() for row in cv.path_n_iter_]}; the grid's: "
+          f"{[row[by_strength].tolist() for row in grid_n_iter]}")
+    print(f"mean fold span F1 per alpha {[float(a) for a in args.alphas]}: grid "
+          f"{np.round(grid_scores.mean(axis=0), 4).tolist()}, CV "
+          f"{np.round(cv.scores_.mean(axis=0), 4).tolist()}")
     print(f"sklearn-crfsuite, one fit at alpha={alpha:.4g} on all the training data: "
           f"{crfsuite_seconds:.1f} s (span F1 on esp.testb "
           f"{test_f1(crfsuite, F_test, y_test):.4f})")

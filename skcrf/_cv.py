@@ -224,8 +224,8 @@ class CRFClassifierCV(CRFClassifier):
     a cold one, so its weights (and the fold scores) differ from a search's
     by about what ``tol`` allows; the optimum they approach is the same. So
     does the refit: it reaches the optimum of ``GridSearchCV(...).best_estimator_``
-    to within ``tol``, not bit for bit, and closer than it when ``max_iter``
-    stops the grid search's cold fit first. For the grid search's model
+    to within ``tol``, not bit for bit, and nearer that optimum than the
+    search's model when ``max_iter`` stops the search's cold refit first. For the grid search's model
     exactly, refit it yourself: ``CRFClassifier(alpha=search.alpha_, ...).fit(X, y)``
     with the same other parameters.
 
