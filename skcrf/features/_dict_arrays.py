@@ -192,11 +192,11 @@ def _vectorize_small(X, vocabulary, grow, separator):
     get = vocabulary.get
     heads = {}  # key -> key + separator, checked once per key
     indices = []
-    values = []
-    ends = []
     add_index = indices.append
-    add_value = values.append
+    ends = []
     add_end = ends.append
+    # (position, value) of the values that are not 1, usually none
+    others = []
     for sequence in X:
         for token in sequence:
             if type(token) is not dict:
@@ -204,33 +204,41 @@ def _vectorize_small(X, vocabulary, grow, separator):
             for key, value in token.items():
                 kind = type(value)
                 if kind is str:
-                    head = heads.get(key)
-                    if head is None:
+                    try:
+                        head = heads[key]
+                    except KeyError:
                         if type(key) is not str:
                             return None
                         head = heads[key] = key + separator
-                    name = head + value
-                    number = 1.0
+                    idx = get(head + value)
+                    if idx is None:
+                        if not grow:
+                            continue
+                        idx = vocabulary[head + value] = len(vocabulary)
+                    add_index(idx)
                 elif kind is float or kind is int or kind is bool:
                     if type(key) is not str:
                         return None
-                    name = key
-                    number = value
+                    idx = get(key)
+                    if idx is None:
+                        if not grow:
+                            continue
+                        idx = vocabulary[key] = len(vocabulary)
+                    if value:
+                        if value != 1:
+                            others.append((len(indices), value))
+                        add_index(idx)
                 else:
                     return None
-                idx = get(name)
-                if idx is None:
-                    if not grow:
-                        continue
-                    idx = vocabulary[name] = len(vocabulary)
-                if number:
-                    add_index(idx)
-                    add_value(number)
             add_end(len(indices))
     indptr = np.zeros(len(ends) + 1, dtype=np.int64)
     indptr[1:] = ends
-    return (values_or_none(np.array(values, dtype=np.float64)),
-            np.array(indices, dtype=np.int32), indptr)
+    data = None
+    if others:
+        data = np.ones(len(indices))
+        positions, numbers = zip(*others)
+        data[list(positions)] = numbers
+    return data, np.array(indices, dtype=np.int32), indptr
 
 
 def _trimmed(array_, size):
