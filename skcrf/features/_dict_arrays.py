@@ -12,7 +12,7 @@ import numbers
 from array import array
 from collections.abc import Mapping
 from contextlib import contextmanager
-from itertools import chain, count, islice
+from itertools import chain, count, islice, repeat
 
 import numpy as np
 
@@ -30,6 +30,9 @@ _CHUNK_TOKENS = 1 << 12
 # path: it costs more per value than the flat path but has a fraction of its
 # fixed cost, most of a one-sentence prediction.
 _SMALL_VALUES = 1 << 12
+
+# :func:`_factorize` numbers fewer objects than this in Python, more with numpy.
+_SMALL_FACTORIZE = 128
 
 # The flat path numbers (key, value) pairs with a dense lookup table over all
 # key ids x value ids when that table has at most this many entries more than
@@ -413,8 +416,14 @@ def _factorize(objects):
     """Integer codes of hashable objects and the distinct ones in first-seen order.
 
     One C-level pass: ``dict.setdefault`` with a running counter returns, for
-    each object, the position where it was first seen.
+    each object, the position where it was first seen. A few objects (the
+    featurizer's columns of one sentence) are numbered directly, in Python:
+    the numpy calls that turn positions into codes would cost more.
     """
+    if len(objects) < _SMALL_FACTORIZE:
+        index = {}
+        codes = [index.setdefault(obj, len(index)) for obj in objects]
+        return np.array(codes, dtype=np.int64), list(index)
     first_seen = {}
     positions = np.fromiter(map(first_seen.setdefault, objects, count()),
                             dtype=np.int64, count=len(objects))
@@ -475,6 +484,6 @@ def _name_columns(names, order, vocabulary, grow):
                 idx = vocabulary[name] = len(vocabulary)
             columns[j] = idx
     else:
-        columns[:] = np.fromiter((get(name, -1) for name in names), dtype=np.int64,
+        columns[:] = np.fromiter(map(get, names, repeat(-1)), dtype=np.int64,
                                  count=len(names))
     return columns
