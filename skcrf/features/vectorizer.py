@@ -224,7 +224,9 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
     def _transform_arrays(self, X):
         """:meth:`transform`'s arrays in the compact form of ``_vectorize_compact``."""
-        if not hasattr(self, "vocabulary_"):  # sklearn's check costs more than a sentence
+        # sklearn's check reads the estimator's tags first, a cost every
+        # one-sentence transform would pay: call it only to raise its error
+        if not hasattr(self, "vocabulary_"):
             check_is_fitted(self, "vocabulary_")
         X, parents = _split_parents(check_sequences(X))
         if isinstance(X, SequenceMatrix):
