@@ -12,7 +12,7 @@ import numbers
 from array import array
 from collections.abc import Mapping
 from contextlib import contextmanager
-from itertools import chain, count, islice
+from itertools import chain, count, islice, repeat
 
 import numpy as np
 
@@ -30,6 +30,9 @@ _CHUNK_TOKENS = 1 << 12
 # path: it costs more per value than the flat path but has a fraction of its
 # fixed cost, most of a one-sentence prediction.
 _SMALL_VALUES = 1 << 12
+
+# :func:`_factorize` numbers fewer objects than this in Python, more with numpy.
+_SMALL_FACTORIZE = 128
 
 # The flat path numbers (key, value) pairs with a dense lookup table over all
 # key ids x value ids when that table has at most this many entries more than
@@ -192,11 +195,11 @@ def _vectorize_small(X, vocabulary, grow, separator):
     get = vocabulary.get
     heads = {}  # key -> key + separator, checked once per key
     indices = []
-    values = []
-    ends = []
     add_index = indices.append
-    add_value = values.append
+    ends = []
     add_end = ends.append
+    # (position, value) of the values that are not 1, usually none
+    others = []
     for sequence in X:
         for token in sequence:
             if type(token) is not dict:
@@ -204,33 +207,41 @@ def _vectorize_small(X, vocabulary, grow, separator):
             for key, value in token.items():
                 kind = type(value)
                 if kind is str:
-                    head = heads.get(key)
-                    if head is None:
+                    try:
+                        head = heads[key]
+                    except KeyError:
                         if type(key) is not str:
                             return None
                         head = heads[key] = key + separator
-                    name = head + value
-                    number = 1.0
+                    idx = get(head + value)
+                    if idx is None:
+                        if not grow:
+                            continue
+                        idx = vocabulary[head + value] = len(vocabulary)
+                    add_index(idx)
                 elif kind is float or kind is int or kind is bool:
                     if type(key) is not str:
                         return None
-                    name = key
-                    number = value
+                    idx = get(key)
+                    if idx is None:
+                        if not grow:
+                            continue
+                        idx = vocabulary[key] = len(vocabulary)
+                    if value:
+                        if value != 1:
+                            others.append((len(indices), value))
+                        add_index(idx)
                 else:
                     return None
-                idx = get(name)
-                if idx is None:
-                    if not grow:
-                        continue
-                    idx = vocabulary[name] = len(vocabulary)
-                if number:
-                    add_index(idx)
-                    add_value(number)
             add_end(len(indices))
     indptr = np.zeros(len(ends) + 1, dtype=np.int64)
     indptr[1:] = ends
-    return (values_or_none(np.array(values, dtype=np.float64)),
-            np.array(indices, dtype=np.int32), indptr)
+    data = None
+    if others:
+        data = np.ones(len(indices))
+        positions, numbers = zip(*others)
+        data[list(positions)] = numbers
+    return data, np.array(indices, dtype=np.int32), indptr
 
 
 def _trimmed(array_, size):
@@ -405,8 +416,14 @@ def _factorize(objects):
     """Integer codes of hashable objects and the distinct ones in first-seen order.
 
     One C-level pass: ``dict.setdefault`` with a running counter returns, for
-    each object, the position where it was first seen.
+    each object, the position where it was first seen. A few objects (the
+    featurizer's columns of one sentence) are numbered directly, in Python:
+    the numpy calls that turn positions into codes would cost more.
     """
+    if len(objects) < _SMALL_FACTORIZE:
+        index = {}
+        codes = [index.setdefault(obj, len(index)) for obj in objects]
+        return np.array(codes, dtype=np.int64), list(index)
     first_seen = {}
     positions = np.fromiter(map(first_seen.setdefault, objects, count()),
                             dtype=np.int64, count=len(objects))
@@ -467,6 +484,6 @@ def _name_columns(names, order, vocabulary, grow):
                 idx = vocabulary[name] = len(vocabulary)
             columns[j] = idx
     else:
-        columns[:] = np.fromiter((get(name, -1) for name in names), dtype=np.int64,
+        columns[:] = np.fromiter(map(get, names, repeat(-1)), dtype=np.int64,
                                  count=len(names))
     return columns

@@ -11,8 +11,8 @@ SequenceVectorizer has nothing to reorder.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import compress
-from operator import lt
+from itertools import chain, compress, repeat
+from operator import add, lt
 from numbers import Integral
 from typing import Any, NamedTuple, Optional
 
@@ -374,7 +374,7 @@ def _featurize(plan, tokens):
                  dtype=np.int64),
         np.concatenate(tables) if tables else np.zeros(0, dtype=np.int32),
         column_starts, sum(widths))
-    names = _used_names(slots, column_starts, widths, used)
+    names = _used_names(slots, used)
     if plan.custom is None and plan.head_column is None and in_name_order:
         # every value is 1: the matrix of ones is built only if someone reads it
         return SequenceMatrix._from_arrays(None, indices, indptr, len(names),
@@ -453,14 +453,11 @@ def _name_order(slots):
     return slots, all(map(lt, lasts, [firsts[i] for i in order[1:]]))
 
 
-def _used_names(slots, column_starts, widths, used):
+def _used_names(slots, used):
     """The names of the columns some token uses, in column order."""
-    names = []
-    for slot, start, width in zip(slots, column_starts.tolist(), widths):
-        kept = used[start:start + width]
-        slot_names = slot.names if kept.all() else list(compress(slot.names, kept.tolist()))
-        names += [slot.prefix + name for name in slot_names] if slot.prefix else slot_names
-    return names
+    names = chain.from_iterable(map(add, repeat(slot.prefix), slot.names) if slot.prefix
+                                else slot.names for slot in slots)
+    return list(compress(names, used.tolist()))
 
 
 def _custom_features(plan, tokens):

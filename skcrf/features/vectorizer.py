@@ -5,7 +5,7 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Mapping
-from itertools import islice
+from itertools import islice, repeat
 from typing import Optional
 
 import numpy as np
@@ -224,14 +224,16 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 
     def _transform_arrays(self, X):
         """:meth:`transform`'s arrays in the compact form of ``_vectorize_compact``."""
-        check_is_fitted(self, "vocabulary_")
+        # sklearn's check reads the estimator's tags first, a cost every
+        # one-sentence transform would pay: call it only to raise its error
+        if not hasattr(self, "vocabulary_"):
+            check_is_fitted(self, "vocabulary_")
         X, parents = _split_parents(check_sequences(X))
         if isinstance(X, SequenceMatrix):
             data, indices, indptr, offsets = _named_matrix_arrays(X)
             # one dictionary lookup per distinct column name, not per token
-            get = self.vocabulary_.get
-            remap = np.fromiter((get(name, -1) for name in _as_names(X.feature_names)),
-                                dtype=np.int32, count=X.n_features)
+            remap = np.fromiter(map(self.vocabulary_.get, _as_names(X.feature_names),
+                                    repeat(-1)), dtype=np.int32, count=X.n_features)
             _remap_in_place(indices, remap)
             data, indices, indptr = _drop_columns(data, indices, indptr)
         else:
@@ -349,7 +351,10 @@ def _named_matrix_arrays(X):
 
 def _as_names(feature_names):
     """The names of a matrix's columns under the key rule: ``str(name)`` unless a str."""
-    return [name if type(name) is str else str(name) for name in feature_names.tolist()]
+    names = feature_names.tolist()
+    if set(map(type, names)) <= {str}:
+        return names  # TokenFeaturizer's, and most others
+    return [name if type(name) is str else str(name) for name in names]
 
 
 def _strictly_increasing(names):

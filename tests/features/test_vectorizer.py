@@ -243,6 +243,19 @@ def test_small_and_chunked_paths_give_the_same_vectorizer(conll2002_small, small
         np.testing.assert_array_equal(got.offsets, expected.offsets)
 
 
+@settings(max_examples=60, deadline=None)
+@given(objects=st.lists(st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "", "1"]),
+                                  st.booleans()), max_size=300))
+def test_factorize_numbers_in_first_seen_order_on_both_paths(objects):
+    first_seen = list(dict.fromkeys(objects))
+    expected = [first_seen.index(obj) for obj in objects]  # equal objects share a code
+    for small in (0, 1 << 30):
+        with mock.patch.object(_vectorizer, "_SMALL_FACTORIZE", small):
+            codes, distinct = _vectorizer._factorize(objects)
+        assert codes.dtype == np.int64 and codes.tolist() == expected
+        assert distinct == first_seen
+
+
 def test_names_from_distinct_keys_merge_into_one_column():
     # "w=x" + "y" and "w" + "x=y" both make the name "w=x=y"
     X = [[{"w=x": "y", "w": "x=y"}, {"w": "x=y"}]]
