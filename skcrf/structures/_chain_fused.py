@@ -272,9 +272,9 @@ def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pai
     chunk_start = np.zeros((n_chunks, n_classes))
     chunk_end = np.zeros((n_chunks, n_classes))
 
-    exp_trans, exp_start, exp_end = potentials[5], potentials[7], potentials[9]
-    shift = potentials[6] + potentials[8]  # start_max + end_max
-    use_lanes = (by_products and not potentials[10]
+    (_, _, _, _, trans_max, exp_trans, start_max, exp_start, end_max, exp_end,
+     any_forbidden) = potentials
+    use_lanes = (by_products and not any_forbidden
                  and n_classes <= LANE_MAX_CLASSES)
 
     for c in prange(n_chunks):
@@ -294,6 +294,7 @@ def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pai
             group_ends = np.arange(1, order.shape[0] + 1)
             lane_longest = 0
         lanes = lane_workspace(lane_longest, n_classes, LANE_MAX)
+        lane_emission, lane_alpha, lane_beta, _, _, _, lane_counts, lane_log_z = lanes
         first = 0
         for g in range(group_ends.shape[0]):
             group = order[first:group_ends[g]]
@@ -307,8 +308,9 @@ def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pai
                                                   pair_labels, exp_pairs, lo, lo + n, work[2])
                     for r in range(n):
                         for j in range(n_classes):
-                            lanes[0][r, j, lane] = work[2][r, j]
-                    lanes[7][lane] = log_scale + shift + (n - 1) * potentials[4]
+                            lane_emission[r, j, lane] = work[2][r, j]
+                    lane_log_z[lane] = (log_scale + start_max + end_max
+                                        + (n - 1) * trans_max)
                 lane_forward_backward(exp_trans, exp_start, exp_end, n, group.shape[0], lanes)
             for lane in range(group.shape[0]):
                 q = group[lane]
@@ -318,14 +320,14 @@ def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pai
                     continue
                 lz = np.nan
                 if group.shape[0] > 1:
-                    lz = lanes[7][lane]
+                    lz = lane_log_z[lane]
                     if not np.isnan(lz):
                         for r in range(n):
                             for j in range(n_classes):
-                                marginals[r, j] = lanes[1][r, j, lane] * lanes[2][r, j, lane]
+                                marginals[r, j] = lane_alpha[r, j, lane] * lane_beta[r, j, lane]
                         for i in range(n_classes):
                             for j in range(n_classes):
-                                chunk_counts[c, i, j] += lanes[6][i, j, lane]
+                                chunk_counts[c, i, j] += lane_counts[i, j, lane]
                 elif by_products:
                     log_scale = sequence_emission(entries, indptr, split, exp_hot, pair_ptr,
                                                   pair_labels, exp_pairs, lo, hi, work[2])
