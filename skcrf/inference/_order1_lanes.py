@@ -82,12 +82,15 @@ def lane_workspace(longest, n_classes, n_lanes):
     Returns ``(emission, alpha, beta, norm, flags, sums, counts, log_z)``:
     three (longest, n_classes, n_lanes) blocks, norms (longest, n_lanes),
     three (n_lanes,) vectors (failure flags, running sums, log Z) and
-    (n_classes, n_classes, n_lanes) transition counts.
+    (n_classes, n_classes, n_lanes) transition counts. With ``longest`` 0 (no
+    group in the chunk) every block is empty, the counts too: with many
+    labels they would take n_classes ** 2 * n_lanes values per chunk for nothing.
     """
+    size = n_classes if longest > 0 else 0
     return (np.empty((longest, n_classes, n_lanes)), np.empty((longest, n_classes, n_lanes)),
             np.empty((longest, n_classes, n_lanes)), np.empty((longest, n_lanes)),
             np.empty(n_lanes), np.empty(n_lanes),
-            np.empty((n_classes, n_classes, n_lanes)), np.empty(n_lanes))
+            np.empty((size, size, n_lanes)), np.empty(n_lanes))
 
 
 @compiled()
