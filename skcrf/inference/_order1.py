@@ -16,9 +16,9 @@ from ._logspace import FLOOR, HUGE, shift_of
 
 
 @compiled()
-def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, exp_start,
-                            exp_end, track, log_z, emission, alpha, beta, norm, reach,
-                            scratch, marginals):
+def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, exp_moves_t,
+                            exp_start, exp_end, track, log_z, emission, alpha, beta, norm,
+                            reach, scratch, marginals):
     """Forward-backward of one sequence in the probability domain, scaled per token.
 
     Rabiner's scaling: alpha[r] is normalized to sum 1 by norm[r], and beta[r]
@@ -38,6 +38,12 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
     exp_moves : (n_blocks, n_classes, n_classes) float64
         Shifted exponentials of the moves, indexed by the token's position
         ``r = t - lo`` in the sequence: token ``lo + r`` uses ``exp_moves[r * step]``.
+    exp_moves_t : (n_blocks, n_classes, n_classes) or (0, n_classes, n_classes) float64
+        The blocks of ``exp_moves`` transposed, for the backward step to read
+        their columns as contiguous rows; or an empty stack, and the columns are
+        read in place (the per-token blocks of :mod:`.chain_edges`, which a
+        transposed copy would cost as much as it saves). Either way the
+        results are bitwise the same.
     exp_start, exp_end : (n_classes,) float64
         Shifted exponentials of ``start`` and ``end``.
     track : bool
@@ -84,11 +90,7 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
         block = moves[t * step]
         for j in range(n_classes):
             alpha[r, j] = 0.0
-        for i in range(n_classes):
-            a = alpha[r - 1, i]
-            if a != 0.0:
-                for j in range(n_classes):
-                    alpha[r, j] += a * exp_block[i, j]
+        _add_vector_matrix(alpha[r - 1], exp_block, alpha[r])
         total = 0.0
         for j in range(n_classes):
             alpha[r, j] *= emission[r, j]
@@ -142,10 +144,13 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
         backward = beta[r]
         for i in range(n_classes):
             backward[i] = 0.0
-        for j in range(n_classes):
-            message = following[j]
-            for i in range(n_classes):
-                backward[i] += exp_block[i, j] * message
+        if exp_moves_t.shape[0] > 0:
+            _add_vector_matrix(following, exp_moves_t[(r + 1) * step], backward)
+        else:
+            for j in range(n_classes):
+                message = following[j]
+                for i in range(n_classes):
+                    backward[i] += exp_block[i, j] * message
         for i in range(n_classes):
             if not backward[i] < HUGE:
                 return np.nan
@@ -157,6 +162,43 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
             marginals[lo + r, j] = alpha[r, j] * beta[r, j]
     log_z += np.log(final)
     return log_z
+
+
+@compiled()
+def _add_vector_matrix(vector, matrix, out):
+    """``out[j] += sum_i vector[i] * matrix[i, j]``, each cell adding its terms in order of i.
+
+    Four rows of the matrix per pass over ``out``: each cell is loaded and
+    stored a quarter as often as with one row per pass, and still adds
+    ``vector[0] * matrix[0, j]``, then ``vector[1] * matrix[1, j]``, ... in
+    that order, so the result is bitwise that of the one-row loop.
+    """
+    n_rows = matrix.shape[0]
+    n_cols = out.shape[0]
+    i = 0
+    while i + 4 <= n_rows:
+        a0 = vector[i]
+        a1 = vector[i + 1]
+        a2 = vector[i + 2]
+        a3 = vector[i + 3]
+        m0 = matrix[i]
+        m1 = matrix[i + 1]
+        m2 = matrix[i + 2]
+        m3 = matrix[i + 3]
+        for j in range(n_cols):
+            v = out[j]
+            v += a0 * m0[j]
+            v += a1 * m1[j]
+            v += a2 * m2[j]
+            v += a3 * m3[j]
+            out[j] = v
+        i += 4
+    while i < n_rows:
+        a = vector[i]
+        m = matrix[i]
+        for j in range(n_cols):
+            out[j] += a * m[j]
+        i += 1
 
 
 @compiled()

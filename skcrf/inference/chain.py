@@ -76,9 +76,9 @@ def _accumulate_transitions(unary, transitions, col_max, exp_by_col, lo, hi, alp
 
 
 @compiled()
-def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, trans_max, exp_start,
-                     start_max, exp_end, end_max, any_forbidden, emission, alpha, beta, norm,
-                     reach, with_transitions, marginals, counts, scratch):
+def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, exp_trans_t, trans_max,
+                     exp_start, start_max, exp_end, end_max, any_forbidden, emission, alpha,
+                     beta, norm, reach, with_transitions, marginals, counts, scratch):
     """The scaled pass of :mod:`._order1` with one transition matrix, plus its counts.
 
     Returns log Z, or NaN when the precision checks fail, in which case
@@ -89,29 +89,54 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, trans_ma
     log_z, track = shifted_exp_rows(unary, lo, hi, emission, log_z, any_forbidden)
     if np.isnan(log_z):
         return log_z
-    return _scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans, exp_start,
-                                 exp_end, track, log_z, emission, alpha, beta, norm, reach,
-                                 with_transitions, marginals, counts, scratch)
+    return _scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans,
+                                 exp_trans_t, exp_start, exp_end, track, log_z, emission, alpha,
+                                 beta, norm, reach, with_transitions, marginals, counts, scratch)
 
 
 @compiled()
-def _scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans, exp_start,
-                          exp_end, track, log_z, emission, alpha, beta, norm, reach,
+def _scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans, exp_trans_t,
+                          exp_start, exp_end, track, log_z, emission, alpha, beta, norm, reach,
                           with_transitions, marginals, counts, scratch):
     """:func:`._order1.scaled_forward_backward` on ready emission rows, plus the counts."""
     n_classes = exp_trans.shape[0]
     n = hi - lo
     log_z = scaled_forward_backward(unary, transitions[np.newaxis], start, end, lo, hi, 0,
-                                    exp_trans[np.newaxis], exp_start, exp_end, track, log_z,
-                                    emission, alpha, beta, norm, reach, scratch, marginals)
+                                    exp_trans[np.newaxis], exp_trans_t[np.newaxis], exp_start,
+                                    exp_end, track, log_z, emission, alpha, beta, norm, reach,
+                                    scratch, marginals)
     if with_transitions and not np.isnan(log_z):
-        for r in range(1, n):
-            following = emission[r]  # the backward message: see scaled_forward_backward
+        # the rows 1..n-1 of emission now hold the backward messages (see
+        # scaled_forward_backward); four tokens per pass over the count rows,
+        # each cell still adding its terms in token order
+        r = 1
+        while r + 4 <= n:
+            for i in range(n_classes):
+                p0 = alpha[r - 1, i]
+                p1 = alpha[r, i]
+                p2 = alpha[r + 1, i]
+                p3 = alpha[r + 2, i]
+                f0 = emission[r]
+                f1 = emission[r + 1]
+                f2 = emission[r + 2]
+                f3 = emission[r + 3]
+                e = exp_trans[i]
+                row = counts[i]
+                for j in range(n_classes):
+                    v = row[j]
+                    v += p0 * e[j] * f0[j]
+                    v += p1 * e[j] * f1[j]
+                    v += p2 * e[j] * f2[j]
+                    v += p3 * e[j] * f3[j]
+                    row[j] = v
+            r += 4
+        while r < n:
+            following = emission[r]
             for i in range(n_classes):
                 a = alpha[r - 1, i]
-                if a != 0.0:
-                    for j in range(n_classes):
-                        counts[i, j] += a * exp_trans[i, j] * following[j]
+                for j in range(n_classes):
+                    counts[i, j] += a * exp_trans[i, j] * following[j]
+            r += 1
     return log_z
 
 
@@ -127,16 +152,16 @@ def emission_posteriors(transitions, start, end, n, log_scale, potentials, with_
     score may be ``-inf``. Returns log Z, or NaN when the precision checks
     fail (nothing written: the caller then runs :func:`sequence_posteriors`).
     """
-    (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, start_max, exp_start,
-     end_max, exp_end, any_forbidden) = potentials
+    (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, exp_trans_t, start_max,
+     exp_start, end_max, exp_end, any_forbidden) = potentials
     alpha, beta, emission, norm, reach, block, scaled, scratch = work
     log_z = log_scale + start_max + end_max + (n - 1) * trans_max
     # the emission rows stand in for the unary scores where the pass asks
     # whether a score is -inf: none is
     return _scaled_from_emission(emission, transitions, start, end, np.int64(0), n, exp_trans,
-                                 exp_start, exp_end, any_forbidden, log_z, emission, alpha,
-                                 beta, norm, reach, with_transitions, marginals, counts,
-                                 scratch)
+                                 exp_trans_t, exp_start, exp_end, any_forbidden, log_z,
+                                 emission, alpha, beta, norm, reach, with_transitions,
+                                 marginals, counts, scratch)
 
 
 @compiled()
@@ -176,13 +201,19 @@ def _log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_
 
 @compiled()
 def _scaled_potentials(transitions, start, end):
-    """What the scaled pass needs: exponentials shifted by the overall maxima."""
+    """What the scaled pass needs: exponentials shifted by the overall maxima.
+
+    The transitions' also transposed, for the backward step (see
+    :func:`._order1.scaled_forward_backward`).
+    """
     trans_max, exp_trans = shifted_exp(transitions)
+    exp_trans_t = np.ascontiguousarray(exp_trans.T)
     start_max, exp_start = shifted_exp(start)
     end_max, exp_end = shifted_exp(end)
     any_forbidden = (np.isneginf(transitions).any() or np.isneginf(start).any()
                      or np.isneginf(end).any())
-    return trans_max, exp_trans, start_max, exp_start, end_max, exp_end, any_forbidden
+    return (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
+            any_forbidden)
 
 
 @compiled()
@@ -193,10 +224,10 @@ def chain_potentials(transitions, start, end):
     log-space pass: three (n_classes, n_classes) arrays in all.
     """
     col_max, exp_by_col, row_max, exp_by_row = shifted_exp_by_column_and_row(transitions)
-    trans_max, exp_trans, start_max, exp_start, end_max, exp_end, any_forbidden = (
-        _scaled_potentials(transitions, start, end))
-    return (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, start_max,
-            exp_start, end_max, exp_end, any_forbidden)
+    (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
+     any_forbidden) = _scaled_potentials(transitions, start, end)
+    return (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, exp_trans_t,
+            start_max, exp_start, end_max, exp_end, any_forbidden)
 
 
 @compiled()
@@ -221,13 +252,13 @@ def sequence_posteriors(unary, transitions, start, end, lo, hi, potentials,
     The fast scaled pass first; a sequence whose scores under- or overflow it
     (NaN) is redone exactly in log space.
     """
-    (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, start_max, exp_start,
-     end_max, exp_end, any_forbidden) = potentials
+    (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, exp_trans_t, start_max,
+     exp_start, end_max, exp_end, any_forbidden) = potentials
     alpha, beta, emission, norm, reach, block, scaled, scratch = work
-    lz = _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, trans_max,
-                          exp_start, start_max, exp_end, end_max, any_forbidden, emission,
-                          alpha, beta, norm, reach, with_transitions, marginals, counts,
-                          scratch)
+    lz = _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, exp_trans_t,
+                          trans_max, exp_start, start_max, exp_end, end_max, any_forbidden,
+                          emission, alpha, beta, norm, reach, with_transitions, marginals,
+                          counts, scratch)
     if np.isnan(lz):
         lz = _log_space_sequence(unary, transitions, start, end, lo, hi, col_max,
                                  exp_by_col, row_max, exp_by_row, with_transitions,
@@ -276,8 +307,8 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     n_sequences = offsets.shape[0] - 1
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
-    trans_max, exp_trans, start_max, exp_start, end_max, exp_end, any_forbidden = (
-        _scaled_potentials(transitions, start, end))
+    (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
+     any_forbidden) = _scaled_potentials(transitions, start, end)
 
     log_z = np.zeros(n_sequences)
     marginals = np.zeros((n_tokens, n_classes))
@@ -297,8 +328,8 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
             if hi == lo:
                 continue
             lz = _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans,
-                                  trans_max, exp_start, start_max, exp_end, end_max,
-                                  any_forbidden, emission, alpha, beta, norm, reach,
+                                  exp_trans_t, trans_max, exp_start, start_max, exp_end,
+                                  end_max, any_forbidden, emission, alpha, beta, norm, reach,
                                   with_transitions, marginals, partial, scratch)
             if np.isnan(lz):
                 exact[q] = True

@@ -107,8 +107,8 @@ def _scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginal
                 exp_edges[r, i, j] = np.exp(edges[t, i, j] - top)
 
     log_z = scaled_forward_backward(unary, edges, start, end, lo, hi, 1, exp_edges,
-                                    exp_start, exp_end, track, log_z, emission, alpha, beta,
-                                    norm, reach, scratch, marginals)
+                                    exp_edges[:0], exp_start, exp_end, track, log_z, emission,
+                                    alpha, beta, norm, reach, scratch, marginals)
     if np.isnan(log_z):
         return log_z
     if with_pairs:

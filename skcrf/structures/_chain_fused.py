@@ -272,7 +272,7 @@ def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pai
     chunk_start = np.zeros((n_chunks, n_classes))
     chunk_end = np.zeros((n_chunks, n_classes))
 
-    (_, _, _, _, trans_max, exp_trans, start_max, exp_start, end_max, exp_end,
+    (_, _, _, _, trans_max, exp_trans, _, start_max, exp_start, end_max, exp_end,
      any_forbidden) = potentials
     use_lanes = (by_products and not any_forbidden
                  and n_classes <= LANE_MAX_CLASSES)

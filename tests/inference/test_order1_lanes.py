@@ -17,15 +17,22 @@ from skcrf.structures._parameters import StatePairs
 from tests._chain_loss import chain_loss
 
 
-def _one_sequence(exp_trans, exp_start, exp_end, emission, shift):
-    """The one-sequence pass: (log Z, marginals, messages, transition counts)."""
+def _one_sequence(exp_trans, exp_start, exp_end, emission, shift, transposed=True):
+    """The one-sequence pass: (log Z, marginals, messages, transition counts).
+
+    With ``transposed`` the backward step reads the transposed transitions,
+    as the chain does; without, their columns in place, as the chain with
+    transition features does.
+    """
     n, n_classes = emission.shape
     emission = emission.copy()
     alpha, beta = np.empty((n, n_classes)), np.empty((n, n_classes))
     marginals = np.empty((n, n_classes))
+    exp_trans_t = np.ascontiguousarray(exp_trans.T)[np.newaxis]
     log_z = scaled_forward_backward(
         np.zeros((n, n_classes)), np.zeros((1, n_classes, n_classes)), np.zeros(n_classes),
-        np.zeros(n_classes), 0, n, 0, exp_trans[np.newaxis], exp_start, exp_end, False,
+        np.zeros(n_classes), 0, n, 0, exp_trans[np.newaxis],
+        exp_trans_t if transposed else exp_trans_t[:0], exp_start, exp_end, False,
         shift, emission, alpha, beta, np.empty(n), np.empty((2, n_classes), np.bool_),
         np.empty(n_classes), marginals)
     counts = np.zeros((n_classes, n_classes))
