@@ -9,42 +9,12 @@ import numpy as np
 
 from ._batch import compiled
 from ._logspace import FLOOR, HUGE, shifted_exp_rows
-
-
-@compiled()
-def _add_vector_matrix(weights, matrix, out):
-    """out[j] += sum_k weights[k] * matrix[k, j], for (K,) weights and a (K, J) matrix.
-
-    Rows go four at a time, so that ``out`` is loaded and stored once per four
-    rows. Skipping four zero weights changes no bit, since every matrix passed
-    here is finite; zeros come from forbidden moves.
-    """
-    n_rows, n_cols = matrix.shape
-    full = n_rows - n_rows % 4
-    for k in range(0, full, 4):
-        w0 = weights[k]
-        w1 = weights[k + 1]
-        w2 = weights[k + 2]
-        w3 = weights[k + 3]
-        if w0 == 0.0 and w1 == 0.0 and w2 == 0.0 and w3 == 0.0:
-            continue
-        m0 = matrix[k]
-        m1 = matrix[k + 1]
-        m2 = matrix[k + 2]
-        m3 = matrix[k + 3]
-        for j in range(n_cols):
-            out[j] += (w0 * m0[j] + w1 * m1[j]) + (w2 * m2[j] + w3 * m3[j])
-    for k in range(full, n_rows):
-        w = weights[k]
-        if w != 0.0:
-            m = matrix[k]
-            for j in range(n_cols):
-                out[j] += w * m[j]
+from ._products import add_vector_matrix
 
 
 @compiled()
 def _add_vector_matrix_twice(weights0, weights1, matrix, out0, out1):
-    """:func:`_add_vector_matrix` for two weight vectors and one matrix.
+    """:func:`._products.add_vector_matrix` for two weight vectors and one matrix.
 
     Each row of ``matrix`` is loaded once for both outputs.
     """
@@ -179,7 +149,7 @@ def scaled_sequence2(unary, transitions, start, end, lo, hi, potentials, with_co
         previous = alpha[r - 1]
         current[:, :] = 0.0
         for b in range(n_classes):
-            _add_vector_matrix(previous[:, b], exp_forward[b], current[b])
+            add_vector_matrix(previous[:, b], exp_forward[b], current[b])
         if track:
             reach[cur] = 0
         total = 0.0
@@ -246,7 +216,7 @@ def scaled_sequence2(unary, transitions, start, end, lo, hi, potentials, with_co
             # beta[r-1, a, b] = sum_c exp_backward[b, c, a] * following[b, r, c]
             for b in range(n_classes):
                 vector[:] = 0.0
-                _add_vector_matrix(following[b, r], exp_backward[b], vector)
+                add_vector_matrix(following[b, r], exp_backward[b], vector)
                 for a in range(n_classes):
                     if not vector[a] < HUGE:
                         return np.nan
@@ -290,7 +260,7 @@ def scaled_sequence2(unary, transitions, start, end, lo, hi, potentials, with_co
                                          products, weights[b, a], weights[b, a + 1])
             if n_classes % 2 == 1:
                 a = n_classes - 1
-                _add_vector_matrix(gathered[a, :n - 2], products, weights[b, a])
+                add_vector_matrix(gathered[a, :n - 2], products, weights[b, a])
     return log_z
 
 

@@ -13,6 +13,7 @@ from numba import prange
 
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
 from ._logspace import FLOOR, HUGE, shift_of
+from ._products import add_vector_matrix
 
 
 @compiled()
@@ -90,7 +91,7 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
         block = moves[t * step]
         for j in range(n_classes):
             alpha[r, j] = 0.0
-        _add_vector_matrix(alpha[r - 1], exp_block, alpha[r])
+        add_vector_matrix(alpha[r - 1], exp_block, alpha[r])
         total = 0.0
         for j in range(n_classes):
             alpha[r, j] *= emission[r, j]
@@ -145,7 +146,7 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
         for i in range(n_classes):
             backward[i] = 0.0
         if exp_moves_t.shape[0] > 0:
-            _add_vector_matrix(following, exp_moves_t[(r + 1) * step], backward)
+            add_vector_matrix(following, exp_moves_t[(r + 1) * step], backward)
         else:
             for j in range(n_classes):
                 message = following[j]
@@ -162,43 +163,6 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
             marginals[lo + r, j] = alpha[r, j] * beta[r, j]
     log_z += np.log(final)
     return log_z
-
-
-@compiled()
-def _add_vector_matrix(vector, matrix, out):
-    """``out[j] += sum_i vector[i] * matrix[i, j]``, each cell adding its terms in order of i.
-
-    Four rows of the matrix per pass over ``out``: each cell is loaded and
-    stored a quarter as often as with one row per pass, and still adds
-    ``vector[0] * matrix[0, j]``, then ``vector[1] * matrix[1, j]``, ... in
-    that order, so the result is bitwise that of the one-row loop.
-    """
-    n_rows = matrix.shape[0]
-    n_cols = out.shape[0]
-    i = 0
-    while i + 4 <= n_rows:
-        a0 = vector[i]
-        a1 = vector[i + 1]
-        a2 = vector[i + 2]
-        a3 = vector[i + 3]
-        m0 = matrix[i]
-        m1 = matrix[i + 1]
-        m2 = matrix[i + 2]
-        m3 = matrix[i + 3]
-        for j in range(n_cols):
-            v = out[j]
-            v += a0 * m0[j]
-            v += a1 * m1[j]
-            v += a2 * m2[j]
-            v += a3 * m3[j]
-            out[j] = v
-        i += 4
-    while i < n_rows:
-        a = vector[i]
-        m = matrix[i]
-        for j in range(n_cols):
-            out[j] += a * m[j]
-        i += 1
 
 
 @compiled()

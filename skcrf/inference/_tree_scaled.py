@@ -14,6 +14,7 @@ import numpy as np
 
 from ._batch import compiled
 from ._logspace import FLOOR
+from ._products import add_vector_matrix
 
 
 @compiled()
@@ -131,10 +132,7 @@ def scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, 
         # inner loop then runs over contiguous memory with no reduction
         for i in range(n_classes):
             message[v, i] = 0.0
-        for j in range(n_classes):
-            u = up[v, j]
-            for i in range(n_classes):
-                message[v, i] += u * exp_trans_by_child[j, i]
+        add_vector_matrix(up[v], exp_trans_by_child, message[v])
         top = _scale_to_max(message[v])
         if top == 0.0:
             return np.nan
@@ -153,10 +151,7 @@ def scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, 
                 rest[v, i] *= down[p, i]
             for j in range(n_classes):
                 down[v, j] = 0.0
-            for i in range(n_classes):
-                a = rest[v, i]
-                for j in range(n_classes):
-                    down[v, j] += a * exp_trans[i, j]
+            add_vector_matrix(rest[v], exp_trans, down[v])
             top = _scale_to_max(down[v])
             if top == 0.0:
                 return np.nan

@@ -1,0 +1,43 @@
+"""The vector-matrix product the scaled passes share, in a fixed order of sums."""
+
+from ._batch import compiled
+
+
+@compiled()
+def add_vector_matrix(weights, matrix, out):
+    """``out[j] += sum_k weights[k] * matrix[k, j]``, for (K,) weights and a (K, J) matrix.
+
+    Rows go four at a time, so that ``out`` is loaded and stored once per
+    four rows, and each cell still adds ``weights[0] * matrix[0, j]``, then
+    ``weights[1] * matrix[1, j]``, ... one by one in that order: the result
+    is bitwise that of the one-row loop, which the order-1 lanes
+    (:mod:`._order1_lanes`) reproduce. Four zero weights are skipped (zeros
+    come from forbidden moves): adding ``0 * m`` changes no bit, since every
+    matrix passed here is finite and every ``out`` non-negative.
+    """
+    n_rows, n_cols = matrix.shape
+    full = n_rows - n_rows % 4
+    for k in range(0, full, 4):
+        w0 = weights[k]
+        w1 = weights[k + 1]
+        w2 = weights[k + 2]
+        w3 = weights[k + 3]
+        if w0 == 0.0 and w1 == 0.0 and w2 == 0.0 and w3 == 0.0:
+            continue
+        m0 = matrix[k]
+        m1 = matrix[k + 1]
+        m2 = matrix[k + 2]
+        m3 = matrix[k + 3]
+        for j in range(n_cols):
+            v = out[j]
+            v += w0 * m0[j]
+            v += w1 * m1[j]
+            v += w2 * m2[j]
+            v += w3 * m3[j]
+            out[j] = v
+    for k in range(full, n_rows):
+        w = weights[k]
+        if w != 0.0:
+            m = matrix[k]
+            for j in range(n_cols):
+                out[j] += w * m[j]
