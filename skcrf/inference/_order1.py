@@ -42,9 +42,9 @@ def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, e
     exp_moves_t : (n_blocks, n_classes, n_classes) or (0, n_classes, n_classes) float64
         The blocks of ``exp_moves`` transposed, for the backward step to read
         their columns as contiguous rows; or an empty stack, and the columns are
-        read in place (the per-token blocks of :mod:`.chain_edges`, which a
-        transposed copy would cost as much as it saves). Either way the
-        results are bitwise the same.
+        read in place (the per-token blocks of :mod:`.chain_edges`, exponentiated
+        per sequence: transposing them would add a pass over every block).
+        Either way the results are bitwise the same.
     exp_start, exp_end : (n_classes,) float64
         Shifted exponentials of ``start`` and ``end``.
     track : bool
