@@ -244,7 +244,7 @@ def featurize_small(layout, X, is_str):
             if rows is None:
                 rows = shifted[kind, a] = _shift(per_source[kind], a, pads[kind])
             columns.append(list(map(itemgetter(b), rows)))
-        rows = list(zip(*columns))
+        rows = list(zip(*columns)) if columns else [()] * n  # no slots: empty rows
         counts += map(countOf, rows, repeat(None))
         flat += filter(None, chain.from_iterable(rows))
     names = sorted(set(flat))
