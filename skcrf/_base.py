@@ -25,7 +25,8 @@ from ._typing import FeatureSequences, FixedLabels, LabelSequences
 from .features.arrays import FeatureArrays
 from .features.sequence_matrix import SequenceMatrix
 from .features.vectorizer import SequenceVectorizer
-from ._training import TrainingData, _same_values, _user_stacklevel, atomic_fit
+from ._training import (TrainingData, _is_fitted_attribute_set, _same_values,
+                        _user_stacklevel, atomic_fit)
 from .learning.lbfgs import Stop, lbfgs
 
 
@@ -565,6 +566,15 @@ class CRFEstimator(BaseEstimator):
         check_label_type(labels, model.classes_)
         predicted = model.classes_[model._label_ids(features, offsets)]
         return float(np.mean(predicted == labels))
+
+    def __sklearn_is_fitted__(self):
+        """scikit-learn's rule, some learned attribute (trailing underscore) is set.
+
+        Looked up first under the name every fit sets: check_is_fitted, which
+        a Pipeline's predict calls on its last step, would otherwise scan the
+        attributes on every one-sentence call.
+        """
+        return "n_features_in_" in self.__dict__ or _is_fitted_attribute_set(self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

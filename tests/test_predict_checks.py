@@ -77,3 +77,13 @@ def test_split_equals_numpy_split(lengths, columns):
     for piece, want in zip(pieces, expected):
         np.testing.assert_array_equal(piece, want)
         assert piece.shape == want.shape and piece.base is not None  # a view, as np.split
+
+
+def test_fitted_state_follows_sklearn_rule():
+    crf = CRFClassifier()
+    assert not crf.__sklearn_is_fitted__()
+    crf.custom_ = 1  # any learned-looking attribute counts, as in sklearn's own check
+    assert crf.__sklearn_is_fitted__()
+    fitted_crf = fitted()
+    assert fitted_crf.__sklearn_is_fitted__()
+    assert not clone(fitted_crf).__sklearn_is_fitted__()
