@@ -5,7 +5,9 @@ token column once (a few tens of thousands of words for a few hundred thousand
 tokens), computes every feature once per distinct value into a small table,
 and lets one kernel gather the table entries of all tokens: a context offset
 is a shift within each sequence. Columns come out sorted by name, so
-SequenceVectorizer has nothing to reorder.
+SequenceVectorizer has nothing to reorder. A few sentences (tagging one at a
+time) take a path of plain lists instead (``_small.py``), with the same output:
+there the fixed cost of the numpy calls would be most of the time.
 """
 
 from __future__ import annotations

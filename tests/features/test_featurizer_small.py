@@ -98,8 +98,9 @@ def test_inputs_the_small_path_leaves_to_the_general_one(small_calls, params, X)
 def test_threshold_boundary(small_calls):
     featurizer = TokenFeaturizer()
     words = [(f"w{i % 37}", f"P{i % 5}") for i in range(_small.SMALL_TOKENS + 1)]
-    at = [words[:100], words[100:_small.SMALL_TOKENS]]
-    past = [words[:100], words[100:]]
+    half = _small.SMALL_TOKENS // 2
+    at = [words[:half], words[half:_small.SMALL_TOKENS]]
+    past = [words[:half], words[half:]]
     assert_same(featurizer.transform(at), general(featurizer, at))
     assert len(small_calls) == 1
     assert_same(featurizer.transform(past), general(featurizer, past))
