@@ -26,8 +26,8 @@ SMALL_TOKENS = 96
 
 #: Each distinct value's names are kept, per layout, for the next calls
 #: (tagging sentence after sentence meets the same words again); at most
-#: this many per token column, forgotten all at once past it.
-_REMEMBERED_VALUES = 1 << 14
+#: this many per token column (a few MiB), forgotten all at once past it.
+_REMEMBERED_VALUES = 1 << 12
 
 _MISSING = object()
 
@@ -218,12 +218,14 @@ def featurize_small(layout, X, is_str):
         if not n:
             continue
         per_source = []
-        for source, table in zip(sources, tables):
+        for i, source in enumerate(sources):
+            table = tables[i]
             values = sequence if is_str else list(map(itemgetter(source.column), sequence))
             new = set(values).difference(table)
             if new:
                 if len(table) + len(new) > _REMEMBERED_VALUES:
-                    table.clear()
+                    # a new dict, not clear(): a concurrent call keeps reading its own
+                    table = tables[i] = {}
                 for value in new:
                     table[value] = source.names(value)
             per_source.append(list(map(table.__getitem__, values)))

@@ -1,6 +1,9 @@
 """TokenFeaturizer's small-input path gives exactly the general path's output."""
 
+import sys
+import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -114,6 +117,29 @@ def test_remembered_values_do_not_change_the_output(monkeypatch):
     for _ in range(2):
         for k in range(1, len(SENTENCE) + 1):
             assert_same(featurizer.transform([SENTENCE[:k]]), expected[k - 1])
+
+
+def test_concurrent_calls_forgetting_values_agree(monkeypatch):
+    featurizer = TokenFeaturizer()
+    sentences = [SENTENCE[k:] + SENTENCE[:k] for k in range(len(SENTENCE))]
+    expected = [general(featurizer, [s]) for s in sentences]
+    monkeypatch.setattr(_small, "_REMEMBERED_VALUES", 4)  # forgets on most calls
+    names = _small._Source.names
+
+    def yielding_names(source, value):
+        time.sleep(0)  # let another thread run between a call's inserts and reads
+        return names(source, value)
+
+    monkeypatch.setattr(_small._Source, "names", yielding_names)
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads interleave inside the calls
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            outputs = list(pool.map(lambda s: featurizer.transform([s]), sentences * 30))
+    finally:
+        sys.setswitchinterval(previous)
+    for k, out in enumerate(outputs):
+        assert_same(out, expected[k % len(sentences)])
 
 
 def test_set_params_after_transform_uses_the_new_parameters():
