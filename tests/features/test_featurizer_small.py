@@ -205,3 +205,11 @@ def test_pipeline_predictions_equal_the_general_path(conll2002_small, monkeypatc
     for s, y, p in zip(sentences, labels, marginals):
         np.testing.assert_array_equal(pipe.predict([s])[0], y)
         np.testing.assert_array_equal(pipe.predict_proba([s])[0], p)
+
+
+def test_generators_and_tuple_sequences(small_calls):
+    featurizer = TokenFeaturizer()
+    expected = general(featurizer, [SENTENCE, SENTENCE[:2]])
+    assert_same(featurizer.transform(s for s in [SENTENCE, SENTENCE[:2]]), expected)
+    assert_same(featurizer.transform((tuple(SENTENCE), tuple(SENTENCE[:2]))), expected)
+    assert len(small_calls) == 2
