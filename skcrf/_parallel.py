@@ -102,9 +102,19 @@ def kernel_threads(n_jobs, hold_blas=False, n_tokens=None):
     small = n_tokens is not None and n_tokens < SMALL_BATCH_TOKENS
     numba.set_num_threads(1 if small else effective_n_threads(n_jobs))
     try:
-        with kernel_exceptions(), \
-                (_blas_single_threaded() if hold_blas else nullcontext()), _launch_guard():
-            yield
+        # kernel_exceptions' work, inline: one context manager less on each
+        # one-sentence predict
+        if hold_blas:
+            with _blas_single_threaded(), _launch_guard():
+                yield
+        else:
+            with _launch_guard():
+                yield
+    except SystemError as error:
+        pending = _pending_exception(error)
+        if pending is None:
+            raise
+        raise pending.with_traceback(pending.__traceback__) from None
     finally:
         numba.set_num_threads(previous)
 

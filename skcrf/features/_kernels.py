@@ -126,6 +126,33 @@ def sort_row_indices(indptr, indices, data, binary):
     return repeated
 
 
+@compiled()
+def remap_columns(data, indices, indptr, remap, binary):
+    """CSR arrays with column ``c`` renamed ``remap[c]``, the entries mapped to -1 dropped.
+
+    New arrays, in one pass: the vectorizer matches a named matrix's columns
+    to its vocabulary with it. Rows keep their entries' order (they may then
+    need sorting). ``data`` is not read, and an empty array returned, when
+    ``binary``.
+    """
+    n_rows = indptr.shape[0] - 1
+    new_indptr = np.empty(n_rows + 1, np.int64)
+    new_indices = np.empty(indices.shape[0], np.int32)
+    new_data = np.empty(0 if binary else indices.shape[0], data.dtype)
+    new_indptr[0] = 0
+    k = 0
+    for row in range(n_rows):
+        for m in range(indptr[row], indptr[row + 1]):
+            column = remap[indices[m]]
+            if column >= 0:
+                new_indices[k] = column
+                if not binary:
+                    new_data[k] = data[m]
+                k += 1
+        new_indptr[row + 1] = k
+    return new_data[:k], new_indices[:k], new_indptr
+
+
 #: Kinds of featurizer slots (see :func:`slot_features`).
 SLOT_GATHER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_AFTER = 0, 1, 2, 3
 

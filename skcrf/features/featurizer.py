@@ -5,7 +5,9 @@ token column once (a few tens of thousands of words for a few hundred thousand
 tokens), computes every feature once per distinct value into a small table,
 and lets one kernel gather the table entries of all tokens: a context offset
 is a shift within each sequence. Columns come out sorted by name, so
-SequenceVectorizer has nothing to reorder.
+SequenceVectorizer has nothing to reorder. A few sentences (tagging one at a
+time) take a path of plain lists instead (``_small.py``), with the same output:
+there the fixed cost of the numpy calls would be most of the time.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._typing import LabelSequences, TokenSequences
-from .._validation import _locate
+from .._validation import _locate, check_sequences
 from ._dict_arrays import FeatureValueError, _vectorize
 from ._heads import head_matrix
 from ._plan import checked_plan
+from ._small import transform_small
 from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_features
 from ._tokens import _Tokens
 from ._reference import _check_custom, _offset_prefix, _token_dict
@@ -226,6 +229,13 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             the features present in ``X`` (a vocabulary local to this call).
         """
         plan = self._checked_plan
+        X = check_sequences(X, tokens="str tokens or tuples of str", matrix_ok=False)
+        if self.head_column is None and not isinstance(X, SequenceMatrix):
+            # a sentence or a few: the same output without the general path's
+            # numpy calls, whose fixed cost is most of one sentence's time
+            small = transform_small(plan, X)
+            if small is not None:
+                return small
         tokens = _Tokens(X, self.head_column)
         if tokens.n_tokens == 0:
             return SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [],

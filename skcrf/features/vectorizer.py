@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
 from ._dict_arrays import _factorize, _release_freed_memory, _vectorize_compact
-from ._kernels import column_counts, sort_row_indices
+from ._kernels import column_counts, remap_columns, sort_row_indices
 from ._parents import PARENT_KEY
 from .sequence_matrix import SequenceMatrix, values_or_none
 
@@ -230,12 +230,20 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             check_is_fitted(self, "vocabulary_")
         X, parents = _split_parents(check_sequences(X))
         if isinstance(X, SequenceMatrix):
-            data, indices, indptr, offsets = _named_matrix_arrays(X)
+            data, indices, indptr, offsets = _named_matrix_arrays(X, copy=False)
             # one dictionary lookup per distinct column name, not per token
             remap = np.fromiter(map(self.vocabulary_.get, _as_names(X.feature_names),
                                     repeat(-1)), dtype=np.int32, count=X.n_features)
-            _remap_in_place(indices, remap)
-            data, indices, indptr = _drop_columns(data, indices, indptr)
+            if data is None or data.dtype == np.float64:
+                # new arrays in one kernel call rather than a dozen numpy ones
+                binary = data is None
+                data, indices, indptr = remap_columns(
+                    np.empty(0) if binary else data, indices, indptr, remap, binary)
+                data = None if binary else data
+            else:  # values of another type: numpy keeps it
+                data, indices, indptr = data.copy(), indices.copy(), indptr.copy()
+                _remap_in_place(indices, remap)
+                data, indices, indptr = _drop_columns(data, indices, indptr)
         else:
             data, indices, indptr, offsets = _vectorize_compact(X, self.vocabulary_, False,
                                                                 self.separator)
@@ -331,8 +339,12 @@ def _csr(data, indices, indptr, n_columns, dtype):
     return matrix
 
 
-def _named_matrix_arrays(X):
-    """Compact CSR arrays (owned copies) and offsets of a SequenceMatrix with names."""
+def _named_matrix_arrays(X, copy=True):
+    """Compact CSR arrays and offsets of a SequenceMatrix with names.
+
+    Owned copies, unless not ``copy``: then possibly the matrix's own arrays,
+    for a caller that only reads them.
+    """
     if X.feature_names is None:
         raise ValueError(
             "SequenceVectorizer needs a SequenceMatrix with feature_names to match "
@@ -341,12 +353,15 @@ def _named_matrix_arrays(X):
     if pattern is not None:
         # all ones, as TokenFeaturizer's: no array of ones to read
         indices, indptr = pattern
-        return None, indices.copy(), indptr.copy(), X.offsets
+        if copy:
+            indices, indptr = indices.copy(), indptr.copy()
+        return None, indices, indptr, X.offsets
     matrix = X.matrix
     data = values_or_none(matrix.data)
-    if data is matrix.data:
+    if data is matrix.data and copy:
         data = data.copy()  # ours to change
-    return data, matrix.indices.astype(np.int32), matrix.indptr.astype(np.int64), X.offsets
+    return (data, matrix.indices.astype(np.int32, copy=copy),
+            matrix.indptr.astype(np.int64, copy=copy), X.offsets)
 
 
 def _as_names(feature_names):

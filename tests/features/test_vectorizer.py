@@ -541,6 +541,28 @@ def test_named_matrix_transform_matches_columns_by_name():
     assert dense(Xt).tolist() == [[7.0, 5.0]]
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, None])
+def test_named_matrix_transform_drops_unknown_names_and_leaves_the_input(dtype):
+    # None: an indicator matrix whose values are never stored (TokenFeaturizer's)
+    vec = SequenceVectorizer().fit([[{"a": 1.0, "c": 1.0, "d": 1.0}]])
+    rows = [[1, 0, 3, 0], [0, 0, 0, 0], [0, 2, 0, 0], [5, 1, 0, 4]]
+    if dtype is None:
+        rows = (np.asarray(rows) > 0).astype(int)
+        X = SequenceMatrix._from_arrays(None, sp.csr_matrix(rows).indices.astype(np.int32),
+                                        sp.csr_matrix(rows).indptr.astype(np.int64), 4,
+                                        [0, 1, 4], ["d", "new", "a", "c"])
+    else:
+        X = SequenceMatrix(sp.csr_matrix(np.asarray(rows, dtype=dtype)), [0, 1, 4],
+                           ["d", "new", "a", "c"])
+    before = X.matrix.copy()
+    Xt = vec.transform(X)
+    expected = np.asarray(rows, dtype=float)[:, [2, 3, 0]]  # a, c, d; "new" dropped
+    np.testing.assert_array_equal(dense(Xt), expected)
+    assert Xt.matrix.has_canonical_format
+    np.testing.assert_array_equal(Xt.offsets, [0, 1, 4])
+    assert (X.matrix != before).nnz == 0
+
+
 def test_named_matrix_with_sorted_names_and_unsorted_rows():
     # sorted unique names skip the renaming, but rows are still put in order
     matrix = sp.csr_matrix((np.array([2.0, 1.0, 3.0]), np.array([2, 0, 1]),

@@ -1,0 +1,97 @@
+"""Single-sentence latency of the raw-token pipeline, without the long fits of bench_training.
+
+Fits (or loads from ``--models``) the three models of bench_training's
+``latency_report`` with few iterations, then times tagging each of 200
+esp.testb sentences one at a time, in CPU time (``time.process_time``), many
+rounds; prints the min and median per sentence of each way and its ratio to
+sklearn-crfsuite's ``predict_single`` on ready dicts.
+
+Run: python benchmarks/bench_latency.py [--max-iter 30] [--rounds 15] [--models FILE]
+The machine may be shared: compare ratios, and alternate runs of two versions.
+"""
+
+import argparse
+import os
+import pickle
+import time
+import warnings
+
+import numpy as np
+from common import data_home, sent2features
+
+from skcrf import CRFClassifier
+from skcrf.datasets import load_conll2002
+from skcrf.features import SequenceVectorizer, TokenFeaturizer
+
+SKCRF = dict(alpha=0.3, l1_ratio=1 / 3)
+
+
+def fitted_models(max_iter, path):
+    """(crfsuite, pipeline, dict model), fitted, or loaded from ``path`` if it exists."""
+    if path and os.path.exists(path):
+        with open(path, "rb") as file:
+            return pickle.load(file)
+    import sklearn_crfsuite
+    from sklearn.pipeline import make_pipeline
+
+    X, y = load_conll2002("train", data_home=data_home())
+    crfsuite = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1,
+                                    max_iterations=max_iter)
+    pipeline = make_pipeline(TokenFeaturizer(), SequenceVectorizer(),
+                             CRFClassifier(max_iter=max_iter, **SKCRF))
+    dicts = CRFClassifier(max_iter=max_iter, **SKCRF)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        crfsuite.fit([sent2features(s) for s in X], y)
+        pipeline.fit(X, y)
+        dicts.fit([sent2features(s) for s in X], y)
+    models = crfsuite, pipeline, dicts
+    if path:
+        with open(path, "wb") as file:
+            pickle.dump(models, file)
+    return models
+
+
+def per_sentence(tag, items, rounds):
+    """CPU seconds per item of ``tag(item)``: (min, median) over ``rounds`` rounds."""
+    times = []
+    for _ in range(rounds):
+        started = time.process_time()
+        for item in items:
+            tag(item)
+        times.append((time.process_time() - started) / len(items))
+    return min(times), float(np.median(times))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-iter", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--models", default=None,
+                        help="pickle of the fitted models: loaded if it exists, else written")
+    args = parser.parse_args()
+    crfsuite, pipeline, dicts = fitted_models(args.max_iter, args.models)
+    X_test, _ = load_conll2002("testb", data_home=data_home())
+    sentences = X_test[:200]
+    ready = [sent2features(s) for s in sentences]
+    for s in sentences[:5]:  # compile / load the kernels outside the timings
+        pipeline.predict([s])
+    rows = [
+        ("sklearn-crfsuite predict_single, dicts ready",
+         per_sentence(crfsuite.predict_single, ready, args.rounds)),
+        ("sklearn-crfsuite, tutorial features built",
+         per_sentence(lambda s: crfsuite.predict_single(sent2features(s)), sentences,
+                      args.rounds)),
+        ("skcrf predict([dicts]), dicts ready",
+         per_sentence(lambda f: dicts.predict([f]), ready, args.rounds)),
+        ("skcrf raw-token pipeline predict([s])",
+         per_sentence(lambda s: pipeline.predict([s]), sentences, args.rounds)),
+    ]
+    base = rows[0][1][0]
+    print(f"{'':44s}{'min us':>8s}{'median':>8s}{'min / crfsuite':>16s}")
+    for name, (low, median) in rows:
+        print(f"{name:44s}{low * 1e6:8.0f}{median * 1e6:8.0f}{low / base:15.2f}x")
+
+
+if __name__ == "__main__":
+    main()
