@@ -238,15 +238,29 @@ def latency_report(max_iter):
         warnings.simplefilter("ignore")
         skcrf_dicts.fit([sent2features(s) for s in X], y)
     skcrf_ready = best_of(3, lambda: [skcrf_dicts.predict([f]) for f in ready]) / len(ready)
-    print("\nsingle-sentence latency (esp.testb, 200 sentences one at a time)")
+    # TokenFeaturizer keeps the names of the words it has met (the rounds above
+    # repeat the same 200 sentences): tagging sentences it meets once, after
+    # those, is the figure a stream of new text sees
+    fresh = X_test[200:600]
+    fresh_ready = [sent2features(s) for s in fresh]
+    crfsuite_fresh = best_of(3, lambda: [crfsuite.predict_single(f)
+                                         for f in fresh_ready]) / len(fresh)
+    skcrf_fresh = best_of(1, lambda: [pipeline.predict([s]) for s in fresh]) / len(fresh)
+    print("\nsingle-sentence latency (esp.testb, 200 sentences one at a time, best of 3 rounds)")
     print(f"{'':44s}{'us':>8s}{'/ crfsuite on dicts':>22s}")
     for name, seconds in [("sklearn-crfsuite predict_single, dicts ready", crfsuite_ready),
                           ("sklearn-crfsuite, tutorial features built", crfsuite_raw),
                           ("skcrf predict([dicts]), dicts ready", skcrf_ready),
                           ("skcrf raw-token pipeline predict([s])", skcrf_raw)]:
         print(f"{name:44s}{seconds * 1e6:8.0f}{seconds / crfsuite_ready:21.2f}x")
+    print("the next 400 sentences, each tagged once")
+    for name, seconds in [("sklearn-crfsuite predict_single, dicts ready", crfsuite_fresh),
+                          ("skcrf raw-token pipeline predict([s])", skcrf_fresh)]:
+        print(f"{name:44s}{seconds * 1e6:8.0f}{seconds / crfsuite_fresh:21.2f}x")
     ok = skcrf_raw <= 2 * crfsuite_ready
-    print(f"target: raw-token pipeline <= 2x crfsuite on ready dicts: {'met' if ok else 'MISSED'}")
+    ok_fresh = skcrf_fresh <= 2 * crfsuite_fresh
+    print(f"target: raw-token pipeline <= 2x crfsuite on ready dicts: repeated sentences "
+          f"{'met' if ok else 'MISSED'}, sentences met once {'met' if ok_fresh else 'MISSED'}")
 
 
 def main():
