@@ -224,8 +224,10 @@ def featurize_small(layout, X, is_str):
             new = set(values).difference(table)
             if new:
                 if len(table) + len(new) > _REMEMBERED_VALUES:
-                    # a new dict, not clear(): a concurrent call keeps reading its own
+                    # a new dict, not clear(): a concurrent call keeps reading its own;
+                    # every value of this call then goes in, not only the unseen ones
                     table = tables[i] = {}
+                    new = set(values)
                 for value in new:
                     table[value] = source.names(value)
             per_source.append(list(map(table.__getitem__, values)))
