@@ -111,10 +111,8 @@ def kernel_threads(n_jobs, hold_blas=False, n_tokens=None):
             with _launch_guard():
                 yield
     except SystemError as error:
-        pending = _pending_exception(error)
-        if pending is None:
-            raise
-        raise pending.with_traceback(pending.__traceback__) from None
+        _raise_pending(error)
+        raise
     finally:
         numba.set_num_threads(previous)
 
@@ -139,9 +137,14 @@ def kernel_exceptions():
     try:
         yield
     except SystemError as error:
-        pending = _pending_exception(error)
-        if pending is None:
-            raise
+        _raise_pending(error)
+        raise
+
+
+def _raise_pending(error):
+    """Raise the exception ``error`` wraps (see :func:`kernel_exceptions`), if any."""
+    pending = _pending_exception(error)
+    if pending is not None:
         raise pending.with_traceback(pending.__traceback__) from None
 
 
