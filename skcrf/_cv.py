@@ -19,6 +19,7 @@ from ._chain import CRFClassifier
 from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
 from ._validation import check_sequences
 from .features.sequence_matrix import SequenceMatrix
+from .features.vectorizer import SequenceVectorizer
 from .metrics import make_sequence_scorer, span_f1_score
 from .tags import detect_scheme
 
@@ -206,10 +207,12 @@ class CRFClassifierCV(CRFClassifier):
 
     The equivalent of ``GridSearchCV(CRFClassifier(), {"alpha": alphas},
     cv=cv, scoring=scoring)``, as :class:`~sklearn.linear_model.LogisticRegressionCV`
-    is of a search over ``C``, but faster: each fold's training part is
-    featurized once (its own vectorizer, fitted on that part only, as in a
-    :class:`~sklearn.pipeline.Pipeline`: nothing leaks from the held-out
-    part) and its training problem built once; the alphas are then fitted
+    is of a search over ``C``, but faster: feature dicts are featurized once,
+    for every fold and the refit, and each fold's training problem is built
+    once. A fold's model has weights for the features of its training part
+    only, exactly those its own vectorizer fitted on that part would give it
+    (as in a :class:`~sklearn.pipeline.Pipeline`: nothing leaks from the
+    held-out part, whose other features weigh nothing). The alphas are then fitted
     from the strongest to the weakest, each starting from the previous
     solution (a warm start), and scored on the fold's held-out part. Every
     fold after the first starts its strongest alpha from the earlier folds'
@@ -380,6 +383,12 @@ class CRFClassifierCV(CRFClassifier):
             X._check_consistency()
         if len(X) != len(y):
             raise ValueError(f"X has {len(X)} sequences but y has {len(y)}.")
+        vectorizer = None
+        if not isinstance(X, SequenceMatrix):
+            # once for every fold and the refit: a fold's features without a
+            # token in its training part get no (feature, label) pair, no weight
+            vectorizer = SequenceVectorizer()
+            X = vectorizer.fit_transform(X)
         scorer = check_scoring(self._estimator(alphas[0]),
                                default_scorer(y) if self.scoring is None else self.scoring)
         splits = list(check_cv(self.cv).split(X, y, groups))
@@ -393,7 +402,7 @@ class CRFClassifierCV(CRFClassifier):
                 X, y, train, test, alphas, path, scorer, k, solutions)
             solutions.append(solution)
         best = int(np.argmax(scores.mean(axis=0)))
-        self._refit(X, y, float(alphas[best]), best, solutions)
+        self._refit(X, y, float(alphas[best]), best, solutions, vectorizer)
         self.alpha_ = float(alphas[best])
         self.alphas_ = alphas
         self.scores_ = scores
@@ -401,18 +410,21 @@ class CRFClassifierCV(CRFClassifier):
         self.path_n_iter_ = n_iter
         return self
 
-    def _refit(self, X, y, alpha, best, solutions):
+    def _refit(self, X, y, alpha, best, solutions, vectorizer):
         """Fit ``alpha`` on all the data from the mean of the folds' solutions, as ``fit``.
 
         Each fold's weights are placed by feature and class name in the
         layout of all the data, and each weight is the mean over the folds
         that have it (:meth:`_Training.mean_weights`), as
         :class:`~sklearn.linear_model.LogisticRegressionCV` starts its refit
-        from the folds' mean coefficients.
+        from the folds' mean coefficients. ``X`` is featurized already, by
+        ``vectorizer`` when the user's ``X`` held dicts: the model keeps it to
+        featurize the dicts it predicts on, as a fit on them would.
         """
         started = time.perf_counter()
         estimator = self._estimator(alpha)
         training = _Training(estimator, X, y)
+        training.data.vectorizer = vectorizer
         w0 = training.mean_weights(solutions, best)
         result = training.solve(estimator, w0)
         training.store(self, result)
@@ -429,9 +441,6 @@ class CRFClassifierCV(CRFClassifier):
         estimator = self._estimator(alphas[path[0]])
         fold = _Training(estimator, _safe_indexing(X, train), _safe_indexing(y, train))
         X_test = _safe_indexing(X, test)
-        if fold.data.vectorizer is not None:
-            # featurized once, by the vocabulary of this fold's training part
-            X_test = fold.data.vectorizer.transform(X_test)
         y_test = _safe_indexing(y, test)
         solution = _Solutions(fold)
         scores = np.empty(alphas.shape[0])

@@ -122,6 +122,38 @@ def test_later_folds_and_the_refit_start_from_earlier_solutions(spanish, monkeyp
         assert start < 0.5 * zero
 
 
+def test_dicts_are_featurized_once_and_each_fold_fits_its_own_features(spanish,
+                                                                        monkeypatch):
+    X, y = spanish[0][:60], spanish[1][:60]
+    calls = []
+    for name in ("fit_transform", "transform"):
+        method = getattr(SequenceVectorizer, name)
+        monkeypatch.setattr(SequenceVectorizer, name,
+                            lambda self, *args, _name=name, _method=method, **kwargs:
+                            calls.append(_name) or _method(self, *args, **kwargs))
+    folds = KFold(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        cv = CRFClassifierCV(alphas=[0.3], cv=folds, scoring=span_f1_scorer,
+                             max_iter=30).fit(X, y)
+    assert calls == ["fit_transform"]  # all the dicts, once; no fold transforms them again
+    monkeypatch.undo()
+    # the first fold starts from zero: its fit is the one on its own dicts, bit for bit
+    train, test = next(folds.split(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        own = CRFClassifier(alpha=0.3, max_iter=30).fit([X[i] for i in train],
+                                                        [y[i] for i in train])
+    assert cv.scores_[0, 0] == span_f1_scorer(own, [X[i] for i in test],
+                                              [y[i] for i in test])
+    assert cv.path_n_iter_[0, 0] == own.n_iter_
+    # the refit keeps the vectorizer, to predict from dicts as a fit on them would
+    assert cv.vectorizer_ is not None and len(cv.feature_names_) == cv.n_features_in_
+    assert cv.n_features_in_ == len(cv.vectorizer_.feature_names_)
+    assert [list(p) for p in cv.predict(X[:5])] == [
+        list(p) for p in cv.predict(cv.vectorizer_.transform(X[:5]))]
+
+
 def test_path_takes_fewer_iterations_than_cold_fits(searched, spanish):
     cv, _ = searched
     X, y = spanish
