@@ -11,6 +11,8 @@ from enum import Enum
 
 import numpy as np
 
+from . import _steps as steps
+
 
 class Stop(Enum):
     """Why a solver stopped; the estimator acts on this, not on the message."""
@@ -88,30 +90,74 @@ def _pseudo_gradient(w, grad, l1):
     is the one-sided derivative that points downhill, or 0 when neither does
     (the weight stays at zero).
     """
-    if l1 == 0:
-        return grad
-    pseudo = grad + l1 * np.sign(w)
-    at_zero = w == 0
-    g = grad[at_zero]
-    pseudo[at_zero] = np.where(g + l1 < 0, g + l1, np.where(g - l1 > 0, g - l1, 0.0))
+    pseudo = np.empty_like(grad)
+    steps.pseudo_gradient(w, grad, float(l1), pseudo)
     return pseudo
 
 
-def _two_loop(pseudo, pairs):
-    """``-H @ pseudo`` with the L-BFGS inverse-Hessian estimate from ``pairs``."""
-    direction = -pseudo
-    coefs = []
-    for s, y, rho in reversed(pairs):
-        a = rho * (s @ direction)
-        direction -= a * y
-        coefs.append(a)
-    if pairs:
-        s, y, _ = pairs[-1]
-        direction *= (s @ y) / (y @ y)
-    for (s, y, rho), a in zip(pairs, reversed(coefs)):
-        b = rho * (y @ direction)
-        direction += (a - b) * s
-    return direction
+class _Pairs:
+    """The curvature pairs ``(s, y)``, oldest first, in rows reused once allocated.
+
+    A new pair is written into a free row (:meth:`slot`) and kept by
+    :meth:`keep`; past ``memory`` pairs the oldest row is freed for the next.
+    Rows are allocated as the pairs come, as many as a short solve needs.
+    """
+
+    def __init__(self, memory, n):
+        self.s = []
+        self.y = []
+        self.n = n
+        self.memory = memory
+        self.rows = []  # (row, s @ y, y @ y), oldest first
+        self.free = []
+
+    def __len__(self):
+        return len(self.rows)
+
+    def slot(self):
+        """The ``(s, y)`` rows the next pair is written into."""
+        if not self.free:
+            self.free.append(len(self.s))
+            self.s.append(np.empty(self.n))
+            self.y.append(np.empty(self.n))
+        row = self.free[-1]
+        return self.s[row], self.y[row]
+
+    def keep(self, sy, yy):
+        """Keep the pair just written into :meth:`slot`'s rows, of curvature ``sy``."""
+        self.rows.append((self.free.pop(), sy, yy))
+        if len(self.rows) > self.memory:
+            self.free.append(self.rows.pop(0)[0])
+
+    def clear(self):
+        self.free.extend(row for row, _, _ in self.rows)
+        self.rows.clear()
+
+    def direction(self, pseudo, direction, owlqn):
+        """Write ``-H @ pseudo`` into ``direction``; return its slope ``pseudo @ direction``.
+
+        The L-BFGS two-loop recursion, each update fused with the next
+        product it needs; then OWL-QN's sign rule when ``owlqn``.
+        """
+        rows = self.rows
+        if not rows:
+            steps.negate_dot(direction, pseudo, pseudo)
+            return steps.descent_slope(direction, pseudo, owlqn)
+        s, y = self.s, self.y
+        coefs = [0.0] * len(rows)
+        product = steps.negate_dot(direction, pseudo, s[rows[-1][0]])
+        for k in range(len(rows) - 1, -1, -1):
+            row, sy, _ = rows[k]
+            coefs[k] = a = product / sy
+            following = s[rows[k - 1][0]] if k else pseudo  # (unused at the end)
+            product = steps.axpy_dot(direction, -a, y[row], following)
+        _, sy, yy = rows[-1]
+        product = steps.scale_dot(direction, sy / yy, y[rows[0][0]])
+        for k, (row, sy, _) in enumerate(rows):
+            b = product / sy
+            following = y[rows[k + 1][0]] if k + 1 < len(rows) else pseudo
+            product = steps.axpy_dot(direction, coefs[k] - b, s[row], following)
+        return steps.descent_slope(direction, pseudo, owlqn)
 
 
 def lbfgs(loss_grad, w0, *, l1=0.0, max_iter=100, tol=1e-5, epsilon=1e-5, verbose=0,
@@ -151,58 +197,51 @@ def lbfgs(loss_grad, w0, *, l1=0.0, max_iter=100, tol=1e-5, epsilon=1e-5, verbos
     progress = _Progress(tol, verbose)
     w = np.array(w0, dtype=np.float64)
     loss, grad = loss_grad(w)
-    objective = loss + l1 * np.abs(w).sum()
+    objective = loss + l1 * steps.l1_norm(w)
     if not np.isfinite(objective):
         return SolverResult(w=w, n_iter=0, stop=Stop.NOT_FINITE,
                             loss_curve=[float(objective)])
-    pairs = []
+    l1 = float(l1)
+    owlqn = l1 > 0
+    n = w.shape[0]
+    pairs = _Pairs(memory, n)
+    pseudo = np.empty(n)
+    direction = np.empty(n)
+    w_new = np.empty(n)
     stop = Stop.MAX_ITER
-    pseudo = _pseudo_gradient(w, grad, l1)
-    pseudo_norm = np.linalg.norm(pseudo)
+    pseudo_sq, w_sq = steps.pseudo_gradient(w, grad, l1, pseudo)
     for _ in range(max_iter):
-        if pseudo_norm <= epsilon * max(1.0, np.linalg.norm(w)):
+        if np.sqrt(pseudo_sq) <= epsilon * max(1.0, np.sqrt(w_sq)):
             stop = Stop.GRADIENT
             break
-        direction = _two_loop(pseudo, pairs)
-        if l1 > 0:
-            # OWL-QN: drop the components that would move against the pseudo-gradient
-            direction[direction * pseudo >= 0] = 0.0
-        slope = pseudo @ direction
+        slope = pairs.direction(pseudo, direction, owlqn)
         if not slope < 0:
             # the estimate lost its way (it can after many skipped pairs): restart
             pairs.clear()
-            direction = -pseudo
-            slope = -pseudo_norm ** 2
-        if l1 > 0:
-            orthant = np.sign(w)
-            orthant[w == 0] = -np.sign(pseudo[w == 0])
+            slope = pairs.direction(pseudo, direction, owlqn)
         # the first step is scaled to unit length; later ones trust the estimate
-        step = 1.0 / pseudo_norm if not pairs else 1.0
+        step = 1.0 / np.sqrt(pseudo_sq) if not pairs else 1.0
         for _ in range(max_linesearch):
-            w_new = w + step * direction
-            if l1 > 0:
-                w_new[np.sign(w_new) != orthant] = 0.0
+            norm_new, decrease = steps.trial_point(w, direction, step, pseudo, owlqn, w_new)
             loss_new, grad_new = loss_grad(w_new)
-            objective_new = loss_new + l1 * np.abs(w_new).sum()
+            objective_new = loss_new + l1 * norm_new
             if np.isfinite(objective_new) and (
-                    objective_new <= objective + 1e-4 * (pseudo @ (w_new - w))):
+                    objective_new <= objective + 1e-4 * decrease):
                 break
             step *= 0.5
         else:
             stop = Stop.LINE_SEARCH
             break
-        s = w_new - w
-        y = grad_new - grad
-        sy = s @ y
-        if sy > 1e-10 * (y @ y):
-            pairs.append((s, y, 1.0 / sy))
-            if len(pairs) > memory:
-                pairs.pop(0)
-        w, grad, objective = w_new, grad_new, objective_new
+        s, y = pairs.slot()
+        sy, yy = steps.curvature_pair(w_new, w, grad_new, grad, s, y)
+        if sy > 1e-10 * yy:
+            pairs.keep(sy, yy)
+        # the accepted point's buffer swaps with the old one, the next trial's
+        w, w_new = w_new, w
+        grad, objective = grad_new, objective_new
         # the report shows the gradient norm at the point it reports the objective of
-        pseudo = _pseudo_gradient(w, grad, l1)
-        pseudo_norm = np.linalg.norm(pseudo)
-        if progress.record(objective, pseudo_norm):
+        pseudo_sq, w_sq = steps.pseudo_gradient(w, grad, l1, pseudo)
+        if progress.record(objective, np.sqrt(pseudo_sq)):
             stop = Stop.TOL
             break
     return SolverResult(w=w, n_iter=len(progress.loss_curve), stop=stop,
