@@ -74,13 +74,50 @@ def hot_first_entries(data, indices, indptr, binary, hot_slot):
 
 
 @compiled()
-def sequence_unary(values, entries, indptr, split, binary, hot_state, pair_ptr, pair_labels,
-                   pair_weights, lo, hi, unary):
+def cold_pairs_by_token(values, entries, indptr, split, binary, pair_ptr, pair_labels):
+    """The (feature, label) pairs of each token's infrequent features, in token order.
+
+    Returns ``(cold_ptr, cold_pairs, cold_labels, cold_values)``: token
+    ``t``'s pairs are ``cold_pairs[cold_ptr[t]:cold_ptr[t + 1]]``, in the
+    order of its entries (:func:`hot_first_entries`) and of each feature's
+    pairs, with their labels and their entry's value (``cold_values`` is
+    empty when ``binary``). Read by the kernels as one stream, they cost one
+    gather per pair, where the feature's pair list cost two dependent ones
+    (its bounds, then its pairs).
+    """
+    n_tokens = indptr.shape[0] - 1
+    cold_ptr = np.empty(n_tokens + 1, np.int64)
+    cold_ptr[0] = 0
+    for t in range(n_tokens):
+        count = 0
+        for k in range(split[t], indptr[t + 1]):
+            count += pair_ptr[entries[k] + 1] - pair_ptr[entries[k]]
+        cold_ptr[t + 1] = cold_ptr[t] + count
+    n_cold = cold_ptr[n_tokens]
+    cold_pairs = np.empty(n_cold, np.int32)
+    cold_labels = np.empty(n_cold, np.int32)
+    cold_values = np.empty(0 if binary else n_cold)
+    for t in range(n_tokens):
+        at = cold_ptr[t]
+        for k in range(split[t], indptr[t + 1]):
+            f = entries[k]
+            for p in range(pair_ptr[f], pair_ptr[f + 1]):
+                cold_pairs[at] = p
+                cold_labels[at] = pair_labels[p]
+                if not binary:
+                    cold_values[at] = values[k]
+                at += 1
+    return cold_ptr, cold_pairs, cold_labels, cold_values
+
+
+@compiled()
+def sequence_unary(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
+                   cold_values, binary, hot_state, pair_weights, lo, hi, unary):
     """Unary scores of tokens lo..hi-1 into ``unary[: hi - lo]``.
 
     The entries are those of :func:`hot_first_entries`. A frequent feature
     adds its row of the dense ``hot_state``, a loop that vectorizes; any other
-    adds its pairs' weights one by one.
+    adds its pairs' weights one by one (:func:`cold_pairs_by_token`).
     """
     n_classes = unary.shape[1]
     for r in range(hi - lo):
@@ -93,16 +130,14 @@ def sequence_unary(values, entries, indptr, split, binary, hot_state, pair_ptr, 
             hot = hot_state[entries[k]]
             for j in range(n_classes):
                 row[j] += value * hot[j]
-        for k in range(split[t], indptr[t + 1]):
-            value = 1.0 if binary else values[k]
-            f = entries[k]
-            for p in range(pair_ptr[f], pair_ptr[f + 1]):
-                row[pair_labels[p]] += value * pair_weights[p]
+        for i in range(cold_ptr[t], cold_ptr[t + 1]):
+            value = 1.0 if binary else cold_values[i]
+            row[cold_labels[i]] += value * pair_weights[cold_pairs[i]]
 
 
 @compiled()
-def sequence_emission(entries, indptr, split, exp_hot, pair_ptr, pair_labels, exp_pairs, lo,
-                      hi, emission):
+def sequence_emission(entries, indptr, split, cold_ptr, cold_pairs, cold_labels, exp_hot,
+                      exp_pairs, lo, hi, emission):
     """``exp(unary)`` of binary tokens lo..hi-1, each row scaled to max 1, into ``emission``.
 
     Each row is the product of the exponentiated weights of the token's pairs
@@ -123,10 +158,8 @@ def sequence_emission(entries, indptr, split, exp_hot, pair_ptr, pair_labels, ex
             hot = exp_hot[entries[k]]
             for j in range(n_classes):
                 row[j] *= hot[j]
-        for k in range(split[t], indptr[t + 1]):
-            f = entries[k]
-            for p in range(pair_ptr[f], pair_ptr[f + 1]):
-                row[pair_labels[p]] *= exp_pairs[p]
+        for i in range(cold_ptr[t], cold_ptr[t + 1]):
+            row[cold_labels[i]] *= exp_pairs[cold_pairs[i]]
         top = row[0]
         for j in range(1, n_classes):
             top = max(top, row[j])
@@ -138,13 +171,13 @@ def sequence_emission(entries, indptr, split, exp_hot, pair_ptr, pair_labels, ex
 
 
 @compiled()
-def scatter_expected(values, entries, indptr, split, binary, pair_ptr, pair_labels, lo, hi,
-                     marginals, hot_expected, expected):
+def scatter_expected(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
+                     cold_values, binary, lo, hi, marginals, hot_expected, expected):
     """Add feature value times marginal over tokens lo..hi-1 to the expected counts.
 
     The entries are those of :func:`hot_first_entries`. Frequent features go
     to their dense row of ``hot_expected`` (every label), the others to their
-    pairs in ``expected``.
+    pairs in ``expected`` (:func:`cold_pairs_by_token`).
     """
     n_classes = marginals.shape[1]
     for r in range(hi - lo):
@@ -155,11 +188,9 @@ def scatter_expected(values, entries, indptr, split, binary, pair_ptr, pair_labe
             hot = hot_expected[entries[k]]
             for j in range(n_classes):
                 hot[j] += value * row[j]
-        for k in range(split[t], indptr[t + 1]):
-            value = 1.0 if binary else values[k]
-            f = entries[k]
-            for p in range(pair_ptr[f], pair_ptr[f + 1]):
-                expected[p] += value * row[pair_labels[p]]
+        for i in range(cold_ptr[t], cold_ptr[t + 1]):
+            value = 1.0 if binary else cold_values[i]
+            expected[cold_pairs[i]] += value * row[cold_labels[i]]
 
 
 @compiled()
@@ -200,15 +231,16 @@ def summed_pair_partials(partial, hot_partial, hot_features, pair_ptr, pair_labe
 
 
 @compiled(parallel=True)
-def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pair_labels,
-              pair_weights, transitions, start, end, offsets, hot_features, partial,
-              hot_partial):
+def nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels, cold_values,
+              binary, max_entries, pair_ptr, pair_labels, pair_weights, transitions, start, end,
+              offsets, hot_features, partial, hot_partial):
     """Everything the CRF loss needs from the features, in one pass over the tokens.
 
     The features are a CSR matrix in the order of :func:`hot_first_entries`
     (``values``, ``entries``, ``indptr``, ``split``; with ``binary`` every
     value is 1 and ``values`` is not read), whose rows have at most
-    ``max_entries`` entries. State weights exist
+    ``max_entries`` entries; its infrequent features are read as the pairs
+    of :func:`cold_pairs_by_token` (``cold_ptr``...). State weights exist
     for (feature, label) pairs only: feature ``f`` owns pairs
     ``pair_ptr[f]:pair_ptr[f + 1]``, pair ``p`` has label ``pair_labels[p]`` and
     weight ``pair_weights[p]``. The sequences are split into ``n_chunks``
@@ -304,8 +336,9 @@ def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pai
                 # sequences of one length side by side, each lane as the pass of one
                 for lane in range(group.shape[0]):
                     lo = offsets[group[lane]]
-                    log_scale = sequence_emission(entries, indptr, split, exp_hot, pair_ptr,
-                                                  pair_labels, exp_pairs, lo, lo + n, work[2])
+                    log_scale = sequence_emission(entries, indptr, split, cold_ptr, cold_pairs,
+                                                  cold_labels, exp_hot, exp_pairs, lo, lo + n,
+                                                  work[2])
                     for r in range(n):
                         for j in range(n_classes):
                             lane_emission[r, j, lane] = work[2][r, j]
@@ -329,14 +362,16 @@ def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pai
                             for j in range(n_classes):
                                 chunk_counts[c, i, j] += lane_counts[i, j, lane]
                 elif by_products:
-                    log_scale = sequence_emission(entries, indptr, split, exp_hot, pair_ptr,
-                                                  pair_labels, exp_pairs, lo, hi, work[2])
+                    log_scale = sequence_emission(entries, indptr, split, cold_ptr, cold_pairs,
+                                                  cold_labels, exp_hot, exp_pairs, lo, hi,
+                                                  work[2])
                     lz = emission_posteriors(transitions, start, end, n, log_scale,
                                              potentials, np.bool_(True), marginals,
                                              chunk_counts[c], work)
                 if np.isnan(lz):
-                    sequence_unary(values, entries, indptr, split, binary, hot_state,
-                                   pair_ptr, pair_labels, pair_weights, lo, hi, unary)
+                    sequence_unary(values, entries, indptr, split, cold_ptr, cold_pairs,
+                                   cold_labels, cold_values, binary, hot_state, pair_weights,
+                                   lo, hi, unary)
                     lz = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
                                              potentials, np.bool_(True), marginals,
                                              chunk_counts[c], work)
@@ -347,8 +382,9 @@ def nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pai
                 for j in range(n_classes):
                     chunk_start[c, j] += marginals[0, j]
                     chunk_end[c, j] += marginals[n - 1, j]
-                scatter_expected(values, entries, indptr, split, binary, pair_ptr,
-                                 pair_labels, lo, hi, marginals, hot_partial[c], partial[c])
+                scatter_expected(values, entries, indptr, split, cold_ptr, cold_pairs,
+                                 cold_labels, cold_values, binary, lo, hi, marginals,
+                                 hot_partial[c], partial[c])
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, pair_ptr,
                                           pair_labels)
@@ -406,10 +442,13 @@ class FusedChainTerms:
         self.hot_features = np.asarray(hot_features, dtype=np.int64)
         self.values, self.entries, self.split = hot_first_entries(
             *self.features.kernel_args(), hot_slot)
+        self.cold = cold_pairs_by_token(self.values, self.entries, self.features.indptr,
+                                        self.split, self.features.binary,
+                                        self.pairs.feature_ptr, self.pairs.labels)
 
     def kernel_args(self):
         """The features as the fused kernels read them (see :func:`nll_terms`)."""
-        return (self.values, self.entries, self.features.indptr, self.split,
+        return (self.values, self.entries, self.features.indptr, self.split, *self.cold,
                 self.features.binary, np.float64(self.max_entries))
 
     def workspace(self):

@@ -17,9 +17,9 @@ from ._chain_fused import (FusedChainTerms, hot_state_rows, scatter_expected,
 
 
 @compiled(parallel=True)
-def tree_nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr, pair_labels,
-                   pair_weights, transitions, root, parents, offsets, hot_features, partial,
-                   hot_partial):
+def tree_nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
+                   cold_values, binary, max_entries, pair_ptr, pair_labels, pair_weights,
+                   transitions, root, parents, offsets, hot_features, partial, hot_partial):
     """Everything the tree CRF's loss needs from the features, in one pass over the tokens.
 
     Arguments as :func:`~._chain_fused.nll_terms`, with ``root`` scores
@@ -63,8 +63,8 @@ def tree_nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr
             n = hi - lo
             if n == 0:
                 continue
-            sequence_unary(values, entries, indptr, split, binary, hot_state, pair_ptr,
-                           pair_labels, pair_weights, lo, hi, unary)
+            sequence_unary(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
+                           cold_values, binary, hot_state, pair_weights, lo, hi, unary)
             # typed like the prediction kernel's arguments (see _batch.compiled),
             # so that both share one compiled tree_sequence_posteriors
             lz = tree_sequence_posteriors(unary, transitions, root, parents[lo:hi],
@@ -77,8 +77,9 @@ def tree_nll_terms(values, entries, indptr, split, binary, max_entries, pair_ptr
                 if parents[lo + v] < 0:
                     for j in range(n_classes):
                         chunk_root[c, j] += marginals[v, j]
-            scatter_expected(values, entries, indptr, split, binary, pair_ptr, pair_labels,
-                             lo, hi, marginals, hot_partial[c], partial[c])
+            scatter_expected(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
+                             cold_values, binary, lo, hi, marginals, hot_partial[c],
+                             partial[c])
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, pair_ptr,
                                           pair_labels)
