@@ -327,6 +327,10 @@ def nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
             lane_longest = 0
         lanes = lane_workspace(lane_longest, n_classes, LANE_MAX)
         lane_emission, lane_alpha, lane_beta, _, _, _, lane_counts, lane_log_z = lanes
+        # each lane's rows, one sequence after another: its emission, then its
+        # marginals; moved to and from the lanes' layout a whole group at a time,
+        # with one side of every copy contiguous
+        lane_rows = np.empty((LANE_MAX if lane_longest else 0, lane_longest, n_classes))
         first = 0
         for g in range(group_ends.shape[0]):
             group = order[first:group_ends[g]]
@@ -334,17 +338,26 @@ def nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
             n = offsets[group[0] + 1] - offsets[group[0]]
             if group.shape[0] > 1:
                 # sequences of one length side by side, each lane as the pass of one
-                for lane in range(group.shape[0]):
+                m = group.shape[0]
+                for lane in range(m):
                     lo = offsets[group[lane]]
                     log_scale = sequence_emission(entries, indptr, split, cold_ptr, cold_pairs,
                                                   cold_labels, exp_hot, exp_pairs, lo, lo + n,
-                                                  work[2])
-                    for r in range(n):
-                        for j in range(n_classes):
-                            lane_emission[r, j, lane] = work[2][r, j]
+                                                  lane_rows[lane])
                     lane_log_z[lane] = (log_scale + start_max + end_max
                                         + (n - 1) * trans_max)
-                lane_forward_backward(exp_trans, exp_start, exp_end, n, group.shape[0], lanes)
+                for r in range(n):
+                    for j in range(n_classes):
+                        row = lane_emission[r, j]
+                        for lane in range(m):
+                            row[lane] = lane_rows[lane, r, j]
+                lane_forward_backward(exp_trans, exp_start, exp_end, n, m, lanes)
+                for r in range(n):
+                    for j in range(n_classes):
+                        a = lane_alpha[r, j]
+                        b = lane_beta[r, j]
+                        for lane in range(m):
+                            lane_rows[lane, r, j] = a[lane] * b[lane]
             for lane in range(group.shape[0]):
                 q = group[lane]
                 lo = offsets[q]
@@ -352,12 +365,11 @@ def nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
                 if n == 0:
                     continue
                 lz = np.nan
+                rows = marginals
                 if group.shape[0] > 1:
                     lz = lane_log_z[lane]
                     if not np.isnan(lz):
-                        for r in range(n):
-                            for j in range(n_classes):
-                                marginals[r, j] = lane_alpha[r, j, lane] * lane_beta[r, j, lane]
+                        rows = lane_rows[lane]
                         for i in range(n_classes):
                             for j in range(n_classes):
                                 chunk_counts[c, i, j] += lane_counts[i, j, lane]
@@ -380,10 +392,10 @@ def nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
                     # no marginals were written (the loss is not finite anyway)
                     continue
                 for j in range(n_classes):
-                    chunk_start[c, j] += marginals[0, j]
-                    chunk_end[c, j] += marginals[n - 1, j]
+                    chunk_start[c, j] += rows[0, j]
+                    chunk_end[c, j] += rows[n - 1, j]
                 scatter_expected(values, entries, indptr, split, cold_ptr, cold_pairs,
-                                 cold_labels, cold_values, binary, lo, hi, marginals,
+                                 cold_labels, cold_values, binary, lo, hi, rows,
                                  hot_partial[c], partial[c])
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, pair_ptr,
