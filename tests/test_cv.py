@@ -89,8 +89,9 @@ def test_refit_reaches_grid_search_s_optimum(searched, spanish_test):
     X_test, y_test = spanish_test
     ours, theirs = cv.predict(X_test), best.predict(X_test)
     assert np.mean(np.concatenate(ours) != np.concatenate(theirs)) <= 0.005
+    # within that radius a span or two of the test set's may flip (0.002 of F1 each)
     assert span_f1_score(y_test, [list(p) for p in ours]) == pytest.approx(
-        span_f1_score(y_test, [list(p) for p in theirs]), abs=0.002)
+        span_f1_score(y_test, [list(p) for p in theirs]), abs=0.005)
 
 
 def test_refit_starts_from_the_folds_solutions(searched):

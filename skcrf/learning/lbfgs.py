@@ -141,22 +141,22 @@ class _Pairs:
         """
         rows = self.rows
         if not rows:
-            steps.negate_dot(direction, pseudo, pseudo)
+            steps.axpby_dot(direction, 0.0, -1.0, pseudo, pseudo)
             return steps.descent_slope(direction, pseudo, owlqn)
         s, y = self.s, self.y
         coefs = [0.0] * len(rows)
-        product = steps.negate_dot(direction, pseudo, s[rows[-1][0]])
+        product = steps.axpby_dot(direction, 0.0, -1.0, pseudo, s[rows[-1][0]])
         for k in range(len(rows) - 1, -1, -1):
             row, sy, _ = rows[k]
             coefs[k] = a = product / sy
             following = s[rows[k - 1][0]] if k else pseudo  # (unused at the end)
-            product = steps.axpy_dot(direction, -a, y[row], following)
+            product = steps.axpby_dot(direction, 1.0, -a, y[row], following)
         _, sy, yy = rows[-1]
-        product = steps.scale_dot(direction, sy / yy, y[rows[0][0]])
+        product = steps.axpby_dot(direction, sy / yy, 0.0, pseudo, y[rows[0][0]])
         for k, (row, sy, _) in enumerate(rows):
             b = product / sy
             following = y[rows[k + 1][0]] if k + 1 < len(rows) else pseudo
-            product = steps.axpy_dot(direction, coefs[k] - b, s[row], following)
+            product = steps.axpby_dot(direction, 1.0, coefs[k] - b, s[row], following)
         return steps.descent_slope(direction, pseudo, owlqn)
 
 
