@@ -19,7 +19,6 @@ import time
 import warnings
 
 import numba
-import numpy as np
 from common import PeakRSS, data_home, sent2features
 
 from skcrf import CRFClassifier

@@ -6,10 +6,8 @@ import os
 import sys
 import threading
 import time
-import tracemalloc
 from pathlib import Path
 
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -24,9 +22,15 @@ def data_home():
 
 
 def best_of(repeats, run):
-    """The fastest of ``repeats`` wall-clock timings of ``run()``, in seconds."""
+    """The fastest of ``repeats`` wall-clock timings of ``run()``, in seconds.
+
+    Each timing starts after a full garbage collection: the objects an earlier
+    step left (a fit's millions of feature dicts) would otherwise be scanned
+    by whichever timed call first crosses the collector's threshold.
+    """
     times = []
     for _ in range(repeats):
+        gc.collect()
         started = time.perf_counter()
         run()
         times.append(time.perf_counter() - started)
