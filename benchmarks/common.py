@@ -8,7 +8,6 @@ import threading
 import time
 from pathlib import Path
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from skcrf.datasets import get_data_home  # noqa: E402

@@ -139,10 +139,15 @@ class _Names:
 
 
 class _Training:
-    """One training set's problem and objective, built once for every fit on it."""
+    """One training set's problem and objective, built once for every fit on it.
 
-    def __init__(self, estimator, X, y):
+    ``vectorizer`` is the one that featurized ``X`` from dicts, if any: a
+    model stored from this set keeps it, to featurize what it predicts on.
+    """
+
+    def __init__(self, estimator, X, y, vectorizer=None):
         self.data = estimator._training_data(X, y)
+        self.data.vectorizer = vectorizer
         self.problem = estimator._training_problem(self.data)
         self.objective = self.problem.objective(self.data, l2=estimator._l2)
         self.data.label_ids = None  # the objective has what it needs from them
@@ -423,8 +428,7 @@ class CRFClassifierCV(CRFClassifier):
         """
         started = time.perf_counter()
         estimator = self._estimator(alpha)
-        training = _Training(estimator, X, y)
-        training.data.vectorizer = vectorizer
+        training = _Training(estimator, X, y, vectorizer)
         w0 = training.mean_weights(solutions, best)
         result = training.solve(estimator, w0)
         training.store(self, result)

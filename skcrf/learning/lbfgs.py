@@ -140,12 +140,13 @@ class _Pairs:
         product it needs; then OWL-QN's sign rule when ``owlqn``.
         """
         rows = self.rows
-        if not rows:
-            steps.axpby_dot(direction, 0.0, -1.0, pseudo, pseudo)
-            return steps.descent_slope(direction, pseudo, owlqn)
         s, y = self.s, self.y
         coefs = [0.0] * len(rows)
-        product = steps.axpby_dot(direction, 0.0, -1.0, pseudo, s[rows[-1][0]])
+        # direction = -pseudo, with the product the first update needs
+        product = steps.axpby_dot(direction, 0.0, -1.0, pseudo,
+                                  s[rows[-1][0]] if rows else pseudo)
+        if not rows:
+            return steps.descent_slope(direction, pseudo, owlqn)
         for k in range(len(rows) - 1, -1, -1):
             row, sy, _ = rows[k]
             coefs[k] = a = product / sy
