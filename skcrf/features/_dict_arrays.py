@@ -90,15 +90,19 @@ def _vectorize(X, vocabulary, grow, separator):
     return data, indices.astype(np.int64), indptr, offsets
 
 
-def _vectorize_compact(X, vocabulary, grow, separator):
+def _vectorize_compact(X, vocabulary, grow, separator, chunk_first=None):
     """:func:`_vectorize` in the form that holds the least memory.
 
     ``data`` is None when every value is 1 (indicator features, the usual
     case) and ``indices`` are int32: 4 bytes per non-zero instead of 16.
+    ``chunk_first``, if given, is tried on each chunk before the flat path: a
+    function of the chunk's sequences that returns the flat path's output for
+    them, or None to leave them to it (the transform's
+    :func:`~._columns_by_key.vectorize_by_key`).
     """
     n_known = len(vocabulary)
     with _collector_paused():
-        arrays = _vectorize_chunks(X, vocabulary, grow, separator)
+        arrays = _vectorize_chunks(X, vocabulary, grow, separator, chunk_first)
     if arrays is None:
         # forget the names a partial flat pass added, then start over
         for name in list(islice(vocabulary, n_known, None)):
@@ -133,7 +137,7 @@ def _release_freed_memory():
         _MALLOC_TRIM(0)
 
 
-def _vectorize_chunks(X, vocabulary, grow, separator):
+def _vectorize_chunks(X, vocabulary, grow, separator, chunk_first=None):
     """:func:`_vectorize_flat` over runs of about ``_CHUNK_TOKENS`` tokens.
 
     The flat path makes several passes over lists of every value; on chunks,
@@ -145,7 +149,7 @@ def _vectorize_chunks(X, vocabulary, grow, separator):
     most that), then trimmed in place: no concatenation holding every entry
     twice. The float values are kept only once one differs from 1. Returns
     None if a chunk needs the loop, in the form of :func:`_vectorize_compact`
-    otherwise.
+    otherwise. ``chunk_first`` is as in :func:`_vectorize_compact`.
     """
     lengths = np.fromiter(map(len, X), dtype=np.int64, count=len(X))
     offsets = np.zeros(len(X) + 1, dtype=np.int64)
@@ -165,8 +169,10 @@ def _vectorize_chunks(X, vocabulary, grow, separator):
     sequences = iter(X)
     nnz = 0
     for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
-        part = _vectorize_flat(list(islice(sequences, last - first)), vocabulary, grow,
-                               separator)
+        chunk = list(islice(sequences, last - first))
+        part = None if chunk_first is None else chunk_first(chunk)
+        if part is None:
+            part = _vectorize_flat(chunk, vocabulary, grow, separator)
         if part is None:
             return None
         part_data, part_indices, part_indptr, _ = part

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Mapping
+from functools import partial
 from itertools import islice, repeat
 from typing import Optional
 
@@ -17,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
+from ._columns_by_key import columns_by_key, vectorize_by_key
 from ._dict_arrays import _factorize, _release_freed_memory, _vectorize_compact
 from ._kernels import column_counts, remap_columns, sort_row_indices
 from ._parents import PARENT_KEY
@@ -245,8 +247,10 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                 _remap_in_place(indices, remap)
                 data, indices, indptr = _drop_columns(data, indices, indptr)
         else:
-            data, indices, indptr, offsets = _vectorize_compact(X, self.vocabulary_, False,
-                                                                self.separator)
+            tables = columns_by_key(self)
+            data, indices, indptr, offsets = _vectorize_compact(
+                X, self.vocabulary_, False, self.separator,
+                chunk_first=partial(vectorize_by_key, tables=tables))
         data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
         return data, indices, indptr, offsets, parents
 

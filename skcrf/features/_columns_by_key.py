@@ -1,0 +1,170 @@
+"""Feature dicts to columns by key: the transform path for a fitted vocabulary.
+
+A one-hot name is ``key + separator + value``. Building that string for every
+value (or for every distinct (key, value) pair, as the flat path does) and
+hashing it again costs more than the lookup itself; with the vocabulary split
+by key into ``value -> column`` tables, each value is one lookup of a string
+whose hash Python already holds. Tokens that share a layout (the same keys in
+the same order: nearly all of them, for feature functions that always emit the
+same keys) are transposed so that each key's values are looked up in one
+C-level pass.
+"""
+
+import weakref
+from bisect import bisect_left
+from itertools import chain, repeat
+from operator import itemgetter
+
+import numpy as np
+
+from ._dict_arrays import _factorize
+
+# The tables of each fitted vectorizer, beside it rather than in its __dict__:
+# pickles and model files carry the vocabulary already, and the tables are
+# rebuilt from it on the first transform that needs them.
+_TABLES = weakref.WeakKeyDictionary()
+
+# Tokens must average at least this many per layout: below it, the per-key
+# numpy calls of each layout cost more than the flat path's per-value work.
+_MIN_TOKENS_PER_LAYOUT = 64
+
+_NUMBER_TYPES = frozenset({float, int, bool})
+
+
+class ColumnsByKey:
+    """The one-hot columns of a vocabulary by key, then by value.
+
+    ``of_key(key)`` is the dict ``value -> vocabulary[key + separator +
+    value]`` over the names that start with ``key + separator``; it is built
+    on first use, from the names in sorted order, where they are neighbours.
+
+    Parameters
+    ----------
+    vocabulary : dict of str to int
+        Feature name to column; read, never changed.
+    separator : str
+        Between a key and a str value in a name.
+    """
+
+    def __init__(self, vocabulary, separator):
+        self.vocabulary = vocabulary
+        self.separator = separator
+        self._sorted_names = None
+        self._tables = {}
+
+    def of_key(self, key):
+        """``value -> column`` of the one-hot names of ``key`` (a str)."""
+        table = self._tables.get(key)
+        if table is None:
+            if self._sorted_names is None:
+                self._sorted_names = sorted(self.vocabulary)
+            names = self._sorted_names
+            head = key + self.separator
+            end = start = bisect_left(names, head)
+            while end < len(names) and names[end].startswith(head):
+                end += 1
+            n = len(head)
+            table = self._tables[key] = {name[n:]: self.vocabulary[name]
+                                         for name in names[start:end]}
+        return table
+
+
+def columns_by_key(vectorizer):
+    """The :class:`ColumnsByKey` of a fitted vectorizer's vocabulary, kept for reuse."""
+    tables = _TABLES.get(vectorizer)
+    if (tables is None or tables.vocabulary is not vectorizer.vocabulary_
+            or tables.separator != vectorizer.separator):
+        tables = _TABLES[vectorizer] = ColumnsByKey(vectorizer.vocabulary_,
+                                                    vectorizer.separator)
+    return tables
+
+
+def vectorize_by_key(X, tables):
+    """CSR arrays of ``X`` against a fixed vocabulary, or None to leave it to the flat path.
+
+    Plain dicts of str keys whose values are, key by key within each layout,
+    either all str or all exactly float, int or bool; anything else returns
+    None (the flat path and the loop handle it, and name the errors). The
+    output is the flat path's exactly: entries in token order, then in the
+    order of each dict's keys; unknown names and zero numbers dropped.
+
+    Returns
+    -------
+    data : ndarray of float64
+    indices : ndarray of int64
+    indptr : ndarray of int64 of shape (n_tokens + 1,)
+    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    """
+    tokens = list(chain.from_iterable(X))
+    if not tokens or set(map(type, tokens)) != {dict}:
+        return None
+    layout_ids, layouts = _factorize(list(map(tuple, tokens)))
+    if len(layouts) * _MIN_TOKENS_PER_LAYOUT > len(tokens):
+        return None
+    if not all(type(key) is str for key in chain.from_iterable(layouts)):
+        return None
+    layout_lengths = np.fromiter(map(len, layouts), dtype=np.int64, count=len(layouts))
+    token_starts = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(layout_lengths[layout_ids], out=token_starts[1:])
+    indices = np.empty(token_starts[-1], dtype=np.int64)
+    data = None  # all ones until a number says otherwise
+    by_layout = np.argsort(layout_ids, kind="stable")
+    layout_bounds = np.zeros(len(layouts) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(layout_ids, minlength=len(layouts)), out=layout_bounds[1:])
+    for layout, first, last in zip(layouts, layout_bounds[:-1].tolist(),
+                                   layout_bounds[1:].tolist()):
+        members = by_layout[first:last]
+        starts = token_starts[members]
+        values = list(chain.from_iterable(map(dict.values, map(tokens.__getitem__,
+                                                                members.tolist()))))
+        width = len(layout)
+        for j, key in enumerate(layout):
+            column = values[j::width]
+            if type(column[0]) is str:
+                columns = _str_columns(column, tables.of_key(key))
+                if columns is None:
+                    return None
+            else:
+                numbers = _numbers(column)
+                if numbers is None:
+                    return None
+                if data is None:
+                    data = np.ones(indices.shape[0])
+                data[starts + j] = numbers
+                columns = tables.vocabulary.get(key, -1)
+            indices[starts + j] = columns
+    kept = indices >= 0
+    if data is not None:
+        kept &= data != 0
+    kept_before = np.zeros(kept.shape[0] + 1, dtype=np.int64)
+    np.cumsum(kept, out=kept_before[1:])
+    data = np.ones(int(kept_before[-1])) if data is None else data[kept]
+    offsets = np.zeros(len(X) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, X), dtype=np.int64, count=len(X)), out=offsets[1:])
+    return data, indices[kept], kept_before[token_starts], offsets
+
+
+def _str_columns(column, table):
+    """Columns of a key's values (-1 if unknown), or None if some value is not a str.
+
+    A value found in the table equals one of its str keys; only the values not
+    found need their type checked (numbers never equal a str).
+    """
+    columns = np.fromiter(map(table.get, column, repeat(-1)), dtype=np.int64,
+                          count=len(column))
+    missing = np.flatnonzero(columns < 0).tolist()
+    if len(missing) == 1:
+        missing.append(missing[0])  # itemgetter of one index returns no tuple
+    if missing and set(map(type, itemgetter(*missing)(column))) != {str}:
+        return None
+    return columns
+
+
+def _numbers(column):
+    """The float64 values of a key's numbers, or None if some value is not float, int or bool."""
+    if not set(map(type, column)) <= _NUMBER_TYPES:
+        return None
+    try:
+        return np.fromiter(column, dtype=np.float64, count=len(column))
+    except OverflowError:  # an int beyond float64: the loop raises its own error
+        return None

@@ -1,0 +1,127 @@
+"""The transform's path by key reproduces the loop, and its tables follow the vocabulary."""
+
+import math
+import pickle
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skcrf import SequenceVectorizer
+from skcrf.features import _columns_by_key
+from skcrf.features._columns_by_key import ColumnsByKey, columns_by_key, vectorize_by_key
+from skcrf.features._dict_arrays import _vectorize_loop
+
+from .test_vectorizer import tutorial_dicts
+
+strings = st.sampled_from(["a", "b", "é", "x=y", "", "1", "=", "a=b"])
+numbers = st.one_of(st.integers(-2, 2), st.booleans(),
+                    st.sampled_from([0.0, -0.0, 1.0, 0.5, -2.5, math.nan]))
+# each key keeps one kind of value, as feature functions do, except "mixed"
+token_values = {"w": strings, "w=x": strings, "-1:w": strings, "": strings,
+                "n": numbers, "bias": st.just(1.0), "mixed": st.one_of(strings, numbers)}
+
+
+@st.composite
+def layouts_and_tokens(draw):
+    """Sequences whose tokens share a few layouts (as feature functions make them)."""
+    keys = list(token_values)
+    layouts = draw(st.lists(st.lists(st.sampled_from(keys), unique=True, max_size=5),
+                            min_size=1, max_size=3))
+    sequences = []
+    for _ in range(draw(st.integers(0, 4))):
+        sequence = []
+        for _ in range(draw(st.integers(0, 5))):
+            layout = draw(st.sampled_from(layouts))
+            sequence.append({key: draw(token_values[key]) for key in layout})
+        sequences.append(sequence)
+    return sequences
+
+
+def assert_same_arrays(got, expected):
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+
+
+@settings(max_examples=200, deadline=None)
+@given(X=layouts_and_tokens(), separator=st.sampled_from(["=", "", ":"]),
+       keep=st.integers(1, 3))
+def test_by_key_matches_loop(X, separator, keep):
+    fitted = {}
+    _vectorize_loop(X, fitted, True, separator)
+    # a vocabulary that misses some names, with columns in another order
+    known = {name: i for i, name in enumerate(sorted(fitted)[::keep])}
+    with mock.patch.object(_columns_by_key, "_MIN_TOKENS_PER_LAYOUT", 0):
+        got = vectorize_by_key(X, ColumnsByKey(known, separator))
+    expected = _vectorize_loop(X, dict(known), False, separator)
+    if got is None:
+        # only a key holding both str and numbers, or no token at all, defers
+        assert not any(X) or any("mixed" in token for seq in X for token in seq)
+    else:
+        assert_same_arrays(got, expected)
+
+
+@pytest.mark.parametrize("X", [
+    [[{"w": "a"}, {"w": 1.0}]],            # one key, str and a number
+    [[{"w": 1.0}, {"w": "a"}]],
+    [[{"w": ["a"]}]],                      # a list value
+    [[{"w": None}]],
+    [[{"w": np.float64(2.0)}]],            # a float subclass: the loop's conversion
+    [[{1: "a"}]],                          # a key that is not a str
+    [[{"w": "a"}], [("w", "a")]],          # a token that is no dict
+    [[]],
+])
+def test_by_key_defers_what_it_does_not_handle(X):
+    with mock.patch.object(_columns_by_key, "_MIN_TOKENS_PER_LAYOUT", 0):
+        assert vectorize_by_key(X, ColumnsByKey({"w=a": 0, "w": 1}, "=")) is None
+
+
+def test_by_key_defers_tokens_of_many_layouts():
+    # every token its own layout: the flat path's per-value work is cheaper
+    X = [[{f"k{i}": "a"} for i in range(200)]]
+    assert vectorize_by_key(X, ColumnsByKey({"k0=a": 0}, "=")) is None
+
+
+def test_tutorial_features_take_the_path_by_key(conll2002_small):
+    X_train, _, X_test, _ = conll2002_small
+    train = [tutorial_dicts(s) for s in X_train]
+    test = [tutorial_dicts(s) for s in X_test]
+    vec = SequenceVectorizer().fit(train)
+    got = vectorize_by_key(test, columns_by_key(vec))
+    assert got is not None
+    assert_same_arrays(got, _vectorize_loop(test, dict(vec.vocabulary_), False, "="))
+    taken = []
+
+    def recording(chunk, tables):
+        arrays = vectorize_by_key(chunk, tables)
+        taken.append(arrays is not None)
+        return arrays
+
+    with mock.patch("skcrf.features.vectorizer.vectorize_by_key", recording):
+        Xt = vec.transform(test)
+    assert taken and all(taken)
+    reference = SequenceVectorizer().fit(train)
+    with mock.patch("skcrf.features.vectorizer.vectorize_by_key", lambda X, tables: None):
+        expected = reference.transform(test)
+    assert (Xt.matrix != expected.matrix).nnz == 0
+
+
+def test_tables_follow_a_refit_and_stay_out_of_the_estimator():
+    vec = SequenceVectorizer()
+    first = [[{"w": "a"}] * 70]
+    second = [[{"w": "b"}] * 70]
+    vec.fit(first)
+    assert vec.transform(first).matrix.nnz == 70
+    tables = columns_by_key(vec)
+    assert columns_by_key(vec) is tables  # kept between transforms
+    vec.fit(second)
+    assert columns_by_key(vec) is not tables
+    assert vec.transform(second).matrix.nnz == 70
+    assert vec.transform(first).matrix.nnz == 0
+    # nothing of the tables in the estimator: pickles and model files hold the vocabulary only
+    assert not any(isinstance(value, ColumnsByKey) for value in vars(vec).values())
+    copy = pickle.loads(pickle.dumps(vec))
+    assert copy.transform(second).matrix.nnz == 70
