@@ -1,4 +1,4 @@
-"""Feature dicts to columns by key: the transform path for a fitted vocabulary.
+"""Feature dicts to columns by key: the fast path for feature functions' dicts.
 
 A one-hot name is ``key + separator + value``. Building that string for every
 value (or for every distinct (key, value) pair, as the flat path does) and
@@ -7,7 +7,8 @@ by key into ``value -> column`` tables, each value is one lookup of a string
 whose hash Python already holds. Tokens that share a layout (the same keys in
 the same order: nearly all of them, for feature functions that always emit the
 same keys) are transposed so that each key's values are looked up in one
-C-level pass.
+C-level pass. ``fit`` takes this path when it sorts the names afterwards (the
+order in which they are found then does not matter), ``transform`` always.
 """
 
 import weakref
@@ -38,24 +39,33 @@ class ColumnsByKey:
     value]`` over the names that start with ``key + separator``; it is built
     on first use, from the names in sorted order, where they are neighbours.
 
+    With ``grow``, the vocabulary is being built (by :func:`vectorize_by_key`
+    and possibly the flat path): each table starts empty, and a value it
+    lacks is looked up by name, or added, when met.
+
     Parameters
     ----------
     vocabulary : dict of str to int
-        Feature name to column; read, never changed.
+        Feature name to column; read, and with ``grow`` added to.
     separator : str
         Between a key and a str value in a name.
+    grow : bool, default=False
+        Whether names met and not in ``vocabulary`` are added to it.
     """
 
-    def __init__(self, vocabulary, separator):
+    def __init__(self, vocabulary, separator, grow=False):
         self.vocabulary = vocabulary
         self.separator = separator
+        self.grow = grow
         self._sorted_names = None
         self._tables = {}
 
     def of_key(self, key):
         """``value -> column`` of the one-hot names of ``key`` (a str)."""
         table = self._tables.get(key)
-        if table is None:
+        if table is None and self.grow:
+            table = self._tables[key] = {}
+        elif table is None:
             if self._sorted_names is None:
                 self._sorted_names = sorted(self.vocabulary)
             names = self._sorted_names
@@ -80,13 +90,15 @@ def columns_by_key(vectorizer):
 
 
 def vectorize_by_key(X, tables):
-    """CSR arrays of ``X`` against a fixed vocabulary, or None to leave it to the flat path.
+    """CSR arrays of ``X`` by the tables of a vocabulary, or None to leave it to the flat path.
 
     Plain dicts of str keys whose values are, key by key within each layout,
     either all str or all exactly float, int or bool; anything else returns
     None (the flat path and the loop handle it, and name the errors). The
     output is the flat path's exactly: entries in token order, then in the
-    order of each dict's keys; unknown names and zero numbers dropped.
+    order of each dict's keys; unknown names and zero numbers dropped. With
+    ``tables.grow`` new names are added to the vocabulary key by key, not in
+    the order of their first occurrence: only for a caller that sorts them.
 
     Returns
     -------
@@ -121,7 +133,7 @@ def vectorize_by_key(X, tables):
         for j, key in enumerate(layout):
             column = values[j::width]
             if type(column[0]) is str:
-                columns = _str_columns(column, tables.of_key(key))
+                columns = _str_columns(column, key, tables)
                 if columns is None:
                     return None
             else:
@@ -132,6 +144,8 @@ def vectorize_by_key(X, tables):
                     data = np.ones(indices.shape[0])
                 data[starts + j] = numbers
                 columns = tables.vocabulary.get(key, -1)
+                if columns < 0 and tables.grow:
+                    columns = tables.vocabulary[key] = len(tables.vocabulary)
             indices[starts + j] = columns
     kept = indices >= 0
     if data is not None:
@@ -144,19 +158,36 @@ def vectorize_by_key(X, tables):
     return data, indices[kept], kept_before[token_starts], offsets
 
 
-def _str_columns(column, table):
-    """Columns of a key's values (-1 if unknown), or None if some value is not a str.
+def _str_columns(column, key, tables):
+    """Columns of a key's str values (-1 if unknown), or None if some value is not a str.
 
-    A value found in the table equals one of its str keys; only the values not
-    found need their type checked (numbers never equal a str).
+    A value found in the key's table equals one of its str keys; only the
+    values not found need their type checked (numbers never equal a str).
+    With ``tables.grow`` those get their columns, in the order first met.
     """
+    table = tables.of_key(key)
     columns = np.fromiter(map(table.get, column, repeat(-1)), dtype=np.int64,
                           count=len(column))
     missing = np.flatnonzero(columns < 0).tolist()
+    if not missing:
+        return columns
     if len(missing) == 1:
         missing.append(missing[0])  # itemgetter of one index returns no tuple
-    if missing and set(map(type, itemgetter(*missing)(column))) != {str}:
+    values = itemgetter(*missing)(column)
+    if set(map(type, values)) != {str}:
         return None
+    if tables.grow:
+        vocabulary = tables.vocabulary
+        head = key + tables.separator
+        for value in dict.fromkeys(values):
+            # another key may have made the same name ("w=x" + "y", "w" + "x=y")
+            name = head + value
+            column_of_name = vocabulary.get(name)
+            if column_of_name is None:
+                column_of_name = vocabulary[name] = len(vocabulary)
+            table[value] = column_of_name
+        columns[missing] = np.fromiter(map(table.__getitem__, values), dtype=np.int64,
+                                       count=len(values))
     return columns
 
 

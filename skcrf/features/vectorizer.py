@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
-from ._columns_by_key import columns_by_key, vectorize_by_key
+from ._columns_by_key import ColumnsByKey, columns_by_key, vectorize_by_key
 from ._dict_arrays import _factorize, _release_freed_memory, _vectorize_compact
 from ._kernels import column_counts, remap_columns, sort_row_indices
 from ._parents import PARENT_KEY
@@ -172,8 +172,12 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                 _remap_in_place(indices, name_ids.astype(np.int32))
         else:
             vocabulary = {}
-            data, indices, indptr, offsets = _vectorize_compact(X, vocabulary, True,
-                                                                self.separator)
+            # names found key by key, in no order of occurrence: only if sorted after
+            chunk_first = (partial(vectorize_by_key,
+                                   tables=ColumnsByKey(vocabulary, self.separator, grow=True))
+                           if self.sort else None)
+            data, indices, indptr, offsets = _vectorize_compact(
+                X, vocabulary, True, self.separator, chunk_first=chunk_first)
             names = list(vocabulary)
             _check_no_parent_names(vocabulary, self.separator)
             del vocabulary
@@ -289,8 +293,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
 def _check_no_parent_names(vocabulary, separator):
     """Raise if some token gave its parent while the first token of its sequence did not."""
     prefix = PARENT_KEY + separator
-    if PARENT_KEY in vocabulary or any(isinstance(name, str) and name.startswith(prefix)
-                                       for name in vocabulary):
+    # names made from dicts are str (see the key rule): str.startswith applies
+    if PARENT_KEY in vocabulary or any(map(str.startswith, vocabulary, repeat(prefix))):
         raise ValueError(
             f"Some tokens give their parent ({PARENT_KEY!r}) but the first token of their "
             f"sequence does not: give every token's parent (-1 or None for a root).")

@@ -16,7 +16,8 @@ from skcrf.features._dict_arrays import _vectorize_loop
 
 from .test_vectorizer import tutorial_dicts
 
-strings = st.sampled_from(["a", "b", "é", "x=y", "", "1", "=", "a=b"])
+# "w" + "x=y" and "w=x" + "y" make one name
+strings = st.sampled_from(["a", "b", "é", "x=y", "y", "", "1", "=", "a=b"])
 numbers = st.one_of(st.integers(-2, 2), st.booleans(),
                     st.sampled_from([0.0, -0.0, 1.0, 0.5, -2.5, math.nan]))
 # each key keeps one kind of value, as feature functions do, except "mixed"
@@ -62,6 +63,36 @@ def test_by_key_matches_loop(X, separator, keep):
         assert not any(X) or any("mixed" in token for seq in X for token in seq)
     else:
         assert_same_arrays(got, expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(X=layouts_and_tokens(), separator=st.sampled_from(["=", "", ":"]))
+def test_growing_by_key_finds_the_loops_names(X, separator):
+    """Names come key by key, not in order of occurrence; each entry names the same feature."""
+    vocabulary, loop_vocabulary = {}, {}
+    with mock.patch.object(_columns_by_key, "_MIN_TOKENS_PER_LAYOUT", 0):
+        got = vectorize_by_key(X, ColumnsByKey(vocabulary, separator, grow=True))
+    expected = _vectorize_loop(X, loop_vocabulary, True, separator)
+    if got is None:
+        assert not any(X) or any("mixed" in token for seq in X for token in seq)
+        return
+    assert set(vocabulary) == set(loop_vocabulary)
+    assert sorted(vocabulary.values()) == list(range(len(vocabulary)))
+    names, loop_names = list(vocabulary), list(loop_vocabulary)
+    assert [names[i] for i in got[1]] == [loop_names[i] for i in expected[1]]
+    for i in (0, 2, 3):
+        np.testing.assert_array_equal(got[i], expected[i])
+
+
+def test_growing_tables_resolve_names_made_elsewhere():
+    """A name already in the vocabulary (from another key, or the flat path) keeps its column."""
+    vocabulary = {"w=x=y": 0}
+    tables = ColumnsByKey(vocabulary, "=", grow=True)
+    with mock.patch.object(_columns_by_key, "_MIN_TOKENS_PER_LAYOUT", 0):
+        data, indices, _, _ = vectorize_by_key([[{"w": "x=y", "w=x": "y", "n": 0.0}]], tables)
+    assert indices.tolist() == [0, 0]
+    assert vocabulary == {"w=x=y": 0, "n": 1}  # a zero registers its name, as in the loop
+    assert tables.of_key("w") == {"x=y": 0} and tables.of_key("w=x") == {"y": 0}
 
 
 @pytest.mark.parametrize("X", [
