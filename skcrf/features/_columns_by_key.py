@@ -18,7 +18,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from ._dict_arrays import _factorize
+from ._numbering import factorize
 
 # The tables of each fitted vectorizer, beside it rather than in its __dict__:
 # pickles and model files carry the vocabulary already, and the tables are
@@ -110,7 +110,7 @@ def vectorize_by_key(X, tables):
     tokens = list(chain.from_iterable(X))
     if not tokens or set(map(type, tokens)) != {dict}:
         return None
-    layout_ids, layouts = _factorize(list(map(tuple, tokens)))
+    layout_ids, layouts = factorize(list(map(tuple, tokens)))
     if len(layouts) * _MIN_TOKENS_PER_LAYOUT > len(tokens):
         return None
     if not all(type(key) is str for key in chain.from_iterable(layouts)):

@@ -12,10 +12,12 @@ import numbers
 from array import array
 from collections.abc import Mapping
 from contextlib import contextmanager
-from itertools import chain, count, islice, repeat
+from itertools import chain, islice, repeat
 
 import numpy as np
 
+from ._columns_by_key import vectorize_by_key
+from ._numbering import factorize
 from .sequence_matrix import values_or_none
 
 _ITERABLE_VALUES = (list, tuple, set, frozenset)
@@ -90,19 +92,20 @@ def _vectorize(X, vocabulary, grow, separator):
     return data, indices.astype(np.int64), indptr, offsets
 
 
-def _vectorize_compact(X, vocabulary, grow, separator, chunk_first=None):
+def _vectorize_compact(X, vocabulary, grow, separator, tables=None):
     """:func:`_vectorize` in the form that holds the least memory.
 
     ``data`` is None when every value is 1 (indicator features, the usual
     case) and ``indices`` are int32: 4 bytes per non-zero instead of 16.
-    ``chunk_first``, if given, is tried on each chunk before the flat path: a
-    function of the chunk's sequences that returns the flat path's output for
-    them, or None to leave them to it (the transform's
-    :func:`~._columns_by_key.vectorize_by_key`).
+    ``tables``, the :class:`~._columns_by_key.ColumnsByKey` of
+    ``vocabulary`` if given, let each chunk try
+    :func:`~._columns_by_key.vectorize_by_key` before the flat path; with
+    ``grow`` the names are then found in no order of occurrence (for a caller
+    that sorts them).
     """
     n_known = len(vocabulary)
     with _collector_paused():
-        arrays = _vectorize_chunks(X, vocabulary, grow, separator, chunk_first)
+        arrays = _vectorize_chunks(X, vocabulary, grow, separator, tables)
     if arrays is None:
         # forget the names a partial flat pass added, then start over
         for name in list(islice(vocabulary, n_known, None)):
@@ -137,7 +140,7 @@ def _release_freed_memory():
         _MALLOC_TRIM(0)
 
 
-def _vectorize_chunks(X, vocabulary, grow, separator, chunk_first=None):
+def _vectorize_chunks(X, vocabulary, grow, separator, tables=None):
     """:func:`_vectorize_flat` over runs of about ``_CHUNK_TOKENS`` tokens.
 
     The flat path makes several passes over lists of every value; on chunks,
@@ -149,7 +152,7 @@ def _vectorize_chunks(X, vocabulary, grow, separator, chunk_first=None):
     most that), then trimmed in place: no concatenation holding every entry
     twice. The float values are kept only once one differs from 1. Returns
     None if a chunk needs the loop, in the form of :func:`_vectorize_compact`
-    otherwise. ``chunk_first`` is as in :func:`_vectorize_compact`.
+    otherwise. ``tables`` is as in :func:`_vectorize_compact`.
     """
     lengths = np.fromiter(map(len, X), dtype=np.int64, count=len(X))
     offsets = np.zeros(len(X) + 1, dtype=np.int64)
@@ -159,7 +162,8 @@ def _vectorize_chunks(X, vocabulary, grow, separator, chunk_first=None):
     except TypeError:
         return None  # a token without len() is no dict: the loop names it
     if capacity <= _SMALL_VALUES:
-        small = _vectorize_small(X, vocabulary, grow, separator)
+        small = _vectorize_small(X, vocabulary, grow, separator,
+                                 None if tables is None or tables.grow else tables)
         return None if small is None else (*small, offsets)
     ends = np.searchsorted(offsets[1:], np.arange(_CHUNK_TOKENS, offsets[-1], _CHUNK_TOKENS))
     bounds = np.unique(np.concatenate([[0], ends + 1, [len(X)]]).clip(0, len(X)))
@@ -170,7 +174,7 @@ def _vectorize_chunks(X, vocabulary, grow, separator, chunk_first=None):
     nnz = 0
     for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         chunk = list(islice(sequences, last - first))
-        part = None if chunk_first is None else chunk_first(chunk)
+        part = None if tables is None else vectorize_by_key(chunk, tables)
         if part is None:
             part = _vectorize_flat(chunk, vocabulary, grow, separator)
         if part is None:
@@ -188,7 +192,7 @@ def _vectorize_chunks(X, vocabulary, grow, separator, chunk_first=None):
     return _trimmed(data, nnz), _trimmed(indices, nnz), indptr, offsets
 
 
-def _vectorize_small(X, vocabulary, grow, separator):
+def _vectorize_small(X, vocabulary, grow, separator, tables=None):
     """:func:`_vectorize_compact`'s arrays for a few tokens, or None.
 
     Plain dicts of str keys and values of exactly str, float, int or bool,
@@ -196,10 +200,13 @@ def _vectorize_small(X, vocabulary, grow, separator):
     undoes the names added and leaves the input to the loop. On a few
     hundred values this beats :func:`_vectorize_flat`, whose fixed cost is
     dozens of numpy calls and whose several passes each find the values
-    out of cache again.
+    out of cache again. With ``tables``, the
+    :class:`~._columns_by_key.ColumnsByKey` of a fixed vocabulary, a str
+    value is looked up in its key's table and no name is built.
     """
     get = vocabulary.get
-    heads = {}  # key -> key + separator, checked once per key
+    # key -> key + separator, or with tables the key's table; checked once per key
+    heads = {}
     indices = []
     add_index = indices.append
     ends = []
@@ -218,12 +225,18 @@ def _vectorize_small(X, vocabulary, grow, separator):
                     except KeyError:
                         if type(key) is not str:
                             return None
-                        head = heads[key] = key + separator
-                    idx = get(head + value)
-                    if idx is None:
-                        if not grow:
+                        head = heads[key] = (key + separator if tables is None
+                                             else tables.of_key(key))
+                    if tables is not None:
+                        idx = head.get(value)
+                        if idx is None:
                             continue
-                        idx = vocabulary[head + value] = len(vocabulary)
+                    else:
+                        idx = get(head + value)
+                        if idx is None:
+                            if not grow:
+                                continue
+                            idx = vocabulary[head + value] = len(vocabulary)
                     add_index(idx)
                 elif kind is float or kind is int or kind is bool:
                     if type(key) is not str:
@@ -380,7 +393,7 @@ def _vectorize_flat(X, vocabulary, grow, separator):
     # "1.0", so any key that is not a str goes through the loop
     if set(map(type, distinct_keys)) - {str}:
         return None
-    value_ids, distinct_values = _factorize(values)
+    value_ids, distinct_values = factorize(values)
     n_values = len(distinct_values)
     pair_codes, pair_ids = _number_pairs(key_ids * n_values + value_ids,
                                          len(distinct_keys) * n_values)
@@ -418,28 +431,6 @@ def _vectorize_flat(X, vocabulary, grow, separator):
     return data[kept], indices[kept], kept_before[token_starts], offsets
 
 
-def _factorize(objects):
-    """Integer codes of hashable objects and the distinct ones in first-seen order.
-
-    One C-level pass: ``dict.setdefault`` with a running counter returns, for
-    each object, the position where it was first seen. A few objects (the
-    featurizer's columns of one sentence) are numbered directly, in Python:
-    the numpy calls that turn positions into codes would cost more.
-    """
-    if len(objects) < _SMALL_FACTORIZE:
-        index = {}
-        codes = [index.setdefault(obj, len(index)) for obj in objects]
-        return np.array(codes, dtype=np.int64), list(index)
-    first_seen = {}
-    positions = np.fromiter(map(first_seen.setdefault, objects, count()),
-                            dtype=np.int64, count=len(objects))
-    distinct_positions = np.fromiter(first_seen.values(), dtype=np.int64,
-                                     count=len(first_seen))
-    code_of_position = np.empty(len(objects), dtype=np.int64)
-    code_of_position[distinct_positions] = np.arange(len(first_seen))
-    return code_of_position[positions], list(first_seen)
-
-
 def _key_ids(tokens):
     """Key id of every value of every token, the distinct keys, and the value counts.
 
@@ -447,8 +438,8 @@ def _key_ids(tokens):
     keys are numbered once per distinct layout and spread to the tokens with
     numpy, instead of hashing every key of every token.
     """
-    layout_ids, layouts = _factorize(list(map(tuple, tokens)))
-    layout_key_ids, distinct_keys = _factorize(list(chain.from_iterable(layouts)))
+    layout_ids, layouts = factorize(list(map(tuple, tokens)))
+    layout_key_ids, distinct_keys = factorize(list(chain.from_iterable(layouts)))
     layout_lengths = np.fromiter(map(len, layouts), dtype=np.int64, count=len(layouts))
     layout_starts = np.cumsum(layout_lengths) - layout_lengths
     items_per_token = layout_lengths[layout_ids]

@@ -6,7 +6,7 @@ from operator import itemgetter
 import numpy as np
 
 from .._validation import _locate, check_sequences
-from ._dict_arrays import _factorize
+from ._numbering import factorize
 from ._parents import checked_parents
 from .sequence_matrix import SequenceMatrix
 
@@ -30,12 +30,12 @@ class _Tokens:
         self.n_tokens = int(self.offsets[-1])
         tokens = list(chain.from_iterable(X))
         try:
-            self.token_ids, self.types = _factorize(tokens)
+            self.token_ids, self.types = factorize(tokens)
         except TypeError:
             # lists do not hash: as tuples they do, if their items are str
             _check_tokens(tokens, self.lengths, head_column)
             tokens = list(map(tuple, tokens))
-            self.token_ids, self.types = _factorize(tokens)
+            self.token_ids, self.types = factorize(tokens)
         self.tokens = tokens
         self.n_columns = 0
         if self.types:
@@ -64,7 +64,7 @@ class _Tokens:
         """
         if self.is_str:
             return self.token_ids, self.types
-        codes, values = _factorize(list(map(itemgetter(c), self.types)))
+        codes, values = factorize(list(map(itemgetter(c), self.types)))
         return codes[self.token_ids], values
 
 

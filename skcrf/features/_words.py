@@ -4,7 +4,7 @@ import re
 
 import numpy as np
 
-from ._dict_arrays import _factorize
+from ._numbering import factorize
 
 
 def _has_digit(word):
@@ -84,7 +84,7 @@ def _word_group(words, feature, length, key):
 
 def _one_hot_group(key, values):
     """One column ``key=value`` per distinct value, in name order, and the column of each value."""
-    codes, distinct = _factorize(values)
+    codes, distinct = factorize(values)
     order = sorted(range(len(distinct)), key=distinct.__getitem__)
     rank = np.empty(len(distinct), dtype=np.int32)
     rank[order] = np.arange(len(distinct), dtype=np.int32)

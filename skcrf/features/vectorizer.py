@@ -5,7 +5,6 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Mapping
-from functools import partial
 from itertools import islice, repeat
 from typing import Optional
 
@@ -18,8 +17,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
-from ._columns_by_key import ColumnsByKey, columns_by_key, vectorize_by_key
-from ._dict_arrays import _factorize, _release_freed_memory, _vectorize_compact
+from ._columns_by_key import ColumnsByKey, columns_by_key
+from ._dict_arrays import _release_freed_memory, _vectorize_compact
+from ._numbering import factorize
 from ._kernels import column_counts, remap_columns, sort_row_indices
 from ._parents import PARENT_KEY
 from .sequence_matrix import SequenceMatrix, values_or_none
@@ -168,16 +168,14 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
             names_sorted = _strictly_increasing(names)
             if not names_sorted:
                 # distinct columns may share a name: give them one column
-                name_ids, names = _factorize(names)
+                name_ids, names = factorize(names)
                 _remap_in_place(indices, name_ids.astype(np.int32))
         else:
             vocabulary = {}
             # names found key by key, in no order of occurrence: only if sorted after
-            chunk_first = (partial(vectorize_by_key,
-                                   tables=ColumnsByKey(vocabulary, self.separator, grow=True))
-                           if self.sort else None)
-            data, indices, indptr, offsets = _vectorize_compact(
-                X, vocabulary, True, self.separator, chunk_first=chunk_first)
+            tables = ColumnsByKey(vocabulary, self.separator, grow=True) if self.sort else None
+            data, indices, indptr, offsets = _vectorize_compact(X, vocabulary, True,
+                                                                self.separator, tables)
             names = list(vocabulary)
             _check_no_parent_names(vocabulary, self.separator)
             del vocabulary
@@ -251,10 +249,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
                 _remap_in_place(indices, remap)
                 data, indices, indptr = _drop_columns(data, indices, indptr)
         else:
-            tables = columns_by_key(self)
             data, indices, indptr, offsets = _vectorize_compact(
-                X, self.vocabulary_, False, self.separator,
-                chunk_first=partial(vectorize_by_key, tables=tables))
+                X, self.vocabulary_, False, self.separator, columns_by_key(self))
         data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
         return data, indices, indptr, offsets, parents
 

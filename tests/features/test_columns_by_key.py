@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from skcrf import SequenceVectorizer
 from skcrf.features import _columns_by_key
 from skcrf.features._columns_by_key import ColumnsByKey, columns_by_key, vectorize_by_key
-from skcrf.features._dict_arrays import _vectorize_loop
+from skcrf.features._dict_arrays import _vectorize_loop, _vectorize_small
 
-from .test_vectorizer import tutorial_dicts
+from .test_vectorizer import assert_compact_equals_loop, sequences, tutorial_dicts
 
 # "w" + "x=y" and "w=x" + "y" make one name
 strings = st.sampled_from(["a", "b", "é", "x=y", "y", "", "1", "=", "a=b"])
@@ -84,6 +84,18 @@ def test_growing_by_key_finds_the_loops_names(X, separator):
         np.testing.assert_array_equal(got[i], expected[i])
 
 
+@settings(max_examples=150, deadline=None)
+@given(X=sequences, separator=st.sampled_from(["=", "", ":"]))
+def test_small_path_with_tables_matches_loop(X, separator):
+    """A few sentences (one prediction) look their str values up in the key's table."""
+    fitted = {}
+    _vectorize_loop(X, fitted, True, separator)
+    known = {name: i for i, name in enumerate(sorted(fitted, key=str)[::2])}
+    small = _vectorize_small(X, dict(known), False, separator, ColumnsByKey(known, separator))
+    if small is not None:
+        assert_compact_equals_loop(small, _vectorize_loop(X, dict(known), False, separator))
+
+
 def test_growing_tables_resolve_names_made_elsewhere():
     """A name already in the vocabulary (from another key, or the flat path) keeps its column."""
     vocabulary = {"w=x=y": 0}
@@ -131,11 +143,11 @@ def test_tutorial_features_take_the_path_by_key(conll2002_small):
         taken.append(arrays is not None)
         return arrays
 
-    with mock.patch("skcrf.features.vectorizer.vectorize_by_key", recording):
+    with mock.patch("skcrf.features._dict_arrays.vectorize_by_key", recording):
         Xt = vec.transform(test)
     assert taken and all(taken)
     reference = SequenceVectorizer().fit(train)
-    with mock.patch("skcrf.features.vectorizer.vectorize_by_key", lambda X, tables: None):
+    with mock.patch("skcrf.features._dict_arrays.vectorize_by_key", lambda X, tables: None):
         expected = reference.transform(test)
     assert (Xt.matrix != expected.matrix).nnz == 0
 

@@ -27,6 +27,7 @@ from sklearn.utils.estimator_checks import (
 
 from skcrf import SequenceMatrix, SequenceVectorizer
 from skcrf.features import _dict_arrays as _vectorizer
+from skcrf.features import _numbering
 from skcrf.features._kernels import sort_row_indices
 from skcrf.features._dict_arrays import _vectorize_flat, _vectorize_loop, _vectorize_small
 
@@ -250,8 +251,8 @@ def test_factorize_numbers_in_first_seen_order_on_both_paths(objects):
     first_seen = list(dict.fromkeys(objects))
     expected = [first_seen.index(obj) for obj in objects]  # equal objects share a code
     for small in (0, 1 << 30):
-        with mock.patch.object(_vectorizer, "_SMALL_FACTORIZE", small):
-            codes, distinct = _vectorizer._factorize(objects)
+        with mock.patch.object(_numbering, "_SMALL_FACTORIZE", small):
+            codes, distinct = _numbering.factorize(objects)
         assert codes.dtype == np.int64 and codes.tolist() == expected
         assert distinct == first_seen
 
