@@ -11,9 +11,10 @@ C-level pass. ``fit`` takes this path when it sorts the names afterwards (the
 order in which they are found then does not matter), ``transform`` always.
 """
 
+import operator
 import weakref
 from bisect import bisect_left
-from itertools import chain, repeat
+from itertools import chain, islice, repeat
 from operator import itemgetter
 
 import numpy as np
@@ -51,12 +52,18 @@ class ColumnsByKey:
         Between a key and a str value in a name.
     grow : bool, default=False
         Whether names met and not in ``vocabulary`` are added to it.
+    names : list of str, optional
+        The vocabulary's names, used as its sorted order if they are in
+        increasing order (a sorting vectorizer's ``feature_names_``).
     """
 
-    def __init__(self, vocabulary, separator, grow=False):
+    def __init__(self, vocabulary, separator, grow=False, names=None):
         self.vocabulary = vocabulary
         self.separator = separator
         self.grow = grow
+        # the fitted names, usually sorted already: then not sorted again (the
+        # first transform of a model just loaded, or on each Dask task, pays it)
+        self._names = names
         self._sorted_names = None
         self._tables = {}
 
@@ -67,7 +74,7 @@ class ColumnsByKey:
             table = self._tables[key] = {}
         elif table is None:
             if self._sorted_names is None:
-                self._sorted_names = sorted(self.vocabulary)
+                self._sorted_names = self._names_in_order()
             names = self._sorted_names
             head = key + self.separator
             end = start = bisect_left(names, head)
@@ -78,14 +85,23 @@ class ColumnsByKey:
                                          for name in names[start:end]}
         return table
 
+    def _names_in_order(self):
+        """The vocabulary's names sorted: ``names`` if given in increasing order."""
+        names = self._names
+        if (names is not None and len(names) == len(self.vocabulary)
+                and all(map(operator.lt, names, islice(names, 1, None)))):
+            return names
+        return sorted(self.vocabulary)
+
 
 def columns_by_key(vectorizer):
     """The :class:`ColumnsByKey` of a fitted vectorizer's vocabulary, kept for reuse."""
     tables = _TABLES.get(vectorizer)
     if (tables is None or tables.vocabulary is not vectorizer.vocabulary_
             or tables.separator != vectorizer.separator):
-        tables = _TABLES[vectorizer] = ColumnsByKey(vectorizer.vocabulary_,
-                                                    vectorizer.separator)
+        tables = _TABLES[vectorizer] = ColumnsByKey(
+            vectorizer.vocabulary_, vectorizer.separator,
+            names=getattr(vectorizer, "feature_names_", None))
     return tables
 
 
@@ -140,16 +156,19 @@ def vectorize_by_key(X, tables):
                 numbers = _numbers(column)
                 if numbers is None:
                     return None
-                if data is None:
+                column_of_key = tables.vocabulary.get(key, -1)
+                if column_of_key < 0 and tables.grow:
+                    column_of_key = tables.vocabulary[key] = len(tables.vocabulary)
+                # a zero stores nothing; NaN is no zero, as in the loop
+                stored = numbers != 0
+                # flags and a bias of 1 keep the output free of values
+                if data is None and not np.all(numbers[stored] == 1.0):
                     data = np.ones(indices.shape[0])
-                data[starts + j] = numbers
-                columns = tables.vocabulary.get(key, -1)
-                if columns < 0 and tables.grow:
-                    columns = tables.vocabulary[key] = len(tables.vocabulary)
+                if data is not None:
+                    data[starts + j] = numbers
+                columns = np.where(stored, column_of_key, -1)
             indices[starts + j] = columns
     kept = indices >= 0
-    if data is not None:
-        kept &= data != 0
     kept_before = np.zeros(kept.shape[0] + 1, dtype=np.int64)
     np.cumsum(kept, out=kept_before[1:])
     data = np.ones(int(kept_before[-1])) if data is None else data[kept]

@@ -168,3 +168,12 @@ def test_tables_follow_a_refit_and_stay_out_of_the_estimator():
     assert not any(isinstance(value, ColumnsByKey) for value in vars(vec).values())
     copy = pickle.loads(pickle.dumps(vec))
     assert copy.transform(second).matrix.nnz == 70
+
+
+@pytest.mark.parametrize("names", [None, ["w=a", "w=b", "x"], ["x", "w=b", "w=a"], ["w=a"]])
+def test_tables_take_the_names_order_only_when_it_holds(names):
+    """Given names serve as the sorted order only if increasing and complete."""
+    vocabulary = {"x": 0, "w=b": 1, "w=a": 2}
+    tables = ColumnsByKey(vocabulary, "=", names=names)
+    assert tables.of_key("w") == {"a": 2, "b": 1}
+    assert tables.of_key("x") == {} and tables.of_key("v") == {}
