@@ -77,12 +77,12 @@ class ColumnsByKey:
                 self._sorted_names = self._names_in_order()
             names = self._sorted_names
             head = key + self.separator
-            end = start = bisect_left(names, head)
-            while end < len(names) and names[end].startswith(head):
-                end += 1
-            n = len(head)
-            table = self._tables[key] = {name[n:]: self.vocabulary[name]
-                                         for name in names[start:end]}
+            start = bisect_left(names, head)
+            end = _prefix_end(names, head, start)
+            # in C: a model's first prediction builds the tables of all its keys
+            own = names[start:end]
+            table = self._tables[key] = dict(zip(map(itemgetter(slice(len(head), None)), own),
+                                                 map(self.vocabulary.__getitem__, own)))
         return table
 
     def _names_in_order(self):
@@ -92,6 +92,17 @@ class ColumnsByKey:
                 and all(map(operator.lt, names, islice(names, 1, None)))):
             return names
         return sorted(self.vocabulary)
+
+
+def _prefix_end(names, head, start):
+    """End of the run of sorted ``names`` from ``start`` that begin with ``head``."""
+    if head and head[-1] < chr(0x10FFFF):
+        # the first str after every str that begins with head
+        return bisect_left(names, head[:-1] + chr(ord(head[-1]) + 1), start)
+    end = start
+    while end < len(names) and names[end].startswith(head):
+        end += 1
+    return end
 
 
 def columns_by_key(vectorizer):
