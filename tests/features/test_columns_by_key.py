@@ -177,3 +177,12 @@ def test_tables_take_the_names_order_only_when_it_holds(names):
     tables = ColumnsByKey(vocabulary, "=", names=names)
     assert tables.of_key("w") == {"a": 2, "b": 1}
     assert tables.of_key("x") == {} and tables.of_key("v") == {}
+
+
+def test_tables_of_keys_at_the_ends_of_the_str_order():
+    top = "\U0010ffff"  # no str follows it: the run of its names is scanned
+    vocabulary = {"": 0, "a": 1, top + "b": 2, top + top: 3, top + "=c": 4}
+    assert ColumnsByKey(vocabulary, "").of_key(top) == {"b": 2, top: 3, "=c": 4}
+    assert ColumnsByKey(vocabulary, "").of_key("") == {"": 0, "a": 1, top + "b": 2,
+                                                       top + top: 3, top + "=c": 4}
+    assert ColumnsByKey(vocabulary, "=").of_key(top) == {"c": 4}
