@@ -54,7 +54,7 @@ class ColumnsByKey:
         Whether names met and not in ``vocabulary`` are added to it.
     names : list of str, optional
         The vocabulary's names, used as its sorted order if they are in
-        increasing order (a sorting vectorizer's ``feature_names_``).
+        increasing order and all in it (a sorting vectorizer's ``feature_names_``).
     """
 
     def __init__(self, vocabulary, separator, grow=False, names=None):
@@ -85,11 +85,16 @@ class ColumnsByKey:
                                                  map(self.vocabulary.__getitem__, own)))
         return table
 
+    def built(self, key):
+        """The table of ``key`` if :meth:`of_key` has built it, else None."""
+        return self._tables.get(key)
+
     def _names_in_order(self):
-        """The vocabulary's names sorted: ``names`` if given in increasing order."""
+        """The vocabulary's names sorted: ``names`` if increasing and all in it."""
         names = self._names
         if (names is not None and len(names) == len(self.vocabulary)
-                and all(map(operator.lt, names, islice(names, 1, None)))):
+                and all(map(operator.lt, names, islice(names, 1, None)))
+                and all(map(self.vocabulary.__contains__, names))):
             return names
         return sorted(self.vocabulary)
 
@@ -103,6 +108,11 @@ def _prefix_end(names, head, start):
     while end < len(names) and names[end].startswith(head):
         end += 1
     return end
+
+
+def forget_tables(vectorizer):
+    """Drop the tables kept for ``vectorizer`` (a refit replaces its vocabulary)."""
+    _TABLES.pop(vectorizer, None)
 
 
 def columns_by_key(vectorizer):
@@ -191,22 +201,19 @@ def vectorize_by_key(X, tables):
 def _str_columns(column, key, tables):
     """Columns of a key's str values (-1 if unknown), or None if some value is not a str.
 
-    A value found in the key's table equals one of its str keys; only the
-    values not found need their type checked (numbers never equal a str).
-    With ``tables.grow`` those get their columns, in the order first met.
+    Every value's type is checked before any lookup: a list cannot be hashed,
+    and a str subclass may name itself otherwise than its text; the flat path
+    and the loop handle both. With ``tables.grow`` the values not found get
+    their columns, in the order first met.
     """
+    if set(map(type, column)) != {str}:
+        return None
     table = tables.of_key(key)
     columns = np.fromiter(map(table.get, column, repeat(-1)), dtype=np.int64,
                           count=len(column))
-    missing = np.flatnonzero(columns < 0).tolist()
-    if not missing:
-        return columns
-    if len(missing) == 1:
-        missing.append(missing[0])  # itemgetter of one index returns no tuple
-    values = itemgetter(*missing)(column)
-    if set(map(type, values)) != {str}:
-        return None
     if tables.grow:
+        missing = np.flatnonzero(columns < 0).tolist()
+        values = list(map(column.__getitem__, missing))
         vocabulary = tables.vocabulary
         head = key + tables.separator
         for value in dict.fromkeys(values):

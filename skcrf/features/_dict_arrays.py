@@ -33,9 +33,6 @@ _CHUNK_TOKENS = 1 << 12
 # fixed cost, most of a one-sentence prediction.
 _SMALL_VALUES = 1 << 12
 
-# :func:`_factorize` numbers fewer objects than this in Python, more with numpy.
-_SMALL_FACTORIZE = 128
-
 # The flat path numbers (key, value) pairs with a dense lookup table over all
 # key ids x value ids when that table has at most this many entries more than
 # twice the number of feature values; beyond it, it sorts the pair codes.
@@ -147,7 +144,7 @@ def _vectorize_chunks(X, vocabulary, grow, separator, tables=None):
     those lists stay in cache (esp.train: 1.3 s instead of 2.4 s in one piece)
     and its temporaries stay small.
     Chunks run in order, so a growing vocabulary still numbers names in order
-    of first occurrence. Each chunk is copied into arrays allocated once for
+    of first occurrence (unless growing ``tables`` find them key by key). Each chunk is copied into arrays allocated once for
     all, with room for one entry per feature value (the flat path stores at
     most that), then trimmed in place: no concatenation holding every entry
     twice. The float values are kept only once one differs from 1. Returns
@@ -202,10 +199,13 @@ def _vectorize_small(X, vocabulary, grow, separator, tables=None):
     dozens of numpy calls and whose several passes each find the values
     out of cache again. With ``tables``, the
     :class:`~._columns_by_key.ColumnsByKey` of a fixed vocabulary, a str
-    value is looked up in its key's table and no name is built.
+    value is looked up in its key's table, without building a name, if a
+    larger input has built that table: building one reads all the key's
+    names, more than a model's first sentence would (a model just loaded
+    predicts it in the time it did before the tables).
     """
     get = vocabulary.get
-    # key -> key + separator, or with tables the key's table; checked once per key
+    # key -> (key + separator, the key's built table or None), checked once per key
     heads = {}
     indices = []
     add_index = indices.append
@@ -221,14 +221,14 @@ def _vectorize_small(X, vocabulary, grow, separator, tables=None):
                 kind = type(value)
                 if kind is str:
                     try:
-                        head = heads[key]
+                        head, table = heads[key]
                     except KeyError:
                         if type(key) is not str:
                             return None
-                        head = heads[key] = (key + separator if tables is None
-                                             else tables.of_key(key))
-                    if tables is not None:
-                        idx = head.get(value)
+                        head, table = heads[key] = (
+                            key + separator, None if tables is None else tables.built(key))
+                    if table is not None:
+                        idx = table.get(value)
                         if idx is None:
                             continue
                     else:

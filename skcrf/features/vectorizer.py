@@ -17,10 +17,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
-from ._columns_by_key import ColumnsByKey, columns_by_key
+from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
 from ._dict_arrays import _release_freed_memory, _vectorize_compact
-from ._numbering import factorize
 from ._kernels import column_counts, remap_columns, sort_row_indices
+from ._numbering import factorize
 from ._parents import PARENT_KEY
 from .sequence_matrix import SequenceMatrix, values_or_none
 
@@ -158,6 +158,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         float values of indicator features are never allocated.
         """
         self._validate_params()
+        forget_tables(self)  # the old vocabulary's: not kept alive until the next transform
         X, parents = _split_parents(check_sequences(X))
         names_sorted = False
         if isinstance(X, SequenceMatrix):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from skcrf import SequenceVectorizer
 from skcrf.features import _columns_by_key
 from skcrf.features._columns_by_key import ColumnsByKey, columns_by_key, vectorize_by_key
-from skcrf.features._dict_arrays import _vectorize_loop, _vectorize_small
+from skcrf.features._dict_arrays import FeatureValueError, _vectorize_loop, _vectorize_small
 
 from .test_vectorizer import assert_compact_equals_loop, sequences, tutorial_dicts
 
@@ -21,8 +21,13 @@ strings = st.sampled_from(["a", "b", "é", "x=y", "y", "", "1", "=", "a=b"])
 numbers = st.one_of(st.integers(-2, 2), st.booleans(),
                     st.sampled_from([0.0, -0.0, 1.0, 0.5, -2.5, math.nan]))
 # each key keeps one kind of value, as feature functions do, except "mixed"
+# "mixed" may also hold what the loop handles otherwise (lists, sets) or rejects
+# (None, a mapping): the path by key must defer all of it, never raise
+others = st.one_of(st.lists(strings, max_size=2), st.sets(strings, max_size=2), st.none(),
+                   st.just({"a": 1}))
 token_values = {"w": strings, "w=x": strings, "-1:w": strings, "": strings,
-                "n": numbers, "bias": st.just(1.0), "mixed": st.one_of(strings, numbers)}
+                "n": numbers, "bias": st.just(1.0),
+                "mixed": st.one_of(strings, strings, numbers, others)}
 
 
 @st.composite
@@ -52,12 +57,19 @@ def assert_same_arrays(got, expected):
        keep=st.integers(1, 3))
 def test_by_key_matches_loop(X, separator, keep):
     fitted = {}
-    _vectorize_loop(X, fitted, True, separator)
+    try:
+        _vectorize_loop(X, fitted, True, separator)
+    except FeatureValueError:
+        fitted = {"w=a": 0, "n": 1, "mixed=b": 2}
     # a vocabulary that misses some names, with columns in another order
     known = {name: i for i, name in enumerate(sorted(fitted)[::keep])}
     with mock.patch.object(_columns_by_key, "_MIN_TOKENS_PER_LAYOUT", 0):
         got = vectorize_by_key(X, ColumnsByKey(known, separator))
-    expected = _vectorize_loop(X, dict(known), False, separator)
+    try:
+        expected = _vectorize_loop(X, dict(known), False, separator)
+    except FeatureValueError:
+        assert got is None  # the loop names the bad value
+        return
     if got is None:
         # only a key holding both str and numbers, or no token at all, defers
         assert not any(X) or any("mixed" in token for seq in X for token in seq)
@@ -72,7 +84,11 @@ def test_growing_by_key_finds_the_loops_names(X, separator):
     vocabulary, loop_vocabulary = {}, {}
     with mock.patch.object(_columns_by_key, "_MIN_TOKENS_PER_LAYOUT", 0):
         got = vectorize_by_key(X, ColumnsByKey(vocabulary, separator, grow=True))
-    expected = _vectorize_loop(X, loop_vocabulary, True, separator)
+    try:
+        expected = _vectorize_loop(X, loop_vocabulary, True, separator)
+    except FeatureValueError:
+        assert got is None
+        return
     if got is None:
         assert not any(X) or any("mixed" in token for seq in X for token in seq)
         return
@@ -186,3 +202,52 @@ def test_tables_of_keys_at_the_ends_of_the_str_order():
     assert ColumnsByKey(vocabulary, "").of_key("") == {"": 0, "a": 1, top + "b": 2,
                                                        top + top: 3, top + "=c": 4}
     assert ColumnsByKey(vocabulary, "=").of_key(top) == {"c": 4}
+
+
+class _Renamed(str):
+    """A str whose str() is another text (the loop names the feature by the latter)."""
+
+    def __str__(self):
+        return "zzz"
+
+
+@pytest.mark.parametrize("late", [["a", "b"], {"a"}, _Renamed("a")])
+def test_a_late_unusual_value_in_a_str_column_is_the_loops(late):
+    """Past the first token of a layout: the whole column's types are checked first,
+    and the column goes the flat path's way, as before the path by key."""
+    X = [[{"w": "a"}] * 4999 + [{"w": late}], [{"w": "zzz"}] * 70]
+    expected_vec = SequenceVectorizer()
+    with mock.patch("skcrf.features._dict_arrays.vectorize_by_key", lambda X, tables: None):
+        expected = expected_vec.fit_transform(X)
+    vec = SequenceVectorizer()
+    got = vec.fit_transform(X)
+    assert vec.feature_names_ == expected_vec.feature_names_
+    assert (got.matrix != expected.matrix).nnz == 0
+    assert (vec.transform(X).matrix != expected.matrix).nnz == 0
+
+
+def test_a_late_mapping_value_raises_the_loops_error():
+    X = [[{"w": "a"}] * 4999 + [{"w": {"nested": 1}}]]
+    with pytest.raises(FeatureValueError, match="Sequence 0, token 4999, feature 'w'"):
+        SequenceVectorizer().fit_transform(X)
+    vec = SequenceVectorizer().fit([[{"w": "a"}] * 5000])
+    with pytest.raises(FeatureValueError, match="token 4999"):
+        vec.transform(X)
+
+
+def test_a_model_just_loaded_builds_no_table_for_one_sentence():
+    vec = SequenceVectorizer().fit([[{"w": str(i)} for i in range(5000)]])
+    copy = pickle.loads(pickle.dumps(vec))
+    copy.transform([[{"w": "7"}]])
+    assert columns_by_key(copy).built("w") is None  # one sentence reads no table
+    copy.transform([[{"w": str(i)} for i in range(5000)]])
+    assert columns_by_key(copy).built("w")["7"] == vec.vocabulary_["w=7"]
+    assert copy.transform([[{"w": "7"}]]).matrix.indices.tolist() == [vec.vocabulary_["w=7"]]
+
+
+def test_a_refit_forgets_the_old_tables():
+    vec = SequenceVectorizer().fit([[{"w": "a"}] * 5000])
+    vec.transform([[{"w": "a"}] * 5000])
+    assert _columns_by_key._TABLES.get(vec) is not None
+    vec.fit([[{"w": "b"}] * 10])
+    assert _columns_by_key._TABLES.get(vec) is None
