@@ -136,13 +136,8 @@ def vectorize_by_key(X, tables):
     order of each dict's keys; unknown names and zero numbers dropped. With
     ``tables.grow`` new names are added to the vocabulary key by key, not in
     the order of their first occurrence: only for a caller that sorts them.
-
-    Returns
-    -------
-    data : ndarray of float64
-    indices : ndarray of int64
-    indptr : ndarray of int64 of shape (n_tokens + 1,)
-    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    Returns ``(data, indices, indptr, offsets)`` as
+    :func:`~._dict_arrays._vectorize` does, or None.
     """
     tokens = list(chain.from_iterable(X))
     if not tokens or set(map(type, tokens)) != {dict}:
