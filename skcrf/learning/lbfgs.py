@@ -83,18 +83,6 @@ class _Progress:
         print(f"{n:>9d}  {loss:>15.8e}  {grad_norm:>13.3e}  {elapsed:>11.2f}", flush=True)
 
 
-def _pseudo_gradient(w, grad, l1):
-    """Minimum-norm subgradient of ``loss + l1 * ||w||_1`` (Andrew & Gao, 2007).
-
-    Where ``w_i != 0`` it is ``grad_i + l1 * sign(w_i)``. Where ``w_i == 0`` it
-    is the one-sided derivative that points downhill, or 0 when neither does
-    (the weight stays at zero).
-    """
-    pseudo = np.empty_like(grad)
-    steps.pseudo_gradient(w, grad, float(l1), pseudo)
-    return pseudo
-
-
 class _Pairs:
     """The curvature pairs ``(s, y)``, oldest first, in rows reused once allocated.
 

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from sklearn.linear_model import Lasso
 
-from skcrf.learning.lbfgs import Stop, _pseudo_gradient, lbfgs
+from skcrf.learning import _steps
+from skcrf.learning.lbfgs import Stop, lbfgs
 
 
 def _least_squares(seed, n_samples=60, n_features=12):
@@ -83,4 +84,6 @@ def test_strong_l1_stops_at_zero_weights_at_once():
     ([0.0, 0.0, 0.0], [-3.0, 3.0, 0.4], [-2.0, 2.0, 0.0]),
 ])
 def test_pseudo_gradient(w, grad, expected):
-    np.testing.assert_allclose(_pseudo_gradient(np.array(w), np.array(grad), 1.0), expected)
+    pseudo = np.empty(len(grad))
+    _steps.pseudo_gradient(np.array(w), np.array(grad), 1.0, pseudo)
+    np.testing.assert_allclose(pseudo, expected)
