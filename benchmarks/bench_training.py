@@ -66,27 +66,29 @@ def machine_rates():
 def evaluation_limit(objective, bandwidth, fma_rate):
     """(bytes, multiply-adds) one evaluation of an order-1 chain objective cannot avoid.
 
-    Bytes: each feature entry read twice (unary scores, then the scatter of
-    marginals) as a 4-byte index, each token's row bounds, the state weights
-    read and their gradient written, the partial sums written and read.
-    Multiply-adds: every entry times every label it has a weight for, twice;
-    forward, backward and transition counts, C**2 each per token; C per
-    token for the marginals.
+    Counted on the layout the kernel reads: each token's dense rows (its
+    frequent features, with the pairs of them many tokens share merged into
+    one row, see skcrf/structures/_merged_slots.py) and its other features'
+    (feature, label) pairs. Bytes: each of those read twice (unary scores,
+    then the scatter of marginals) as a 4-byte index, each token's row
+    bounds, the state weights read and their gradient written, the partial
+    sums written and read. Multiply-adds: every dense row a token reads
+    times every label, and every pair, twice; each merged row built once
+    and spread once per chunk; forward, backward and transition counts,
+    C**2 each per token; C per token for the marginals.
     """
     fused = objective.terms.fused
-    n_tokens = fused.split.shape[0]
+    n_tokens = fused.hot_ptr.shape[0] - 1
     n_classes = fused.n_classes
-    n_entries = fused.entries.shape[0]
     n_pairs = fused.pairs.n_pairs
-    indptr = fused.features.indptr
-    hot_entries = int((fused.split - indptr[:-1]).sum())
-    token_of_entry = np.repeat(np.arange(n_tokens), np.diff(indptr))
-    cold = np.arange(n_entries) >= fused.split[token_of_entry]
-    cold_pairs = int(np.diff(fused.pairs.feature_ptr)[fused.entries[cold]].sum())
-    partial_sums = fused.n_chunks * (n_pairs + fused.hot_features.shape[0] * n_classes)
-    n_bytes = (2 * 4 * n_entries + 2 * 8 * n_tokens + 2 * 8 * n_pairs
+    hot_entries = fused.entries.shape[0]
+    cold_pairs = fused.cold[1].shape[0]
+    n_merged = fused.merged_parts.shape[0]
+    partial_sums = fused.n_chunks * (n_pairs + fused.n_slots * n_classes)
+    n_bytes = (2 * 4 * (hot_entries + cold_pairs) + 2 * 8 * n_tokens + 2 * 8 * n_pairs
                + 2 * 8 * partial_sums)
     fmas = (2 * (hot_entries * n_classes + cold_pairs)
+            + n_merged * n_classes * (1 + fused.n_chunks)
             + n_tokens * (3 * n_classes**2 + n_classes))
     return n_bytes, fmas, max(n_bytes / bandwidth, fmas / fma_rate)
 

@@ -354,10 +354,11 @@ def test_loss_kernel_stays_finite_on_extreme_weights_over_100k_tokens():
     assert np.isfinite(value) and np.isfinite(grad).all()
     fused = loss.terms.fused
     workspace = (np.full((fused.n_chunks, pairs.n_pairs), np.nan),
-                 np.full((fused.n_chunks, fused.hot_features.shape[0], n_classes), np.nan))
+                 np.full((fused.n_chunks, fused.n_slots, n_classes), np.nan))
     log_z, expected, counts, start_counts, end_counts = nll_terms(
         *fused.kernel_args(), pairs.feature_ptr, pairs.labels, pair_weights.copy(),
-        transitions.copy(), start.copy(), end.copy(), offsets, fused.hot_features, *workspace)
+        transitions.copy(), start.copy(), end.copy(), offsets, fused.hot_features,
+        fused.merged_parts, *workspace)
     assert np.isfinite(log_z).all()
     # column 0 is a bias on every token: its expected counts are the marginal
     # sums, n_tokens in all when every marginal row sums to 1

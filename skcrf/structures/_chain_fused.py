@@ -13,6 +13,7 @@ from ..features._kernels import column_counts
 from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence
 from ..inference._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, lane_forward_backward,
                                       lane_groups, lane_workspace)
+from ._merged_slots import merge_frequent_pairs
 from ..inference.chain import (chain_potentials, chain_workspace, emission_posteriors,
                                sequence_posteriors)
 
@@ -25,12 +26,16 @@ from ..inference.chain import (chain_potentials, chain_workspace, emission_poste
 #: sums take MIN_LOSS_CHUNKS * n_pairs values (32 bytes a pair), and at most 4
 #: threads share the loss. There is also a dense (n_hot, n_classes) partial sum
 #: for the most frequent features, with n_hot up to LOSS_HOT_BUDGET //
-#: (n_chunks * n_classes) (1 MiB in all). On esp.train (96k pairs, 9 labels):
-#: 4 chunks and 3640 frequent features carrying 92% of the non-zeros, 4 MiB,
-#: against 19 MiB for one (n_tokens, n_classes) array.
+#: (n_chunks * n_classes) (1 MiB in all), and with binary features up to
+#: MERGED_SLOTS_PER_HOT rows per frequent feature for merged pairs of them
+#: (:mod:`._merged_slots`; 2 MiB more at most). On esp.train (96k pairs,
+#: 9 labels): 4 chunks, 3640 frequent features carrying 92% of the non-zeros
+#: and 7280 merged slots, 6 MiB, against 19 MiB for one (n_tokens, n_classes)
+#: array.
 LOSS_PAIR_BUDGET = 1 << 18
 LOSS_HOT_BUDGET = 1 << 17
 MIN_LOSS_CHUNKS = 4
+MERGED_SLOTS_PER_HOT = 2
 
 
 #: The exponentiated-weight route of :func:`nll_terms` runs while every weight
@@ -40,84 +45,85 @@ PRODUCT_EXPONENT_BOUND = 600.0
 
 
 @compiled()
-def hot_first_entries(data, indices, indptr, binary, hot_slot):
-    """Each token's entries reordered for the fused kernels: frequent features first.
+def frequent_entries(data, indices, indptr, binary, hot_slot):
+    """Each token's frequent features, as their slots: ``(hot_ptr, hot_entries, hot_values)``.
 
-    Returns ``(values, entries, split)``: token ``t``'s entries
-    ``indptr[t]:split[t]`` are its frequent features, as their slots
-    (``hot_slot``), and ``split[t]:indptr[t + 1]`` its other features, as
-    feature ids; ``values`` holds their feature values in the same order
-    (empty when ``binary``). The kernels then read each entry once, with no
-    lookup of its slot and no branch between the two kinds.
+    Token ``t``'s frequent features (``hot_slot[f] >= 0``) are
+    ``hot_entries[hot_ptr[t]:hot_ptr[t + 1]]``, as slots, in the order of
+    its row; ``hot_values`` holds their feature values (empty when
+    ``binary``). The kernels read the other features as pairs
+    (:func:`cold_pairs_by_token`).
     """
     n_tokens = indptr.shape[0] - 1
-    entries = np.empty(indices.shape[0], np.int32)
-    values = np.empty(0 if binary else indices.shape[0])
-    split = np.empty(n_tokens, np.int64)
+    hot_ptr = np.empty(n_tokens + 1, np.int64)
+    hot_ptr[0] = 0
     for t in range(n_tokens):
-        at = indptr[t]
+        count = 0
         for k in range(indptr[t], indptr[t + 1]):
-            slot = hot_slot[indices[k]]
-            if slot >= 0:
-                entries[at] = slot
-                if not binary:
-                    values[at] = data[k]
-                at += 1
-        split[t] = at
-        for k in range(indptr[t], indptr[t + 1]):
-            if hot_slot[indices[k]] < 0:
-                entries[at] = indices[k]
-                if not binary:
-                    values[at] = data[k]
-                at += 1
-    return values, entries, split
+            count += 1 if hot_slot[indices[k]] >= 0 else 0
+        hot_ptr[t + 1] = hot_ptr[t] + count
+    hot_entries = np.empty(hot_ptr[n_tokens], np.int32)
+    hot_values = np.empty(0 if binary else hot_ptr[n_tokens])
+    at = 0
+    for k in range(indices.shape[0]):
+        slot = hot_slot[indices[k]]
+        if slot >= 0:
+            hot_entries[at] = slot
+            if not binary:
+                hot_values[at] = data[k]
+            at += 1
+    return hot_ptr, hot_entries, hot_values
 
 
 @compiled()
-def cold_pairs_by_token(values, entries, indptr, split, binary, pair_ptr, pair_labels):
+def cold_pairs_by_token(data, indices, indptr, binary, hot_slot, pair_ptr, pair_labels):
     """The (feature, label) pairs of each token's infrequent features, in token order.
 
     Returns ``(cold_ptr, cold_pairs, cold_labels, cold_values)``: token
     ``t``'s pairs are ``cold_pairs[cold_ptr[t]:cold_ptr[t + 1]]``, in the
-    order of its entries (:func:`hot_first_entries`) and of each feature's
-    pairs, with their labels and their entry's value (``cold_values`` is
-    empty when ``binary``). Read by the kernels as one stream, they cost one
-    gather per pair, where the feature's pair list cost two dependent ones
-    (its bounds, then its pairs).
+    order of its row's infrequent features (``hot_slot[f] < 0``) and of each
+    feature's pairs, with their labels and their entry's value
+    (``cold_values`` is empty when ``binary``). Read by the kernels as one
+    stream, they cost one gather per pair, where the feature's pair list
+    cost two dependent ones (its bounds, then its pairs).
     """
     n_tokens = indptr.shape[0] - 1
     cold_ptr = np.empty(n_tokens + 1, np.int64)
     cold_ptr[0] = 0
     for t in range(n_tokens):
         count = 0
-        for k in range(split[t], indptr[t + 1]):
-            count += pair_ptr[entries[k] + 1] - pair_ptr[entries[k]]
+        for k in range(indptr[t], indptr[t + 1]):
+            f = indices[k]
+            if hot_slot[f] < 0:
+                count += pair_ptr[f + 1] - pair_ptr[f]
         cold_ptr[t + 1] = cold_ptr[t] + count
     n_cold = cold_ptr[n_tokens]
     cold_pairs = np.empty(n_cold, np.int32)
     cold_labels = np.empty(n_cold, np.int32)
     cold_values = np.empty(0 if binary else n_cold)
-    for t in range(n_tokens):
-        at = cold_ptr[t]
-        for k in range(split[t], indptr[t + 1]):
-            f = entries[k]
-            for p in range(pair_ptr[f], pair_ptr[f + 1]):
-                cold_pairs[at] = p
-                cold_labels[at] = pair_labels[p]
-                if not binary:
-                    cold_values[at] = values[k]
-                at += 1
+    at = 0
+    for k in range(indices.shape[0]):
+        f = indices[k]
+        if hot_slot[f] >= 0:
+            continue
+        for p in range(pair_ptr[f], pair_ptr[f + 1]):
+            cold_pairs[at] = p
+            cold_labels[at] = pair_labels[p]
+            if not binary:
+                cold_values[at] = data[k]
+            at += 1
     return cold_ptr, cold_pairs, cold_labels, cold_values
 
 
 @compiled()
-def sequence_unary(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
+def sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                    cold_values, binary, hot_state, pair_weights, lo, hi, unary):
     """Unary scores of tokens lo..hi-1 into ``unary[: hi - lo]``.
 
-    The entries are those of :func:`hot_first_entries`. A frequent feature
-    adds its row of the dense ``hot_state``, a loop that vectorizes; any other
-    adds its pairs' weights one by one (:func:`cold_pairs_by_token`).
+    The entries are slots (:func:`frequent_entries`, merged slots of
+    :mod:`._merged_slots` among them): each adds its row of the dense
+    ``hot_state``, a loop that vectorizes; the infrequent features add their
+    pairs' weights one by one (:func:`cold_pairs_by_token`).
     """
     n_classes = unary.shape[1]
     for r in range(hi - lo):
@@ -125,7 +131,7 @@ def sequence_unary(values, entries, indptr, split, cold_ptr, cold_pairs, cold_la
         row = unary[r]
         for j in range(n_classes):
             row[j] = 0.0
-        for k in range(indptr[t], split[t]):
+        for k in range(hot_ptr[t], hot_ptr[t + 1]):
             value = 1.0 if binary else values[k]
             hot = hot_state[entries[k]]
             for j in range(n_classes):
@@ -136,7 +142,7 @@ def sequence_unary(values, entries, indptr, split, cold_ptr, cold_pairs, cold_la
 
 
 @compiled()
-def sequence_emission(entries, indptr, split, cold_ptr, cold_pairs, cold_labels, exp_hot,
+def sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, exp_hot,
                       exp_pairs, lo, hi, emission):
     """``exp(unary)`` of binary tokens lo..hi-1, each row scaled to max 1, into ``emission``.
 
@@ -154,7 +160,7 @@ def sequence_emission(entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
         row = emission[r]
         for j in range(n_classes):
             row[j] = 1.0
-        for k in range(indptr[t], split[t]):
+        for k in range(hot_ptr[t], hot_ptr[t + 1]):
             hot = exp_hot[entries[k]]
             for j in range(n_classes):
                 row[j] *= hot[j]
@@ -171,19 +177,21 @@ def sequence_emission(entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
 
 
 @compiled()
-def scatter_expected(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
+def scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                      cold_values, binary, lo, hi, marginals, hot_expected, expected):
     """Add feature value times marginal over tokens lo..hi-1 to the expected counts.
 
-    The entries are those of :func:`hot_first_entries`. Frequent features go
-    to their dense row of ``hot_expected`` (every label), the others to their
-    pairs in ``expected`` (:func:`cold_pairs_by_token`).
+    The entries are slots (:func:`frequent_entries`, merged slots among
+    them): each goes to its dense row of ``hot_expected`` (every label), and
+    the infrequent features to their pairs in ``expected``
+    (:func:`cold_pairs_by_token`). A merged slot's row is spread over its
+    parts afterwards (:func:`summed_pair_partials`).
     """
     n_classes = marginals.shape[1]
     for r in range(hi - lo):
         t = lo + r
         row = marginals[r]
-        for k in range(indptr[t], split[t]):
+        for k in range(hot_ptr[t], hot_ptr[t + 1]):
             value = 1.0 if binary else values[k]
             hot = hot_expected[entries[k]]
             for j in range(n_classes):
@@ -194,25 +202,64 @@ def scatter_expected(values, entries, indptr, split, cold_ptr, cold_pairs, cold_
 
 
 @compiled()
-def hot_state_rows(hot_features, pair_ptr, pair_labels, pair_weights, n_classes):
-    """(n_hot, n_classes) dense state weights of the frequent features, 0 for absent pairs."""
-    hot_state = np.zeros((hot_features.shape[0], n_classes))
-    for slot in range(hot_features.shape[0]):
+def hot_state_rows(hot_features, merged_parts, pair_ptr, pair_labels, pair_weights, n_classes):
+    """(n_slots, n_classes) dense state weights of the slots, 0 for absent pairs.
+
+    The first rows are those of the frequent features ``hot_features``; each
+    merged slot's row is the sum of its parts' rows (``merged_parts``, in
+    order of creation, so the parts' rows are ready).
+    """
+    n_hot = hot_features.shape[0]
+    hot_state = np.zeros((n_hot + merged_parts.shape[0], n_classes))
+    for slot in range(n_hot):
         f = hot_features[slot]
         for p in range(pair_ptr[f], pair_ptr[f + 1]):
             hot_state[slot, pair_labels[p]] = pair_weights[p]
+    for m in range(merged_parts.shape[0]):
+        row = hot_state[n_hot + m]
+        a = hot_state[merged_parts[m, 0]]
+        b = hot_state[merged_parts[m, 1]]
+        for j in range(n_classes):
+            row[j] = a[j] + b[j]
     return hot_state
 
 
+@compiled()
+def exp_slot_rows(hot_state, merged_parts):
+    """``exp`` of the slots' rows; a merged slot's is the product of its parts' (no exp)."""
+    n_hot = hot_state.shape[0] - merged_parts.shape[0]
+    exp_hot = np.empty_like(hot_state)
+    exp_hot[:n_hot] = np.exp(hot_state[:n_hot])
+    for m in range(merged_parts.shape[0]):
+        row = exp_hot[n_hot + m]
+        a = exp_hot[merged_parts[m, 0]]
+        b = exp_hot[merged_parts[m, 1]]
+        for j in range(row.shape[0]):
+            row[j] = a[j] * b[j]
+    return exp_hot
+
+
 @compiled(parallel=True)
-def summed_pair_partials(partial, hot_partial, hot_features, pair_ptr, pair_labels):
+def summed_pair_partials(partial, hot_partial, hot_features, merged_parts, pair_ptr,
+                         pair_labels):
     """(n_pairs,) expected pair counts: the chunks' partial sums, added in chunk order.
 
     ``partial`` (n_chunks, n_pairs) holds the sums of the other features'
-    pairs, ``hot_partial`` (n_chunks, n_hot, n_classes) those of the frequent
-    features as dense rows. Added in chunk order, whatever the thread count.
+    pairs, ``hot_partial`` (n_chunks, n_slots, n_classes) those of the slots
+    as dense rows; each chunk's merged rows are first added to their parts',
+    newest first (``hot_partial`` is overwritten). Added in chunk order,
+    whatever the thread count.
     """
     n_chunks, n_pairs = partial.shape
+    n_hot = hot_features.shape[0]
+    for c in prange(n_chunks):
+        for m in range(merged_parts.shape[0] - 1, -1, -1):
+            row = hot_partial[c, n_hot + m]
+            a = hot_partial[c, merged_parts[m, 0]]
+            b = hot_partial[c, merged_parts[m, 1]]
+            for j in range(row.shape[0]):
+                a[j] += row[j]
+                b[j] += row[j]
     expected_pairs = np.empty(n_pairs)
     for p in prange(n_pairs):
         total = partial[0, p]
@@ -231,21 +278,24 @@ def summed_pair_partials(partial, hot_partial, hot_features, pair_ptr, pair_labe
 
 
 @compiled(parallel=True)
-def nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels, cold_values,
+def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
               binary, max_entries, pair_ptr, pair_labels, pair_weights, transitions, start, end,
-              offsets, hot_features, partial, hot_partial):
+              offsets, hot_features, merged_parts, partial, hot_partial):
     """Everything the CRF loss needs from the features, in one pass over the tokens.
 
-    The features are a CSR matrix in the order of :func:`hot_first_entries`
-    (``values``, ``entries``, ``indptr``, ``split``; with ``binary`` every
-    value is 1 and ``values`` is not read), whose rows have at most
-    ``max_entries`` entries; its infrequent features are read as the pairs
-    of :func:`cold_pairs_by_token` (``cold_ptr``...). State weights exist
+    The features come in two parts. Token ``t``'s frequent features are
+    slots ``entries[hot_ptr[t]:hot_ptr[t + 1]]`` (:func:`frequent_entries`)
+    with their ``values`` (with ``binary`` every value is 1 and ``values`` is
+    not read); slot ``s`` < n_hot is feature ``hot_features[s]``, and slot
+    ``n_hot + m`` the merged slot that stands for the two slots
+    ``merged_parts[m]`` (:mod:`._merged_slots`; binary features only). Its
+    infrequent features are read as the pairs of :func:`cold_pairs_by_token`
+    (``cold_ptr``...). A token has at most ``max_entries`` features. State weights exist
     for (feature, label) pairs only: feature ``f`` owns pairs
     ``pair_ptr[f]:pair_ptr[f + 1]``, pair ``p`` has label ``pair_labels[p]`` and
     weight ``pair_weights[p]``. The sequences are split into ``n_chunks``
     chunks of similar token counts, given by the workspace: ``partial``
-    (n_chunks, n_pairs) and ``hot_partial`` (n_chunks, n_hot, n_classes) are
+    (n_chunks, n_pairs) and ``hot_partial`` (n_chunks, n_slots, n_classes) are
     overwritten with each chunk's partial sums. The caller allocates them once
     for all calls: reallocated per call, these few MiB left as many free
     between the solver's arrays for the allocator to keep.
@@ -253,11 +303,12 @@ def nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
     Per sequence, the unary scores and then the marginals live in per-chunk
     scratch rows, never in (n_tokens, n_classes) arrays. Each chunk sums the
     expected pair counts of its sequences on its own, so the result does not
-    depend on the thread count. The frequent features ``hot_features``
-    (``hot_slot[f]`` is the position of ``f`` among them, -1 for the others)
-    carry most non-zeros; they are handled as dense rows of all labels, which
-    vectorizes, and the others through their pair lists, which are compact
-    but slower per non-zero.
+    depend on the thread count. The frequent features carry most non-zeros;
+    their slots are handled as dense rows of all labels, which vectorizes,
+    and the others through their pair lists, which are compact but slower
+    per non-zero. A merged slot's row is built once per call from its parts'
+    (their sum, or the product of their exponentials), and its expected
+    counts are added to its parts' at the end.
 
     With binary features and moderate weights, each token's ``exp(unary)``
     is the product of its exponentiated weights (:func:`sequence_emission`):
@@ -289,14 +340,15 @@ def nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
     n_sequences = offsets.shape[0] - 1
     n_chunks = partial.shape[0]
     bounds = chunk_bounds(offsets, n_chunks)
-    hot_state = hot_state_rows(hot_features, pair_ptr, pair_labels, pair_weights, n_classes)
+    hot_state = hot_state_rows(hot_features, merged_parts, pair_ptr, pair_labels, pair_weights,
+                               n_classes)
     potentials = chain_potentials(transitions, start, end)
     largest = 0.0
     for p in range(pair_weights.shape[0]):
         largest = max(largest, abs(pair_weights[p]))
     # NaN weights fail the test: the summed route then reports them
     by_products = binary and largest * max_entries < PRODUCT_EXPONENT_BOUND
-    exp_hot = np.exp(hot_state) if by_products else hot_state[:0]
+    exp_hot = exp_slot_rows(hot_state, merged_parts) if by_products else hot_state[:0]
     exp_pairs = np.exp(pair_weights) if by_products else pair_weights[:0]
 
     log_z = np.zeros(n_sequences)
@@ -341,7 +393,7 @@ def nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
                 m = group.shape[0]
                 for lane in range(m):
                     lo = offsets[group[lane]]
-                    log_scale = sequence_emission(entries, indptr, split, cold_ptr, cold_pairs,
+                    log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs,
                                                   cold_labels, exp_hot, exp_pairs, lo, lo + n,
                                                   lane_rows[lane])
                     lane_log_z[lane] = (log_scale + start_max + end_max
@@ -374,14 +426,14 @@ def nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
                             for j in range(n_classes):
                                 chunk_counts[c, i, j] += lane_counts[i, j, lane]
                 elif by_products:
-                    log_scale = sequence_emission(entries, indptr, split, cold_ptr, cold_pairs,
+                    log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs,
                                                   cold_labels, exp_hot, exp_pairs, lo, hi,
                                                   work[2])
                     lz = emission_posteriors(transitions, start, end, n, log_scale,
                                              potentials, np.bool_(True), marginals,
                                              chunk_counts[c], work)
                 if np.isnan(lz):
-                    sequence_unary(values, entries, indptr, split, cold_ptr, cold_pairs,
+                    sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs,
                                    cold_labels, cold_values, binary, hot_state, pair_weights,
                                    lo, hi, unary)
                     lz = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
@@ -394,12 +446,12 @@ def nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
                 for j in range(n_classes):
                     chunk_start[c, j] += rows[0, j]
                     chunk_end[c, j] += rows[n - 1, j]
-                scatter_expected(values, entries, indptr, split, cold_ptr, cold_pairs,
+                scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs,
                                  cold_labels, cold_values, binary, lo, hi, rows,
                                  hot_partial[c], partial[c])
 
-    expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, pair_ptr,
-                                          pair_labels)
+    expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
+                                          pair_ptr, pair_labels)
     transition_counts = np.zeros((n_classes, n_classes))
     start_counts = np.zeros(n_classes)
     end_counts = np.zeros(n_classes)
@@ -443,30 +495,46 @@ class FusedChainTerms:
         self.n_classes = n_classes
         self.n_chunks, hot_features = fused_layout(features, offsets, pairs.n_pairs,
                                                    n_classes)
-        self.use_hot_features(hot_features)
         self.max_entries = int(np.diff(features.indptr).max(initial=0))
+        self.use_hot_features(hot_features)
         self._workspace = None
 
     def use_hot_features(self, hot_features):
-        """Give the features ``hot_features`` dense rows; arrange the entries for them."""
-        hot_slot = np.full(self.features.n_features, -1, dtype=np.int32)
+        """Give the features ``hot_features`` dense rows; arrange the entries for them.
+
+        With binary features, the pairs of them many tokens share are merged
+        (:func:`~._merged_slots.merge_frequent_pairs`), into at most
+        :data:`MERGED_SLOTS_PER_HOT` merged slots per frequent feature.
+        """
+        features = self.features
+        hot_slot = np.full(features.n_features, -1, dtype=np.int32)
         hot_slot[hot_features] = np.arange(hot_features.shape[0], dtype=np.int32)
         self.hot_features = np.asarray(hot_features, dtype=np.int64)
-        self.values, self.entries, self.split = hot_first_entries(
-            *self.features.kernel_args(), hot_slot)
-        self.cold = cold_pairs_by_token(self.values, self.entries, self.features.indptr,
-                                        self.split, self.features.binary,
+        hot_ptr, hot_entries, self.values = frequent_entries(*features.kernel_args(), hot_slot)
+        n_hot = self.hot_features.shape[0]
+        if features.binary:
+            hot_ptr, hot_entries, self.merged_parts = merge_frequent_pairs(
+                hot_ptr, hot_entries, n_hot, MERGED_SLOTS_PER_HOT * n_hot)
+        else:
+            self.merged_parts = np.empty((0, 2), np.int64)
+        self.hot_ptr, self.entries = hot_ptr, hot_entries
+        self.cold = cold_pairs_by_token(*features.kernel_args(), hot_slot,
                                         self.pairs.feature_ptr, self.pairs.labels)
+
+    @property
+    def n_slots(self):
+        """Dense rows per chunk: the frequent features and the merged slots."""
+        return self.hot_features.shape[0] + self.merged_parts.shape[0]
 
     def kernel_args(self):
         """The features as the fused kernels read them (see :func:`nll_terms`)."""
-        return (self.values, self.entries, self.features.indptr, self.split, *self.cold,
-                self.features.binary, np.float64(self.max_entries))
+        return (self.values, self.entries, self.hot_ptr, *self.cold, self.features.binary,
+                np.float64(self.max_entries))
 
     def workspace(self):
         """The partial sums for the current layout, allocated on first use."""
         shapes = ((self.n_chunks, self.pairs.n_pairs),
-                  (self.n_chunks, self.hot_features.shape[0], self.n_classes))
+                  (self.n_chunks, self.n_slots, self.n_classes))
         if self._workspace is None or [a.shape for a in self._workspace] != list(shapes):
             self._workspace = [np.empty(shape) for shape in shapes]
         return self._workspace
@@ -476,4 +544,4 @@ class FusedChainTerms:
         return nll_terms(*self.kernel_args(), self.pairs.feature_ptr, self.pairs.labels,
                          np.ascontiguousarray(pair_weights), np.ascontiguousarray(transitions),
                          np.ascontiguousarray(start), np.ascontiguousarray(end), self.offsets,
-                         self.hot_features, *self.workspace())
+                         self.hot_features, self.merged_parts, *self.workspace())

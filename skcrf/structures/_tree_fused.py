@@ -17,9 +17,10 @@ from ._chain_fused import (FusedChainTerms, hot_state_rows, scatter_expected,
 
 
 @compiled(parallel=True)
-def tree_nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
+def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                    cold_values, binary, max_entries, pair_ptr, pair_labels, pair_weights,
-                   transitions, root, parents, offsets, hot_features, partial, hot_partial):
+                   transitions, root, parents, offsets, hot_features, merged_parts, partial,
+                   hot_partial):
     """Everything the tree CRF's loss needs from the features, in one pass over the tokens.
 
     Arguments as :func:`~._chain_fused.nll_terms`, with ``root`` scores
@@ -39,7 +40,8 @@ def tree_nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_la
     n_sequences = offsets.shape[0] - 1
     n_chunks = partial.shape[0]
     bounds = chunk_bounds(offsets, n_chunks)
-    hot_state = hot_state_rows(hot_features, pair_ptr, pair_labels, pair_weights, n_classes)
+    hot_state = hot_state_rows(hot_features, merged_parts, pair_ptr, pair_labels, pair_weights,
+                               n_classes)
     # unpacked here and packed again in the loop: numba's parallel loops take
     # arrays and scalars, not tuples mixing them
     (trans_max, root_max, exp_trans, exp_trans_by_child, exp_root, forbidden), (
@@ -63,7 +65,7 @@ def tree_nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_la
             n = hi - lo
             if n == 0:
                 continue
-            sequence_unary(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
+            sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                            cold_values, binary, hot_state, pair_weights, lo, hi, unary)
             # typed like the prediction kernel's arguments (see _batch.compiled),
             # so that both share one compiled tree_sequence_posteriors
@@ -77,12 +79,12 @@ def tree_nll_terms(values, entries, indptr, split, cold_ptr, cold_pairs, cold_la
                 if parents[lo + v] < 0:
                     for j in range(n_classes):
                         chunk_root[c, j] += marginals[v, j]
-            scatter_expected(values, entries, indptr, split, cold_ptr, cold_pairs, cold_labels,
+            scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                              cold_values, binary, lo, hi, marginals, hot_partial[c],
                              partial[c])
 
-    expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, pair_ptr,
-                                          pair_labels)
+    expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
+                                          pair_ptr, pair_labels)
     link_counts = np.zeros((n_classes, n_classes))
     root_counts = np.zeros(n_classes)
     for c in range(n_chunks):
@@ -100,4 +102,4 @@ class FusedTreeTerms(FusedChainTerms):
                               np.ascontiguousarray(pair_weights),
                               np.ascontiguousarray(transitions), np.ascontiguousarray(root),
                               self.features.parents, self.offsets, self.hot_features,
-                              *self.workspace())
+                              self.merged_parts, *self.workspace())
