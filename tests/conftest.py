@@ -71,6 +71,13 @@ def warm_kernels():
         loss = NegativeLogLikelihood(TreeStructure(2, StatePairs.observed(X, labels, 2)),
                                      features, offsets, labels, 1.0)
         loss(np.zeros(loss.n_parameters))
+    # binary pairs held by 8 tokens: the fused kernels merge them (the merging kernels)
+    X = sp.csr_matrix(np.ones((8, 2)))
+    labels = np.array([0, 1] * 4)
+    offsets = np.array([0, 3, 8], dtype=np.int64)
+    loss = chain_loss(X, offsets, labels, StatePairs.observed(X, labels, 2), 1.0)
+    assert loss.terms.fused.merged_parts.shape[0] == 1
+    loss(np.zeros(loss.n_parameters))
 
 
 @pytest.fixture(scope="session")

@@ -10,13 +10,19 @@ from .._semimarkov import SemiMarkovCRF
 from .._tree import TreeCRF
 
 #: A toy task every model can fit in one iteration: what runs is the kernels' compilation.
-_X = [[{"w": "Ada"}, {"w": "Lovelace"}, {"w": "wrote"}], [{"w": "in"}, {"w": "Paris"}]]
+_X = [[{"w": "Ada", "title": True}, {"w": "Lovelace", "title": True}, {"w": "wrote"}],
+      [{"w": "in"}, {"w": "Paris", "title": True}]]
 _Y = [["B-PER", "I-PER", "O"], ["O", "B-LOC"]]
 #: A fixed tag that fixes a segment boundary: the semi-Markov kernels of fixed boundaries.
 _FIXED = [None, [None, "B-LOC"]]
 #: The same tokens as trees: each token's head ("__parent__"), -1 for the root.
 _TREES = [[{**token, "__parent__": head} for token, head in zip(tokens, heads)]
           for tokens, heads in zip(_X, [[1, 2, -1], [1, -1]])]
+
+#: The training set is the toy task this many times: binary feature pairs held
+#: by that many tokens are merged (structures/_merged_slots.py), whose kernels
+#: then compile too.
+_REPEATS = 8
 
 #: (what the user reads, the model, its X, whether it offers predict_nbest): each
 #: model's fit and prediction paths.
@@ -37,7 +43,7 @@ def warmup(args):
         begun = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            model = make().fit(X, _Y)
+            model = make().fit(X * _REPEATS, _Y * _REPEATS)
         model.predict(X)
         model.predict_marginals(X)
         model.predict_marginals(X, fixed=_FIXED)

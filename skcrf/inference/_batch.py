@@ -4,8 +4,13 @@ Parallelism is over a fixed number of contiguous chunks of sequences, chosen fro
 the data alone, followed by a serial reduction in chunk order, so every result
 is bitwise identical whatever the thread count.
 
-``fastmath`` stays off everywhere: it lets LLVM assume no infinities, which turns
-the ``-inf`` guards of log-space code into NaN.
+``fastmath`` stays off: it lets LLVM assume no infinities, which turns the
+``-inf`` guards of log-space code into NaN. Only its ``contract`` flag is on,
+and only in the multiply-add loops of the probability-domain passes
+(``compiled(contract=True)``): a fused multiply-add rounds once where a
+multiply then an add round twice, and changes nothing of inf or NaN. It
+must be on in all or none of the loops whose results are compared bit for
+bit (the one-sequence pass and its lanes).
 """
 
 import os
@@ -29,8 +34,11 @@ _cache_warned = False
 _damage_warned = False
 
 
-def compiled(parallel=False):
+def compiled(parallel=False, contract=False):
     """``njit`` with the options every kernel shares, cached on disk when possible.
+
+    ``contract=True`` lets LLVM fuse a multiply and an add into one
+    instruction (see the module docstring).
 
     error_model="numpy": a float division by zero gives inf/NaN instead of
     raising (the callers guard every division that matters), and loops skip
@@ -49,6 +57,8 @@ def compiled(parallel=False):
     ``np.int64(0)`` and ``np.bool_(True)`` instead where a kernel is shared.
     """
     options = dict(nogil=True, error_model="numpy", parallel=parallel)
+    if contract:
+        options["fastmath"] = {"contract"}
 
     def decorate(func):
         try:

@@ -16,7 +16,7 @@ from ._logspace import FLOOR, HUGE, shift_of
 from ._products import add_vector_matrix
 
 
-@compiled()
+@compiled(contract=True)
 def scaled_forward_backward(unary, moves, start, end, lo, hi, step, exp_moves, exp_moves_t,
                             exp_start, exp_end, track, log_z, emission, alpha, beta, norm,
                             reach, scratch, marginals):

@@ -93,7 +93,7 @@ def lane_workspace(longest, n_classes, n_lanes):
             np.empty((size, size, n_lanes)), np.empty(n_lanes))
 
 
-@compiled()
+@compiled(contract=True)
 def lane_forward_backward(exp_trans, exp_start, exp_end, n, n_lanes, lanes):
     """Forward-backward of ``n_lanes`` sequences of ``n`` >= 2 tokens, scaled per token.
 

@@ -3,7 +3,7 @@
 from ._batch import compiled
 
 
-@compiled()
+@compiled(contract=True)
 def add_vector_matrix(weights, matrix, out):
     """``out[j] += sum_k weights[k] * matrix[k, j]``, for (K,) weights and a (K, J) matrix.
 

@@ -94,7 +94,7 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, exp_tran
                                  beta, norm, reach, with_transitions, marginals, counts, scratch)
 
 
-@compiled()
+@compiled(contract=True)
 def _scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans, exp_trans_t,
                           exp_start, exp_end, track, log_z, emission, alpha, beta, norm, reach,
                           with_transitions, marginals, counts, scratch):

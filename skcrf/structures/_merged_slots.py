@@ -15,7 +15,8 @@ to both of its parts, newest merge first.
 The merges are found the way Re-Pair compression finds them (Larsson and
 Moffat, 1999) with each row read as a set: in rounds, count how many tokens
 hold each pair of slots, merge the most frequent pairs (no slot in two pairs
-of a round) and rewrite the rows. The result is a function of the data
+of a round) and rewrite the rows. The pairs are counted on an evenly spaced
+sample of the tokens, and all tokens are rewritten once at the end. The result is a function of the data
 alone, so the kernels' sums stay independent of the thread count; the
 merged rows only change the order in which a token's terms are added (the
 rounding), not the sums.
@@ -25,8 +26,9 @@ import numpy as np
 
 from ..inference._batch import compiled
 
-#: A pair merges only if at least this many tokens hold it: each merge costs
-#: one row per evaluation (and one per chunk in the scatter's reduction).
+#: A pair merges only if about this many tokens hold it (counted on the
+#: sample, scaled): each merge costs one row per evaluation (and one per
+#: chunk in the scatter's reduction).
 MIN_MERGE_COUNT = 8
 #: Rounds of merging stop here, or earlier when a round removes fewer than
 #: MIN_ROUND_GAIN of the remaining entries.
@@ -34,28 +36,6 @@ MAX_ROUNDS = 8
 MIN_ROUND_GAIN = 0.01
 #: The pairs are counted on at most about this many tokens, evenly spaced.
 SAMPLE_TOKENS = 1 << 15
-
-
-@compiled()
-def frequent_rows(entries, indptr, split):
-    """Each token's frequent entries alone: ``(hot_ptr, hot_entries)``.
-
-    ``entries[indptr[t]:split[t]]`` are token ``t``'s frequent features as
-    slots (the order of :func:`~._chain_fused.hot_first_entries`); they
-    become ``hot_entries[hot_ptr[t]:hot_ptr[t + 1]]``.
-    """
-    n_tokens = split.shape[0]
-    hot_ptr = np.empty(n_tokens + 1, np.int64)
-    hot_ptr[0] = 0
-    for t in range(n_tokens):
-        hot_ptr[t + 1] = hot_ptr[t] + split[t] - indptr[t]
-    hot_entries = np.empty(hot_ptr[n_tokens], np.int32)
-    for t in range(n_tokens):
-        at = hot_ptr[t]
-        for k in range(indptr[t], split[t]):
-            hot_entries[at] = entries[k]
-            at += 1
-    return hot_ptr, hot_entries
 
 
 @compiled()

@@ -4,8 +4,12 @@ Its loops take four labels (or four tokens) per pass over a row, for speed;
 each cell must still add its terms one by one in label (or token) order, so
 that the one-sequence pass, the lanes and the transition-feature chain agree
 bitwise. The references here are plain Python loops in that order (Python
-floats are IEEE doubles, rounded as the compiled code rounds them).
+floats are IEEE doubles, rounded as the compiled code rounds them). The
+kernels fuse each multiply-add into one instruction, rounded once
+(``compiled(contract=True)``): the references do the same with :func:`_fma`.
 """
+
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -39,6 +43,11 @@ def _pass(exp_trans, exp_start, exp_end, emission, transposed):
     return log_z, alpha, beta, emission
 
 
+def _fma(a, b, c):
+    """``a * b + c`` rounded once, as a fused multiply-add (float() of a Fraction rounds exactly)."""
+    return float(Fraction(a) * Fraction(b) + Fraction(c))
+
+
 def _reference_pass(exp_trans, exp_start, exp_end, emission):
     """Forward and backward values, each cell summed term by term in label order."""
     n, n_classes = emission.shape
@@ -55,7 +64,7 @@ def _reference_pass(exp_trans, exp_start, exp_end, emission):
         for j in range(n_classes):
             cell = 0.0
             for i in range(n_classes):
-                cell += alpha[r - 1][i] * E[i][j]
+                cell = _fma(alpha[r - 1][i], E[i][j], cell)
             alpha[r][j] = cell * float(emission[r, j])
         total = 0.0
         for j in range(n_classes):
@@ -75,7 +84,7 @@ def _reference_pass(exp_trans, exp_start, exp_end, emission):
         for i in range(n_classes):
             cell = 0.0
             for j in range(n_classes):
-                cell += E[i][j] * messages[r + 1][j]
+                cell = _fma(E[i][j], messages[r + 1][j], cell)
             beta[r][i] = cell
     return np.array(alpha), np.array(beta), np.array(messages)
 
@@ -118,6 +127,7 @@ def test_transition_counts_add_in_token_order(n_classes, n):
         for j in range(n_classes):
             cell = 0.0
             for r in range(1, n):
-                cell += float(alpha[r - 1, i]) * float(exp_trans[i, j]) * float(messages[r, j])
+                cell = _fma(float(alpha[r - 1, i]) * float(exp_trans[i, j]),
+                            float(messages[r, j]), cell)
             reference[i, j] = cell
     np.testing.assert_array_equal(counts, reference)
