@@ -70,12 +70,13 @@ def evaluation_limit(objective, bandwidth, fma_rate):
     frequent features, with the pairs of them many tokens share merged into
     one row, see skcrf/structures/_merged_slots.py) and its other features'
     (feature, label) pairs. Bytes: each of those read twice (unary scores,
-    then the scatter of marginals) as a 4-byte index, each token's row
-    bounds, the state weights read and their gradient written, the partial
-    sums written and read. Multiply-adds: every dense row a token reads
-    times every label, and every pair, twice; each merged row built once
-    and spread once per chunk; forward, backward and transition counts,
-    C**2 each per token; C per token for the marginals.
+    then the scatter of marginals), a row as its 4-byte index, a pair as its
+    index and its label (8 bytes); each token's bounds (two pointers: rows
+    and pairs); the state weights read and their gradient written; the
+    partial sums written and read. Multiply-adds: every dense row a token
+    reads times every label, and every pair, twice; each merged row built
+    once and spread once per chunk; forward, backward and transition
+    counts, C**2 each per token; C per token for the marginals.
     """
     fused = objective.terms.fused
     n_tokens = fused.hot_ptr.shape[0] - 1
@@ -85,8 +86,8 @@ def evaluation_limit(objective, bandwidth, fma_rate):
     cold_pairs = fused.cold[1].shape[0]
     n_merged = fused.merged_parts.shape[0]
     partial_sums = fused.n_chunks * (n_pairs + fused.n_slots * n_classes)
-    n_bytes = (2 * 4 * (hot_entries + cold_pairs) + 2 * 8 * n_tokens + 2 * 8 * n_pairs
-               + 2 * 8 * partial_sums)
+    n_bytes = (2 * (4 * hot_entries + 8 * cold_pairs) + 2 * 2 * 8 * n_tokens
+               + 2 * 8 * n_pairs + 2 * 8 * partial_sums)
     fmas = (2 * (hot_entries * n_classes + cold_pairs)
             + n_merged * n_classes * (1 + fused.n_chunks)
             + n_tokens * (3 * n_classes**2 + n_classes))

@@ -7,10 +7,14 @@ is bitwise identical whatever the thread count.
 ``fastmath`` stays off: it lets LLVM assume no infinities, which turns the
 ``-inf`` guards of log-space code into NaN. Only its ``contract`` flag is on,
 and only in the multiply-add loops of the probability-domain passes
-(``compiled(contract=True)``): a fused multiply-add rounds once where a
-multiply then an add round twice, and changes nothing of inf or NaN. It
-must be on in all or none of the loops whose results are compared bit for
-bit (the one-sequence pass and its lanes).
+(``compiled(contract=True)``: the order-1 pass, its lanes, and the
+vector-matrix product the tree and order-2 passes share with it). A fused
+multiply-add rounds once where a multiply then an add round twice; on the
+finite, non-negative operands of these passes it changes no inf or NaN.
+It must be on in all or none of the loops whose results are compared bit
+for bit (the one-sequence pass and its lanes). The processor decides: one
+without fused multiply-adds keeps the two roundings, so results are
+bitwise reproducible on one family of processors, not across them.
 """
 
 import os

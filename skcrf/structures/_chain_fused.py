@@ -13,9 +13,9 @@ from ..features._kernels import column_counts
 from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence
 from ..inference._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, lane_forward_backward,
                                       lane_groups, lane_workspace)
-from ._merged_slots import merge_frequent_pairs
 from ..inference.chain import (chain_potentials, chain_workspace, emission_posteriors,
                                sequence_posteriors)
+from ._merged_slots import merge_frequent_pairs
 
 #: Memory bounds of :func:`nll_terms`, in float64 values. Each chunk of
 #: sequences keeps a partial sum of the expected counts of every pair and of

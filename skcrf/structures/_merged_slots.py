@@ -16,25 +16,27 @@ The merges are found the way Re-Pair compression finds them (Larsson and
 Moffat, 1999) with each row read as a set: in rounds, count how many tokens
 hold each pair of slots, merge the most frequent pairs (no slot in two pairs
 of a round) and rewrite the rows. The pairs are counted on an evenly spaced
-sample of the tokens, and all tokens are rewritten once at the end. The result is a function of the data
-alone, so the kernels' sums stay independent of the thread count; the
-merged rows only change the order in which a token's terms are added (the
-rounding), not the sums.
+sample of the tokens, and all tokens are rewritten once at the end. The
+result is a function of the data alone, so the kernels' sums stay
+independent of the thread count; the merged rows only change the order in
+which a token's terms are added (the rounding), not the sums. A row may
+hold a slot twice (a CSR matrix with a repeated column): each entry is
+merged at most once, so the row keeps its multiset of features.
 """
 
 import numpy as np
 
 from ..inference._batch import compiled
 
-#: A pair merges only if about this many tokens hold it (counted on the
-#: sample, scaled): each merge costs one row per evaluation (and one per
-#: chunk in the scatter's reduction).
+#: A pair merges only if the sample puts at least this many tokens on it
+#: (its count times the stride), and two sampled tokens at least: each merge
+#: costs one row per evaluation (and one per chunk in the scatter's reduction).
 MIN_MERGE_COUNT = 8
 #: Rounds of merging stop here, or earlier when a round removes fewer than
 #: MIN_ROUND_GAIN of the remaining entries.
 MAX_ROUNDS = 8
 MIN_ROUND_GAIN = 0.01
-#: The pairs are counted on at most about this many tokens, evenly spaced.
+#: The pairs are counted on at most this many tokens, evenly spaced.
 SAMPLE_TOKENS = 1 << 15
 
 
@@ -163,7 +165,8 @@ def _rewritten(hot_ptr, hot_entries, partners, merged_slots, n_rounds):
                 y = partner[x]
                 if y >= 0:
                     for b in range(a + 1, n):
-                        if row[b] == y:
+                        # a repeated slot: an entry merged already is not y any more
+                        if row[b] == y and not taken[b]:
                             taken[b] = True
                             x = merged_slots[r, x]
                             break
@@ -204,8 +207,8 @@ def merge_frequent_pairs(hot_ptr, hot_entries, n_slots, max_merged):
     ----------
     hot_ptr : (n_tokens + 1,) int64
     hot_entries : int32
-        Token ``t``'s slots are ``hot_entries[hot_ptr[t]:hot_ptr[t + 1]]``,
-        each at most once (:func:`~._chain_fused.frequent_entries`).
+        Token ``t``'s slots are ``hot_entries[hot_ptr[t]:hot_ptr[t + 1]]``
+        (:func:`~._chain_fused.frequent_entries`), usually each once.
     n_slots : int
         The slots in use (frequent features), numbered from 0.
     max_merged : int
@@ -221,7 +224,7 @@ def merge_frequent_pairs(hot_ptr, hot_entries, n_slots, max_merged):
         (base slots or earlier merged ones).
     """
     n_tokens = hot_ptr.shape[0] - 1
-    stride = max(1, n_tokens // SAMPLE_TOKENS)
+    stride = max(1, -(-n_tokens // SAMPLE_TOKENS))
     sample_ptr, sample = _sampled_rows(hot_ptr, hot_entries, np.int64(stride))
     min_count = np.int64(max(2, -(-MIN_MERGE_COUNT // stride)))
     rounds = []

@@ -61,11 +61,16 @@ def _expanded(slot, n_slots, parts):
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n_tokens=st.integers(0, 400),
        n_words=st.integers(1, 12), noise=st.integers(0, 3),
-       max_merged=st.integers(0, 40), sample=st.sampled_from([16, 1 << 15]))
+       max_merged=st.integers(0, 40), sample=st.sampled_from([16, 1 << 15]),
+       repeated=st.booleans())
 def test_rewritten_rows_expand_to_the_original_rows(seed, n_tokens, n_words, noise, max_merged,
-                                                    sample):
+                                                    sample, repeated):
     rng = np.random.default_rng(seed)
     rows = _template_rows(rng, n_tokens, n_words, noise)
+    if repeated:
+        # a CSR matrix may repeat a column in a row: half the rows repeat an entry
+        rows = [sorted(row + [row[rng.integers(len(row))]] * int(rng.random() < 0.5))
+                for row in rows]
     # the rows' slots in a shuffled order, as a frequency rank would number them
     n_slots = 1 + 5 * n_words + 50
     relabel = rng.permutation(n_slots)
@@ -153,6 +158,22 @@ def test_chain_loss_with_merges_equals_brute_force():
     w = np.random.default_rng(4).normal(size=loss.n_parameters)
     expected = _brute_force_loss(loss.structure, X, offsets, label_ids, w, 0.1)
     np.testing.assert_allclose(loss(w)[0], expected, rtol=1e-10)
+
+
+def test_repeated_columns_keep_their_count_through_the_merges():
+    # rows [0, 0, 1]: the pair (0, 1) merges, and the second 0 must stay
+    X = sp.csr_matrix((np.ones(60), np.tile([0, 0, 1], 20), np.arange(0, 61, 3)),
+                      shape=(20, 2))
+    assert not X.has_canonical_format
+    offsets = np.array([0, 7, 20], dtype=np.int64)
+    label_ids = np.arange(20) % 3
+    loss = _chain_loss(X, offsets, label_ids, 3)
+    assert loss.terms.fused.merged_parts.shape[0] > 0
+    w = np.random.default_rng(9).normal(size=loss.n_parameters)
+    value, grad = loss(w)
+    unfused_value, unfused_grad = _chain_loss(X, offsets, label_ids, 3, fused=False)(w)
+    np.testing.assert_allclose(value, unfused_value, rtol=1e-11)
+    np.testing.assert_allclose(grad, unfused_grad, rtol=1e-9, atol=1e-9)
 
 
 def test_non_binary_features_are_not_merged():
