@@ -9,7 +9,7 @@ scatter) on random problems.
 import numpy as np
 from numba import prange
 
-from ..features._kernels import column_counts
+from ..features._kernels import column_counts, remap_columns
 from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence
 from ..inference._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, lane_forward_backward,
                                       lane_groups, lane_workspace)
@@ -42,37 +42,6 @@ MERGED_SLOTS_PER_HOT = 2
 #: magnitude times the most entries of a token stays below this: no product
 #: of a token's factors then leaves float64's normal range (exp(+-708)).
 PRODUCT_EXPONENT_BOUND = 600.0
-
-
-@compiled()
-def frequent_entries(data, indices, indptr, binary, hot_slot):
-    """Each token's frequent features, as their slots: ``(hot_ptr, hot_entries, hot_values)``.
-
-    Token ``t``'s frequent features (``hot_slot[f] >= 0``) are
-    ``hot_entries[hot_ptr[t]:hot_ptr[t + 1]]``, as slots, in the order of
-    its row; ``hot_values`` holds their feature values (empty when
-    ``binary``). The kernels read the other features as pairs
-    (:func:`cold_pairs_by_token`).
-    """
-    n_tokens = indptr.shape[0] - 1
-    hot_ptr = np.empty(n_tokens + 1, np.int64)
-    hot_ptr[0] = 0
-    for t in range(n_tokens):
-        count = 0
-        for k in range(indptr[t], indptr[t + 1]):
-            count += 1 if hot_slot[indices[k]] >= 0 else 0
-        hot_ptr[t + 1] = hot_ptr[t] + count
-    hot_entries = np.empty(hot_ptr[n_tokens], np.int32)
-    hot_values = np.empty(0 if binary else hot_ptr[n_tokens])
-    at = 0
-    for k in range(indices.shape[0]):
-        slot = hot_slot[indices[k]]
-        if slot >= 0:
-            hot_entries[at] = slot
-            if not binary:
-                hot_values[at] = data[k]
-            at += 1
-    return hot_ptr, hot_entries, hot_values
 
 
 @compiled()
@@ -120,8 +89,8 @@ def sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                    cold_values, binary, hot_state, pair_weights, lo, hi, unary):
     """Unary scores of tokens lo..hi-1 into ``unary[: hi - lo]``.
 
-    The entries are slots (:func:`frequent_entries`, merged slots of
-    :mod:`._merged_slots` among them): each adds its row of the dense
+    The entries are slots (frequent features and merged slots of
+    :mod:`._merged_slots`): each adds its row of the dense
     ``hot_state``, a loop that vectorizes; the infrequent features add their
     pairs' weights one by one (:func:`cold_pairs_by_token`).
     """
@@ -181,11 +150,11 @@ def scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels
                      cold_values, binary, lo, hi, marginals, hot_expected, expected):
     """Add feature value times marginal over tokens lo..hi-1 to the expected counts.
 
-    The entries are slots (:func:`frequent_entries`, merged slots among
-    them): each goes to its dense row of ``hot_expected`` (every label), and
-    the infrequent features to their pairs in ``expected``
-    (:func:`cold_pairs_by_token`). A merged slot's row is spread over its
-    parts afterwards (:func:`summed_pair_partials`).
+    The entries are slots (frequent features and merged slots): each goes
+    to its dense row of ``hot_expected`` (every label), and the infrequent
+    features to their pairs in ``expected`` (:func:`cold_pairs_by_token`). A
+    merged slot's row is spread over its parts afterwards
+    (:func:`summed_pair_partials`).
     """
     n_classes = marginals.shape[1]
     for r in range(hi - lo):
@@ -284,7 +253,7 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
     """Everything the CRF loss needs from the features, in one pass over the tokens.
 
     The features come in two parts. Token ``t``'s frequent features are
-    slots ``entries[hot_ptr[t]:hot_ptr[t + 1]]`` (:func:`frequent_entries`)
+    slots ``entries[hot_ptr[t]:hot_ptr[t + 1]]`` (``hot_slot`` applied to its row)
     with their ``values`` (with ``binary`` every value is 1 and ``values`` is
     not read); slot ``s`` < n_hot is feature ``hot_features[s]``, and slot
     ``n_hot + m`` the merged slot that stands for the two slots
@@ -510,7 +479,9 @@ class FusedChainTerms:
         hot_slot = np.full(features.n_features, -1, dtype=np.int32)
         hot_slot[hot_features] = np.arange(hot_features.shape[0], dtype=np.int32)
         self.hot_features = np.asarray(hot_features, dtype=np.int64)
-        hot_ptr, hot_entries, self.values = frequent_entries(*features.kernel_args(), hot_slot)
+        # each token's frequent features alone, as slots, with their values
+        data, indices, indptr, binary = features.kernel_args()
+        self.values, hot_entries, hot_ptr = remap_columns(data, indices, indptr, hot_slot, binary)
         n_hot = self.hot_features.shape[0]
         if features.binary:
             hot_ptr, hot_entries, self.merged_parts = merge_frequent_pairs(

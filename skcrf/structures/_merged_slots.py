@@ -208,7 +208,7 @@ def merge_frequent_pairs(hot_ptr, hot_entries, n_slots, max_merged):
     hot_ptr : (n_tokens + 1,) int64
     hot_entries : int32
         Token ``t``'s slots are ``hot_entries[hot_ptr[t]:hot_ptr[t + 1]]``
-        (:func:`~._chain_fused.frequent_entries`), usually each once.
+        (frequent features as slots), usually each once.
     n_slots : int
         The slots in use (frequent features), numbered from 0.
     max_merged : int
