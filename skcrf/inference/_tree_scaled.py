@@ -52,8 +52,10 @@ def tree_scaled_potentials(transitions, root):
 def _scale_to_max(row):
     """Divide ``row`` by its maximum and return that maximum, or 0 when precision is lost.
 
-    0 when the maximum is not above FLOOR or some scaled value falls below it
-    (``row`` is then partly scaled: the caller gives up on the tree).
+    0 when some value is below FLOOR, before or after the scaling (``row`` is
+    then partly scaled: the caller gives up on the tree). Before: a sum of
+    products can fall into the subnormal range, where it keeps a few bits,
+    and the scaling would lift it back among normal values unnoticed.
     """
     top = 0.0
     for j in range(row.shape[0]):
@@ -62,6 +64,8 @@ def _scale_to_max(row):
     if not top > FLOOR:
         return 0.0
     for j in range(row.shape[0]):
+        if row[j] < FLOOR:
+            return 0.0
         row[j] /= top
         if row[j] < FLOOR:
             return 0.0

@@ -89,6 +89,16 @@ def test_matches_brute_force_with_extreme_scores(problem):
     _check_against_brute_force(problem)
 
 
+def test_a_downward_value_in_the_subnormal_range_is_not_trusted():
+    """Found by the test above: a child's downward values, 1.6e-323 and 2.7e-77 before
+    their scaling, kept a few bits of the first, and its link count came out 0.964, not 1."""
+    problem = (np.array([[-63.91243997, -201.55569715], [-783.52199899, -135.35008668]]),
+               np.array([[433.92718627, -374.8476091], [395.34802465, -171.29700353]]),
+               np.array([-234.81926623, 1127.6464793]), np.array([-1, 0]),
+               np.array([0, 2]))
+    _check_against_brute_force(problem)
+
+
 #: Infeasible forests: (parents, {token: unary row}, transitions, root); None
 #: draws random finite scores.
 _DIAGONAL = [[0.0, -np.inf], [-np.inf, 0.0]]  # a child has its parent's label
