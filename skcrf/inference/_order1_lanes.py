@@ -32,6 +32,10 @@ LANE_MAX_CLASSES = 24
 #: Longest sequence grouped: a group's three blocks hold at most this many
 #: values each (n_tokens * n_classes * LANE_MAX).
 LANE_BUDGET = 1 << 17
+#: The lane loops vectorize this many doubles at a time (256-bit registers);
+#: a group whose lane count is not a multiple of it would run the rest of
+#: every loop one lane at a time, so it is padded with copies of its first lane.
+LANE_VECTOR = 4
 
 
 @compiled()
@@ -113,10 +117,19 @@ def lane_forward_backward(exp_trans, exp_start, exp_end, n, n_lanes, lanes):
         precision checks), ``alpha * beta`` its marginals, ``emission``
         rows 1..n-1 its backward messages, and ``counts[i, j, lane]`` its
         expected transition counts (valid only where log Z is not NaN).
+        Up to :data:`LANE_VECTOR` - 1 lanes past ``n_lanes`` are overwritten
+        (the padding: copies of lane 0, computed and ignored).
     """
     emission, alpha, beta, norm, flags, sums, counts, log_z = lanes
     n_classes = exp_trans.shape[0]
-    m = n_lanes
+    m = min(-(-n_lanes // LANE_VECTOR) * LANE_VECTOR, emission.shape[2])
+    # the padding lanes repeat lane 0, finite and in range like it: each
+    # lane's arithmetic is its own, so the real lanes' results are unchanged
+    for lane in range(n_lanes, m):
+        log_z[lane] = log_z[0]
+        for r in range(n):
+            for j in range(n_classes):
+                emission[r, j, lane] = emission[r, j, 0]
     for lane in range(m):
         flags[lane] = 0.0
         sums[lane] = 0.0

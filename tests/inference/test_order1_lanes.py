@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from skcrf.inference._logspace import FLOOR
 from skcrf.inference._order1 import scaled_forward_backward
-from skcrf.inference._order1_lanes import (LANE_BUDGET, LANE_MAX, LANE_MIN,
+from skcrf.inference._order1_lanes import (LANE_BUDGET, LANE_MAX, LANE_MIN, LANE_VECTOR,
                                            lane_forward_backward, lane_groups, lane_workspace)
 from skcrf.structures._parameters import StatePairs
 from tests._chain_loss import chain_loss
@@ -44,6 +44,8 @@ def _one_sequence(exp_trans, exp_start, exp_end, emission, shift, transposed=Tru
 def _lanes(exp_trans, exp_start, exp_end, emissions, shifts):
     k, n, n_classes = emissions.shape
     lanes = lane_workspace(n, n_classes, LANE_MAX)
+    for block in lanes:
+        block[...] = np.nan  # what a lane does not own must not reach it
     lanes[0][:n, :, :k] = emissions.transpose(1, 2, 0)
     lanes[7][:k] = shifts
     lane_forward_backward(exp_trans, exp_start, exp_end, n, k, lanes)
@@ -66,6 +68,25 @@ def test_each_lane_is_the_one_sequence_pass(n_classes, n, k):
         np.testing.assert_array_equal(alpha[:n, :, lane] * beta[:n, :, lane], expected[1])
         np.testing.assert_array_equal(messages[1:n, :, lane], expected[2][1:])
         np.testing.assert_allclose(counts[:, :, lane], expected[3], rtol=1e-13, atol=1e-300)
+
+
+@pytest.mark.parametrize("k", [5, 13, 31])
+def test_padding_lanes_copy_the_first_and_stop_at_the_vector_width(k):
+    """A group of k lanes runs on k rounded up to LANE_VECTOR, the extra lanes
+    copies of lane 0; lanes past them are neither read nor written."""
+    rng = np.random.default_rng(k)
+    n_classes, n = 6, 9
+    exp_trans = np.exp(rng.normal(size=(n_classes, n_classes)) - 2)
+    exp_start, exp_end = np.exp(-rng.random(n_classes)), np.exp(-rng.random(n_classes))
+    emissions = rng.random((k, n, n_classes)) + 0.05
+    lanes = _lanes(exp_trans, exp_start, exp_end, emissions, rng.normal(size=k))
+    padded = -(-k // LANE_VECTOR) * LANE_VECTOR
+    log_z = lanes[7]
+    assert np.isfinite(log_z[:k]).all()
+    np.testing.assert_array_equal(log_z[k:padded], log_z[0])
+    np.testing.assert_array_equal(lanes[1][:n, :, k:padded],
+                                  np.repeat(lanes[1][:n, :, :1], padded - k, axis=2))
+    assert np.isnan(log_z[padded:]).all() and np.isnan(lanes[0][:, :, padded:]).all()
 
 
 def test_a_lane_that_underflows_fails_alone():
