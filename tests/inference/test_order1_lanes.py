@@ -52,7 +52,8 @@ def _lanes(exp_trans, exp_start, exp_end, emissions, shifts):
     return lanes
 
 
-@pytest.mark.parametrize("n_classes, n, k", [(3, 2, 4), (9, 17, 32), (5, 40, 7), (22, 6, 13)])
+@pytest.mark.parametrize("n_classes, n, k", [(3, 2, 4), (9, 17, 32), (5, 40, 7), (22, 6, 13),
+                                             (7, 11, 9), (2, 5, 6), (4, 3, 4)])
 def test_each_lane_is_the_one_sequence_pass(n_classes, n, k):
     rng = np.random.default_rng(n_classes * 100 + n)
     exp_trans = np.exp(rng.normal(size=(n_classes, n_classes)) - 3)
