@@ -112,7 +112,7 @@ def _matched(order, first, second, n_slots, budget):
     Returns ``partner`` (n_slots,), the other slot of each matched slot and
     -1 elsewhere, and the matched pairs as rows of ``(first, second)``.
     """
-    partner = np.full(n_slots, -1, np.int64)
+    partner = np.full(n_slots, -1, np.int32)
     pairs = np.empty((min(order.shape[0], budget), 2), np.int64)
     n_matched = 0
     for i in order:
@@ -237,14 +237,13 @@ def merge_frequent_pairs(hot_ptr, hot_entries, n_slots, max_merged):
         order = np.lexsort((second, first, -counts))
         partner, pairs = _matched(order, first, second, n_now,
                                   np.int64(max_merged - (n_now - n_slots)))
-        merged_slot = np.full(n_now, -1, np.int64)
+        merged_slot = np.full(n_now, -1, np.int32)
         merged_slot[pairs[:, 0]] = n_now + np.arange(pairs.shape[0])
         merged_slot[pairs[:, 1]] = merged_slot[pairs[:, 0]]
         rounds.append((partner, merged_slot, pairs))
         n_now += pairs.shape[0]
         before = sample.shape[0]
-        sample_ptr, sample = _rewritten(sample_ptr, sample, partner[None].astype(np.int32),
-                                        merged_slot[None].astype(np.int32),
+        sample_ptr, sample = _rewritten(sample_ptr, sample, partner[None], merged_slot[None],
                                         np.int64(1))
         if before - sample.shape[0] < MIN_ROUND_GAIN * before:
             break
