@@ -38,11 +38,14 @@ _cache_warned = False
 _damage_warned = False
 
 
-def compiled(parallel=False, contract=False):
+def compiled(parallel=False, contract=False, inline=False):
     """``njit`` with the options every kernel shares, cached on disk when possible.
 
     ``contract=True`` lets LLVM fuse a multiply and an add into one
-    instruction (see the module docstring).
+    instruction (see the module docstring). ``inline=True`` inlines a small
+    helper into its callers at numba's level: a call that passes arrays
+    costs two reference-count calls (atomic) per array, which matters for a
+    helper called once per token or per sequence.
 
     error_model="numpy": a float division by zero gives inf/NaN instead of
     raising (the callers guard every division that matters), and loops skip
@@ -61,6 +64,8 @@ def compiled(parallel=False, contract=False):
     ``np.int64(0)`` and ``np.bool_(True)`` instead where a kernel is shared.
     """
     options = dict(nogil=True, error_model="numpy", parallel=parallel)
+    if inline:
+        options["inline"] = "always"
     if contract:
         options["fastmath"] = {"contract"}
 

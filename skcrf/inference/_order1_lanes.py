@@ -308,7 +308,7 @@ def lane_forward_backward(exp_trans, exp_start, exp_end, n, n_lanes, lanes):
         r += 1
 
 
-@compiled()
+@compiled(inline=True)
 def _normalize(block, norm, sums, m):
     """Divide the lanes of ``block`` (n_classes, n_lanes) by ``sums``; keep the sums as norms."""
     for lane in range(m):

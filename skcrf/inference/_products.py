@@ -3,7 +3,7 @@
 from ._batch import compiled
 
 
-@compiled(contract=True)
+@compiled(contract=True, inline=True)
 def add_vector_matrix(weights, matrix, out):
     """``out[j] += sum_k weights[k] * matrix[k, j]``, for (K,) weights and a (K, J) matrix.
 
@@ -14,6 +14,10 @@ def add_vector_matrix(weights, matrix, out):
     (:mod:`._order1_lanes`) reproduce. Four zero weights are skipped (zeros
     come from forbidden moves): adding ``0 * m`` changes no bit, since every
     matrix passed here is finite and every ``out`` non-negative.
+
+    Called once per token by the scaled passes, so it is inlined into them
+    and reads ``matrix[k, j]`` directly: a row view per ``k`` would cost two
+    reference-count calls (atomic) each.
     """
     n_rows, n_cols = matrix.shape
     full = n_rows - n_rows % 4
@@ -24,20 +28,15 @@ def add_vector_matrix(weights, matrix, out):
         w3 = weights[k + 3]
         if w0 == 0.0 and w1 == 0.0 and w2 == 0.0 and w3 == 0.0:
             continue
-        m0 = matrix[k]
-        m1 = matrix[k + 1]
-        m2 = matrix[k + 2]
-        m3 = matrix[k + 3]
         for j in range(n_cols):
             v = out[j]
-            v += w0 * m0[j]
-            v += w1 * m1[j]
-            v += w2 * m2[j]
-            v += w3 * m3[j]
+            v += w0 * matrix[k, j]
+            v += w1 * matrix[k + 1, j]
+            v += w2 * matrix[k + 2, j]
+            v += w3 * matrix[k + 3, j]
             out[j] = v
     for k in range(full, n_rows):
         w = weights[k]
         if w != 0.0:
-            m = matrix[k]
             for j in range(n_cols):
-                out[j] += w * m[j]
+                out[j] += w * matrix[k, j]

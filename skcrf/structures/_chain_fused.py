@@ -170,6 +170,22 @@ def scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels
             expected[cold_pairs[i]] += value * row[cold_labels[i]]
 
 
+@compiled(inline=True)
+def _add_marginals(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                   binary, lo, hi, rows, starts, ends, hot_expected, expected):
+    """Add one sequence's marginals ``rows`` to the chunk's sums.
+
+    Its first and last rows go to the start and end counts, every row to the
+    expected feature counts (:func:`scatter_expected`).
+    """
+    n = hi - lo
+    for j in range(rows.shape[1]):
+        starts[j] += rows[0, j]
+        ends[j] += rows[n - 1, j]
+    scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                     binary, lo, hi, rows, hot_expected, expected)
+
+
 @compiled()
 def hot_state_rows(hot_features, merged_parts, pair_ptr, pair_labels, pair_weights, n_classes):
     """(n_slots, n_classes) dense state weights of the slots, 0 for absent pairs.
@@ -331,8 +347,15 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
                  and n_classes <= LANE_MAX_CLASSES)
 
     for c in prange(n_chunks):
-        partial[c] = 0.0
-        hot_partial[c] = 0.0
+        # the chunk's rows of the partial sums, taken once: a view made per
+        # sequence costs two reference-count calls (atomic) each time
+        chunk_partial = partial[c]
+        chunk_hot_partial = hot_partial[c]
+        counts = chunk_counts[c]
+        starts = chunk_start[c]
+        ends = chunk_end[c]
+        chunk_partial[:] = 0.0
+        chunk_hot_partial[:] = 0.0
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         unary = np.empty((longest, n_classes))
         marginals = np.empty((longest, n_classes))
@@ -354,14 +377,12 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
         lane_rows = np.empty((LANE_MAX if lane_longest else 0, lane_longest, n_classes))
         first = 0
         for g in range(group_ends.shape[0]):
-            group = order[first:group_ends[g]]
-            first = group_ends[g]
-            n = offsets[group[0] + 1] - offsets[group[0]]
-            if group.shape[0] > 1:
+            m = group_ends[g] - first
+            n = offsets[order[first] + 1] - offsets[order[first]]
+            if m > 1:
                 # sequences of one length side by side, each lane as the pass of one
-                m = group.shape[0]
                 for lane in range(m):
-                    lo = offsets[group[lane]]
+                    lo = offsets[order[first + lane]]
                     log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs,
                                                   cold_labels, exp_hot, exp_pairs, lo, lo + n,
                                                   lane_rows[lane])
@@ -379,45 +400,48 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
                         b = lane_beta[r, j]
                         for lane in range(m):
                             lane_rows[lane, r, j] = a[lane] * b[lane]
-            for lane in range(group.shape[0]):
-                q = group[lane]
+            for lane in range(m):
+                q = order[first + lane]
                 lo = offsets[q]
                 hi = offsets[q + 1]
                 if n == 0:
                     continue
                 lz = np.nan
-                rows = marginals
-                if group.shape[0] > 1:
+                in_lanes = False
+                if m > 1:
                     lz = lane_log_z[lane]
-                    if not np.isnan(lz):
-                        rows = lane_rows[lane]
+                    in_lanes = not np.isnan(lz)
+                    if in_lanes:
                         for i in range(n_classes):
                             for j in range(n_classes):
-                                chunk_counts[c, i, j] += lane_counts[i, j, lane]
+                                counts[i, j] += lane_counts[i, j, lane]
                 elif by_products:
                     log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs,
                                                   cold_labels, exp_hot, exp_pairs, lo, hi,
                                                   work[2])
                     lz = emission_posteriors(transitions, start, end, n, log_scale,
                                              potentials, np.bool_(True), marginals,
-                                             chunk_counts[c], work)
+                                             counts, work)
                 if np.isnan(lz):
                     sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs,
                                    cold_labels, cold_values, binary, hot_state, pair_weights,
                                    lo, hi, unary)
                     lz = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
                                              potentials, np.bool_(True), marginals,
-                                             chunk_counts[c], work)
+                                             counts, work)
                 log_z[q] = lz
                 if not np.isfinite(lz):
                     # no marginals were written (the loss is not finite anyway)
                     continue
-                for j in range(n_classes):
-                    chunk_start[c, j] += rows[0, j]
-                    chunk_end[c, j] += rows[n - 1, j]
-                scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs,
-                                 cold_labels, cold_values, binary, lo, hi, rows,
-                                 hot_partial[c], partial[c])
+                if in_lanes:
+                    _add_marginals(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
+                                   cold_values, binary, lo, hi, lane_rows[lane], starts, ends,
+                                   chunk_hot_partial, chunk_partial)
+                else:
+                    _add_marginals(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
+                                   cold_values, binary, lo, hi, marginals, starts, ends,
+                                   chunk_hot_partial, chunk_partial)
+            first = group_ends[g]
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
                                           pair_ptr, pair_labels)
