@@ -170,22 +170,6 @@ def scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels
             expected[cold_pairs[i]] += value * row[cold_labels[i]]
 
 
-@compiled(inline=True)
-def _add_marginals(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
-                   binary, lo, hi, rows, starts, ends, hot_expected, expected):
-    """Add one sequence's marginals ``rows`` to the chunk's sums.
-
-    Its first and last rows go to the start and end counts, every row to the
-    expected feature counts (:func:`scatter_expected`).
-    """
-    n = hi - lo
-    for j in range(rows.shape[1]):
-        starts[j] += rows[0, j]
-        ends[j] += rows[n - 1, j]
-    scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
-                     binary, lo, hi, rows, hot_expected, expected)
-
-
 @compiled()
 def hot_state_rows(hot_features, merged_parts, pair_ptr, pair_labels, pair_weights, n_classes):
     """(n_slots, n_classes) dense state weights of the slots, 0 for absent pairs.
@@ -433,14 +417,13 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
                 if not np.isfinite(lz):
                     # no marginals were written (the loss is not finite anyway)
                     continue
-                if in_lanes:
-                    _add_marginals(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
-                                   cold_values, binary, lo, hi, lane_rows[lane], starts, ends,
-                                   chunk_hot_partial, chunk_partial)
-                else:
-                    _add_marginals(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
-                                   cold_values, binary, lo, hi, marginals, starts, ends,
-                                   chunk_hot_partial, chunk_partial)
+                rows = lane_rows[lane] if in_lanes else marginals
+                for j in range(n_classes):
+                    starts[j] += rows[0, j]
+                    ends[j] += rows[n - 1, j]
+                scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs,
+                                 cold_labels, cold_values, binary, lo, hi, rows,
+                                 chunk_hot_partial, chunk_partial)
             first = group_ends[g]
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
