@@ -25,7 +25,6 @@ import os
 import time
 import warnings
 
-import numba
 import numpy as np
 from common import PeakRSS, data_home, sent2features
 from seqeval.metrics import f1_score
@@ -34,6 +33,7 @@ from sklearn_crfsuite import CRF
 
 from skcrf import CRFClassifier, SequenceVectorizer, TokenFeaturizer
 from skcrf.datasets import load_conll2002
+from skcrf.inference._batch import current_threads
 
 
 def best_of(repeat, *functions):
@@ -99,7 +99,7 @@ def main():
     n_tokens = sum(map(len, X_train))
     print(f"CoNLL-2002 Spanish from {home}: {len(X_train)} training sequences "
           f"({n_tokens} tokens), {len(X_test)} test sequences; "
-          f"{os.cpu_count()} cores, numba threads {numba.get_num_threads()}")
+          f"{os.cpu_count()} cores, kernel threads {current_threads()}")
 
     # 1. featurize + vectorize
     (t_tutorial, t_ours), (tutorial, ours) = best_of(

@@ -1,35 +1,14 @@
 """Calling the numba kernels: how many threads they use, safely from many threads, and
 the exceptions they raise, as Python raises them."""
 
-import os
 import sys
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 import numba
 from threadpoolctl import threadpool_limits
 
-#: Spins before a GNU OpenMP thread that waits at a barrier goes to sleep.
-#: libgomp's default, 300,000, lets the waiting thread hold its core while the
-#: thread it waits for is queued behind another process: with one of two cores
-#: busy, 30 iterations on esp.train took 4.8-5.5 s on 2 threads against 3.3 s
-#: on 1 thread; with 3,000 spins 3.2-4.0 s, and no slower on an idle machine
-#: (1.75-2.19 s vs 1.72-2.81 s, same runs). libgomp reads it when it loads,
-#: at numba's first parallel launch, so it is set on the first use of
-#: kernel_threads (not on import: a process that only imports skcrf keeps its
-#: environment); an explicit choice of the user's (either variable) is left alone.
-_GOMP_SPINCOUNT = "3000"
-_openmp_configured = False
-
-
-def _configure_openmp():
-    """Shorten libgomp's spin-wait once, before numba's first parallel launch."""
-    global _openmp_configured
-    if not _openmp_configured:
-        _openmp_configured = True
-        if "OMP_WAIT_POLICY" not in os.environ:
-            os.environ.setdefault("GOMP_SPINCOUNT", _GOMP_SPINCOUNT)
-
+from .inference._batch import use_threads
 
 def effective_n_threads(n_jobs):
     """Thread count for ``n_jobs``, following scikit-learn's conventions.
@@ -84,37 +63,32 @@ def kernel_threads(n_jobs, hold_blas=False, n_tokens=None):
     With ``n_tokens`` (the size of the batch) below :data:`SMALL_BATCH_TOKENS`,
     on one thread.
 
-    numba's thread count is local to the calling thread, so concurrent callers
-    with different settings do not interfere. Kernel launches are serialized
-    when numba's threading layer cannot take concurrent ones (its
-    ``workqueue`` fallback aborts the process), so ``predict`` may be called
-    from several threads at once.
+    The thread count is local to the calling thread
+    (:func:`~skcrf.inference._batch.use_threads`), so concurrent callers with
+    different settings do not interfere, and ``predict`` may be called from
+    several threads at once.
 
     With ``hold_blas``, BLAS is held to one thread meanwhile: the solver's BLAS
     calls are vector dot products too small to gain from threads, and idle
-    BLAS threads spin on the cores numba's threads need (measured: 30 L-BFGS
+    BLAS threads spin on the cores the kernels' threads need (measured: 30 L-BFGS
     iterations on esp.train took 6.5-7.5 s with one BLAS thread, 12.8-13.5 s
     with two, same run). Prediction calls no BLAS, so it leaves the
     process-wide BLAS setting alone.
     """
-    _configure_openmp()
-    previous = numba.get_num_threads()
     small = n_tokens is not None and n_tokens < SMALL_BATCH_TOKENS
-    numba.set_num_threads(1 if small else effective_n_threads(n_jobs))
+    n_threads = 1 if small else effective_n_threads(n_jobs)
     try:
         # kernel_exceptions' work, inline: one context manager less on each
         # one-sentence predict
         if hold_blas:
-            with _blas_single_threaded(), _launch_guard():
+            with _blas_single_threaded(), use_threads(n_threads):
                 yield
         else:
-            with _launch_guard():
+            with use_threads(n_threads):
                 yield
     except SystemError as error:
         _raise_pending(error)
         raise
-    finally:
-        numba.set_num_threads(previous)
 
 
 #: How CPython words the error of a C function that returned normally with an
@@ -187,19 +161,3 @@ def _blas_single_threaded():
             if _blas_users == 0:
                 _blas_limits.restore_original_limits()
                 _blas_limits = None
-
-
-_launch_lock = threading.RLock()
-
-
-def _launch_guard():
-    """A lock around kernel launches if the threading layer is not thread-safe.
-
-    The layer is chosen at the first parallel launch; until then, launches are
-    serialized in case it turns out to be ``workqueue``.
-    """
-    try:
-        safe = numba.threading_layer() != "workqueue"
-    except ValueError:  # no parallel kernel has run yet
-        safe = False
-    return nullcontext() if safe else _launch_lock

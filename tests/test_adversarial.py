@@ -300,24 +300,24 @@ def test_ctrl_c_inside_a_training_kernel_is_a_keyboard_interrupt(monkeypatch):
     assert crf.classes_ is classes and crf.max_iter == 200
 
 
-def test_memory_error_in_a_parallel_kernel_is_a_memory_error():
-    """numba sets the MemoryError of a parallel region and returns: a SystemError."""
-    from numba import njit, prange
-
+def test_memory_error_in_a_threaded_kernel_is_a_memory_error():
+    """A MemoryError raised by a kernel on a pool thread reaches the caller as itself."""
     from skcrf._parallel import kernel_threads
+    from skcrf.inference._batch import compiled, run_chunks
 
-    @njit(parallel=True)
-    def allocate_per_chunk(size):
-        out = np.zeros(4)
-        for c in prange(4):
+    @compiled()
+    def allocate_per_chunk(chunk_lo, chunk_hi, size, out):
+        for c in range(chunk_lo, chunk_hi):
             values = np.empty(size)
             values[:] = 1.0
             out[c] = values[0]
-        return out
 
-    allocate_per_chunk(3)  # compile first: numba loses the error of a compiling call
-    with pytest.raises(MemoryError), kernel_threads(None):
-        allocate_per_chunk(1 << 44)
+    out = np.zeros(8)
+    with kernel_threads(2):
+        run_chunks(allocate_per_chunk, 8, 3, out)
+    assert out.tolist() == [1.0] * 8
+    with pytest.raises(MemoryError), kernel_threads(2):
+        run_chunks(allocate_per_chunk, 8, 1 << 44, out)
     with pytest.raises(SystemError), kernel_threads(None):
         raise SystemError("some other error")
 

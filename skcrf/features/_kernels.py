@@ -5,11 +5,9 @@ Nothing here validates its inputs, and nothing mutates them but
 """
 
 import numpy as np
-from numba import prange
 
-from ..inference._batch import compiled
+from ..inference._batch import compiled, row_chunk_count, run_chunks
 
-@compiled(parallel=True)
 def csr_dot_dense(data, indices, indptr, dense, binary):
     """``X @ dense`` for a CSR ``X``; rows are independent, so parallel and exact.
 
@@ -18,9 +16,20 @@ def csr_dot_dense(data, indices, indptr, dense, binary):
     memory traffic is most of this kernel's cost.
     """
     n_rows = indptr.shape[0] - 1
+    out = np.zeros((n_rows, dense.shape[1]))
+    n_chunks = row_chunk_count(n_rows)
+    run_chunks(_csr_dot_dense_rows, n_chunks, n_chunks, data, indices, indptr, dense,
+               binary, out)
+    return out
+
+
+@compiled()
+def _csr_dot_dense_rows(chunk_lo, chunk_hi, n_chunks, data, indices, indptr, dense, binary,
+                        out):
+    """The rows of chunks ``chunk_lo..chunk_hi - 1`` of :func:`csr_dot_dense` into ``out``."""
+    n_rows = indptr.shape[0] - 1
     n_cols = dense.shape[1]
-    out = np.zeros((n_rows, n_cols))
-    for row in prange(n_rows):
+    for row in range((n_rows * chunk_lo) // n_chunks, (n_rows * chunk_hi) // n_chunks):
         if binary:
             for k in range(indptr[row], indptr[row + 1]):
                 col = indices[k]
@@ -32,7 +41,6 @@ def csr_dot_dense(data, indices, indptr, dense, binary):
                 col = indices[k]
                 for j in range(n_cols):
                     out[row, j] += value * dense[col, j]
-    return out
 
 
 @compiled()
@@ -240,7 +248,6 @@ def slot_features(sources, offsets, kinds, shifts, slot_sources, table_starts, t
     return indices, indptr, used
 
 
-@compiled(parallel=True)
 def pair_products(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights,
                   n_labels):
     """(n_tokens, n_labels) scores: each token's sum of its features' pair weights.
@@ -253,16 +260,25 @@ def pair_products(data, indices, indptr, binary, pair_ptr, pair_labels, pair_wei
     """
     n_tokens = indptr.shape[0] - 1
     out = np.zeros((n_tokens, n_labels))
-    for row in prange(n_tokens):
+    n_chunks = row_chunk_count(n_tokens)
+    run_chunks(_pair_products_rows, n_chunks, n_chunks, data, indices, indptr, binary,
+               pair_ptr, pair_labels, pair_weights, out)
+    return out
+
+
+@compiled()
+def _pair_products_rows(chunk_lo, chunk_hi, n_chunks, data, indices, indptr, binary,
+                        pair_ptr, pair_labels, pair_weights, out):
+    """The rows of chunks ``chunk_lo..chunk_hi - 1`` of :func:`pair_products` into ``out``."""
+    n_tokens = indptr.shape[0] - 1
+    for row in range((n_tokens * chunk_lo) // n_chunks, (n_tokens * chunk_hi) // n_chunks):
         for k in range(indptr[row], indptr[row + 1]):
             value = 1.0 if binary else data[k]
             col = indices[k]
             for p in range(pair_ptr[col], pair_ptr[col + 1]):
                 out[row, pair_labels[p]] += value * pair_weights[p]
-    return out
 
 
-@compiled(parallel=True)
 def pair_expectations(data, indices, indptr, binary, pair_ptr, pair_labels, marginals,
                       n_chunks):
     """(n_pairs,) sum over tokens of feature value times the marginal of the pair's label.
@@ -271,10 +287,23 @@ def pair_expectations(data, indices, indptr, binary, pair_ptr, pair_labels, marg
     contiguous chunks summed on their own and then added in chunk order, so
     the result does not depend on the thread count.
     """
-    n_tokens = indptr.shape[0] - 1
     n_pairs = pair_labels.shape[0]
     partial = np.zeros((n_chunks, n_pairs))
-    for c in prange(n_chunks):
+    run_chunks(_pair_expectation_chunks, n_chunks, data, indices, indptr, binary, pair_ptr,
+               pair_labels, marginals, partial)
+    expected = np.zeros(n_pairs)
+    for c in range(n_chunks):
+        expected += partial[c]
+    return expected
+
+
+@compiled()
+def _pair_expectation_chunks(chunk_lo, chunk_hi, data, indices, indptr, binary, pair_ptr,
+                             pair_labels, marginals, partial):
+    """The partial sums of chunks ``chunk_lo..chunk_hi - 1`` of :func:`pair_expectations`."""
+    n_tokens = indptr.shape[0] - 1
+    n_chunks = partial.shape[0]
+    for c in range(chunk_lo, chunk_hi):
         lo = (n_tokens * c) // n_chunks
         hi = (n_tokens * (c + 1)) // n_chunks
         for row in range(lo, hi):
@@ -283,7 +312,3 @@ def pair_expectations(data, indices, indptr, binary, pair_ptr, pair_labels, marg
                 col = indices[k]
                 for p in range(pair_ptr[col], pair_ptr[col + 1]):
                     partial[c, p] += value * marginals[row, pair_labels[p]]
-    expected = np.zeros(n_pairs)
-    for c in range(n_chunks):
-        expected += partial[c]
-    return expected

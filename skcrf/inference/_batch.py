@@ -4,6 +4,15 @@ Parallelism is over a fixed number of contiguous chunks of sequences, chosen fro
 the data alone, followed by a serial reduction in chunk order, so every result
 is bitwise identical whatever the thread count.
 
+The chunks run on Python threads (:func:`run_chunks`), each calling a
+``nogil`` kernel on a range of chunks, not in numba ``prange`` loops: a
+``parallel=True`` function is compiled through numba's parfor passes and an
+outlined copy of every loop body, which made the first fit of a fresh
+install spend most of its time compiling, and its thread pool (OpenMP,
+TBB or numba's workqueue) brought its own spin-waits and launch rules. A
+kernel of the batch takes ``(chunk_lo, chunk_hi, ...)`` and writes only its
+chunks' rows of its outputs; the caller reduces them in chunk order.
+
 ``fastmath`` stays off: it lets LLVM assume no infinities, which turns the
 ``-inf`` guards of log-space code into NaN. Only its ``contract`` flag is on,
 and only in the multiply-add loops of the probability-domain passes
@@ -18,7 +27,10 @@ bitwise reproducible on one family of processors, not across them.
 """
 
 import os
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import numpy as np
 from numba import njit
@@ -38,7 +50,7 @@ _cache_warned = False
 _damage_warned = False
 
 
-def compiled(parallel=False, contract=False, inline=False):
+def compiled(contract=False, inline=False):
     """``njit`` with the options every kernel shares, cached on disk when possible.
 
     ``contract=True`` lets LLVM fuse a multiply and an add into one
@@ -63,7 +75,7 @@ def compiled(parallel=False, contract=False, inline=False):
     kernel and with a variable from a prediction kernel compiles twice. Pass
     ``np.int64(0)`` and ``np.bool_(True)`` instead where a kernel is shared.
     """
-    options = dict(nogil=True, error_model="numpy", parallel=parallel)
+    options = dict(nogil=True, error_model="numpy")
     if inline:
         options["inline"] = "always"
     if contract:
@@ -181,6 +193,11 @@ def chunk_bounds(offsets, n_chunks):
     return bounds
 
 
+def row_chunk_count(n_rows):
+    """Chunks of a batch of independent rows: :data:`N_CHUNKS`, fewer for fewer rows."""
+    return max(1, min(N_CHUNKS, int(n_rows)))
+
+
 @compiled()
 def default_n_chunks(offsets):
     n_sequences = offsets.shape[0] - 1
@@ -194,3 +211,110 @@ def longest_sequence(offsets, lo, hi):
         longest = max(longest, offsets[q + 1] - offsets[q])
     return longest
 
+
+
+# --- the thread driver ------------------------------------------------------------------
+
+#: Threads the calling thread's kernels run on, set by :func:`use_threads`.
+_local = threading.local()
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def available_threads():
+    """The machine's thread budget: numba's ``NUMBA_NUM_THREADS`` (the cores, by default)."""
+    from numba import config
+    return max(1, int(config.NUMBA_NUM_THREADS))
+
+
+def current_threads():
+    """Threads :func:`run_chunks` uses on the calling thread (all, unless set)."""
+    return getattr(_local, "n_threads", None) or available_threads()
+
+
+@contextmanager
+def use_threads(n_threads):
+    """Run the enclosed :func:`run_chunks` calls of this thread on ``n_threads`` threads.
+
+    Local to the calling thread, so concurrent callers with different
+    settings do not interfere; nested uses restore the outer setting.
+    """
+    previous = getattr(_local, "n_threads", None)
+    _local.n_threads = max(1, int(n_threads))
+    try:
+        yield
+    finally:
+        _local.n_threads = previous
+
+
+def _shared_pool():
+    """The process's worker threads (created on first parallel use)."""
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(max_workers=max(1, available_threads() - 1),
+                                           thread_name_prefix="skcrf-kernel")
+    return _pool
+
+
+#: Tasks per thread: ranges of chunks handed out in turn, so that a thread
+#: slowed by another process takes fewer of them.
+TASKS_PER_THREAD = 4
+
+
+def run_chunks(kernel, n_chunks, *args):
+    """Call ``kernel(chunk_lo, chunk_hi, *args)`` over the chunks ``0..n_chunks - 1``.
+
+    The chunks are cut into contiguous ranges, which the calling thread and
+    up to ``current_threads() - 1`` pool threads take in turn, each calling
+    the ``nogil`` kernel on its range. A kernel writes only the rows of its
+    own chunks, so which thread ran which range does not change a bit of the
+    result. The first exception a range raises is raised here once every
+    range started has finished; a KeyboardInterrupt on the calling thread
+    stops the handing out of ranges (the ones under way finish).
+    """
+    n_chunks = int(n_chunks)
+    if n_chunks <= 0:
+        return
+    n_threads = min(current_threads(), n_chunks)
+    if n_threads <= 1:
+        kernel(0, n_chunks, *args)
+        return
+    n_tasks = min(n_chunks, TASKS_PER_THREAD * n_threads)
+    edges = [n_chunks * k // n_tasks for k in range(n_tasks + 1)]
+    tasks = iter(range(n_tasks))
+    lock = threading.Lock()
+    failures = []
+
+    def work():
+        while True:
+            with lock:
+                task = None if failures else next(tasks, None)
+            if task is None:
+                return
+            try:
+                kernel(edges[task], edges[task + 1], *args)
+            except BaseException as error:  # noqa: BLE001 - raised by the caller below
+                with lock:
+                    failures.append(error)
+                return
+
+    helpers = [_shared_pool().submit(work) for _ in range(n_threads - 1)]
+    try:
+        work()
+    except BaseException as error:  # a Ctrl-C on this thread, between two ranges
+        with lock:
+            failures.append(error)
+    # the helpers write into arrays the caller owns: wait for them, even past a Ctrl-C
+    for helper in helpers:
+        while True:
+            try:
+                helper.result()
+                break
+            except KeyboardInterrupt as error:
+                with lock:
+                    failures.append(error)
+    if failures:
+        interrupts = [error for error in failures if isinstance(error, KeyboardInterrupt)]
+        raise (interrupts or failures)[0]

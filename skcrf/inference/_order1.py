@@ -9,9 +9,8 @@ between all tokens and a step of 1 gives each token its own.
 """
 
 import numpy as np
-from numba import prange
 
-from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
+from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._logspace import FLOOR, HUGE, shift_of
 from ._products import add_vector_matrix
 
@@ -172,7 +171,6 @@ def _subtract_row_max(row):
         row[j] -= top
 
 
-@compiled(parallel=True)
 def best_paths(unary, moves, step, start, end, offsets):
     """Most likely label path of every sequence; token ``t`` moves by ``moves[t * step]``.
 
@@ -193,8 +191,17 @@ def best_paths(unary, moves, step, start, end, offsets):
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     label_ids = np.zeros(n_tokens, np.int64)
+    run_chunks(_best_path_chunks, n_chunks, bounds, unary, moves, step, start, end, offsets,
+               label_ids)
+    return label_ids
 
-    for c in prange(n_chunks):
+
+@compiled()
+def _best_path_chunks(chunk_lo, chunk_hi, bounds, unary, moves, step, start, end, offsets,
+                      label_ids):
+    """The best paths of the chunks' sequences into ``label_ids``."""
+    n_classes = unary.shape[1]
+    for c in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         # score[r, j]: best score of a path ending in label j at token lo + r;
         # backpointer[r, j]: that path's label at the token before
@@ -239,4 +246,3 @@ def best_paths(unary, moves, step, start, end, offsets):
             for r in range(last, 0, -1):
                 best_j = backpointer[r, best_j]
                 label_ids[lo + r - 1] = best_j
-    return label_ids

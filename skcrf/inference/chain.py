@@ -18,9 +18,8 @@ structure's fused training kernel calls.
 """
 
 import numpy as np
-from numba import prange
 
-from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
+from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp_sum,
                         normalize_log_block, normalized_exp_sum, shifted_exp,
                         shifted_exp_by_column_and_row, shifted_exp_rows, shifted_rows)
@@ -267,7 +266,6 @@ def sequence_posteriors(unary, transitions, start, end, lo, hi, potentials,
     return lz
 
 
-@compiled(parallel=True)
 def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     """Log partition functions, token marginals and expected transition counts.
 
@@ -305,10 +303,10 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     """
     n_tokens, n_classes = unary.shape
     n_sequences = offsets.shape[0] - 1
+    with_transitions = bool(with_transitions)
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
-    (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
-     any_forbidden) = _scaled_potentials(transitions, start, end)
+    potentials = _scaled_potentials(transitions, start, end)
 
     log_z = np.zeros(n_sequences)
     marginals = np.zeros((n_tokens, n_classes))
@@ -316,8 +314,28 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     # without counts, every chunk gets the one empty partial sum, never written
     chunk_counts = np.zeros((n_chunks if with_transitions else 1, size, size))
     exact = np.zeros(n_sequences, np.bool_)
+    run_chunks(_scaled_chunks, n_chunks, bounds, unary, transitions, start, end, offsets,
+               potentials, with_transitions, log_z, marginals, chunk_counts, exact)
+    if exact.any():
+        shifted = shifted_exp_by_column_and_row(transitions)
+        run_chunks(_exact_chunks, n_chunks, bounds, unary, transitions, start, end, offsets,
+                   shifted, with_transitions, log_z, marginals, chunk_counts, exact)
 
-    for c in prange(n_chunks):
+    transition_counts = np.zeros((size, size))
+    if with_transitions:
+        for c in range(n_chunks):
+            transition_counts += chunk_counts[c]
+    return log_z, marginals, transition_counts
+
+
+@compiled()
+def _scaled_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end, offsets,
+                   potentials, with_transitions, log_z, marginals, chunk_counts, exact):
+    """The scaled pass of the chunks' sequences; ``exact`` flags those it cannot do."""
+    n_classes = unary.shape[1]
+    (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
+     any_forbidden) = potentials
+    for c in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
             longest, n_classes, np.bool_(False))  # typed, not literal: see compiled()
@@ -336,31 +354,28 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
             else:
                 log_z[q] = lz
 
-    if exact.any():
-        col_max, exp_by_col, row_max, exp_by_row = shifted_exp_by_column_and_row(
-            transitions)
-        for c in prange(n_chunks):
-            if not exact[bounds[c]:bounds[c + 1]].any():
-                continue
-            longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-            alpha, beta, shifted, _, _, block, scaled, scratch = chain_workspace(
-                longest, n_classes, with_transitions)
-            partial = chunk_counts[np.int64(c) if with_transitions else np.int64(0)]
-            for q in range(bounds[c], bounds[c + 1]):
-                if exact[q]:
-                    log_z[q] = _log_space_sequence(
-                        unary, transitions, start, end, offsets[q], offsets[q + 1],
-                        col_max, exp_by_col, row_max, exp_by_row, with_transitions,
-                        marginals, partial, alpha, beta, shifted, block, scaled, scratch)
-
-    transition_counts = np.zeros((size, size))
-    if with_transitions:
-        for c in range(n_chunks):
-            transition_counts += chunk_counts[c]
-    return log_z, marginals, transition_counts
-
 
 @compiled()
+def _exact_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end, offsets,
+                  shifted, with_transitions, log_z, marginals, chunk_counts, exact):
+    """The exact log-space pass of the chunks' sequences that ``exact`` flags."""
+    n_classes = unary.shape[1]
+    col_max, exp_by_col, row_max, exp_by_row = shifted
+    for c in range(chunk_lo, chunk_hi):
+        if not exact[bounds[c]:bounds[c + 1]].any():
+            continue
+        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        alpha, beta, shifted_rows, _, _, block, scaled, scratch = chain_workspace(
+            longest, n_classes, with_transitions)
+        partial = chunk_counts[np.int64(c) if with_transitions else np.int64(0)]
+        for q in range(bounds[c], bounds[c + 1]):
+            if exact[q]:
+                log_z[q] = _log_space_sequence(
+                    unary, transitions, start, end, offsets[q], offsets[q + 1],
+                    col_max, exp_by_col, row_max, exp_by_row, with_transitions,
+                    marginals, partial, alpha, beta, shifted_rows, block, scaled, scratch)
+
+
 def viterbi(unary, transitions, start, end, offsets):
     """Most likely label path of every sequence.
 

@@ -22,9 +22,8 @@ log space. The per-sequence routine :func:`sequence_posteriors2` (with
 """
 
 import numpy as np
-from numba import prange
 
-from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
+from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._chain2_logspace import log_space_sequence2
 from ._chain2_scaled import flush_triple_counts, scaled_sequence2
 from ._logspace import shift_of, shifted_exp, shifted_exp_by_column_and_row
@@ -171,7 +170,6 @@ def sequence_posteriors2(unary, transitions, start, end, lo, hi, potentials, wit
     return lz
 
 
-@compiled(parallel=True)
 def forward_backward2(unary, transitions, trigram, start, end, offsets, with_counts):
     """Log partition functions, token marginals and expected pair and triple counts.
 
@@ -210,8 +208,26 @@ def forward_backward2(unary, transitions, trigram, start, end, offsets, with_cou
     size = n_classes if with_counts else 1
     chunk_pairs = np.zeros((n_partials, size, size))
     chunk_triples = np.zeros((n_partials, size, size, size))
+    with_counts = bool(with_counts)
+    run_chunks(_posterior2_chunks, n_chunks, bounds, unary, transitions, start, end, offsets,
+               potentials, with_counts, log_z, marginals, chunk_pairs, chunk_triples)
 
-    for k in prange(n_chunks):
+    counted = n_classes if with_counts else 0
+    pair_counts = np.zeros((counted, counted))
+    triple_counts = np.zeros((counted, counted, counted))
+    if with_counts:
+        for k in range(n_chunks):
+            pair_counts += chunk_pairs[k]
+            triple_counts += chunk_triples[k]
+    return log_z, marginals, pair_counts, triple_counts
+
+
+@compiled()
+def _posterior2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end, offsets,
+                       potentials, with_counts, log_z, marginals, chunk_pairs, chunk_triples):
+    """log Z, marginals and the chunks' partial counts of the chunks' sequences."""
+    n_classes = unary.shape[1]
+    for k in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[k], bounds[k + 1]), 1)
         work = chain2_workspace(longest, n_classes, with_counts)
         partial = np.int64(k) if with_counts else np.int64(0)
@@ -226,15 +242,6 @@ def forward_backward2(unary, transitions, trigram, start, end, offsets, with_cou
                                             work)
         if with_counts:
             flush_triple_counts(potentials, work, chunk_triples[partial])
-
-    counted = n_classes if with_counts else 0
-    pair_counts = np.zeros((counted, counted))
-    triple_counts = np.zeros((counted, counted, counted))
-    if with_counts:
-        for k in range(n_chunks):
-            pair_counts += chunk_pairs[k]
-            triple_counts += chunk_triples[k]
-    return log_z, marginals, pair_counts, triple_counts
 
 
 @compiled()
@@ -289,7 +296,6 @@ def _max_plus_vector_matrix(values, matrix, best, pointers):
                 pointers[j] = k
 
 
-@compiled(parallel=True)
 def viterbi2(unary, transitions, trigram, start, end, offsets):
     """Most likely label path of every sequence under the order-2 model.
 
@@ -311,14 +317,19 @@ def viterbi2(unary, transitions, trigram, start, end, offsets):
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     # score_by_b[b, a, c]: the move (a, b) -> (b, c), contiguous for each b
-    score_by_b = np.empty((n_classes, n_classes, n_classes))
-    for a in range(n_classes):
-        for b in range(n_classes):
-            for c in range(n_classes):
-                score_by_b[b, a, c] = transitions[b, c] + trigram[a, b, c]
+    score_by_b = np.ascontiguousarray((trigram + transitions[np.newaxis]).transpose(1, 0, 2))
     label_ids = np.zeros(n_tokens, np.int64)
+    run_chunks(_viterbi2_chunks, n_chunks, bounds, unary, transitions, start, end, offsets,
+               score_by_b, label_ids)
+    return label_ids
 
-    for k in prange(n_chunks):
+
+@compiled()
+def _viterbi2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end, offsets,
+                     score_by_b, label_ids):
+    """The best paths of the chunks' sequences into ``label_ids``."""
+    n_classes = unary.shape[1]
+    for k in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[k], bounds[k + 1]), 1)
         # delta[cur, b, c]: best score of a path ending in (y[r-1], y[r]) = (b, c),
         # for the current and the previous token in turn
@@ -377,4 +388,3 @@ def viterbi2(unary, transitions, trigram, start, end, offsets):
             for r in range(n - 1, 1, -1):
                 label_ids[lo + r - 2] = backpointer[r, label_ids[lo + r - 1],
                                                     label_ids[lo + r]]
-    return label_ids

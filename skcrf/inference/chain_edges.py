@@ -21,9 +21,8 @@ per-sequence routine :func:`edge_sequence_posteriors` (with
 """
 
 import numpy as np
-from numba import prange
 
-from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
+from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._logspace import (logsumexp_sum, normalize_log_block, normalized_exp_sum,
                         shifted_exp_into, shifted_rows)
 from ._order1 import best_paths, scaled_forward_backward
@@ -270,7 +269,6 @@ def edge_sequence_posteriors(unary, edges, start, end, lo, hi, marginals, pair_m
                             pair_marginals, work)
 
 
-@compiled(parallel=True)
 def forward_backward_edges(unary, edges, start, end, offsets, with_pairs):
     """Log partition functions, token marginals and per-token pair marginals.
 
@@ -307,8 +305,17 @@ def forward_backward_edges(unary, edges, start, end, offsets, with_pairs):
     # would add a serial pass over n_tokens * n_classes ** 2 floats
     marginals = np.empty((n_tokens, n_classes))
     pair_marginals = np.empty((n_tokens if with_pairs else 0, n_classes, n_classes))
+    run_chunks(_edge_posterior_chunks, n_chunks, bounds, unary, edges, start, end, offsets,
+               bool(with_pairs), log_z, marginals, pair_marginals)
+    return log_z, marginals, pair_marginals
 
-    for c in prange(n_chunks):
+
+@compiled()
+def _edge_posterior_chunks(chunk_lo, chunk_hi, bounds, unary, edges, start, end, offsets,
+                           with_pairs, log_z, marginals, pair_marginals):
+    """log Z, marginals and pair marginals of the chunks' sequences."""
+    n_classes = unary.shape[1]
+    for c in range(chunk_lo, chunk_hi):
         work = edge_workspace(max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1),
                               n_classes)
         for q in range(bounds[c], bounds[c + 1]):
@@ -322,10 +329,8 @@ def forward_backward_edges(unary, edges, start, end, offsets, with_pairs):
                 marginals[lo:hi] = 0.0
                 if with_pairs:
                     pair_marginals[lo:hi] = 0.0
-    return log_z, marginals, pair_marginals
 
 
-@compiled()
 def viterbi_edges(unary, edges, start, end, offsets):
     """Most likely label path of every sequence, under per-token transitions.
 

@@ -21,9 +21,8 @@ one, empty, of score 0).
 """
 
 import numpy as np
-from numba import prange
 
-from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
+from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._logspace import shift_of
 from ._topn import merge_best
 
@@ -54,7 +53,6 @@ def _order1_path_score(unary, moves, step, start, end, lo, hi, paths, k):
     return total + end[y]
 
 
-@compiled(parallel=True)
 def nbest_paths(unary, moves, step, start, end, offsets, n):
     """The ``n`` best label paths of every sequence of an order-1 chain.
 
@@ -88,11 +86,18 @@ def nbest_paths(unary, moves, step, start, end, offsets, n):
     paths = np.zeros((n_tokens, n), np.int64)
     scores = np.full((n_sequences, n), -np.inf)
     counts = np.zeros(n_sequences, np.int64)
-    end_column = np.empty((n_classes, 1))
-    for j in range(n_classes):
-        end_column[j, 0] = end[j]
+    end_column = np.ascontiguousarray(end.reshape(n_classes, 1))
+    run_chunks(_nbest_chunks, n_chunks, bounds, unary, moves, step, start, end, offsets, n,
+               end_column, paths, scores, counts)
+    return paths, scores, counts
 
-    for c in prange(n_chunks):
+
+@compiled()
+def _nbest_chunks(chunk_lo, chunk_hi, bounds, unary, moves, step, start, end, offsets, n,
+                  end_column, paths, scores, counts):
+    """The n-best paths of the chunks' sequences into ``paths``, ``scores``, ``counts``."""
+    n_classes = unary.shape[1]
+    for c in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         # row r * n_classes + j: the best partial paths ending in label j at
         # token lo + r, shifted (score, size), each with its previous label and
@@ -150,7 +155,6 @@ def nbest_paths(unary, moves, step, start, end, offsets, n):
                     j, k = came_from[row, k], came_rank[row, k]
                 scores[q, p] = _order1_path_score(unary, moves, step, start, end, lo, hi,
                                                   paths, p)
-    return paths, scores, counts
 
 
 @compiled()
@@ -166,7 +170,6 @@ def _order2_path_score(unary, transitions, trigram, start, end, lo, hi, paths, k
     return total
 
 
-@compiled(parallel=True)
 def nbest_paths2(unary, transitions, trigram, start, end, offsets, n):
     """The ``n`` best label paths of every sequence of an order-2 chain.
 
@@ -192,22 +195,26 @@ def nbest_paths2(unary, transitions, trigram, start, end, offsets, n):
     bounds = chunk_bounds(offsets, n_chunks)
     n_pairs = n_classes * n_classes
     # moves[b * n_classes + a, c]: the move (a, b) -> (b, c), as viterbi2 adds it
-    moves = np.empty((n_pairs, n_classes))
-    for a in range(n_classes):
-        for b in range(n_classes):
-            for c in range(n_classes):
-                moves[b * n_classes + a, c] = transitions[b, c] + trigram[a, b, c]
+    moves = np.ascontiguousarray((trigram + transitions[np.newaxis]).transpose(1, 0, 2)
+                                 .reshape(n_pairs, n_classes))
     # the end score of each pair state (b, c), numbered b * n_classes + c
-    pair_end = np.empty((n_pairs, 1))
-    for b in range(n_classes):
-        for c in range(n_classes):
-            pair_end[b * n_classes + c, 0] = end[c]
+    pair_end = np.ascontiguousarray(np.tile(end, n_classes).reshape(n_pairs, 1))
     no_shift = np.zeros((n_classes, 1))
     paths = np.zeros((n_tokens, n), np.int64)
     scores = np.full((n_sequences, n), -np.inf)
     counts = np.zeros(n_sequences, np.int64)
+    run_chunks(_nbest2_chunks, n_chunks, bounds, unary, transitions, trigram, start, end,
+               offsets, n, moves, pair_end, no_shift, paths, scores, counts)
+    return paths, scores, counts
 
-    for k_chunk in prange(n_chunks):
+
+@compiled()
+def _nbest2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, trigram, start, end,
+                   offsets, n, moves, pair_end, no_shift, paths, scores, counts):
+    """The n-best paths of the chunks' sequences into ``paths``, ``scores``, ``counts``."""
+    n_classes = unary.shape[1]
+    n_pairs = n_classes * n_classes
+    for k_chunk in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[k_chunk], bounds[k_chunk + 1]), 2)
         # row (r * n_classes + b) * n_classes + c: the lists of the pair state
         # (b, c) = (y[r-1], y[r]) at token lo + r; came_from: y[r-2] of each
@@ -289,4 +296,3 @@ def nbest_paths2(unary, transitions, trigram, start, end, offsets, n):
                 paths[lo, p] = b
                 scores[q, p] = _order2_path_score(unary, transitions, trigram, start, end,
                                                   lo, hi, paths, p)
-    return paths, scores, counts

@@ -31,9 +31,8 @@ log space, where it needs no exponentials.
 """
 
 import numpy as np
-from numba import prange
 
-from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
+from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._segment_roles import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
 from ._semimarkov_scaled import (exp_factors, norm_floor, scaled_sequence_posteriors,
                                  scaled_workspace)
@@ -227,7 +226,6 @@ def _sequence_posteriors(state, first, last, length, transitions, start, end, lo
     return log_z
 
 
-@compiled(parallel=True)
 def segment_posteriors(state, first, last, length, transitions, start, end, offsets):
     """Log partition functions, per-token role marginals and expected segment counts.
 
@@ -270,8 +268,32 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
     scalable, exp_length, exp_transitions, exp_start, exp_end = exp_factors(
         length, transitions, start, end)
     smallest_norm = norm_floor(max_length)
+    run_chunks(_posterior_chunks, n_chunks, bounds, state, first, last, length, transitions,
+               start, end, offsets, longest, scalable, exp_length, exp_transitions, exp_start,
+               exp_end, smallest_norm, log_z, roles, chunk_lengths, chunk_transitions,
+               chunk_start, chunk_end)
 
-    for c in prange(n_chunks):
+    length_counts = np.zeros((n_labels, max_length))
+    transition_counts = np.zeros((n_labels, n_labels))
+    start_counts = np.zeros(n_labels)
+    end_counts = np.zeros(n_labels)
+    for c in range(n_chunks):
+        length_counts += chunk_lengths[c]
+        transition_counts += chunk_transitions[c]
+        start_counts += chunk_start[c]
+        end_counts += chunk_end[c]
+    return log_z, roles, length_counts, transition_counts, start_counts, end_counts
+
+
+@compiled()
+def _posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, transitions,
+                      start, end, offsets, longest, scalable, exp_length, exp_transitions,
+                      exp_start, exp_end, smallest_norm, log_z, roles, chunk_lengths,
+                      chunk_transitions, chunk_start, chunk_end):
+    """log Z, role marginals and the chunks' partial counts of the chunks' sequences."""
+    n_labels = state.shape[1]
+    max_length = length.shape[1]
+    for c in range(chunk_lo, chunk_hi):
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         workspace = scaled_workspace(rows, n_labels, max_length)
         sequence_counts = workspace[5]
@@ -305,17 +327,6 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
                 state, first, last, length, transitions, start, end, longest, lo, hi, roles,
                 chunk_lengths[c], chunk_transitions[c], chunk_start[c], chunk_end[c], cum,
                 blocked, alpha, enter, beta, leave, cover)
-
-    length_counts = np.zeros((n_labels, max_length))
-    transition_counts = np.zeros((n_labels, n_labels))
-    start_counts = np.zeros(n_labels)
-    end_counts = np.zeros(n_labels)
-    for c in range(n_chunks):
-        length_counts += chunk_lengths[c]
-        transition_counts += chunk_transitions[c]
-        start_counts += chunk_start[c]
-        end_counts += chunk_end[c]
-    return log_z, roles, length_counts, transition_counts, start_counts, end_counts
 
 
 @compiled()
@@ -371,7 +382,6 @@ def _sequence_viterbi(state, first, last, length, transitions, start, end, longe
         b = a
 
 
-@compiled(parallel=True)
 def segment_viterbi(state, first, last, length, transitions, start, end, offsets):
     """Most likely segmentation of every sequence.
 
@@ -392,8 +402,17 @@ def segment_viterbi(state, first, last, length, transitions, start, end, offsets
     longest = longest_segments(length)
     label_ids = np.zeros(n_tokens, np.int64)
     starts = np.zeros(n_tokens, np.bool_)
+    run_chunks(_viterbi_chunks, n_chunks, bounds, state, first, last, length, transitions,
+               start, end, offsets, longest, label_ids, starts)
+    return label_ids, starts
 
-    for c in prange(n_chunks):
+
+@compiled()
+def _viterbi_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, transitions,
+                    start, end, offsets, longest, label_ids, starts):
+    """The best segmentations of the chunks' sequences into ``label_ids`` and ``starts``."""
+    n_labels = state.shape[1]
+    for c in range(chunk_lo, chunk_hi):
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         cum = np.empty((rows, n_labels))
         blocked = np.empty((rows, n_labels), np.int64)
@@ -409,4 +428,3 @@ def segment_viterbi(state, first, last, length, transitions, start, end, offsets
             _sequence_viterbi(state, first, last, length, transitions, start, end, longest,
                               lo, hi, label_ids, starts, cum, blocked, score, enter,
                               best_length, best_previous)
-    return label_ids, starts

@@ -26,9 +26,8 @@ for the token roles only. Nothing here validates or mutates its inputs.
 """
 
 import numpy as np
-from numba import prange
 
-from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
+from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._segment_roles import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
 from ._topn import merge_best
 from .semimarkov import _lse_add, _lse_value, _prefix_sums, _segment, longest_segments
@@ -89,7 +88,6 @@ def _sequence_nbest(state, first, last, length, transitions, start, end, boundar
                       final, final_label, final_rank, 0, heads, positions)
 
 
-@compiled(parallel=True)
 def nbest_segmentations(state, first, last, length, transitions, start, end, offsets,
                         boundaries, n):
     """The ``n`` best segmentations of every sequence, under the fixed boundaries.
@@ -125,11 +123,20 @@ def nbest_segmentations(state, first, last, length, transitions, start, end, off
     starts = np.zeros((n_tokens, n), np.bool_)
     scores = np.full((n_sequences, n), -np.inf)
     counts = np.zeros(n_sequences, np.int64)
-    end_column = np.empty((n_labels, 1))
-    for y in range(n_labels):
-        end_column[y, 0] = end[y]
+    end_column = np.ascontiguousarray(end.reshape(n_labels, 1))
+    run_chunks(_nbest_chunks, n_chunks, bounds, state, first, last, length, transitions, start,
+               end, offsets, boundaries, n, longest, end_column, label_ids, starts, scores,
+               counts)
+    return label_ids, starts, scores, counts
 
-    for c in prange(n_chunks):
+
+@compiled()
+def _nbest_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, transitions, start,
+                  end, offsets, boundaries, n, longest, end_column, label_ids, starts, scores,
+                  counts):
+    """The n-best segmentations of the chunks' sequences into the outputs."""
+    n_labels = state.shape[1]
+    for c in range(chunk_lo, chunk_hi):
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         cum = np.empty((rows, n_labels))
         blocked = np.empty((rows, n_labels), np.int64)
@@ -178,7 +185,6 @@ def nbest_segmentations(state, first, last, length, transitions, start, end, off
                     row = a * n_labels + y
                     y, k = enter_from[row, k], enter_rank[row, k]
                     b = a
-    return label_ids, starts, scores, counts
 
 
 @compiled()
@@ -295,7 +301,6 @@ def _fixed_sequence_roles(state, first, last, length, transitions, start, end, b
     return log_z
 
 
-@compiled(parallel=True)
 def fixed_segment_posteriors(state, first, last, length, transitions, start, end, offsets,
                              boundaries):
     """Log partition functions and token role marginals under fixed boundaries.
@@ -325,7 +330,17 @@ def fixed_segment_posteriors(state, first, last, length, transitions, start, end
     longest = longest_segments(length)
     log_z = np.zeros(n_sequences)
     roles = np.zeros((n_tokens, N_ROLES, n_labels))
-    for c in prange(n_chunks):
+    run_chunks(_fixed_posterior_chunks, n_chunks, bounds, state, first, last, length,
+               transitions, start, end, offsets, boundaries, longest, log_z, roles)
+    return log_z, roles
+
+
+@compiled()
+def _fixed_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length,
+                            transitions, start, end, offsets, boundaries, longest, log_z, roles):
+    """log Z and role marginals of the chunks' sequences under fixed boundaries."""
+    n_labels = state.shape[1]
+    for c in range(chunk_lo, chunk_hi):
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         cum = np.empty((rows, n_labels))
         blocked = np.empty((rows, n_labels), np.int64)
@@ -342,4 +357,3 @@ def fixed_segment_posteriors(state, first, last, length, transitions, start, end
             log_z[q] = _fixed_sequence_roles(state, first, last, length, transitions, start,
                                              end, boundaries, longest, lo, hi, roles, cum,
                                              blocked, alpha, enter, beta, leave, cover)
-    return log_z, roles

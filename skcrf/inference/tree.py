@@ -29,9 +29,8 @@ away no other token's digits.
 """
 
 import numpy as np
-from numba import prange
 
-from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence
+from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp_sum,
                         normalize_log_block, normalized_exp_sum, shift_of,
                         shifted_exp_by_column_and_row, shifted_rows)
@@ -247,7 +246,6 @@ def tree_potentials(transitions, root):
             shifted_exp_by_column_and_row(transitions))
 
 
-@compiled(parallel=True)
 def tree_forward_backward(unary, transitions, root, parents, offsets, with_counts):
     """Log partition functions, token marginals and expected link counts of a batch of forests.
 
@@ -272,20 +270,29 @@ def tree_forward_backward(unary, transitions, root, parents, offsets, with_count
     n_sequences = offsets.shape[0] - 1
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
-    # unpacked here and packed again in the loop: numba's parallel loops take
-    # arrays and scalars, not tuples mixing them
-    (trans_max, root_max, exp_trans, exp_trans_by_child, exp_root, forbidden), (
-        col_max, exp_by_col, row_max, exp_by_row) = tree_potentials(transitions, root)
+    potentials = tree_potentials(transitions, root)
     log_z = np.zeros(n_sequences)
     marginals = np.zeros((n_tokens, n_classes))
     size = n_classes if with_counts else 0
     chunk_counts = np.zeros((n_chunks if with_counts else 1, size, size))
-    for c in prange(n_chunks):
+    with_counts = bool(with_counts)
+    run_chunks(_tree_posterior_chunks, n_chunks, bounds, unary, transitions, root, parents,
+               offsets, potentials, with_counts, log_z, marginals, chunk_counts)
+    link_counts = np.zeros((size, size))
+    if with_counts:
+        for c in range(n_chunks):
+            link_counts += chunk_counts[c]
+    return log_z, marginals, link_counts
+
+
+@compiled()
+def _tree_posterior_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, root, parents,
+                           offsets, potentials, with_counts, log_z, marginals, chunk_counts):
+    """log Z, marginals and the chunks' partial link counts of the chunks' trees."""
+    n_classes = unary.shape[1]
+    for c in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         work = tree_workspace(longest, n_classes, with_counts)
-        potentials = ((trans_max, root_max, exp_trans, exp_trans_by_child, exp_root,
-                       forbidden),
-                      (col_max, exp_by_col, row_max, exp_by_row))
         partial = chunk_counts[np.int64(c) if with_counts else np.int64(0)]
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
@@ -294,14 +301,8 @@ def tree_forward_backward(unary, transitions, root, parents, offsets, with_count
                 log_z[q] = tree_sequence_posteriors(unary, transitions, root, parents, lo,
                                                     hi, potentials, with_counts,
                                                     marginals, partial, work)
-    link_counts = np.zeros((size, size))
-    if with_counts:
-        for c in range(n_chunks):
-            link_counts += chunk_counts[c]
-    return log_z, marginals, link_counts
 
 
-@compiled(parallel=True)
 def tree_viterbi(unary, transitions, root, parents, offsets):
     """Most likely labelling of every forest (max-product with back-pointers).
 
@@ -318,7 +319,17 @@ def tree_viterbi(unary, transitions, root, parents, offsets):
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     label_ids = np.zeros(n_tokens, np.int64)
-    for c in prange(n_chunks):
+    run_chunks(_tree_viterbi_chunks, n_chunks, bounds, unary, transitions, root, parents,
+               offsets, label_ids)
+    return label_ids
+
+
+@compiled()
+def _tree_viterbi_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, root, parents,
+                         offsets, label_ids):
+    """The best labellings of the chunks' trees into ``label_ids``."""
+    n_classes = unary.shape[1]
+    for c in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         best = np.empty((longest, n_classes))
         message = np.empty(n_classes)
@@ -369,4 +380,3 @@ def tree_viterbi(unary, transitions, root, parents, offsets):
                         top = s
                         top_j = j
                 label_ids[lo + v] = top_j
-    return label_ids

@@ -9,9 +9,8 @@ the unfused path builds. Tested against that path on random problems.
 """
 
 import numpy as np
-from numba import prange
 
-from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence
+from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence, run_chunks
 from ..inference.chain_edges import edge_sequence_posteriors, edge_workspace
 
 #: Per-chunk partial sums of the expected pair counts, in float64 values: the
@@ -45,7 +44,6 @@ def _scatter_pairs(data, indices, indptr, binary, pair_ptr, pair_labels, lo, hi,
                 expected[p] += value * rows[r, pair_labels[p]]
 
 
-@compiled(parallel=True)
 def edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state_weights,
                    edge_ptr, edge_labels, edge_weights, transitions, start, end, offsets,
                    n_chunks):
@@ -66,7 +64,6 @@ def edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state
     start_counts, end_counts : (n_classes,) float64
     """
     n_classes = transitions.shape[0]
-    n_label_pairs = n_classes * n_classes
     n_sequences = offsets.shape[0] - 1
     bounds = chunk_bounds(offsets, n_chunks)
     log_z = np.zeros(n_sequences)
@@ -75,8 +72,36 @@ def edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state
     chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
     chunk_start = np.zeros((n_chunks, n_classes))
     chunk_end = np.zeros((n_chunks, n_classes))
+    run_chunks(_edge_nll_chunks, n_chunks, bounds, data, indices, indptr, binary, state_ptr,
+               state_labels, state_weights, edge_ptr, edge_labels, edge_weights, transitions,
+               start, end, offsets, log_z, state_partial, edge_partial, chunk_counts,
+               chunk_start, chunk_end)
 
-    for c in prange(n_chunks):
+    # chunk partial sums added in chunk order: the thread count changes nothing
+    expected_state = np.zeros(state_labels.shape[0])
+    expected_edge = np.zeros(edge_labels.shape[0])
+    transition_counts = np.zeros((n_classes, n_classes))
+    start_counts = np.zeros(n_classes)
+    end_counts = np.zeros(n_classes)
+    for c in range(n_chunks):
+        expected_state += state_partial[c]
+        expected_edge += edge_partial[c]
+        transition_counts += chunk_counts[c]
+        start_counts += chunk_start[c]
+        end_counts += chunk_end[c]
+    return (log_z, expected_state, expected_edge, transition_counts, start_counts,
+            end_counts)
+
+
+@compiled()
+def _edge_nll_chunks(chunk_lo, chunk_hi, bounds, data, indices, indptr, binary, state_ptr,
+                     state_labels, state_weights, edge_ptr, edge_labels, edge_weights,
+                     transitions, start, end, offsets, log_z, state_partial, edge_partial,
+                     chunk_counts, chunk_start, chunk_end):
+    """log Z and the chunks' partial counts of :func:`edge_nll_terms`."""
+    n_classes = transitions.shape[0]
+    n_label_pairs = n_classes * n_classes
+    for c in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         unary = np.empty((longest, n_classes))
         edges = np.empty((longest, n_classes, n_classes))
@@ -118,21 +143,6 @@ def edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state
                            marginals, state_partial[c])
             _scatter_pairs(data, indices, indptr, binary, edge_ptr, edge_labels, lo, hi, 1,
                            pair_rows, edge_partial[c])
-
-    # chunk partial sums added in chunk order: the thread count changes nothing
-    expected_state = np.zeros(state_labels.shape[0])
-    expected_edge = np.zeros(edge_labels.shape[0])
-    transition_counts = np.zeros((n_classes, n_classes))
-    start_counts = np.zeros(n_classes)
-    end_counts = np.zeros(n_classes)
-    for c in range(n_chunks):
-        expected_state += state_partial[c]
-        expected_edge += edge_partial[c]
-        transition_counts += chunk_counts[c]
-        start_counts += chunk_start[c]
-        end_counts += chunk_end[c]
-    return (log_z, expected_state, expected_edge, transition_counts, start_counts,
-            end_counts)
 
 
 def edge_chunk_count(offsets, n_pairs):

@@ -7,10 +7,10 @@ scatter) on random problems.
 """
 
 import numpy as np
-from numba import prange
 
 from ..features._kernels import column_counts, remap_columns
-from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence
+from ..inference._batch import (N_CHUNKS, chunk_bounds, compiled, longest_sequence,
+                                row_chunk_count, run_chunks)
 from ..inference._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, lane_forward_backward,
                                       lane_groups, lane_workspace)
 from ..inference.chain import (chain_potentials, chain_workspace, emission_posteriors,
@@ -208,7 +208,6 @@ def exp_slot_rows(hot_state, merged_parts):
     return exp_hot
 
 
-@compiled(parallel=True)
 def summed_pair_partials(partial, hot_partial, hot_features, merged_parts, pair_ptr,
                          pair_labels):
     """(n_pairs,) expected pair counts: the chunks' partial sums, added in chunk order.
@@ -220,8 +219,21 @@ def summed_pair_partials(partial, hot_partial, hot_features, merged_parts, pair_
     whatever the thread count.
     """
     n_chunks, n_pairs = partial.shape
-    n_hot = hot_features.shape[0]
-    for c in prange(n_chunks):
+    run_chunks(_spread_merged_rows, n_chunks, hot_partial, hot_features.shape[0], merged_parts)
+    expected_pairs = np.empty(n_pairs)
+    # the frequent features' pairs are overwritten by their dense rows' sums:
+    # that pass starts once the first has finished
+    for rows, hot in ((n_pairs, False), (hot_features.shape[0], True)):
+        n_row_chunks = row_chunk_count(rows)
+        run_chunks(_summed_pair_rows, n_row_chunks, n_row_chunks, hot, partial, hot_partial,
+                   hot_features, pair_ptr, pair_labels, expected_pairs)
+    return expected_pairs
+
+
+@compiled()
+def _spread_merged_rows(chunk_lo, chunk_hi, hot_partial, n_hot, merged_parts):
+    """Add each chunk's merged rows to their parts' rows, newest first."""
+    for c in range(chunk_lo, chunk_hi):
         for m in range(merged_parts.shape[0] - 1, -1, -1):
             row = hot_partial[c, n_hot + m]
             a = hot_partial[c, merged_parts[m, 0]]
@@ -229,24 +241,37 @@ def summed_pair_partials(partial, hot_partial, hot_features, merged_parts, pair_
             for j in range(row.shape[0]):
                 a[j] += row[j]
                 b[j] += row[j]
-    expected_pairs = np.empty(n_pairs)
-    for p in prange(n_pairs):
-        total = partial[0, p]
-        for c in range(1, n_chunks):
-            total += partial[c, p]
-        expected_pairs[p] = total
-    for slot in prange(hot_features.shape[0]):
-        f = hot_features[slot]
-        for p in range(pair_ptr[f], pair_ptr[f + 1]):
-            j = pair_labels[p]
-            total = hot_partial[0, slot, j]
-            for c in range(1, n_chunks):
-                total += hot_partial[c, slot, j]
-            expected_pairs[p] = total
-    return expected_pairs
 
 
-@compiled(parallel=True)
+@compiled()
+def _summed_pair_rows(chunk_lo, chunk_hi, n_row_chunks, hot, partial, hot_partial,
+                      hot_features, pair_ptr, pair_labels, expected_pairs):
+    """The chunk sums of the pairs (``hot`` false) or of the frequent features' pairs.
+
+    Row chunk ``k`` covers its share of the pairs, or of the frequent
+    features, whose pairs get the sums of their dense rows.
+    """
+    n_chunks, n_pairs = partial.shape
+    n_hot = hot_features.shape[0]
+    for k in range(chunk_lo, chunk_hi):
+        if not hot:
+            for p in range((n_pairs * k) // n_row_chunks,
+                           (n_pairs * (k + 1)) // n_row_chunks):
+                total = partial[0, p]
+                for c in range(1, n_chunks):
+                    total += partial[c, p]
+                expected_pairs[p] = total
+            continue
+        for slot in range((n_hot * k) // n_row_chunks, (n_hot * (k + 1)) // n_row_chunks):
+            f = hot_features[slot]
+            for p in range(pair_ptr[f], pair_ptr[f + 1]):
+                j = pair_labels[p]
+                total = hot_partial[0, slot, j]
+                for c in range(1, n_chunks):
+                    total += hot_partial[c, slot, j]
+                expected_pairs[p] = total
+
+
 def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
               binary, max_entries, pair_ptr, pair_labels, pair_weights, transitions, start, end,
               offsets, hot_features, merged_parts, partial, hot_partial):
@@ -312,6 +337,40 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
     hot_state = hot_state_rows(hot_features, merged_parts, pair_ptr, pair_labels, pair_weights,
                                n_classes)
     potentials = chain_potentials(transitions, start, end)
+    by_products, exp_hot, exp_pairs = product_factors(binary, max_entries, pair_weights,
+                                                      hot_state, merged_parts)
+    log_z = np.zeros(n_sequences)
+    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
+    chunk_start = np.zeros((n_chunks, n_classes))
+    chunk_end = np.zeros((n_chunks, n_classes))
+    use_lanes = (by_products and not potentials[-1]
+                 and n_classes <= LANE_MAX_CLASSES)
+    run_chunks(_nll_chunks, n_chunks, bounds, values, entries, hot_ptr, cold_ptr, cold_pairs,
+               cold_labels, cold_values, binary, pair_weights, transitions, start, end,
+               offsets, hot_state, potentials, by_products, exp_hot, exp_pairs, use_lanes,
+               log_z, partial, hot_partial, chunk_counts, chunk_start, chunk_end)
+
+    expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
+                                          pair_ptr, pair_labels)
+    transition_counts = np.zeros((n_classes, n_classes))
+    start_counts = np.zeros(n_classes)
+    end_counts = np.zeros(n_classes)
+    for c in range(n_chunks):
+        transition_counts += chunk_counts[c]
+        start_counts += chunk_start[c]
+        end_counts += chunk_end[c]
+    return log_z, expected_pairs, transition_counts, start_counts, end_counts
+
+
+@compiled()
+def product_factors(binary, max_entries, pair_weights, hot_state, merged_parts):
+    """Whether the products route holds, and its exponentiated weights if it does.
+
+    Returns ``(by_products, exp_hot, exp_pairs)``: with binary features and
+    every weight magnitude times the most entries of a token below
+    :data:`PRODUCT_EXPONENT_BOUND`, the exponentials of the slots' rows and
+    of the pairs' weights; else False and empty arrays.
+    """
     largest = 0.0
     for p in range(pair_weights.shape[0]):
         largest = max(largest, abs(pair_weights[p]))
@@ -319,18 +378,19 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
     by_products = binary and largest * max_entries < PRODUCT_EXPONENT_BOUND
     exp_hot = exp_slot_rows(hot_state, merged_parts) if by_products else hot_state[:0]
     exp_pairs = np.exp(pair_weights) if by_products else pair_weights[:0]
+    return by_products, exp_hot, exp_pairs
 
-    log_z = np.zeros(n_sequences)
-    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
-    chunk_start = np.zeros((n_chunks, n_classes))
-    chunk_end = np.zeros((n_chunks, n_classes))
 
+@compiled()
+def _nll_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr, cold_pairs,
+                cold_labels, cold_values, binary, pair_weights, transitions, start, end,
+                offsets, hot_state, potentials, by_products, exp_hot, exp_pairs, use_lanes,
+                log_z, partial, hot_partial, chunk_counts, chunk_start, chunk_end):
+    """log Z and the chunks' partial sums of :func:`nll_terms`."""
+    n_classes = transitions.shape[0]
     (_, _, _, _, trans_max, exp_trans, _, start_max, exp_start, end_max, exp_end,
-     any_forbidden) = potentials
-    use_lanes = (by_products and not any_forbidden
-                 and n_classes <= LANE_MAX_CLASSES)
-
-    for c in prange(n_chunks):
+     _) = potentials
+    for c in range(chunk_lo, chunk_hi):
         # the chunk's rows of the partial sums, taken once: a view made per
         # sequence costs two reference-count calls (atomic) each time
         chunk_partial = partial[c]
@@ -425,18 +485,6 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
                                  cold_labels, cold_values, binary, lo, hi, rows,
                                  chunk_hot_partial, chunk_partial)
             first = group_ends[g]
-
-    expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
-                                          pair_ptr, pair_labels)
-    transition_counts = np.zeros((n_classes, n_classes))
-    start_counts = np.zeros(n_classes)
-    end_counts = np.zeros(n_classes)
-    for c in range(n_chunks):
-        transition_counts += chunk_counts[c]
-        start_counts += chunk_start[c]
-        end_counts += chunk_end[c]
-    return log_z, expected_pairs, transition_counts, start_counts, end_counts
-
 
 
 def fused_layout(features, offsets, n_pairs, n_classes):

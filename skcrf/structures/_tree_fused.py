@@ -8,15 +8,13 @@ Tested against the unfused path (potentials,
 """
 
 import numpy as np
-from numba import prange
 
-from ..inference._batch import chunk_bounds, compiled, longest_sequence
+from ..inference._batch import chunk_bounds, compiled, longest_sequence, run_chunks
 from ..inference.tree import tree_potentials, tree_sequence_posteriors, tree_workspace
 from ._chain_fused import (FusedChainTerms, hot_state_rows, scatter_expected,
                            sequence_unary, summed_pair_partials)
 
 
-@compiled(parallel=True)
 def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                    cold_values, binary, max_entries, pair_ptr, pair_labels, pair_weights,
                    transitions, root, parents, offsets, hot_features, merged_parts, partial,
@@ -42,23 +40,39 @@ def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
     bounds = chunk_bounds(offsets, n_chunks)
     hot_state = hot_state_rows(hot_features, merged_parts, pair_ptr, pair_labels, pair_weights,
                                n_classes)
-    # unpacked here and packed again in the loop: numba's parallel loops take
-    # arrays and scalars, not tuples mixing them
-    (trans_max, root_max, exp_trans, exp_trans_by_child, exp_root, forbidden), (
-        col_max, exp_by_col, row_max, exp_by_row) = tree_potentials(transitions, root)
-
+    potentials = tree_potentials(transitions, root)
     log_z = np.zeros(n_sequences)
     chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
     chunk_root = np.zeros((n_chunks, n_classes))
-    for c in prange(n_chunks):
+    run_chunks(_tree_nll_chunks, n_chunks, bounds, values, entries, hot_ptr, cold_ptr,
+               cold_pairs, cold_labels, cold_values, binary, pair_weights, transitions, root,
+               parents, offsets, hot_state, potentials, log_z, partial, hot_partial,
+               chunk_counts, chunk_root)
+
+    expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
+                                          pair_ptr, pair_labels)
+    link_counts = np.zeros((n_classes, n_classes))
+    root_counts = np.zeros(n_classes)
+    for c in range(n_chunks):
+        link_counts += chunk_counts[c]
+        root_counts += chunk_root[c]
+    return log_z, expected_pairs, link_counts, root_counts
+
+
+@compiled()
+def _tree_nll_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr,
+                     cold_pairs, cold_labels, cold_values, binary, pair_weights, transitions,
+                     root, parents, offsets, hot_state, potentials, log_z, partial,
+                     hot_partial, chunk_counts, chunk_root):
+    """log Z and the chunks' partial sums of :func:`tree_nll_terms`."""
+    n_classes = transitions.shape[0]
+    for c in range(chunk_lo, chunk_hi):
         partial[c] = 0.0
         hot_partial[c] = 0.0
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         unary = np.empty((longest, n_classes))
         marginals = np.empty((longest, n_classes))
         work = tree_workspace(longest, n_classes, np.bool_(True))
-        potentials = ((trans_max, root_max, exp_trans, exp_trans_by_child, exp_root,
-                       forbidden), (col_max, exp_by_col, row_max, exp_by_row))
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -82,15 +96,6 @@ def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
             scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                              cold_values, binary, lo, hi, marginals, hot_partial[c],
                              partial[c])
-
-    expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
-                                          pair_ptr, pair_labels)
-    link_counts = np.zeros((n_classes, n_classes))
-    root_counts = np.zeros(n_classes)
-    for c in range(n_chunks):
-        link_counts += chunk_counts[c]
-        root_counts += chunk_root[c]
-    return log_z, expected_pairs, link_counts, root_counts
 
 
 class FusedTreeTerms(FusedChainTerms):
