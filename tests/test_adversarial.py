@@ -285,12 +285,12 @@ def test_ctrl_c_inside_a_training_kernel_is_a_keyboard_interrupt(monkeypatch):
     kernel = fused.nll_terms
     calls = []
 
-    def interrupted_kernel(*args):
+    def interrupted_kernel(*args, **kwargs):
         # the interrupt arrives while the (nogil) kernel runs, as Ctrl-C would
         if not calls:
             threading.Timer(0.05, _thread.interrupt_main).start()
         calls.append(1)
-        return kernel(*args)
+        return kernel(*args, **kwargs)
 
     monkeypatch.setattr(fused, "nll_terms", interrupted_kernel)
     with pytest.raises(KeyboardInterrupt):

@@ -245,7 +245,13 @@ def _add_warmup(commands):
                     "features,\nsemi-Markov, trees) by fitting and applying a toy model of "
                     "each. Otherwise the first\nfit of each kind of model after an install "
                     "pays it (and says so); numba keeps\nthe compiled kernels on disk, so "
-                    "this is needed once per install.")
+                    "this is needed once per install. The kinds compile\nin parallel "
+                    "processes, one per core.")
+    warmup.add_argument("--only", metavar="KINDS",
+                        help="comma-separated kinds to compile: chain, order2, "
+                             "transition-features, semi-markov, tree (default: all)")
+    warmup.add_argument("--jobs", type=int, default=None, metavar="N",
+                        help="worker processes (default: one per core)")
     _add_quiet(warmup, "print only the summary line (and warnings or errors)")
 
 

@@ -1,13 +1,19 @@
-"""``skcrf warmup``: compile (or load from numba's cache) every kernel ahead of first use."""
+"""``skcrf warmup``: compile (or load from numba's cache) the kernels ahead of first use.
 
+Each kind of model is warmed by fitting and applying a toy model of it: its
+fit, its prediction paths and its queries, plus the exact log-space routes,
+which a sequence with one huge feature value forces. The kinds run in
+parallel worker processes (numba compiles under a process-wide lock, so
+threads would not help); each process writes what it compiled into the
+shared cache, whose saves skcrf serializes across processes
+(``inference._batch._locked``).
+"""
+
+import os
 import time
 import warnings
-
-from sklearn.exceptions import ConvergenceWarning
-
-from .._chain import CRFClassifier
-from .._semimarkov import SemiMarkovCRF
-from .._tree import TreeCRF
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 
 #: A toy task every model can fit in one iteration: what runs is the kernels' compilation.
 _X = [[{"w": "Ada", "title": True}, {"w": "Lovelace", "title": True}, {"w": "wrote"}],
@@ -16,41 +22,107 @@ _Y = [["B-PER", "I-PER", "O"], ["O", "B-LOC"]]
 #: A fixed tag that fixes a segment boundary: the semi-Markov kernels of fixed boundaries.
 _FIXED = [None, [None, "B-LOC"]]
 #: The same tokens as trees: each token's head ("__parent__"), -1 for the root.
-_TREES = [[{**token, "__parent__": head} for token, head in zip(tokens, heads)]
-          for tokens, heads in zip(_X, [[1, 2, -1], [1, -1]])]
+_HEADS = [[1, 2, -1], [1, -1]]
+#: One feature value large enough that the scaled passes give up on its
+#: sequence: the exact log-space routes then compile too.
+_HUGE = {"w": "in", "scale": 1e6}
 
 #: The training set is the toy task this many times: binary feature pairs held
 #: by that many tokens are merged (structures/_merged_slots.py), whose kernels
 #: then compile too.
 _REPEATS = 8
 
-#: (what the user reads, the model, its X, whether it offers predict_nbest): each
-#: model's fit and prediction paths.
-_MODELS = [
-    ("chain", lambda: CRFClassifier(max_iter=1), _X, True),
-    ("chain, order 2", lambda: CRFClassifier(order=2, max_iter=1), _X, True),
-    ("chain, transition features", lambda: CRFClassifier(transition_features="all",
-                                                         max_iter=1), _X, True),
-    ("semi-Markov", lambda: SemiMarkovCRF(max_iter=1), _X, True),
-    ("tree", lambda: TreeCRF(max_iter=1), _TREES, False),
-]
+
+def _trees(X):
+    return [[{**token, "__parent__": head} for token, head in zip(tokens, heads)]
+            for tokens, heads in zip(X, _HEADS)]
+
+
+def _chain(**params):
+    from .._chain import CRFClassifier
+    return CRFClassifier(max_iter=2, **params)
+
+
+def _semi_markov():
+    from .._semimarkov import SemiMarkovCRF
+    return SemiMarkovCRF(max_iter=2)
+
+
+def _tree():
+    from .._tree import TreeCRF
+    return TreeCRF(max_iter=2)
+
+
+#: name -> (what the user reads, the model, whether X holds trees, whether it
+#: offers predict_nbest)
+KINDS = {
+    "chain": ("chain", lambda: _chain(), False, True),
+    "order2": ("chain, order 2", lambda: _chain(order=2), False, True),
+    "transition-features": ("chain, transition features",
+                            lambda: _chain(transition_features="all"), False, True),
+    "semi-markov": ("semi-Markov", _semi_markov, False, True),
+    "tree": ("tree", _tree, True, False),
+}
+
+
+def warm(kind):
+    """Fit and apply the toy model of ``kind``; the seconds it took."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    started = time.perf_counter()
+    _, make, trees, nbest = KINDS[kind]
+    X = _trees(_X) if trees else _X
+    huge = [[_HUGE, _HUGE] if not trees else
+            [{**_HUGE, "__parent__": 1}, {**_HUGE, "__parent__": -1}]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        model = make().fit(X * _REPEATS, _Y * _REPEATS)
+        try:
+            # the exact routes of training: a fit whose weights meet the huge value
+            make().fit(X * _REPEATS + huge, _Y * _REPEATS + [["O", "O"]])
+        except ValueError:
+            pass  # the solver may refuse such a value: its kernels ran all the same
+    model.predict(X)
+    model.predict_marginals(X)
+    model.predict_marginals(X, fixed=_FIXED)
+    model.predict_marginals(huge)
+    if nbest:
+        model.predict_nbest(X, n=2)
+    return time.perf_counter() - started
+
+
+def _warm_in_worker(kind):
+    """:func:`warm` in a worker process, its notes on the skcrf logger silenced."""
+    import logging
+    logging.getLogger("skcrf").setLevel(logging.ERROR)
+    return warm(kind)
 
 
 def warmup(args):
-    """Fit and apply a toy model of each structure, printing what each took."""
+    """Warm the kinds of ``args.only`` (all by default), ``args.jobs`` at a time."""
+    kinds = list(KINDS) if not args.only else [kind.strip() for kind in args.only.split(",")]
+    unknown = [kind for kind in kinds if kind not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown kind {unknown[0]!r} for --only; choose among "
+                         f"{', '.join(KINDS)}.")
+    jobs = max(1, min(args.jobs or os.cpu_count() or 1, len(kinds)))
     started = time.perf_counter()
-    for name, make, X, nbest in _MODELS:
-        begun = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            model = make().fit(X * _REPEATS, _Y * _REPEATS)
-        model.predict(X)
-        model.predict_marginals(X)
-        model.predict_marginals(X, fixed=_FIXED)
-        if nbest:
-            model.predict_nbest(X, n=2)
-        if not args.quiet:
-            print(f"{name}: ready in {time.perf_counter() - begun:.1f} s", flush=True)
+    if jobs == 1:
+        seconds = (warm(kind) for kind in kinds)
+        for kind, took in zip(kinds, seconds):
+            _report(args, kind, took)
+    else:
+        # spawn: a fork would copy this process's numba and thread state
+        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(_warm_in_worker, kind) for kind in kinds]
+            for kind, future in zip(kinds, futures):
+                _report(args, kind, future.result())
     print(f"kernels ready in {time.perf_counter() - started:.1f} s (numba caches them: later "
           f"runs load them in about a second)", flush=True)
     return 0
+
+
+def _report(args, kind, seconds):
+    if not args.quiet:
+        print(f"{KINDS[kind][0]}: ready in {seconds:.1f} s", flush=True)

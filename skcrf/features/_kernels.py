@@ -96,38 +96,54 @@ def column_counts(indices, n_columns):
 INSERTION_SORT_MAX = 32
 
 
-@compiled()
 def sort_row_indices(indptr, indices, data, binary):
     """Sort the column indices of each row of a CSR matrix, in place.
 
     The one kernel that writes into its arguments: the vectorizer calls it on
     arrays it has just built and owns. Both sorts are stable, so repeated
     columns keep their input order (and later sum in it); ``data`` moves along
-    unless ``binary``. Short rows go by insertion, longer ones by numpy's
-    merge sort: a token with 10^5 features would cost 10^10 steps of
-    insertion. Returns whether any row holds a column twice.
+    unless ``binary``. Short rows go by insertion, in numba; longer ones by
+    numpy's stable sort, here: a token with 10^5 features would cost 10^10
+    steps of insertion, and such rows are rare enough that a compiled merge
+    sort is not worth its compile time. Returns whether any row holds a
+    column twice.
+    """
+    lengths = np.diff(indptr)
+    repeated = _sort_short_rows(indptr, indices, data, binary)
+    for row in np.flatnonzero(lengths > INSERTION_SORT_MAX).tolist():
+        lo, hi = int(indptr[row]), int(indptr[row + 1])
+        order = np.argsort(indices[lo:hi], kind="stable")
+        indices[lo:hi] = indices[lo:hi][order]
+        if not binary:
+            data[lo:hi] = data[lo:hi][order]
+        repeated = repeated or bool((indices[lo + 1:hi] == indices[lo:hi - 1]).any())
+    return bool(repeated)
+
+
+@compiled()
+def _sort_short_rows(indptr, indices, data, binary):
+    """Insertion-sort the rows of at most :data:`INSERTION_SORT_MAX` entries, in place.
+
+    Returns whether any of them holds a column twice; longer rows are left as
+    they are.
     """
     repeated = False
     for row in range(indptr.shape[0] - 1):
         lo, hi = indptr[row], indptr[row + 1]
         if hi - lo > INSERTION_SORT_MAX:
-            order = np.argsort(indices[lo:hi], kind="mergesort")
-            indices[lo:hi] = indices[lo:hi][order]
-            if not binary:
-                data[lo:hi] = data[lo:hi][order]
-        else:
-            for k in range(lo + 1, hi):
-                col = indices[k]
-                value = 0.0 if binary else data[k]
-                m = k - 1
-                while m >= lo and indices[m] > col:
-                    indices[m + 1] = indices[m]
-                    if not binary:
-                        data[m + 1] = data[m]
-                    m -= 1
-                indices[m + 1] = col
+            continue
+        for k in range(lo + 1, hi):
+            col = indices[k]
+            value = 0.0 if binary else data[k]
+            m = k - 1
+            while m >= lo and indices[m] > col:
+                indices[m + 1] = indices[m]
                 if not binary:
-                    data[m + 1] = value
+                    data[m + 1] = data[m]
+                m -= 1
+            indices[m + 1] = col
+            if not binary:
+                data[m + 1] = value
         for k in range(lo + 1, hi):
             if indices[k] == indices[k - 1]:
                 repeated = True

@@ -115,7 +115,9 @@ def _recover_damaged_cache(dispatcher):
 
     def load_overload(sig, target_context):
         try:
-            return load(sig, target_context)
+            with _locked(getattr(getattr(cache, "_cache_file", None), "_index_path", None),
+                         shared=True):
+                return load(sig, target_context)
         except Exception as error:  # noqa: BLE001 - anything unreadable: recompile
             index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
             _warn_cache_damaged(index, error)
@@ -127,14 +129,48 @@ def _recover_damaged_cache(dispatcher):
             return None
 
     def save_overload(sig, data):
+        index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
         try:
-            save(sig, data)
+            with _locked(index, shared=False):
+                save(sig, data)
         except Exception as error:  # noqa: BLE001 - the compiled kernel works anyway
-            _warn_cache_damaged(getattr(getattr(cache, "_cache_file", None),
-                                        "_index_path", None), error)
+            _warn_cache_damaged(index, error)
 
     cache.load_overload = load_overload
     cache.save_overload = save_overload
+
+
+@contextmanager
+def _locked(index_path, shared):
+    """Hold a lock on ``index_path + ".lock"`` (POSIX; elsewhere, nothing).
+
+    numba saves a kernel's new signature by reading the kernel's index,
+    choosing the first free data-file number, then writing the index and
+    the data file. Two processes saving two signatures of one kernel at once
+    (``skcrf warmup``'s parallel workers, Dask workers sharing a cache) can
+    pick the same number, and the index can then point one signature at the
+    other's machine code; a process loading between the index and the data
+    can read the data file an older source left under that number. A save
+    holds the lock exclusively and a load shared, so neither happens.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        fcntl = None
+    if fcntl is None or index_path is None:
+        yield
+        return
+    try:
+        handle = open(index_path + ".lock", "a+b")
+    except OSError:  # an unwritable cache: numba's own save fails and is reported
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _warn_cache_damaged(path, error):

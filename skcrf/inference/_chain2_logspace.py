@@ -102,7 +102,9 @@ def log_space_sequence2(unary, transitions, start, end, lo, hi, potentials, with
             if r >= 2:
                 _add_triples(rows, r, beta[r], score, exp_by_row, previous_block,
                              triple_counts, vector, shifted)
-            previous_block[:, :] = block
+            for b in range(n_classes):
+                for c in range(n_classes):
+                    previous_block[b, c] = block[b, c]
     return log_z
 
 

@@ -38,7 +38,6 @@ LANE_BUDGET = 1 << 17
 LANE_VECTOR = 4
 
 
-@compiled()
 def lane_groups(offsets, lo, hi, n_classes):
     """Sequences lo..hi-1 ordered for the lanes: groups of one length, then the rest.
 
@@ -49,34 +48,27 @@ def lane_groups(offsets, lo, hi, n_classes):
     groups of at most :data:`LANE_MAX`, of near-equal sizes; every other
     sequence is a group of its own. ``longest`` is the length of the longest
     multi-sequence group (0 if none), for :func:`lane_workspace`. The order
-    depends on the data only, never on the thread count.
+    depends on the data only, never on the thread count. Plain numpy: a
+    training set's chunks are ordered once per fit.
     """
-    lengths = np.empty(hi - lo, np.int64)
-    for q in range(lo, hi):
-        lengths[q - lo] = offsets[q + 1] - offsets[q]
-    order = np.argsort(lengths, kind="mergesort") + lo
-    group_ends = np.empty(hi - lo, np.int64)
-    n_groups = 0
+    lengths = np.diff(np.asarray(offsets[lo:hi + 1], dtype=np.int64))
+    if hi <= lo:
+        return np.empty(0, np.int64), np.empty(0, np.int64), 0
+    order = np.argsort(lengths, kind="stable").astype(np.int64)
+    by_length = lengths[order]
+    run_starts = np.flatnonzero(np.diff(by_length)) + 1
+    group_ends = []
     longest = 0
-    at = 0
-    while at < hi - lo:
-        n = lengths[order[at] - lo]
-        run = at + 1
-        while run < hi - lo and lengths[order[run] - lo] == n:
-            run += 1
+    for at, run in zip([0, *run_starts.tolist()], [*run_starts.tolist(), hi - lo]):
+        n = int(by_length[at])
         size = run - at
         if size >= LANE_MIN and n >= 2 and n * n_classes * LANE_MAX <= LANE_BUDGET:
             pieces = (size + LANE_MAX - 1) // LANE_MAX
-            for p in range(1, pieces + 1):
-                group_ends[n_groups] = at + (size * p) // pieces
-                n_groups += 1
+            group_ends.extend(at + (size * p) // pieces for p in range(1, pieces + 1))
             longest = max(longest, n)
         else:
-            for k in range(at + 1, run + 1):
-                group_ends[n_groups] = k
-                n_groups += 1
-        at = run
-    return order, group_ends[:n_groups], longest
+            group_ends.extend(range(at + 1, run + 1))
+    return order + lo, np.asarray(group_ends, dtype=np.int64), longest
 
 
 @compiled()

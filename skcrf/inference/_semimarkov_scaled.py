@@ -47,19 +47,18 @@ HUGE = 1e250
 IDENTITY_TOLERANCE = 1e-9
 
 
-@compiled()
 def exp_factors(length, transitions, start, end):
-    """Exponentials of the sequence-independent weights, or None if one exceeds FACTOR_CAP."""
-    exp_length = np.exp(length)
-    exp_transitions = np.exp(transitions)
-    exp_start = np.exp(start)
-    exp_end = np.exp(end)
-    ok = (exp_length.max() <= FACTOR_CAP and exp_transitions.max() <= FACTOR_CAP
-          and exp_start.max() <= FACTOR_CAP and exp_end.max() <= FACTOR_CAP)
-    return ok, exp_length, exp_transitions, exp_start, exp_end
+    """``(ok, exponentials...)`` of the sequence-independent weights (numpy, per call).
+
+    ``ok`` is False when one exceeds :data:`FACTOR_CAP` (or is NaN): the
+    scaled pass is then not used.
+    """
+    factors = [np.exp(np.asarray(weights, dtype=np.float64))
+               for weights in (length, transitions, start, end)]
+    ok = all(bool(np.max(factor, initial=0.0) <= FACTOR_CAP) for factor in factors)
+    return (ok, *factors)
 
 
-@compiled()
 def norm_floor(max_length):
     """Smallest normalizer the pass accepts with segments of up to ``max_length`` tokens.
 
@@ -70,7 +69,7 @@ def norm_floor(max_length):
     below 1e-308 * 1e146 * FACTOR_CAP ** 4 = 1e-122: with at most 1e6 terms
     per cell, 1e-16 of CELL_FLOOR, below rounding error.
     """
-    return 10.0 ** (-146.0 / max(max_length, 1))
+    return 10.0 ** (-146.0 / max(int(max_length), 1))
 
 
 @compiled()

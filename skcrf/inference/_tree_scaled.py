@@ -18,37 +18,6 @@ from ._products import add_vector_matrix
 
 
 @compiled()
-def tree_scaled_potentials(transitions, root):
-    """(shifts, exp(transitions), its transpose, exp(root), whether some score is -inf).
-
-    The exponentials are shifted by the maxima of the transitions and of the
-    root scores; the shifts come first.
-    """
-    trans_max = -np.inf
-    for v in transitions.flat:
-        if v > trans_max:
-            trans_max = v
-    root_max = -np.inf
-    for v in root:
-        if v > root_max:
-            root_max = v
-    forbidden = not (trans_max > -np.inf and root_max > -np.inf)
-    for v in transitions.flat:
-        if v == -np.inf:
-            forbidden = True
-    for v in root:
-        if v == -np.inf:
-            forbidden = True
-    if forbidden:
-        trans_max = 0.0 if trans_max == -np.inf else trans_max
-        root_max = 0.0 if root_max == -np.inf else root_max
-    # the upward pass reads the exponentials by child label first
-    return (trans_max, root_max, np.exp(transitions - trans_max),
-            np.ascontiguousarray(np.exp(transitions.T - trans_max)), np.exp(root - root_max),
-            forbidden)
-
-
-@compiled()
 def _scale_to_max(row):
     """Divide ``row`` by its maximum and return that maximum, or 0 when precision is lost.
 

@@ -12,18 +12,19 @@ batch kernels take this layout:
 - ``offsets`` : (n_sequences + 1,) int64, sequence q owns tokens
   ``offsets[q]:offsets[q + 1]`` (CSR ``indptr`` semantics).
 
-The per-sequence routines (:func:`sequence_posteriors` with
-:func:`chain_potentials` and :func:`chain_workspace`) are also what the chain
-structure's fused training kernel calls.
+The per-sequence routines (:func:`scaled_sequence`, :func:`scaled_from_emission`,
+:func:`log_space_sequence` with :func:`chain_workspace`, on the potentials of
+:mod:`._potentials`) are also what the chain structure's fused training
+kernel calls.
 """
 
 import numpy as np
 
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp_sum,
-                        normalize_log_block, normalized_exp_sum, shifted_exp,
-                        shifted_exp_by_column_and_row, shifted_exp_rows, shifted_rows)
+                        normalize_log_block, normalized_exp_sum, shifted_exp_rows, shifted_rows)
 from ._order1 import best_paths, scaled_forward_backward
+from ._potentials import chain_scaled_potentials, shifted_exp_by_column_and_row
 
 
 @compiled()
@@ -75,9 +76,9 @@ def _accumulate_transitions(unary, transitions, col_max, exp_by_col, lo, hi, alp
 
 
 @compiled()
-def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, exp_trans_t, trans_max,
-                     exp_start, start_max, exp_end, end_max, any_forbidden, emission, alpha,
-                     beta, norm, reach, with_transitions, marginals, counts, scratch):
+def scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, exp_trans_t, trans_max,
+                    exp_start, start_max, exp_end, end_max, any_forbidden, emission, alpha,
+                    beta, norm, reach, with_transitions, marginals, counts, scratch):
     """The scaled pass of :mod:`._order1` with one transition matrix, plus its counts.
 
     Returns log Z, or NaN when the precision checks fail, in which case
@@ -88,15 +89,15 @@ def _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, exp_tran
     log_z, track = shifted_exp_rows(unary, lo, hi, emission, log_z, any_forbidden)
     if np.isnan(log_z):
         return log_z
-    return _scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans,
-                                 exp_trans_t, exp_start, exp_end, track, log_z, emission, alpha,
-                                 beta, norm, reach, with_transitions, marginals, counts, scratch)
+    return scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans,
+                                exp_trans_t, exp_start, exp_end, track, log_z, emission, alpha,
+                                beta, norm, reach, with_transitions, marginals, counts, scratch)
 
 
 @compiled(contract=True)
-def _scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans, exp_trans_t,
-                          exp_start, exp_end, track, log_z, emission, alpha, beta, norm, reach,
-                          with_transitions, marginals, counts, scratch):
+def scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans, exp_trans_t,
+                         exp_start, exp_end, track, log_z, emission, alpha, beta, norm, reach,
+                         with_transitions, marginals, counts, scratch):
     """:func:`._order1.scaled_forward_backward` on ready emission rows, plus the counts."""
     n_classes = exp_trans.shape[0]
     n = hi - lo
@@ -140,33 +141,9 @@ def _scaled_from_emission(unary, transitions, start, end, lo, hi, exp_trans, exp
 
 
 @compiled()
-def emission_posteriors(transitions, start, end, n, log_scale, potentials, with_transitions,
-                        marginals, counts, work):
-    """The scaled pass of one sequence whose emission rows are ready in ``work``.
-
-    For a caller that computes ``exp(unary)`` itself (the fused training
-    kernel does, as products of exponentiated weights): rows 0..n-1 of the
-    workspace's emission block hold each token's ``exp(unary)`` divided by a
-    scale, and ``log_scale`` is the sum of the scales' logarithms. No unary
-    score may be ``-inf``. Returns log Z, or NaN when the precision checks
-    fail (nothing written: the caller then runs :func:`sequence_posteriors`).
-    """
-    (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, exp_trans_t, start_max,
-     exp_start, end_max, exp_end, any_forbidden) = potentials
-    alpha, beta, emission, norm, reach, block, scaled, scratch = work
-    log_z = log_scale + start_max + end_max + (n - 1) * trans_max
-    # the emission rows stand in for the unary scores where the pass asks
-    # whether a score is -inf: none is
-    return _scaled_from_emission(emission, transitions, start, end, np.int64(0), n, exp_trans,
-                                 exp_trans_t, exp_start, exp_end, any_forbidden, log_z,
-                                 emission, alpha, beta, norm, reach, with_transitions,
-                                 marginals, counts, scratch)
-
-
-@compiled()
-def _log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_col,
-                        row_max, exp_by_row, with_transitions, marginals, counts, alpha,
-                        beta, shifted, block, scaled, scratch):
+def log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_col,
+                       row_max, exp_by_row, with_transitions, marginals, counts, alpha,
+                       beta, shifted, block, scaled, scratch):
     """Forward-backward of one sequence in log space: slower, never under- or overflows.
 
     It runs on the unary scores shifted per token (into ``shifted``, see
@@ -199,37 +176,6 @@ def _log_space_sequence(unary, transitions, start, end, lo, hi, col_max, exp_by_
 
 
 @compiled()
-def _scaled_potentials(transitions, start, end):
-    """What the scaled pass needs: exponentials shifted by the overall maxima.
-
-    The transitions' also transposed, for the backward step (see
-    :func:`._order1.scaled_forward_backward`).
-    """
-    trans_max, exp_trans = shifted_exp(transitions)
-    exp_trans_t = np.ascontiguousarray(exp_trans.T)
-    start_max, exp_start = shifted_exp(start)
-    end_max, exp_end = shifted_exp(end)
-    any_forbidden = (np.isneginf(transitions).any() or np.isneginf(start).any()
-                     or np.isneginf(end).any())
-    return (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
-            any_forbidden)
-
-
-@compiled()
-def chain_potentials(transitions, start, end):
-    """Shifted exponentials of the potentials, shared by all sequences of a batch.
-
-    Those of the scaled pass and, by column and by row, those of the exact
-    log-space pass: three (n_classes, n_classes) arrays in all.
-    """
-    col_max, exp_by_col, row_max, exp_by_row = shifted_exp_by_column_and_row(transitions)
-    (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
-     any_forbidden) = _scaled_potentials(transitions, start, end)
-    return (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, exp_trans_t,
-            start_max, exp_start, end_max, exp_end, any_forbidden)
-
-
-@compiled()
 def chain_workspace(longest, n_classes, with_transitions=True):
     """Scratch rows for the sequences of one chunk, none longer than ``longest``.
 
@@ -241,29 +187,6 @@ def chain_workspace(longest, n_classes, with_transitions=True):
             np.empty((longest, n_classes)), np.empty(longest),
             np.empty((2, n_classes), np.bool_), np.empty((size, size)),
             np.empty(n_classes), np.empty(n_classes))
-
-
-@compiled()
-def sequence_posteriors(unary, transitions, start, end, lo, hi, potentials,
-                         with_transitions, marginals, counts, work):
-    """log Z of tokens lo..hi-1, their marginals and transition counts into the outputs.
-
-    The fast scaled pass first; a sequence whose scores under- or overflow it
-    (NaN) is redone exactly in log space.
-    """
-    (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, exp_trans_t, start_max,
-     exp_start, end_max, exp_end, any_forbidden) = potentials
-    alpha, beta, emission, norm, reach, block, scaled, scratch = work
-    lz = _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans, exp_trans_t,
-                          trans_max, exp_start, start_max, exp_end, end_max, any_forbidden,
-                          emission, alpha, beta, norm, reach, with_transitions, marginals,
-                          counts, scratch)
-    if np.isnan(lz):
-        lz = _log_space_sequence(unary, transitions, start, end, lo, hi, col_max,
-                                 exp_by_col, row_max, exp_by_row, with_transitions,
-                                 marginals, counts, alpha, beta, emission, block, scaled,
-                                 scratch)
-    return lz
 
 
 def forward_backward(unary, transitions, start, end, offsets, with_transitions):
@@ -306,7 +229,7 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     with_transitions = bool(with_transitions)
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
-    potentials = _scaled_potentials(transitions, start, end)
+    potentials = chain_scaled_potentials(transitions, start, end)
 
     log_z = np.zeros(n_sequences)
     marginals = np.zeros((n_tokens, n_classes))
@@ -345,10 +268,10 @@ def _scaled_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end, o
             hi = offsets[q + 1]
             if hi == lo:
                 continue
-            lz = _scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans,
-                                  exp_trans_t, trans_max, exp_start, start_max, exp_end,
-                                  end_max, any_forbidden, emission, alpha, beta, norm, reach,
-                                  with_transitions, marginals, partial, scratch)
+            lz = scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans,
+                                 exp_trans_t, trans_max, exp_start, start_max, exp_end,
+                                 end_max, any_forbidden, emission, alpha, beta, norm, reach,
+                                 with_transitions, marginals, partial, scratch)
             if np.isnan(lz):
                 exact[q] = True
             else:
@@ -370,7 +293,7 @@ def _exact_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end, of
         partial = chunk_counts[np.int64(c) if with_transitions else np.int64(0)]
         for q in range(bounds[c], bounds[c + 1]):
             if exact[q]:
-                log_z[q] = _log_space_sequence(
+                log_z[q] = log_space_sequence(
                     unary, transitions, start, end, offsets[q], offsets[q + 1],
                     col_max, exp_by_col, row_max, exp_by_row, with_transitions,
                     marginals, partial, alpha, beta, shifted_rows, block, scaled, scratch)

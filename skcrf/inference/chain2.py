@@ -26,80 +26,11 @@ import numpy as np
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._chain2_logspace import log_space_sequence2
 from ._chain2_scaled import flush_triple_counts, scaled_sequence2
-from ._logspace import shift_of, shifted_exp, shifted_exp_by_column_and_row
+from ._logspace import shift_of
+from ._potentials import chain2_potentials
 
 __all__ = ["chain2_potentials", "chain2_workspace", "flush_triple_counts",
            "forward_backward2", "sequence_posteriors2", "viterbi2"]
-
-
-@compiled()
-def chain2_potentials(transitions, trigram, start, end):
-    """Everything a batch shares: the combined pair-to-pair scores and their exponentials.
-
-    ``score[a, b, c] = transitions[b, c] + trigram[a, b, c]`` is the log
-    potential of moving from state (a, b) to state (b, c). The scaled pass uses
-    ``exp(score - tri_max)`` (one shift for all, so that a token's rescaling is
-    one number) in two layouts: ``exp_forward[b, a, c]`` and
-    ``exp_backward[b, c, a]``, so that for each ``b`` the forward and backward
-    recursions are a vector times a contiguous matrix. The log-space
-    pass uses shifts per column (``col_max[b, c] = max_a score``) and per row
-    (``row_max[a, b] = max_c score``) so that its factored sums rarely
-    underflow. ``allowed[b, c, w]`` has bit ``a % 64`` of word ``a // 64`` set
-    when ``score[a, b, c] > -inf``: it tells the scaled pass which zeros are
-    structural rather than underflow.
-
-    Returns
-    -------
-    tuple
-        ``(score, tri_max, exp_forward, exp_backward, trans_max, exp_trans, start_max,
-        exp_start, end_max, exp_end, col_max, exp_by_col, row_max, exp_by_row,
-        allowed, any_forbidden)``.
-    """
-    n_classes = transitions.shape[0]
-    score = np.empty((n_classes, n_classes, n_classes))
-    for a in range(n_classes):
-        for b in range(n_classes):
-            for c in range(n_classes):
-                score[a, b, c] = transitions[b, c] + trigram[a, b, c]
-    tri_max, exp_tri = shifted_exp(score)
-    exp_forward = np.empty((n_classes, n_classes, n_classes))
-    exp_backward = np.empty((n_classes, n_classes, n_classes))
-    for a in range(n_classes):
-        for b in range(n_classes):
-            for c in range(n_classes):
-                exp_forward[b, a, c] = exp_tri[a, b, c]
-                exp_backward[b, c, a] = exp_tri[a, b, c]
-    trans_max, exp_trans = shifted_exp(transitions)
-    start_max, exp_start = shifted_exp(start)
-    end_max, exp_end = shifted_exp(end)
-
-    # for each b, score[:, b, :] is the (a, c) matrix of the moves through b
-    col_max = np.empty((n_classes, n_classes))
-    row_max = np.empty((n_classes, n_classes))
-    exp_by_col = np.empty((n_classes, n_classes, n_classes))
-    exp_by_row = np.empty((n_classes, n_classes, n_classes))
-    for b in range(n_classes):
-        b_col_max, b_exp_by_col, b_row_max, b_exp_by_row = shifted_exp_by_column_and_row(
-            score[:, b, :])
-        col_max[b, :] = b_col_max
-        exp_by_col[:, b, :] = b_exp_by_col
-        row_max[:, b] = b_row_max
-        exp_by_row[:, b, :] = b_exp_by_row
-
-    n_words = (n_classes + 63) // 64
-    allowed = np.zeros((n_classes, n_classes, n_words), np.uint64)
-    one = np.uint64(1)
-    for a in range(n_classes):
-        bit = one << np.uint64(a & 63)
-        for b in range(n_classes):
-            for c in range(n_classes):
-                if score[a, b, c] > -np.inf:
-                    allowed[b, c, a >> 6] |= bit
-    any_forbidden = (np.isneginf(score).any() or np.isneginf(transitions).any()
-                     or np.isneginf(start).any() or np.isneginf(end).any())
-    return (score, tri_max, exp_forward, exp_backward, trans_max, exp_trans, start_max,
-            exp_start, end_max, exp_end, col_max, exp_by_col, row_max, exp_by_row, allowed,
-            any_forbidden)
 
 
 @compiled()
@@ -209,8 +140,13 @@ def forward_backward2(unary, transitions, trigram, start, end, offsets, with_cou
     chunk_pairs = np.zeros((n_partials, size, size))
     chunk_triples = np.zeros((n_partials, size, size, size))
     with_counts = bool(with_counts)
+    exact = np.zeros(n_sequences, np.bool_)
+    sums = (log_z, marginals, chunk_pairs, chunk_triples)
     run_chunks(_posterior2_chunks, n_chunks, bounds, unary, transitions, start, end, offsets,
-               potentials, with_counts, log_z, marginals, chunk_pairs, chunk_triples)
+               potentials, with_counts, exact, *sums)
+    if exact.any():
+        run_chunks(_exact_posterior2_chunks, n_chunks, bounds, unary, transitions, start, end,
+                   offsets, potentials, with_counts, exact, *sums)
 
     counted = n_classes if with_counts else 0
     pair_counts = np.zeros((counted, counted))
@@ -224,8 +160,9 @@ def forward_backward2(unary, transitions, trigram, start, end, offsets, with_cou
 
 @compiled()
 def _posterior2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end, offsets,
-                       potentials, with_counts, log_z, marginals, chunk_pairs, chunk_triples):
-    """log Z, marginals and the chunks' partial counts of the chunks' sequences."""
+                       potentials, with_counts, exact, log_z, marginals, chunk_pairs,
+                       chunk_triples):
+    """The scaled pass of the chunks' sequences; ``exact`` flags those it cannot do."""
     n_classes = unary.shape[1]
     for k in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[k], bounds[k + 1]), 1)
@@ -236,12 +173,34 @@ def _posterior2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, en
             hi = offsets[q + 1]
             if hi == lo:
                 continue
-            log_z[q] = sequence_posteriors2(unary, transitions, start, end, lo, hi,
-                                            potentials, with_counts, marginals,
-                                            chunk_pairs[partial], chunk_triples[partial],
-                                            work)
+            lz = scaled_sequence2(unary, transitions, start, end, lo, hi, potentials,
+                                  with_counts, marginals, chunk_pairs[partial], work)
+            if np.isnan(lz):
+                exact[q] = True
+            else:
+                log_z[q] = lz
         if with_counts:
             flush_triple_counts(potentials, work, chunk_triples[partial])
+
+
+@compiled()
+def _exact_posterior2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end,
+                             offsets, potentials, with_counts, exact, log_z, marginals,
+                             chunk_pairs, chunk_triples):
+    """The exact log-space pass of the chunks' sequences that ``exact`` flags."""
+    n_classes = unary.shape[1]
+    for k in range(chunk_lo, chunk_hi):
+        if not exact[bounds[k]:bounds[k + 1]].any():
+            continue
+        longest = max(longest_sequence(offsets, bounds[k], bounds[k + 1]), 1)
+        work = chain2_workspace(longest, n_classes, with_counts)
+        partial = np.int64(k) if with_counts else np.int64(0)
+        for q in range(bounds[k], bounds[k + 1]):
+            if exact[q]:
+                log_z[q] = log_space_sequence2(unary, transitions, start, end, offsets[q],
+                                               offsets[q + 1], potentials, with_counts,
+                                               marginals, chunk_pairs[partial],
+                                               chunk_triples[partial], work)
 
 
 @compiled()

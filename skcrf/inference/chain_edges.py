@@ -59,8 +59,8 @@ def edge_workspace(longest, n_classes):
 
 
 @compiled()
-def _scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginals,
-                          pair_marginals, work):
+def scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginals,
+                         pair_marginals, work):
     """Forward-backward of one sequence in the probability domain, scaled per token.
 
     The pass of :mod:`._order1`, with each token's edge block exponentiated
@@ -127,8 +127,8 @@ def _scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginal
 
 
 @compiled()
-def _log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginals,
-                             pair_marginals, work):
+def log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginals,
+                            pair_marginals, work):
     """Forward-backward of one sequence in log space: slower, never under- or overflows.
 
     Every cell is an exact log-sum-exp (n_classes ** 2 exponentials per token
@@ -222,11 +222,11 @@ def _shifted_block(block, out):
 def _edge_posteriors(unary, edges, start, end, lo, hi, with_pairs, marginals,
                      pair_marginals, work):
     """The scaled pass, redone exactly in log space when it returns NaN."""
-    lz = _scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginals,
-                               pair_marginals, work)
+    lz = scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, marginals,
+                              pair_marginals, work)
     if np.isnan(lz):
-        lz = _log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs,
-                                      marginals, pair_marginals, work)
+        lz = log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs,
+                                     marginals, pair_marginals, work)
     return lz
 
 
@@ -305,15 +305,19 @@ def forward_backward_edges(unary, edges, start, end, offsets, with_pairs):
     # would add a serial pass over n_tokens * n_classes ** 2 floats
     marginals = np.empty((n_tokens, n_classes))
     pair_marginals = np.empty((n_tokens if with_pairs else 0, n_classes, n_classes))
-    run_chunks(_edge_posterior_chunks, n_chunks, bounds, unary, edges, start, end, offsets,
-               bool(with_pairs), log_z, marginals, pair_marginals)
+    exact = np.zeros(n_sequences, np.bool_)
+    run_chunks(_scaled_edge_chunks, n_chunks, bounds, unary, edges, start, end, offsets,
+               bool(with_pairs), log_z, marginals, pair_marginals, exact)
+    if exact.any():
+        run_chunks(_exact_edge_chunks, n_chunks, bounds, unary, edges, start, end, offsets,
+                   bool(with_pairs), log_z, marginals, pair_marginals, exact)
     return log_z, marginals, pair_marginals
 
 
 @compiled()
-def _edge_posterior_chunks(chunk_lo, chunk_hi, bounds, unary, edges, start, end, offsets,
-                           with_pairs, log_z, marginals, pair_marginals):
-    """log Z, marginals and pair marginals of the chunks' sequences."""
+def _scaled_edge_chunks(chunk_lo, chunk_hi, bounds, unary, edges, start, end, offsets,
+                        with_pairs, log_z, marginals, pair_marginals, exact):
+    """The scaled pass of the chunks' sequences; ``exact`` flags those it cannot do."""
     n_classes = unary.shape[1]
     for c in range(chunk_lo, chunk_hi):
         work = edge_workspace(max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1),
@@ -323,12 +327,42 @@ def _edge_posterior_chunks(chunk_lo, chunk_hi, bounds, unary, edges, start, end,
             hi = offsets[q + 1]
             if hi == lo:
                 continue
-            log_z[q] = _edge_posteriors(unary, edges, start, end, lo, hi, with_pairs,
-                                        marginals, pair_marginals, work)
-            if log_z[q] == -np.inf:
-                marginals[lo:hi] = 0.0
-                if with_pairs:
-                    pair_marginals[lo:hi] = 0.0
+            lz = scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs,
+                                      marginals, pair_marginals, work)
+            if np.isnan(lz):
+                exact[q] = True
+            else:
+                log_z[q] = lz
+
+
+@compiled()
+def _exact_edge_chunks(chunk_lo, chunk_hi, bounds, unary, edges, start, end, offsets,
+                       with_pairs, log_z, marginals, pair_marginals, exact):
+    """The exact log-space pass of the chunks' sequences that ``exact`` flags.
+
+    An infeasible sequence gets zero marginals.
+    """
+    n_classes = unary.shape[1]
+    for c in range(chunk_lo, chunk_hi):
+        if not exact[bounds[c]:bounds[c + 1]].any():
+            continue
+        work = edge_workspace(max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1),
+                              n_classes)
+        for q in range(bounds[c], bounds[c + 1]):
+            if not exact[q]:
+                continue
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            log_z[q] = log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs,
+                                               marginals, pair_marginals, work)
+            if log_z[q] > -np.inf:
+                continue
+            for t in range(lo, hi):
+                for i in range(n_classes):
+                    marginals[t, i] = 0.0
+                    if with_pairs:
+                        for j in range(n_classes):
+                            pair_marginals[t, i, j] = 0.0
 
 
 def viterbi_edges(unary, edges, start, end, offsets):

@@ -97,6 +97,8 @@ def _nbest_chunks(chunk_lo, chunk_hi, bounds, unary, moves, step, start, end, of
                   end_column, paths, scores, counts):
     """The n-best paths of the chunks' sequences into ``paths``, ``scores``, ``counts``."""
     n_classes = unary.shape[1]
+    # typed, not literal, constants: merge_best compiles once (see _batch.compiled)
+    zero, one, no_skip = np.int64(0), np.int64(1), np.int64(-1)
     for c in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         # row r * n_classes + j: the best partial paths ending in label j at
@@ -135,16 +137,17 @@ def _nbest_chunks(chunk_lo, chunk_hi, bounds, unary, moves, step, start, end, of
                     kept = 0
                     u = unary[t, j] - top
                     if u > -np.inf:
-                        kept = merge_best(score, size, (r - 1) * n_classes, 1, block, 0, j,
-                                          n_classes, -1, n, score, came_from, came_rank, row,
-                                          heads, positions)
+                        kept = merge_best(score, size, (r - 1) * n_classes, one, block, zero,
+                                          j, n_classes, no_skip, n, score, came_from,
+                                          came_rank, row, heads, positions)
                         for k in range(kept):
                             score[row, k] = score[row, k] + u
                     size[row] = kept
                 _subtract_top(score, size, r * n_classes, n_classes)
             last = hi - 1 - lo
-            kept = merge_best(score, size, last * n_classes, 1, end_column, 0, 0, n_classes,
-                              -1, n, final, final_label, final_rank, 0, heads, positions)
+            kept = merge_best(score, size, last * n_classes, one, end_column, zero, zero,
+                              n_classes, no_skip, n, final, final_label, final_rank, zero,
+                              heads, positions)
             counts[q] = kept
             for p in range(kept):
                 j = final_label[0, p]
@@ -213,6 +216,8 @@ def _nbest2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, trigram, star
                    offsets, n, moves, pair_end, no_shift, paths, scores, counts):
     """The n-best paths of the chunks' sequences into ``paths``, ``scores``, ``counts``."""
     n_classes = unary.shape[1]
+    # typed, not literal, constants: merge_best compiles once (see _batch.compiled)
+    zero, one, no_skip = np.int64(0), np.int64(1), np.int64(-1)
     n_pairs = n_classes * n_classes
     for k_chunk in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[k_chunk], bounds[k_chunk + 1]), 2)
@@ -244,8 +249,9 @@ def _nbest2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, trigram, star
                     if v > -np.inf:
                         score[c, 0] = v
                         size[c] = 1
-                kept = merge_best(score, size, 0, 1, no_shift, 0, 0, n_classes, -1, n, final,
-                                  final_state, final_rank, 0, heads, positions)
+                kept = merge_best(score, size, zero, one, no_shift, zero, zero, n_classes,
+                                  no_skip, n, final, final_state, final_rank, zero, heads,
+                                  positions)
                 counts[q] = kept
                 for p in range(kept):
                     paths[lo, p] = final_state[0, p]
@@ -273,14 +279,15 @@ def _nbest2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, trigram, star
                         if u > -np.inf:
                             # sources a: the states (a, b) at r - 1
                             held = merge_best(score, size, (r - 1) * n_pairs + b, n_classes,
-                                              moves, b * n_classes, c, n_classes, -1, n,
+                                              moves, b * n_classes, c, n_classes, no_skip, n,
                                               score, came_from, came_rank, row, heads, positions)
                             for k in range(held):
                                 score[row, k] = score[row, k] + u
                         size[row] = held
             last = m - 1
-            kept = merge_best(score, size, last * n_pairs, 1, pair_end, 0, 0, n_pairs, -1, n,
-                              final, final_state, final_rank, 0, heads, positions)
+            kept = merge_best(score, size, last * n_pairs, one, pair_end, zero, zero, n_pairs,
+                              no_skip, n, final, final_state, final_rank, zero, heads,
+                              positions)
             counts[q] = kept
             for p in range(kept):
                 b = final_state[0, p] // n_classes

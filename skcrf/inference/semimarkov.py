@@ -265,13 +265,16 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
     chunk_start = np.zeros((n_chunks, n_labels))
     chunk_end = np.zeros((n_chunks, n_labels))
 
-    scalable, exp_length, exp_transitions, exp_start, exp_end = exp_factors(
-        length, transitions, start, end)
-    smallest_norm = norm_floor(max_length)
-    run_chunks(_posterior_chunks, n_chunks, bounds, state, first, last, length, transitions,
-               start, end, offsets, longest, scalable, exp_length, exp_transitions, exp_start,
-               exp_end, smallest_norm, log_z, roles, chunk_lengths, chunk_transitions,
-               chunk_start, chunk_end)
+    sums = (log_z, roles, chunk_lengths, chunk_transitions, chunk_start, chunk_end)
+    scalable, *factors = exp_factors(length, transitions, start, end)
+    exact = np.ones(n_sequences, np.bool_)
+    if scalable:
+        run_chunks(_posterior_chunks, n_chunks, bounds, state, first, last, length,
+                   transitions, start, end, offsets, longest, tuple(factors),
+                   norm_floor(max_length), exact, *sums)
+    if exact.any():
+        run_chunks(_exact_posterior_chunks, n_chunks, bounds, state, first, last, length,
+                   transitions, start, end, offsets, longest, exact, *sums)
 
     length_counts = np.zeros((n_labels, max_length))
     transition_counts = np.zeros((n_labels, n_labels))
@@ -287,16 +290,49 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
 
 @compiled()
 def _posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, transitions,
-                      start, end, offsets, longest, scalable, exp_length, exp_transitions,
-                      exp_start, exp_end, smallest_norm, log_z, roles, chunk_lengths,
-                      chunk_transitions, chunk_start, chunk_end):
-    """log Z, role marginals and the chunks' partial counts of the chunks' sequences."""
+                      start, end, offsets, longest, factors, smallest_norm, exact, log_z, roles,
+                      chunk_lengths, chunk_transitions, chunk_start, chunk_end):
+    """The scaled pass of the chunks' sequences; clears ``exact`` for those it did."""
+    exp_length, exp_transitions, exp_start, exp_end = factors
     n_labels = state.shape[1]
     max_length = length.shape[1]
     for c in range(chunk_lo, chunk_hi):
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         workspace = scaled_workspace(rows, n_labels, max_length)
         sequence_counts = workspace[5]
+        for q in range(bounds[c], bounds[c + 1]):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            if hi == lo:
+                exact[q] = False
+                continue
+            value = scaled_sequence_posteriors(
+                state, first, last, length, transitions, start, end, longest, exp_length,
+                exp_transitions, exp_start, exp_end, smallest_norm, lo, hi, roles, workspace)
+            if np.isnan(value):
+                continue
+            exact[q] = False
+            log_z[q] = value
+            for y in range(n_labels):
+                counts = sequence_counts[y]
+                for d in range(max_length):
+                    chunk_lengths[c, y, d] += counts[d]
+                for x in range(n_labels):
+                    chunk_transitions[c, y, x] += counts[max_length + x]
+                chunk_start[c, y] += counts[max_length + n_labels]
+                chunk_end[c, y] += counts[max_length + n_labels + 1]
+
+
+@compiled()
+def _exact_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length,
+                            transitions, start, end, offsets, longest, exact, log_z, roles,
+                            chunk_lengths, chunk_transitions, chunk_start, chunk_end):
+    """The exact log-space pass of the chunks' sequences that ``exact`` flags."""
+    n_labels = state.shape[1]
+    for c in range(chunk_lo, chunk_hi):
+        if not exact[bounds[c]:bounds[c + 1]].any():
+            continue
+        rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         cum = np.empty((rows, n_labels))
         blocked = np.empty((rows, n_labels), np.int64)
         alpha = np.empty((rows, n_labels))
@@ -307,22 +343,12 @@ def _posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, tr
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
-            if hi == lo:
+            if not exact[q] or hi == lo:
                 continue
-            value = np.nan
-            if scalable:
-                value = scaled_sequence_posteriors(
-                    state, first, last, length, transitions, start, end, longest, exp_length,
-                    exp_transitions, exp_start, exp_end, smallest_norm, lo, hi, roles,
-                    workspace)
-            if value == value:
-                log_z[q] = value
-                chunk_lengths[c] += sequence_counts[:, :max_length]
-                chunk_transitions[c] += sequence_counts[:, max_length:max_length + n_labels]
-                chunk_start[c] += sequence_counts[:, max_length + n_labels]
-                chunk_end[c] += sequence_counts[:, max_length + n_labels + 1]
-                continue
-            roles[lo:hi] = 0.0
+            for t in range(lo, hi):
+                for role in range(roles.shape[1]):
+                    for y in range(n_labels):
+                        roles[t, role, y] = 0.0
             log_z[q] = _sequence_posteriors(
                 state, first, last, length, transitions, start, end, longest, lo, hi, roles,
                 chunk_lengths[c], chunk_transitions[c], chunk_start[c], chunk_end[c], cum,

@@ -55,6 +55,8 @@ def _sequence_nbest(state, first, last, length, transitions, start, end, boundar
     segment_scores, end_column, heads, positions = work
     n_labels = state.shape[1]
     m = hi - lo
+    # typed, not literal, constants: merge_best compiles once (see _batch.compiled)
+    zero, one, no_skip = np.int64(0), np.int64(1), np.int64(-1)
     _prefix_sums(state, lo, hi, cum, blocked)
     for y in range(n_labels):
         enter_size[y] = 0
@@ -74,18 +76,19 @@ def _sequence_nbest(state, first, last, length, transitions, start, end, boundar
                 n_lengths = d
             row = b * n_labels + y
             alpha_size[row] = merge_best(enter, enter_size, (b - 1) * n_labels + y, -n_labels,
-                                         segment_scores, 0, 0, n_lengths, -1, n, alpha,
-                                         alpha_from, alpha_rank, row, heads, positions)
+                                         segment_scores, zero, zero, n_lengths, no_skip, n,
+                                         alpha, alpha_from, alpha_rank, row, heads, positions)
         if b < m:
             # a segment starting at a NO_REPEAT token may not follow one of its label
             no_repeat = boundaries[lo + b] & NO_REPEAT
             for y in range(n_labels):
                 row = b * n_labels + y
-                enter_size[row] = merge_best(alpha, alpha_size, b * n_labels, 1, transitions,
-                                             0, y, n_labels, y if no_repeat else -1, n, enter,
-                                             enter_from, enter_rank, row, heads, positions)
-    return merge_best(alpha, alpha_size, m * n_labels, 1, end_column, 0, 0, n_labels, -1, n,
-                      final, final_label, final_rank, 0, heads, positions)
+                enter_size[row] = merge_best(alpha, alpha_size, b * n_labels, one, transitions,
+                                             zero, y, n_labels, y if no_repeat else no_skip, n,
+                                             enter, enter_from, enter_rank, row, heads,
+                                             positions)
+    return merge_best(alpha, alpha_size, m * n_labels, one, end_column, zero, zero, n_labels,
+                      no_skip, n, final, final_label, final_rank, zero, heads, positions)
 
 
 def nbest_segmentations(state, first, last, length, transitions, start, end, offsets,

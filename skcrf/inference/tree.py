@@ -33,8 +33,9 @@ import numpy as np
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp_sum,
                         normalize_log_block, normalized_exp_sum, shift_of,
-                        shifted_exp_by_column_and_row, shifted_rows)
-from ._tree_scaled import scaled_tree_posteriors, tree_scaled_potentials
+                        shifted_rows)
+from ._potentials import shifted_exp_by_column_and_row, tree_scaled_potentials
+from ._tree_scaled import scaled_tree_posteriors
 
 
 @compiled()
@@ -175,18 +176,40 @@ def tree_sequence_posteriors(unary, transitions, root, parents, lo, hi, potentia
 
     The scaled pass first; a forest it gives up on is redone exactly in log
     space. Returns -inf, writing nothing, when no labelling has a finite score.
+    The batch drivers call the two passes apart instead
+    (:func:`scaled_tree_sequence`, then :func:`exact_tree_sequence` on the
+    forests flagged), so that the exact one compiles only when needed.
     """
     scaled, exact = potentials
+    log_z = scaled_tree_sequence(unary, parents, lo, hi, scaled, with_counts, marginals,
+                                 counts, work)
+    if np.isnan(log_z):
+        log_z = exact_tree_sequence(unary, transitions, root, parents, lo, hi, exact,
+                                    with_counts, marginals, counts, work)
+    return log_z
+
+
+@compiled()
+def scaled_tree_sequence(unary, parents, lo, hi, scaled, with_counts, marginals, counts,
+                         work):
+    """The scaled pass of the forest of tokens lo..hi-1; NaN, writing nothing, if it gives up."""
     (up, message, excluded, down, child_ptr, children, order, cursor, block, suffix,
      scratch, zero, total) = work
     tree_layout(parents, lo, hi, child_ptr, children, order, cursor)
-    log_z = scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children,
-                                   order, with_counts, marginals, counts, up, message,
-                                   excluded, down, total)
-    if np.isnan(log_z):
-        log_z = _exact_tree_posteriors(unary, transitions, root, parents, lo, hi, exact,
-                                       with_counts, marginals, counts, work)
-    return log_z
+    return scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, order,
+                                  with_counts, marginals, counts, up, message, excluded, down,
+                                  total)
+
+
+@compiled()
+def exact_tree_sequence(unary, transitions, root, parents, lo, hi, exact, with_counts,
+                        marginals, counts, work):
+    """The exact log-space pass of the forest of tokens lo..hi-1; -inf if infeasible."""
+    (up, message, excluded, down, child_ptr, children, order, cursor, block, suffix,
+     scratch, zero, total) = work
+    tree_layout(parents, lo, hi, child_ptr, children, order, cursor)
+    return _exact_tree_posteriors(unary, transitions, root, parents, lo, hi, exact,
+                                  with_counts, marginals, counts, work)
 
 
 @compiled()
@@ -235,17 +258,6 @@ def _exact_tree_posteriors(unary, transitions, root, parents, lo, hi, potentials
     return log_z
 
 
-@compiled()
-def tree_potentials(transitions, root):
-    """What both passes need of the potentials, shared by every tree of a batch.
-
-    The scaled pass's exponentials shifted by the overall maxima, and the
-    exact pass's shifted by column and by row.
-    """
-    return (tree_scaled_potentials(transitions, root),
-            shifted_exp_by_column_and_row(transitions))
-
-
 def tree_forward_backward(unary, transitions, root, parents, offsets, with_counts):
     """Log partition functions, token marginals and expected link counts of a batch of forests.
 
@@ -270,14 +282,19 @@ def tree_forward_backward(unary, transitions, root, parents, offsets, with_count
     n_sequences = offsets.shape[0] - 1
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
-    potentials = tree_potentials(transitions, root)
+    scaled = tree_scaled_potentials(transitions, root)
     log_z = np.zeros(n_sequences)
     marginals = np.zeros((n_tokens, n_classes))
     size = n_classes if with_counts else 0
     chunk_counts = np.zeros((n_chunks if with_counts else 1, size, size))
     with_counts = bool(with_counts)
+    exact = np.zeros(n_sequences, np.bool_)
     run_chunks(_tree_posterior_chunks, n_chunks, bounds, unary, transitions, root, parents,
-               offsets, potentials, with_counts, log_z, marginals, chunk_counts)
+               offsets, scaled, with_counts, log_z, marginals, chunk_counts, exact)
+    if exact.any():
+        run_chunks(_exact_tree_posterior_chunks, n_chunks, bounds, unary, transitions, root,
+                   parents, offsets, shifted_exp_by_column_and_row(transitions), with_counts,
+                   log_z, marginals, chunk_counts, exact)
     link_counts = np.zeros((size, size))
     if with_counts:
         for c in range(n_chunks):
@@ -287,8 +304,8 @@ def tree_forward_backward(unary, transitions, root, parents, offsets, with_count
 
 @compiled()
 def _tree_posterior_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, root, parents,
-                           offsets, potentials, with_counts, log_z, marginals, chunk_counts):
-    """log Z, marginals and the chunks' partial link counts of the chunks' trees."""
+                           offsets, scaled, with_counts, log_z, marginals, chunk_counts, exact):
+    """The scaled pass of the chunks' trees; ``exact`` flags those it gives up on."""
     n_classes = unary.shape[1]
     for c in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
@@ -297,10 +314,33 @@ def _tree_posterior_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, root,
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
-            if hi > lo:
-                log_z[q] = tree_sequence_posteriors(unary, transitions, root, parents, lo,
-                                                    hi, potentials, with_counts,
-                                                    marginals, partial, work)
+            if hi == lo:
+                continue
+            lz = scaled_tree_sequence(unary, parents, lo, hi, scaled, with_counts, marginals,
+                                      partial, work)
+            if np.isnan(lz):
+                exact[q] = True
+            else:
+                log_z[q] = lz
+
+
+@compiled()
+def _exact_tree_posterior_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, root,
+                                 parents, offsets, shifted, with_counts, log_z, marginals,
+                                 chunk_counts, exact):
+    """The exact log-space pass of the chunks' trees that ``exact`` flags."""
+    n_classes = unary.shape[1]
+    for c in range(chunk_lo, chunk_hi):
+        if not exact[bounds[c]:bounds[c + 1]].any():
+            continue
+        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        work = tree_workspace(longest, n_classes, with_counts)
+        partial = chunk_counts[np.int64(c) if with_counts else np.int64(0)]
+        for q in range(bounds[c], bounds[c + 1]):
+            if exact[q]:
+                log_z[q] = exact_tree_sequence(unary, transitions, root, parents, offsets[q],
+                                               offsets[q + 1], shifted, with_counts,
+                                               marginals, partial, work)
 
 
 def tree_viterbi(unary, transitions, root, parents, offsets):

@@ -11,7 +11,7 @@ the unfused path builds. Tested against that path on random problems.
 import numpy as np
 
 from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence, run_chunks
-from ..inference.chain_edges import edge_sequence_posteriors, edge_workspace
+from ..inference.chain_edges import edge_workspace, log_space_edge_sequence, scaled_edge_sequence
 
 #: Per-chunk partial sums of the expected pair counts, in float64 values: the
 #: chunk count is this budget over the number of pairs (at least
@@ -72,10 +72,16 @@ def edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state
     chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
     chunk_start = np.zeros((n_chunks, n_classes))
     chunk_end = np.zeros((n_chunks, n_classes))
-    run_chunks(_edge_nll_chunks, n_chunks, bounds, data, indices, indptr, binary, state_ptr,
-               state_labels, state_weights, edge_ptr, edge_labels, edge_weights, transitions,
-               start, end, offsets, log_z, state_partial, edge_partial, chunk_counts,
-               chunk_start, chunk_end)
+    features = (data, indices, indptr, binary)
+    state = (state_ptr, state_labels, state_weights)
+    edge = (edge_ptr, edge_labels, edge_weights)
+    exact = np.zeros(n_sequences, np.bool_)
+    sums = (log_z, state_partial, edge_partial, chunk_counts, chunk_start, chunk_end)
+    run_chunks(_edge_nll_chunks, n_chunks, bounds, features, state, edge, transitions, start,
+               end, offsets, exact, *sums)
+    if exact.any():
+        run_chunks(_exact_edge_nll_chunks, n_chunks, bounds, features, state, edge,
+                   transitions, start, end, offsets, exact, *sums)
 
     # chunk partial sums added in chunk order: the thread count changes nothing
     expected_state = np.zeros(state_labels.shape[0])
@@ -94,55 +100,114 @@ def edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state
 
 
 @compiled()
-def _edge_nll_chunks(chunk_lo, chunk_hi, bounds, data, indices, indptr, binary, state_ptr,
-                     state_labels, state_weights, edge_ptr, edge_labels, edge_weights,
-                     transitions, start, end, offsets, log_z, state_partial, edge_partial,
-                     chunk_counts, chunk_start, chunk_end):
-    """log Z and the chunks' partial counts of :func:`edge_nll_terms`."""
+def _edge_nll_chunks(chunk_lo, chunk_hi, bounds, features, state, edge, transitions, start,
+                     end, offsets, exact, log_z, state_partial, edge_partial, chunk_counts,
+                     chunk_start, chunk_end):
+    """log Z and the chunks' partial counts of :func:`edge_nll_terms`, by the scaled pass.
+
+    A sequence the scaled pass cannot do is flagged in ``exact``, with nothing
+    of it added, for :func:`_exact_edge_nll_chunks`.
+    """
     n_classes = transitions.shape[0]
-    n_label_pairs = n_classes * n_classes
     for c in range(chunk_lo, chunk_hi):
-        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        unary = np.empty((longest, n_classes))
-        edges = np.empty((longest, n_classes, n_classes))
-        marginals = np.empty((longest, n_classes))
-        pair_marginals = np.empty((longest, n_classes, n_classes))
-        edge_rows = edges.reshape((longest, n_label_pairs))
-        pair_rows = pair_marginals.reshape((longest, n_label_pairs))
-        work = edge_workspace(longest, n_classes)
+        rows = _sequence_rows(max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1),
+                              n_classes)
+        unary, edges, marginals, pair_marginals, work = rows
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
             n = hi - lo
             if n == 0:
                 continue
-            for r in range(n):
-                for a in range(n_classes):
-                    unary[r, a] = 0.0
-                    for b in range(n_classes):
-                        edges[r, a, b] = transitions[a, b]
-            _pair_rows(data, indices, indptr, binary, state_ptr, state_labels,
-                       state_weights, lo, hi, unary)
-            _pair_rows(data, indices, indptr, binary, edge_ptr, edge_labels, edge_weights,
-                       lo, hi, edge_rows)
+            _sequence_scores(features, state, edge, transitions, lo, hi, unary, edges)
             # np.int64(0), not 0: a typed value, so that the callees compile once,
             # shared with forward_backward_edges (see inference._batch.compiled)
-            lz = edge_sequence_posteriors(unary, edges, start, end, np.int64(0), n, marginals,
-                                          pair_marginals, work)
-            log_z[q] = lz
-            if not np.isfinite(lz):
-                continue  # nothing was written; the loss is not finite anyway
-            for j in range(n_classes):
-                chunk_start[c, j] += marginals[0, j]
-                chunk_end[c, j] += marginals[n - 1, j]
-            for r in range(1, n):
-                for a in range(n_classes):
-                    for b in range(n_classes):
-                        chunk_counts[c, a, b] += pair_marginals[r, a, b]
-            _scatter_pairs(data, indices, indptr, binary, state_ptr, state_labels, lo, hi, 0,
-                           marginals, state_partial[c])
-            _scatter_pairs(data, indices, indptr, binary, edge_ptr, edge_labels, lo, hi, 1,
-                           pair_rows, edge_partial[c])
+            lz = scaled_edge_sequence(unary, edges, start, end, np.int64(0), n, np.bool_(True),
+                                      marginals, pair_marginals, work)
+            if np.isnan(lz):
+                exact[q] = True
+                continue
+            _add_edge_sequence(c, lo, hi, lz, features, state, edge, rows, log_z, q,
+                               state_partial, edge_partial, chunk_counts, chunk_start,
+                               chunk_end)
+
+
+@compiled()
+def _exact_edge_nll_chunks(chunk_lo, chunk_hi, bounds, features, state, edge, transitions,
+                           start, end, offsets, exact, log_z, state_partial, edge_partial,
+                           chunk_counts, chunk_start, chunk_end):
+    """The sequences ``exact`` flags, by the exact log-space pass (added after the others)."""
+    n_classes = transitions.shape[0]
+    for c in range(chunk_lo, chunk_hi):
+        if not exact[bounds[c]:bounds[c + 1]].any():
+            continue
+        rows = _sequence_rows(max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1),
+                              n_classes)
+        unary, edges, marginals, pair_marginals, work = rows
+        for q in range(bounds[c], bounds[c + 1]):
+            if not exact[q]:
+                continue
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            _sequence_scores(features, state, edge, transitions, lo, hi, unary, edges)
+            lz = log_space_edge_sequence(unary, edges, start, end, np.int64(0), hi - lo,
+                                         np.bool_(True), marginals, pair_marginals, work)
+            _add_edge_sequence(c, lo, hi, lz, features, state, edge, rows, log_z, q,
+                               state_partial, edge_partial, chunk_counts, chunk_start,
+                               chunk_end)
+
+
+@compiled(inline=True)
+def _sequence_rows(longest, n_classes):
+    """A chunk's scratch: unary and edge scores, marginals, pair marginals, the workspace."""
+    return (np.empty((longest, n_classes)), np.empty((longest, n_classes, n_classes)),
+            np.empty((longest, n_classes)), np.empty((longest, n_classes, n_classes)),
+            edge_workspace(longest, n_classes))
+
+
+@compiled(inline=True)
+def _sequence_scores(features, state, edge, transitions, lo, hi, unary, edges):
+    """Unary and per-token transition scores of tokens lo..hi-1 into the scratch rows."""
+    data, indices, indptr, binary = features
+    state_ptr, state_labels, state_weights = state
+    edge_ptr, edge_labels, edge_weights = edge
+    n_classes = transitions.shape[0]
+    for r in range(hi - lo):
+        for a in range(n_classes):
+            unary[r, a] = 0.0
+            for b in range(n_classes):
+                edges[r, a, b] = transitions[a, b]
+    _pair_rows(data, indices, indptr, binary, state_ptr, state_labels, state_weights, lo, hi,
+               unary)
+    _pair_rows(data, indices, indptr, binary, edge_ptr, edge_labels, edge_weights, lo, hi,
+               edges.reshape((edges.shape[0], n_classes * n_classes)))
+
+
+@compiled(inline=True)
+def _add_edge_sequence(c, lo, hi, lz, features, state, edge, rows, log_z, q, state_partial,
+                       edge_partial, chunk_counts, chunk_start, chunk_end):
+    """Record sequence q's log Z; add its expected counts to chunk c's sums if finite."""
+    data, indices, indptr, binary = features
+    state_ptr, state_labels, _ = state
+    edge_ptr, edge_labels, _ = edge
+    _, _, marginals, pair_marginals, _ = rows
+    log_z[q] = lz
+    if not np.isfinite(lz):
+        return  # nothing was written; the loss is not finite anyway
+    n = hi - lo
+    n_classes = marginals.shape[1]
+    for j in range(n_classes):
+        chunk_start[c, j] += marginals[0, j]
+        chunk_end[c, j] += marginals[n - 1, j]
+    for r in range(1, n):
+        for a in range(n_classes):
+            for b in range(n_classes):
+                chunk_counts[c, a, b] += pair_marginals[r, a, b]
+    _scatter_pairs(data, indices, indptr, binary, state_ptr, state_labels, lo, hi,
+                   np.int64(0), marginals, state_partial[c])
+    _scatter_pairs(data, indices, indptr, binary, edge_ptr, edge_labels, lo, hi, np.int64(1),
+                   pair_marginals.reshape((pair_marginals.shape[0], n_classes * n_classes)),
+                   edge_partial[c])
 
 
 def edge_chunk_count(offsets, n_pairs):

@@ -13,8 +13,9 @@ from ..inference._batch import (N_CHUNKS, chunk_bounds, compiled, longest_sequen
                                 row_chunk_count, run_chunks)
 from ..inference._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, lane_forward_backward,
                                       lane_groups, lane_workspace)
-from ..inference.chain import (chain_potentials, chain_workspace, emission_posteriors,
-                               sequence_posteriors)
+from ..inference._potentials import chain_scaled_potentials, shifted_exp_by_column_and_row
+from ..inference.chain import (chain_workspace, log_space_sequence, scaled_from_emission,
+                               scaled_sequence)
 from ._merged_slots import merge_frequent_pairs
 
 #: Memory bounds of :func:`nll_terms`, in float64 values. Each chunk of
@@ -198,7 +199,9 @@ def exp_slot_rows(hot_state, merged_parts):
     """``exp`` of the slots' rows; a merged slot's is the product of its parts' (no exp)."""
     n_hot = hot_state.shape[0] - merged_parts.shape[0]
     exp_hot = np.empty_like(hot_state)
-    exp_hot[:n_hot] = np.exp(hot_state[:n_hot])
+    for slot in range(n_hot):
+        for j in range(hot_state.shape[1]):
+            exp_hot[slot, j] = np.exp(hot_state[slot, j])
     for m in range(merged_parts.shape[0]):
         row = exp_hot[n_hot + m]
         a = exp_hot[merged_parts[m, 0]]
@@ -274,7 +277,7 @@ def _summed_pair_rows(chunk_lo, chunk_hi, n_row_chunks, hot, partial, hot_partia
 
 def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
               binary, max_entries, pair_ptr, pair_labels, pair_weights, transitions, start, end,
-              offsets, hot_features, merged_parts, partial, hot_partial):
+              offsets, hot_features, merged_parts, partial, hot_partial, plans=None):
     """Everything the CRF loss needs from the features, in one pass over the tokens.
 
     The features come in two parts. Token ``t``'s frequent features are
@@ -304,20 +307,25 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
     (their sum, or the product of their exponentials), and its expected
     counts are added to its parts' at the end.
 
-    With binary features and moderate weights, each token's ``exp(unary)``
-    is the product of its exponentiated weights (:func:`sequence_emission`):
-    one exponential per weight per evaluation instead of one per token and
-    label. Otherwise, and for a sequence whose scaled pass fails its checks,
-    the unary scores are summed and exponentiated (or taken to log space) as
-    in :func:`~skcrf.inference.chain.sequence_posteriors`.
+    Three routes, each a kernel of its own, compiled only when some call
+    takes it:
 
-    With few labels and no ``-inf`` potential, each chunk's sequences of one
-    length run side by side, as lanes
-    (:func:`~skcrf.inference._order1_lanes.lane_forward_backward`): the same
-    operations per sequence, in loops long enough to vectorize. The chunk
-    then visits its sequences by length (:func:`~skcrf.inference._order1_lanes.lane_groups`),
-    an order fixed by the data, so the sums stay independent of the thread
-    count.
+    - the products route (:func:`_product_chunks`): with binary features and
+      moderate weights, each token's ``exp(unary)`` is the product of its
+      exponentiated weights (:func:`sequence_emission`): one exponential per
+      weight per evaluation instead of one per token and label. With few
+      labels and no ``-inf`` potential, the sequences of one length run side
+      by side, as lanes
+      (:func:`~skcrf.inference._order1_lanes.lane_forward_backward`), in the
+      order of ``plans`` (:class:`LanePlan`, fixed by the data);
+    - the summed route (:func:`_summed_chunks`): the unary scores summed and
+      exponentiated, for every sequence when the products route does not
+      hold, else for those whose products pass failed its precision checks;
+    - the exact route (:func:`_exact_chunks`): log space, for the sequences
+      the summed route could not do.
+
+    Each chunk adds its sequences' sums route by route, in an order fixed by
+    the data, so the result does not depend on the thread count.
 
     Returns
     -------
@@ -334,21 +342,39 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
     n_sequences = offsets.shape[0] - 1
     n_chunks = partial.shape[0]
     bounds = chunk_bounds(offsets, n_chunks)
+    if plans is None:
+        plans = LanePlans(offsets, bounds, n_classes)
     hot_state = hot_state_rows(hot_features, merged_parts, pair_ptr, pair_labels, pair_weights,
                                n_classes)
-    potentials = chain_potentials(transitions, start, end)
-    by_products, exp_hot, exp_pairs = product_factors(binary, max_entries, pair_weights,
-                                                      hot_state, merged_parts)
+    scaled = chain_scaled_potentials(transitions, start, end)
     log_z = np.zeros(n_sequences)
     chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
     chunk_start = np.zeros((n_chunks, n_classes))
     chunk_end = np.zeros((n_chunks, n_classes))
-    use_lanes = (by_products and not potentials[-1]
-                 and n_classes <= LANE_MAX_CLASSES)
-    run_chunks(_nll_chunks, n_chunks, bounds, values, entries, hot_ptr, cold_ptr, cold_pairs,
-               cold_labels, cold_values, binary, pair_weights, transitions, start, end,
-               offsets, hot_state, potentials, by_products, exp_hot, exp_pairs, use_lanes,
-               log_z, partial, hot_partial, chunk_counts, chunk_start, chunk_end)
+    sums = (log_z, partial, hot_partial, chunk_counts, chunk_start, chunk_end)
+    features = (values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                binary)
+    # the products route holds while no product of a token's factors can leave
+    # float64's normal range; NaN weights fail the test (the summed route then
+    # reports them)
+    largest = float(np.max(np.abs(pair_weights), initial=0.0))
+    by_products = bool(binary) and largest * max_entries < PRODUCT_EXPONENT_BOUND
+    redo = np.ones(n_sequences, np.bool_)
+    if by_products:
+        exp_hot = exp_slot_rows(hot_state, merged_parts)
+        plan = plans.plan(lanes=not scaled[-1] and n_classes <= LANE_MAX_CLASSES)
+        run_chunks(_product_chunks, n_chunks, bounds, offsets, *plan.kernel_args(), features,
+                   exp_hot, np.exp(pair_weights), transitions, start, end, scaled, redo,
+                   *sums)
+    exact = np.zeros(n_sequences, np.bool_)
+    if redo.any():
+        run_chunks(_summed_chunks, n_chunks, bounds, offsets, features, hot_state,
+                   pair_weights, transitions, start, end, scaled, redo, not by_products,
+                   exact, *sums)
+    if exact.any():
+        run_chunks(_exact_chunks, n_chunks, bounds, offsets, features, hot_state,
+                   pair_weights, transitions, start, end,
+                   shifted_exp_by_column_and_row(transitions), exact, *sums)
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
                                           pair_ptr, pair_labels)
@@ -362,65 +388,126 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
     return log_z, expected_pairs, transition_counts, start_counts, end_counts
 
 
-@compiled()
-def product_factors(binary, max_entries, pair_weights, hot_state, merged_parts):
-    """Whether the products route holds, and its exponentiated weights if it does.
+class LanePlan:
+    """The order in which each chunk visits its sequences, cut into groups.
 
-    Returns ``(by_products, exp_hot, exp_pairs)``: with binary features and
-    every weight magnitude times the most entries of a token below
-    :data:`PRODUCT_EXPONENT_BOUND`, the exponentials of the slots' rows and
-    of the pairs' weights; else False and empty arrays.
+    ``order`` lists every sequence, chunk ``c``'s at positions
+    ``bounds[c]:bounds[c + 1]``; group ``g`` ends at position
+    ``group_ends[g]`` (exclusive) and chunk ``c``'s groups are
+    ``chunk_groups[c]:chunk_groups[c + 1]``. A group of several sequences
+    (all of one length) runs as lanes, in scratch rows of ``lane_longest[c]``
+    tokens; a group of one runs alone.
     """
-    largest = 0.0
-    for p in range(pair_weights.shape[0]):
-        largest = max(largest, abs(pair_weights[p]))
-    # NaN weights fail the test: the summed route then reports them
-    by_products = binary and largest * max_entries < PRODUCT_EXPONENT_BOUND
-    exp_hot = exp_slot_rows(hot_state, merged_parts) if by_products else hot_state[:0]
-    exp_pairs = np.exp(pair_weights) if by_products else pair_weights[:0]
-    return by_products, exp_hot, exp_pairs
+
+    def __init__(self, order, group_ends, chunk_groups, lane_longest):
+        self.order = order
+        self.group_ends = group_ends
+        self.chunk_groups = chunk_groups
+        self.lane_longest = lane_longest
+
+    def kernel_args(self):
+        return self.order, self.group_ends, self.chunk_groups, self.lane_longest
+
+
+class LanePlans:
+    """The two visiting orders of a training set's chunks, each made on first use.
+
+    ``plan(lanes=False)`` visits the sequences one by one, in order;
+    ``plan(lanes=True)`` groups them by length for the lanes
+    (:func:`lane_groups`). Both depend on the data alone (offsets, chunks,
+    label count), so a fit makes each once, not per evaluation.
+    """
+
+    def __init__(self, offsets, bounds, n_classes):
+        self.offsets = offsets
+        self.bounds = bounds
+        self.n_classes = n_classes
+        self._plans = {}
+
+    def plan(self, lanes):
+        if lanes not in self._plans:
+            self._plans[lanes] = (self._grouped() if lanes else self._one_by_one())
+        return self._plans[lanes]
+
+    def _one_by_one(self):
+        n_sequences = self.offsets.shape[0] - 1
+        n_chunks = self.bounds.shape[0] - 1
+        return LanePlan(np.arange(n_sequences, dtype=np.int64),
+                        np.arange(1, n_sequences + 1, dtype=np.int64),
+                        self.bounds.astype(np.int64), np.zeros(n_chunks, np.int64))
+
+    def _grouped(self):
+        orders, ends, chunk_groups, longest = [], [], [0], []
+        for c in range(self.bounds.shape[0] - 1):
+            lo, hi = int(self.bounds[c]), int(self.bounds[c + 1])
+            order, group_ends, lane_longest = lane_groups(self.offsets, lo, hi, self.n_classes)
+            orders.append(order)
+            ends.append(group_ends + lo)
+            chunk_groups.append(chunk_groups[-1] + group_ends.shape[0])
+            longest.append(lane_longest)
+        return LanePlan(np.concatenate(orders).astype(np.int64),
+                        np.concatenate(ends).astype(np.int64),
+                        np.asarray(chunk_groups, np.int64), np.asarray(longest, np.int64))
 
 
 @compiled()
-def _nll_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr, cold_pairs,
-                cold_labels, cold_values, binary, pair_weights, transitions, start, end,
-                offsets, hot_state, potentials, by_products, exp_hot, exp_pairs, use_lanes,
-                log_z, partial, hot_partial, chunk_counts, chunk_start, chunk_end):
-    """log Z and the chunks' partial sums of :func:`nll_terms`."""
+def clear_chunk_sums(c, partial, hot_partial):
+    """Zero chunk ``c``'s rows of the partial sums (the first route of a call does)."""
+    chunk_partial = partial[c]
+    for p in range(chunk_partial.shape[0]):
+        chunk_partial[p] = 0.0
+    chunk_hot_partial = hot_partial[c]
+    for s in range(chunk_hot_partial.shape[0]):
+        row = chunk_hot_partial[s]
+        for j in range(row.shape[0]):
+            row[j] = 0.0
+
+
+@compiled(inline=True)
+def _add_sequence(c, lo, hi, rows, features, partial, hot_partial, chunk_start, chunk_end):
+    """Add a sequence's boundary marginals and expected pair counts to chunk c's sums."""
+    values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
+    n = hi - lo
+    starts = chunk_start[c]
+    ends = chunk_end[c]
+    for j in range(starts.shape[0]):
+        starts[j] += rows[0, j]
+        ends[j] += rows[n - 1, j]
+    scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
+                     cold_values, binary, lo, hi, rows, hot_partial[c], partial[c])
+
+
+@compiled()
+def _product_chunks(chunk_lo, chunk_hi, bounds, offsets, order, group_ends, chunk_groups,
+                    lane_longest, features, exp_hot, exp_pairs, transitions, start, end, scaled,
+                    redo, log_z, partial, hot_partial, chunk_counts, chunk_start, chunk_end):
+    """The products route of :func:`nll_terms` for the chunks' sequences.
+
+    Clears the chunks' partial sums first. A sequence whose pass fails the
+    precision checks is left to the summed route: ``redo[q]`` stays True
+    (it is set False for every sequence done here) and nothing of it is added.
+    """
+    values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
     n_classes = transitions.shape[0]
-    (_, _, _, _, trans_max, exp_trans, _, start_max, exp_start, end_max, exp_end,
-     _) = potentials
+    (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
+     any_forbidden) = scaled
     for c in range(chunk_lo, chunk_hi):
-        # the chunk's rows of the partial sums, taken once: a view made per
-        # sequence costs two reference-count calls (atomic) each time
-        chunk_partial = partial[c]
-        chunk_hot_partial = hot_partial[c]
+        clear_chunk_sums(c, partial, hot_partial)
         counts = chunk_counts[c]
-        starts = chunk_start[c]
-        ends = chunk_end[c]
-        chunk_partial[:] = 0.0
-        chunk_hot_partial[:] = 0.0
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        unary = np.empty((longest, n_classes))
         marginals = np.empty((longest, n_classes))
-        # typed constants (np.int64, np.bool_), not literals: the callees then
-        # compile once, shared with forward_backward (see inference._batch.compiled)
-        work = chain_workspace(longest, n_classes, np.bool_(True))
-        if use_lanes:
-            order, group_ends, lane_longest = lane_groups(offsets, bounds[c], bounds[c + 1],
-                                                          n_classes)
-        else:
-            order = np.arange(bounds[c], bounds[c + 1])
-            group_ends = np.arange(1, order.shape[0] + 1)
-            lane_longest = 0
-        lanes = lane_workspace(lane_longest, n_classes, LANE_MAX)
+        # typed constants (np.bool_), not literals: see inference._batch.compiled
+        alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
+            longest, n_classes, np.bool_(False))
+        n_rows = lane_longest[c]
+        lanes = lane_workspace(n_rows, n_classes, LANE_MAX)
         lane_emission, lane_alpha, lane_beta, _, _, _, lane_counts, lane_log_z = lanes
         # each lane's rows, one sequence after another: its emission, then its
         # marginals; moved to and from the lanes' layout a whole group at a time,
         # with one side of every copy contiguous
-        lane_rows = np.empty((LANE_MAX if lane_longest else 0, lane_longest, n_classes))
-        first = 0
-        for g in range(group_ends.shape[0]):
+        lane_rows = np.empty((LANE_MAX if n_rows else 0, n_rows, n_classes))
+        first = bounds[c]
+        for g in range(chunk_groups[c], chunk_groups[c + 1]):
             m = group_ends[g] - first
             n = offsets[order[first] + 1] - offsets[order[first]]
             if m > 1:
@@ -449,42 +536,120 @@ def _nll_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr, 
                 lo = offsets[q]
                 hi = offsets[q + 1]
                 if n == 0:
+                    redo[q] = False
                     continue
-                lz = np.nan
-                in_lanes = False
                 if m > 1:
                     lz = lane_log_z[lane]
-                    in_lanes = not np.isnan(lz)
-                    if in_lanes:
-                        for i in range(n_classes):
-                            for j in range(n_classes):
-                                counts[i, j] += lane_counts[i, j, lane]
-                elif by_products:
+                    if np.isnan(lz):
+                        continue
+                    for i in range(n_classes):
+                        for j in range(n_classes):
+                            counts[i, j] += lane_counts[i, j, lane]
+                    rows = lane_rows[lane]
+                else:
                     log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs,
                                                   cold_labels, exp_hot, exp_pairs, lo, hi,
-                                                  work[2])
-                    lz = emission_posteriors(transitions, start, end, n, log_scale,
-                                             potentials, np.bool_(True), marginals,
-                                             counts, work)
-                if np.isnan(lz):
-                    sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs,
-                                   cold_labels, cold_values, binary, hot_state, pair_weights,
-                                   lo, hi, unary)
-                    lz = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
-                                             potentials, np.bool_(True), marginals,
-                                             counts, work)
+                                                  emission)
+                    # the emission rows stand in for the unary scores where the
+                    # pass asks whether a score is -inf: none is
+                    lz = scaled_from_emission(
+                        emission, transitions, start, end, np.int64(0), n, exp_trans,
+                        exp_trans_t, exp_start, exp_end, any_forbidden,
+                        log_scale + start_max + end_max + (n - 1) * trans_max, emission,
+                        alpha, beta, norm, reach, np.bool_(True), marginals, counts, scratch)
+                    if np.isnan(lz):
+                        continue
+                    rows = marginals
+                redo[q] = False
                 log_z[q] = lz
                 if not np.isfinite(lz):
-                    # no marginals were written (the loss is not finite anyway)
-                    continue
-                rows = lane_rows[lane] if in_lanes else marginals
-                for j in range(n_classes):
-                    starts[j] += rows[0, j]
-                    ends[j] += rows[n - 1, j]
-                scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs,
-                                 cold_labels, cold_values, binary, lo, hi, rows,
-                                 chunk_hot_partial, chunk_partial)
+                    continue  # no marginals were written (the loss is not finite anyway)
+                _add_sequence(c, lo, hi, rows, features, partial, hot_partial, chunk_start,
+                              chunk_end)
             first = group_ends[g]
+
+
+@compiled()
+def _summed_chunks(chunk_lo, chunk_hi, bounds, offsets, features, hot_state, pair_weights,
+                   transitions, start, end, scaled, redo, first_route, exact, log_z, partial,
+                   hot_partial, chunk_counts, chunk_start, chunk_end):
+    """The summed route of :func:`nll_terms` for the chunks' sequences flagged in ``redo``.
+
+    With ``first_route`` (no products route ran) it clears the chunks'
+    partial sums first. A sequence whose scaled pass fails is flagged in
+    ``exact`` for the exact route, with nothing of it added.
+    """
+    values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
+    n_classes = transitions.shape[0]
+    (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
+     any_forbidden) = scaled
+    for c in range(chunk_lo, chunk_hi):
+        if first_route:
+            clear_chunk_sums(c, partial, hot_partial)
+        if not redo[bounds[c]:bounds[c + 1]].any():
+            continue
+        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        unary = np.empty((longest, n_classes))
+        marginals = np.empty((longest, n_classes))
+        alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
+            longest, n_classes, np.bool_(False))
+        for q in range(bounds[c], bounds[c + 1]):
+            if not redo[q]:
+                continue
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            n = hi - lo
+            if n == 0:
+                continue
+            sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
+                           cold_values, binary, hot_state, pair_weights, lo, hi, unary)
+            lz = scaled_sequence(unary, transitions, start, end, np.int64(0), n, exp_trans,
+                                 exp_trans_t, trans_max, exp_start, start_max, exp_end,
+                                 end_max, any_forbidden, emission, alpha, beta, norm, reach,
+                                 np.bool_(True), marginals, chunk_counts[c], scratch)
+            if np.isnan(lz):
+                exact[q] = True
+                continue
+            log_z[q] = lz
+            if not np.isfinite(lz):
+                continue  # no marginals were written (the loss is not finite anyway)
+            _add_sequence(c, lo, hi, marginals, features, partial, hot_partial, chunk_start,
+                          chunk_end)
+
+
+@compiled()
+def _exact_chunks(chunk_lo, chunk_hi, bounds, offsets, features, hot_state, pair_weights,
+                  transitions, start, end, shifted, exact, log_z, partial, hot_partial,
+                  chunk_counts, chunk_start, chunk_end):
+    """The exact (log-space) route of :func:`nll_terms` for the sequences flagged in ``exact``."""
+    values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
+    n_classes = transitions.shape[0]
+    col_max, exp_by_col, row_max, exp_by_row = shifted
+    for c in range(chunk_lo, chunk_hi):
+        if not exact[bounds[c]:bounds[c + 1]].any():
+            continue
+        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        unary = np.empty((longest, n_classes))
+        marginals = np.empty((longest, n_classes))
+        alpha, beta, shifted_rows, _, _, block, scaled, scratch = chain_workspace(
+            longest, n_classes, np.bool_(True))
+        for q in range(bounds[c], bounds[c + 1]):
+            if not exact[q]:
+                continue
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            n = hi - lo
+            sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
+                           cold_values, binary, hot_state, pair_weights, lo, hi, unary)
+            lz = log_space_sequence(unary, transitions, start, end, np.int64(0), n, col_max,
+                                    exp_by_col, row_max, exp_by_row, np.bool_(True), marginals,
+                                    chunk_counts[c], alpha, beta, shifted_rows, block, scaled,
+                                    scratch)
+            log_z[q] = lz
+            if not np.isfinite(lz):
+                continue  # no marginals were written (the loss is not finite anyway)
+            _add_sequence(c, lo, hi, marginals, features, partial, hot_partial, chunk_start,
+                          chunk_end)
 
 
 def fused_layout(features, offsets, n_pairs, n_classes):
@@ -520,6 +685,7 @@ class FusedChainTerms:
         self.n_chunks, hot_features = fused_layout(features, offsets, pairs.n_pairs,
                                                    n_classes)
         self.max_entries = int(np.diff(features.indptr).max(initial=0))
+        self.plans = LanePlans(offsets, chunk_bounds(offsets, self.n_chunks), n_classes)
         self.use_hot_features(hot_features)
         self._workspace = None
 
@@ -570,4 +736,5 @@ class FusedChainTerms:
         return nll_terms(*self.kernel_args(), self.pairs.feature_ptr, self.pairs.labels,
                          np.ascontiguousarray(pair_weights), np.ascontiguousarray(transitions),
                          np.ascontiguousarray(start), np.ascontiguousarray(end), self.offsets,
-                         self.hot_features, self.merged_parts, *self.workspace())
+                         self.hot_features, self.merged_parts, *self.workspace(),
+                         plans=self.plans)

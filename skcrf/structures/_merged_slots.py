@@ -101,7 +101,8 @@ def _frequent_pairs(hot_ptr, hot_entries, n_slots, min_count):
 @compiled()
 def _grown(values, capacity):
     bigger = np.empty(capacity, values.dtype)
-    bigger[:values.shape[0]] = values
+    for i in range(values.shape[0]):
+        bigger[i] = values[i]
     return bigger
 
 
@@ -153,10 +154,12 @@ def _rewritten(hot_ptr, hot_entries, partners, merged_slots, n_rounds):
         lo = hot_ptr[t]
         n = hot_ptr[t + 1] - lo
         row = new_entries[at:at + n]
-        row[:] = hot_entries[lo:lo + n]
+        for a in range(n):
+            row[a] = hot_entries[lo + a]
         for r in range(n_rounds):
             partner = partners[r]
-            taken[:n] = False
+            for a in range(n):
+                taken[a] = False
             kept = 0
             for a in range(n):
                 if taken[a]:
@@ -192,7 +195,8 @@ def _sampled_rows(hot_ptr, hot_entries, stride):
     sample_entries = np.empty(sample_ptr[-1], np.int32)
     for i in range(picked.shape[0]):
         t = picked[i]
-        sample_entries[sample_ptr[i]:sample_ptr[i + 1]] = hot_entries[hot_ptr[t]:hot_ptr[t + 1]]
+        for k in range(hot_ptr[t + 1] - hot_ptr[t]):
+            sample_entries[sample_ptr[i] + k] = hot_entries[hot_ptr[t] + k]
     return sample_ptr, sample_entries
 
 

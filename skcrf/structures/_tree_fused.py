@@ -10,9 +10,10 @@ Tested against the unfused path (potentials,
 import numpy as np
 
 from ..inference._batch import chunk_bounds, compiled, longest_sequence, run_chunks
-from ..inference.tree import tree_potentials, tree_sequence_posteriors, tree_workspace
-from ._chain_fused import (FusedChainTerms, hot_state_rows, scatter_expected,
-                           sequence_unary, summed_pair_partials)
+from ..inference._potentials import shifted_exp_by_column_and_row, tree_scaled_potentials
+from ..inference.tree import exact_tree_sequence, scaled_tree_sequence, tree_workspace
+from ._chain_fused import (FusedChainTerms, clear_chunk_sums, hot_state_rows,
+                           scatter_expected, sequence_unary, summed_pair_partials)
 
 
 def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
@@ -40,14 +41,20 @@ def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
     bounds = chunk_bounds(offsets, n_chunks)
     hot_state = hot_state_rows(hot_features, merged_parts, pair_ptr, pair_labels, pair_weights,
                                n_classes)
-    potentials = tree_potentials(transitions, root)
+    scaled = tree_scaled_potentials(transitions, root)
     log_z = np.zeros(n_sequences)
     chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
     chunk_root = np.zeros((n_chunks, n_classes))
-    run_chunks(_tree_nll_chunks, n_chunks, bounds, values, entries, hot_ptr, cold_ptr,
-               cold_pairs, cold_labels, cold_values, binary, pair_weights, transitions, root,
-               parents, offsets, hot_state, potentials, log_z, partial, hot_partial,
-               chunk_counts, chunk_root)
+    features = (values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                binary)
+    exact = np.zeros(n_sequences, np.bool_)
+    sums = (log_z, partial, hot_partial, chunk_counts, chunk_root)
+    run_chunks(_tree_nll_chunks, n_chunks, bounds, features, hot_state, pair_weights,
+               transitions, root, parents, offsets, scaled, exact, *sums)
+    if exact.any():
+        run_chunks(_exact_tree_nll_chunks, n_chunks, bounds, features, hot_state,
+                   pair_weights, transitions, root, parents, offsets,
+                   shifted_exp_by_column_and_row(transitions), exact, *sums)
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
                                           pair_ptr, pair_labels)
@@ -60,15 +67,17 @@ def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
 
 
 @compiled()
-def _tree_nll_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr,
-                     cold_pairs, cold_labels, cold_values, binary, pair_weights, transitions,
-                     root, parents, offsets, hot_state, potentials, log_z, partial,
+def _tree_nll_chunks(chunk_lo, chunk_hi, bounds, features, hot_state, pair_weights,
+                     transitions, root, parents, offsets, scaled, exact, log_z, partial,
                      hot_partial, chunk_counts, chunk_root):
-    """log Z and the chunks' partial sums of :func:`tree_nll_terms`."""
+    """log Z and the chunks' partial sums of :func:`tree_nll_terms`, by the scaled pass.
+
+    Clears the chunks' partial sums first. A tree the scaled pass gives up on
+    is flagged in ``exact``, with nothing of it added.
+    """
     n_classes = transitions.shape[0]
     for c in range(chunk_lo, chunk_hi):
-        partial[c] = 0.0
-        hot_partial[c] = 0.0
+        clear_chunk_sums(c, partial, hot_partial)
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         unary = np.empty((longest, n_classes))
         marginals = np.empty((longest, n_classes))
@@ -76,26 +85,68 @@ def _tree_nll_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
-            n = hi - lo
-            if n == 0:
+            if hi == lo:
                 continue
-            sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
-                           cold_values, binary, hot_state, pair_weights, lo, hi, unary)
+            _tree_unary(features, hot_state, pair_weights, lo, hi, unary)
             # typed like the prediction kernel's arguments (see _batch.compiled),
-            # so that both share one compiled tree_sequence_posteriors
-            lz = tree_sequence_posteriors(unary, transitions, root, parents[lo:hi],
-                                          np.int64(0), n, potentials, np.bool_(True),
-                                          marginals, chunk_counts[c], work)
-            log_z[q] = lz
-            if not np.isfinite(lz):
-                continue  # no marginals were written (the loss is not finite anyway)
-            for v in range(n):
-                if parents[lo + v] < 0:
-                    for j in range(n_classes):
-                        chunk_root[c, j] += marginals[v, j]
-            scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
-                             cold_values, binary, lo, hi, marginals, hot_partial[c],
-                             partial[c])
+            # so that both share one compiled scaled_tree_sequence
+            lz = scaled_tree_sequence(unary, parents[lo:hi], np.int64(0), hi - lo, scaled,
+                                      np.bool_(True), marginals, chunk_counts[c], work)
+            if np.isnan(lz):
+                exact[q] = True
+                continue
+            _add_tree(c, lo, hi, lz, features, parents, marginals, log_z, q, partial,
+                      hot_partial, chunk_root)
+
+
+@compiled()
+def _exact_tree_nll_chunks(chunk_lo, chunk_hi, bounds, features, hot_state, pair_weights,
+                           transitions, root, parents, offsets, shifted, exact, log_z,
+                           partial, hot_partial, chunk_counts, chunk_root):
+    """The trees ``exact`` flags, by the exact log-space pass (added after the others)."""
+    n_classes = transitions.shape[0]
+    for c in range(chunk_lo, chunk_hi):
+        if not exact[bounds[c]:bounds[c + 1]].any():
+            continue
+        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        unary = np.empty((longest, n_classes))
+        marginals = np.empty((longest, n_classes))
+        work = tree_workspace(longest, n_classes, np.bool_(True))
+        for q in range(bounds[c], bounds[c + 1]):
+            if not exact[q]:
+                continue
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            _tree_unary(features, hot_state, pair_weights, lo, hi, unary)
+            lz = exact_tree_sequence(unary, transitions, root, parents[lo:hi], np.int64(0),
+                                     hi - lo, shifted, np.bool_(True), marginals,
+                                     chunk_counts[c], work)
+            _add_tree(c, lo, hi, lz, features, parents, marginals, log_z, q, partial,
+                      hot_partial, chunk_root)
+
+
+@compiled(inline=True)
+def _tree_unary(features, hot_state, pair_weights, lo, hi, unary):
+    """The unary scores of tokens lo..hi-1 into ``unary``."""
+    values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
+    sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                   binary, hot_state, pair_weights, lo, hi, unary)
+
+
+@compiled(inline=True)
+def _add_tree(c, lo, hi, lz, features, parents, marginals, log_z, q, partial, hot_partial,
+              chunk_root):
+    """Record tree q's log Z; add its root marginals and pair counts to chunk c's sums."""
+    values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
+    log_z[q] = lz
+    if not np.isfinite(lz):
+        return  # no marginals were written (the loss is not finite anyway)
+    for v in range(hi - lo):
+        if parents[lo + v] < 0:
+            for j in range(marginals.shape[1]):
+                chunk_root[c, j] += marginals[v, j]
+    scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                     binary, lo, hi, marginals, hot_partial[c], partial[c])
 
 
 class FusedTreeTerms(FusedChainTerms):

@@ -17,7 +17,7 @@ import pytest
 
 from skcrf.inference._order1 import scaled_forward_backward
 from skcrf.inference._products import add_vector_matrix
-from skcrf.inference.chain import _scaled_from_emission
+from skcrf.inference.chain import scaled_from_emission
 
 SHAPES = [(1, 1), (3, 2), (4, 4), (5, 3), (9, 7), (13, 5), (44, 6)]
 
@@ -136,7 +136,7 @@ def test_transition_counts_add_in_token_order(n_classes, n):
     alpha, beta = np.empty((n, n_classes)), np.empty((n, n_classes))
     messages = emission.copy()
     counts = np.zeros((n_classes, n_classes))
-    log_z = _scaled_from_emission(
+    log_z = scaled_from_emission(
         messages, np.zeros((n_classes, n_classes)), np.zeros(n_classes), np.zeros(n_classes),
         0, n, exp_trans, np.ascontiguousarray(exp_trans.T), exp_start, exp_end, False, 0.0,
         messages, alpha, beta, np.empty(n), np.empty((2, n_classes), np.bool_), True,
