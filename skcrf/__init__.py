@@ -1,28 +1,51 @@
-"""skcrf: conditional random fields for scikit-learn: chains, segments and trees."""
+"""skcrf: conditional random fields for scikit-learn: chains, segments and trees.
 
-# features first: the estimators' modules import parts of it
-from .features import SequenceMatrix, SequenceVectorizer, TokenFeaturizer  # isort: skip
-from ._chain import CRFClassifier
-from ._cv import CRFClassifierCV
-from ._persistence import ModelVersionWarning, load_model, save_model
-from ._semimarkov import SemiMarkovCRF
-from ._tree import TreeCRF
-from .inference._batch import CacheDamagedWarning, CacheUnavailableWarning
+The public names load on first use (PEP 562): ``import skcrf`` alone does
+not import scikit-learn, scipy and numba, which take most of a second;
+``from skcrf import CRFClassifier`` (or ``skcrf.CRFClassifier``) does.
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "CRFClassifier",
-    "CRFClassifierCV",
-    "CacheDamagedWarning",
-    "CacheUnavailableWarning",
-    "ModelVersionWarning",
-    "SemiMarkovCRF",
-    "SequenceMatrix",
-    "SequenceVectorizer",
-    "TokenFeaturizer",
-    "TreeCRF",
-    "load_model",
-    "save_model",
-    "__version__",
-]
+#: public name -> the module that defines it
+_PUBLIC = {
+    "CRFClassifier": "._chain",
+    "CRFClassifierCV": "._cv",
+    "CacheDamagedWarning": ".inference._batch",
+    "CacheUnavailableWarning": ".inference._batch",
+    "ModelVersionWarning": "._persistence",
+    "SemiMarkovCRF": "._semimarkov",
+    "SequenceMatrix": ".features",
+    "SequenceVectorizer": ".features",
+    "TokenFeaturizer": ".features",
+    "TreeCRF": "._tree",
+    "load_model": "._persistence",
+    "save_model": "._persistence",
+}
+
+__all__ = sorted(_PUBLIC) + ["__version__"]
+
+if TYPE_CHECKING:  # what static checkers and IDEs see
+    from ._chain import CRFClassifier
+    from ._cv import CRFClassifierCV
+    from ._persistence import ModelVersionWarning, load_model, save_model
+    from ._semimarkov import SemiMarkovCRF
+    from ._tree import TreeCRF
+    from .features import SequenceMatrix, SequenceVectorizer, TokenFeaturizer
+    from .inference._batch import CacheDamagedWarning, CacheUnavailableWarning
+
+
+def __getattr__(name):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'skcrf' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))
