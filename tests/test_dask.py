@@ -281,3 +281,12 @@ def test_other_inputs_are_refused_clearly(client, ner):
         skcrf.dask.fit(CRFClassifier(alpha=-1.0), X_bag, y_bag, client=client)
     with pytest.raises(ValueError, match="__parent__"):
         skcrf.dask.fit(TreeCRF(), X_bag, y_bag, client=client)
+
+
+def test_warmup_runs_on_every_worker(client):
+    """skcrf.dask.warmup compiles (here: loads, the session warmed them) on each worker."""
+    seconds = skcrf.dask.warmup(client, kinds=["chain"])
+    assert sorted(seconds) == sorted(client.scheduler_info()["workers"])
+    assert all(value >= 0 for value in seconds.values())
+    with pytest.raises(ValueError, match="Unknown kind 'chains'"):
+        skcrf.dask.warmup(client, kinds=["chains"])

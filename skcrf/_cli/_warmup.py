@@ -6,7 +6,7 @@ which a sequence with one huge feature value forces. The kinds run in
 parallel worker processes (numba compiles under a process-wide lock, so
 threads would not help); each process writes what it compiled into the
 shared cache, whose saves skcrf serializes across processes
-(``inference._batch._locked``).
+(``inference._cache._locked``).
 """
 
 import os
@@ -89,6 +89,14 @@ def warm(kind):
     model.predict_marginals(huge)
     if nbest:
         model.predict_nbest(X, n=2)
+    return time.perf_counter() - started
+
+
+def warm_kinds(kinds):
+    """Warm ``kinds`` one after the other (in one process); the seconds it took."""
+    started = time.perf_counter()
+    for kind in kinds:
+        warm(kind)
     return time.perf_counter() - started
 
 

@@ -70,4 +70,42 @@ def fit(estimator, X, y, *, client=None, timeout=None):
     return _fit_body(estimator, X, y, client=client, timeout=timeout)
 
 
-__all__ = ["fit", "predict", "predict_marginals"]
+def warmup(client=None, kinds=None):
+    """Compile (or load from each worker's cache) the kernels on every worker, ahead.
+
+    A worker is a fresh process, on a machine whose numba cache may be empty
+    (workers without a shared file system, new containers): its first task
+    would compile the kernels it needs, once per machine. This runs ``skcrf
+    warmup`` on every worker at once, before a fit or a search, so that the
+    compilation does not land in the middle of the first one's timing (a
+    worker's first fit then loads every kernel from its cache). Workers on
+    one machine share its cache; those that start later (an adaptive
+    cluster) compile on their first task, or can be warmed by calling this
+    again.
+
+    Parameters
+    ----------
+    client : distributed.Client, default=None
+        The client; by default the current one (``distributed.default_client()``).
+    kinds : list of str, default=None
+        The kinds of model to warm, as ``skcrf warmup --only`` takes them
+        (``"chain"``, ``"order2"``, ``"transition-features"``,
+        ``"semi-markov"``, ``"tree"``); all by default.
+
+    Returns
+    -------
+    seconds : dict
+        Worker address -> seconds its warm-up took.
+    """
+    from .._cli._warmup import KINDS, warm_kinds
+    from distributed import default_client
+
+    kinds = list(KINDS) if kinds is None else list(kinds)
+    unknown = [kind for kind in kinds if kind not in KINDS]
+    if unknown:
+        raise ValueError(f"Unknown kind {unknown[0]!r}; choose among {', '.join(KINDS)}.")
+    client = default_client() if client is None else client
+    return client.run(warm_kinds, kinds)
+
+
+__all__ = ["fit", "predict", "predict_marginals", "warmup"]
