@@ -11,8 +11,8 @@ import numpy as np
 from ..features._kernels import column_counts, remap_columns
 from ..inference._batch import (N_CHUNKS, chunk_bounds, compiled, longest_sequence,
                                 row_chunk_count, run_chunks)
-from ..inference._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, lane_forward_backward,
-                                      lane_groups, lane_workspace)
+from ..inference._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, LANE_VECTOR,
+                                      lane_forward_backward, lane_groups, lane_workspace)
 from ..inference._potentials import chain_scaled_potentials, shifted_exp_by_column_and_row
 from ..inference.chain import (chain_workspace, log_space_sequence, scaled_from_emission,
                                scaled_sequence)
@@ -362,10 +362,13 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
     redo = np.ones(n_sequences, np.bool_)
     if by_products:
         exp_hot = exp_slot_rows(hot_state, merged_parts)
-        plan = plans.plan(lanes=not scaled[-1] and n_classes <= LANE_MAX_CLASSES)
-        run_chunks(_product_chunks, n_chunks, bounds, offsets, *plan.kernel_args(), features,
-                   exp_hot, np.exp(pair_weights), transitions, start, end, scaled, redo,
-                   *sums)
+        exp_pairs = np.exp(pair_weights)
+        if not scaled[-1] and n_classes <= LANE_MAX_CLASSES:
+            run_chunks(_lane_chunks, n_chunks, bounds, offsets, *plans.grouped().kernel_args(),
+                       features, exp_hot, exp_pairs, scaled, redo, *sums)
+        else:
+            run_chunks(_product_chunks, n_chunks, bounds, offsets, features, exp_hot,
+                       exp_pairs, transitions, start, end, scaled, redo, *sums)
     exact = np.zeros(n_sequences, np.bool_)
     if redo.any():
         run_chunks(_summed_chunks, n_chunks, bounds, offsets, features, hot_state,
@@ -396,7 +399,7 @@ class LanePlan:
     ``group_ends[g]`` (exclusive) and chunk ``c``'s groups are
     ``chunk_groups[c]:chunk_groups[c + 1]``. A group of several sequences
     (all of one length) runs as lanes, in scratch rows of ``lane_longest[c]``
-    tokens; a group of one runs alone.
+    tokens; a group of one runs in a narrower workspace of its own.
     """
 
     def __init__(self, order, group_ends, chunk_groups, lane_longest):
@@ -410,44 +413,36 @@ class LanePlan:
 
 
 class LanePlans:
-    """The two visiting orders of a training set's chunks, each made on first use.
+    """The order in which a training set's chunks visit their sequences for the lanes.
 
-    ``plan(lanes=False)`` visits the sequences one by one, in order;
-    ``plan(lanes=True)`` groups them by length for the lanes
-    (:func:`lane_groups`). Both depend on the data alone (offsets, chunks,
-    label count), so a fit makes each once, not per evaluation.
+    ``grouped()`` groups each chunk's sequences by length (:func:`lane_groups`;
+    a sequence in no group is a group of its own), made on first use: it
+    depends on the data alone (offsets, chunks, label count), so a fit makes
+    it once, not per evaluation.
     """
 
     def __init__(self, offsets, bounds, n_classes):
         self.offsets = offsets
         self.bounds = bounds
         self.n_classes = n_classes
-        self._plans = {}
+        self._grouped = None
 
-    def plan(self, lanes):
-        if lanes not in self._plans:
-            self._plans[lanes] = (self._grouped() if lanes else self._one_by_one())
-        return self._plans[lanes]
-
-    def _one_by_one(self):
-        n_sequences = self.offsets.shape[0] - 1
-        n_chunks = self.bounds.shape[0] - 1
-        return LanePlan(np.arange(n_sequences, dtype=np.int64),
-                        np.arange(1, n_sequences + 1, dtype=np.int64),
-                        self.bounds.astype(np.int64), np.zeros(n_chunks, np.int64))
-
-    def _grouped(self):
-        orders, ends, chunk_groups, longest = [], [], [0], []
-        for c in range(self.bounds.shape[0] - 1):
-            lo, hi = int(self.bounds[c]), int(self.bounds[c + 1])
-            order, group_ends, lane_longest = lane_groups(self.offsets, lo, hi, self.n_classes)
-            orders.append(order)
-            ends.append(group_ends + lo)
-            chunk_groups.append(chunk_groups[-1] + group_ends.shape[0])
-            longest.append(lane_longest)
-        return LanePlan(np.concatenate(orders).astype(np.int64),
-                        np.concatenate(ends).astype(np.int64),
-                        np.asarray(chunk_groups, np.int64), np.asarray(longest, np.int64))
+    def grouped(self):
+        if self._grouped is None:
+            orders, ends, chunk_groups, longest = [], [], [0], []
+            for c in range(self.bounds.shape[0] - 1):
+                lo, hi = int(self.bounds[c]), int(self.bounds[c + 1])
+                order, group_ends, lane_longest = lane_groups(self.offsets, lo, hi,
+                                                              self.n_classes)
+                orders.append(order)
+                ends.append(group_ends + lo)
+                chunk_groups.append(chunk_groups[-1] + group_ends.shape[0])
+                longest.append(lane_longest)
+            self._grouped = LanePlan(np.concatenate(orders).astype(np.int64),
+                                     np.concatenate(ends).astype(np.int64),
+                                     np.asarray(chunk_groups, np.int64),
+                                     np.asarray(longest, np.int64))
+        return self._grouped
 
 
 @compiled()
@@ -478,14 +473,103 @@ def _add_sequence(c, lo, hi, rows, features, partial, hot_partial, chunk_start, 
 
 
 @compiled()
-def _product_chunks(chunk_lo, chunk_hi, bounds, offsets, order, group_ends, chunk_groups,
-                    lane_longest, features, exp_hot, exp_pairs, transitions, start, end, scaled,
-                    redo, log_z, partial, hot_partial, chunk_counts, chunk_start, chunk_end):
-    """The products route of :func:`nll_terms` for the chunks' sequences.
+def _lane_chunks(chunk_lo, chunk_hi, bounds, offsets, order, group_ends, chunk_groups,
+                 lane_longest, features, exp_hot, exp_pairs, scaled, redo, log_z, partial,
+                 hot_partial, chunk_counts, chunk_start, chunk_end):
+    """The products route of :func:`nll_terms` as lanes, for the chunks' sequences.
+
+    Each group of sequences of one length runs as lanes (a group of one too,
+    in a workspace of :data:`~skcrf.inference._order1_lanes.LANE_VECTOR`
+    lanes: the padding makes it about as costly as the one-sequence pass).
+    Clears the chunks' partial sums first. A sequence whose lane fails the
+    precision checks is left to the summed route: ``redo[q]`` stays True (it
+    is set False for every sequence done here) and nothing of it is added.
+    """
+    n_classes = scaled[1].shape[0]
+    for c in range(chunk_lo, chunk_hi):
+        clear_chunk_sums(c, partial, hot_partial)
+        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        groups = _lane_scratch(lane_longest[c], n_classes, LANE_MAX)
+        singles = _lane_scratch(longest, n_classes, LANE_VECTOR)
+        first = bounds[c]
+        for g in range(chunk_groups[c], chunk_groups[c + 1]):
+            m = group_ends[g] - first
+            _lane_group(c, order[first:first + m], offsets, features, exp_hot, exp_pairs,
+                        scaled, groups if m > 1 else singles, redo, log_z, partial,
+                        hot_partial, chunk_counts, chunk_start, chunk_end)
+            first = group_ends[g]
+
+
+@compiled(inline=True)
+def _lane_scratch(n_rows, n_classes, n_lanes):
+    """The lanes' workspace, and each lane's rows in the sequence's own layout."""
+    return (lane_workspace(n_rows, n_classes, n_lanes),
+            np.empty((n_lanes if n_rows else 0, n_rows, n_classes)))
+
+
+@compiled(inline=True)
+def _lane_group(c, group, offsets, features, exp_hot, exp_pairs, scaled, scratch, redo,
+                log_z, partial, hot_partial, chunk_counts, chunk_start, chunk_end):
+    """The sequences ``group`` (of one length) side by side, each lane as the pass of one."""
+    values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
+    (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
+     any_forbidden) = scaled
+    lanes, lane_rows = scratch
+    lane_emission, lane_alpha, lane_beta, _, _, _, lane_counts, lane_log_z = lanes
+    n_classes = exp_trans.shape[0]
+    m = group.shape[0]
+    n = offsets[group[0] + 1] - offsets[group[0]]
+    if n == 0:
+        for lane in range(m):
+            redo[group[lane]] = False
+        return
+    # each lane's rows, one sequence after another: its emission, then its
+    # marginals; moved to and from the lanes' layout a whole group at a time,
+    # with one side of every copy contiguous
+    for lane in range(m):
+        lo = offsets[group[lane]]
+        log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
+                                      exp_hot, exp_pairs, lo, lo + n, lane_rows[lane])
+        lane_log_z[lane] = log_scale + start_max + end_max + (n - 1) * trans_max
+    for r in range(n):
+        for j in range(n_classes):
+            row = lane_emission[r, j]
+            for lane in range(m):
+                row[lane] = lane_rows[lane, r, j]
+    lane_forward_backward(exp_trans, exp_start, exp_end, n, m, lanes)
+    for r in range(n):
+        for j in range(n_classes):
+            a = lane_alpha[r, j]
+            b = lane_beta[r, j]
+            for lane in range(m):
+                lane_rows[lane, r, j] = a[lane] * b[lane]
+    counts = chunk_counts[c]
+    for lane in range(m):
+        q = group[lane]
+        lz = lane_log_z[lane]
+        if np.isnan(lz):
+            continue
+        redo[q] = False
+        log_z[q] = lz
+        if not np.isfinite(lz):
+            continue  # no marginals were written (the loss is not finite anyway)
+        for i in range(n_classes):
+            for j in range(n_classes):
+                counts[i, j] += lane_counts[i, j, lane]
+        _add_sequence(c, offsets[q], offsets[q + 1], lane_rows[lane], features, partial,
+                      hot_partial, chunk_start, chunk_end)
+
+
+@compiled()
+def _product_chunks(chunk_lo, chunk_hi, bounds, offsets, features, exp_hot, exp_pairs,
+                    transitions, start, end, scaled, redo, log_z, partial, hot_partial,
+                    chunk_counts, chunk_start, chunk_end):
+    """The products route of :func:`nll_terms` one sequence at a time (many labels, or
+    ``-inf`` potentials, where the lanes do not apply).
 
     Clears the chunks' partial sums first. A sequence whose pass fails the
-    precision checks is left to the summed route: ``redo[q]`` stays True
-    (it is set False for every sequence done here) and nothing of it is added.
+    precision checks is left to the summed route: ``redo[q]`` stays True (it
+    is set False for every sequence done here) and nothing of it is added.
     """
     values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
     n_classes = transitions.shape[0]
@@ -493,80 +577,35 @@ def _product_chunks(chunk_lo, chunk_hi, bounds, offsets, order, group_ends, chun
      any_forbidden) = scaled
     for c in range(chunk_lo, chunk_hi):
         clear_chunk_sums(c, partial, hot_partial)
-        counts = chunk_counts[c]
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         marginals = np.empty((longest, n_classes))
         # typed constants (np.bool_), not literals: see inference._batch.compiled
         alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
             longest, n_classes, np.bool_(False))
-        n_rows = lane_longest[c]
-        lanes = lane_workspace(n_rows, n_classes, LANE_MAX)
-        lane_emission, lane_alpha, lane_beta, _, _, _, lane_counts, lane_log_z = lanes
-        # each lane's rows, one sequence after another: its emission, then its
-        # marginals; moved to and from the lanes' layout a whole group at a time,
-        # with one side of every copy contiguous
-        lane_rows = np.empty((LANE_MAX if n_rows else 0, n_rows, n_classes))
-        first = bounds[c]
-        for g in range(chunk_groups[c], chunk_groups[c + 1]):
-            m = group_ends[g] - first
-            n = offsets[order[first] + 1] - offsets[order[first]]
-            if m > 1:
-                # sequences of one length side by side, each lane as the pass of one
-                for lane in range(m):
-                    lo = offsets[order[first + lane]]
-                    log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs,
-                                                  cold_labels, exp_hot, exp_pairs, lo, lo + n,
-                                                  lane_rows[lane])
-                    lane_log_z[lane] = (log_scale + start_max + end_max
-                                        + (n - 1) * trans_max)
-                for r in range(n):
-                    for j in range(n_classes):
-                        row = lane_emission[r, j]
-                        for lane in range(m):
-                            row[lane] = lane_rows[lane, r, j]
-                lane_forward_backward(exp_trans, exp_start, exp_end, n, m, lanes)
-                for r in range(n):
-                    for j in range(n_classes):
-                        a = lane_alpha[r, j]
-                        b = lane_beta[r, j]
-                        for lane in range(m):
-                            lane_rows[lane, r, j] = a[lane] * b[lane]
-            for lane in range(m):
-                q = order[first + lane]
-                lo = offsets[q]
-                hi = offsets[q + 1]
-                if n == 0:
-                    redo[q] = False
-                    continue
-                if m > 1:
-                    lz = lane_log_z[lane]
-                    if np.isnan(lz):
-                        continue
-                    for i in range(n_classes):
-                        for j in range(n_classes):
-                            counts[i, j] += lane_counts[i, j, lane]
-                    rows = lane_rows[lane]
-                else:
-                    log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs,
-                                                  cold_labels, exp_hot, exp_pairs, lo, hi,
-                                                  emission)
-                    # the emission rows stand in for the unary scores where the
-                    # pass asks whether a score is -inf: none is
-                    lz = scaled_from_emission(
-                        emission, transitions, start, end, np.int64(0), n, exp_trans,
-                        exp_trans_t, exp_start, exp_end, any_forbidden,
-                        log_scale + start_max + end_max + (n - 1) * trans_max, emission,
-                        alpha, beta, norm, reach, np.bool_(True), marginals, counts, scratch)
-                    if np.isnan(lz):
-                        continue
-                    rows = marginals
+        for q in range(bounds[c], bounds[c + 1]):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            n = hi - lo
+            if n == 0:
                 redo[q] = False
-                log_z[q] = lz
-                if not np.isfinite(lz):
-                    continue  # no marginals were written (the loss is not finite anyway)
-                _add_sequence(c, lo, hi, rows, features, partial, hot_partial, chunk_start,
-                              chunk_end)
-            first = group_ends[g]
+                continue
+            log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
+                                          exp_hot, exp_pairs, lo, hi, emission)
+            # the emission rows stand in for the unary scores where the pass asks
+            # whether a score is -inf: none is
+            lz = scaled_from_emission(
+                emission, transitions, start, end, np.int64(0), n, exp_trans, exp_trans_t,
+                exp_start, exp_end, any_forbidden,
+                log_scale + start_max + end_max + (n - 1) * trans_max, emission, alpha, beta,
+                norm, reach, np.bool_(True), marginals, chunk_counts[c], scratch)
+            if np.isnan(lz):
+                continue
+            redo[q] = False
+            log_z[q] = lz
+            if not np.isfinite(lz):
+                continue  # no marginals were written (the loss is not finite anyway)
+            _add_sequence(c, lo, hi, marginals, features, partial, hot_partial, chunk_start,
+                          chunk_end)
 
 
 @compiled()
