@@ -421,7 +421,7 @@ def _rewritten_model(source, target, change=None, change_header=None):
     What a damaged file with a valid checksum looks like: a file written by
     hand, or by another program, rather than by save_model.
     """
-    from skcrf._persistence import _checksum
+    from skcrf._persistence._file import _checksum
 
     magic, header, payload = source.read_bytes().split(b"\n", 2)
     header = json.loads(header)

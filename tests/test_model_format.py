@@ -20,7 +20,7 @@ from sklearn.pipeline import make_pipeline
 import skcrf
 from skcrf import (CRFClassifier, SemiMarkovCRF, SequenceMatrix, SequenceVectorizer,
                    TokenFeaturizer, load_model, save_model)
-from skcrf._model_format import estimator_classes
+from skcrf._persistence._archive import estimator_classes
 from tests import _model_files as model_files
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

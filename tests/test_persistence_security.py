@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from sklearn.pipeline import make_pipeline
 
-import skcrf._persistence as persistence
+import skcrf._persistence._file as persistence
 from skcrf import (CRFClassifier, ModelVersionWarning, SequenceVectorizer, TokenFeaturizer,
                    load_model, save_model)
 from tests import _model_files as model_files

@@ -82,7 +82,7 @@ def estimator_classes():
     classes = {name: cls for name, cls in classes.items()
                if isinstance(cls, type) and issubclass(cls, BaseEstimator)}
     classes["sklearn.pipeline.Pipeline"] = Pipeline
-    from .compat import CRF
+    from ..compat import CRF
 
     classes["skcrf.compat.CRF"] = CRF
     return classes
