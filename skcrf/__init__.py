@@ -9,6 +9,10 @@ from ._semimarkov import SemiMarkovCRF
 from ._tree import TreeCRF
 from .inference._batch import CacheDamagedWarning, CacheUnavailableWarning
 
+# sklearn-crfsuite's interface registers its CRF with the model format on import,
+# so that load_model reads the files it saves without the caller importing it
+from . import compat  # noqa: E402,F401  isort: skip
+
 __version__ = "0.1.0"
 
 __all__ = [

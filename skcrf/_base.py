@@ -15,6 +15,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._constraints import check_training_labels, resolve_constraints, scheme_constraints
+from ._fitted_state import (Fitted, FittedState, Integer, Labels, Names, RealList)
 from ._parallel import kernel_exceptions, kernel_threads
 from ._queries import (check_feasible, fixed_label_ids, given_label_ids, log_probabilities,
                        nbest_lists)
@@ -28,6 +29,27 @@ from .features.vectorizer import SequenceVectorizer
 from ._training import (TrainingData, _is_fitted_attribute_set, _same_values,
                         _user_stacklevel, atomic_fit)
 from .learning.lbfgs import Stop, lbfgs
+
+
+def _vectorizer_makes_the_features(model):
+    """A model's own vectorizer makes its ``n_features_in_`` features, named alike."""
+    vectorizer = model.vectorizer_
+    if vectorizer is not None and vectorizer.feature_names_ != model.feature_names_.tolist():
+        raise ValueError(
+            f"vectorizer_ makes {len(vectorizer.feature_names_)} features, which are not "
+            f"the {model.n_features_in_} of feature_names_")
+
+
+def forbidden_where_not_allowed(model):
+    """``transition_coef_`` is ``-inf`` exactly where ``allowed_transitions_`` is False."""
+    allowed = model.allowed_transitions_
+    forbidden = np.isneginf(model.transition_coef_)
+    if not np.array_equal(forbidden, ~allowed):
+        a, b = np.argwhere(forbidden == allowed)[0]
+        raise ValueError(
+            f"transition_coef_[{a}, {b}] is {model.transition_coef_[a, b]!r}, but "
+            f"allowed_transitions_[{a}, {b}] is {bool(allowed[a, b])}: a transition is "
+            f"-inf exactly where it is not allowed")
 
 
 class CRFEstimator(BaseEstimator):
@@ -59,6 +81,18 @@ class CRFEstimator(BaseEstimator):
 
     #: ``fit`` of a subclass takes ``@CRFEstimator._atomic_fit`` (see :func:`atomic_fit`)
     _atomic_fit = staticmethod(atomic_fit)
+
+    #: The fitted attributes every CRF estimator has; a subclass declares its
+    #: own by extending this (see :mod:`skcrf._fitted_state`). ``classes_`` and
+    #: ``n_features_in_`` come first: they set the sizes the weights must have.
+    _fitted_state = FittedState(
+        {"classes_": Labels("n_classes", min_size=2),
+         "n_features_in_": Integer(dim="n_features"),
+         "feature_names_": Names("n_features"),
+         "vectorizer_": Fitted(SequenceVectorizer, none_ok=True),
+         "n_iter_": Integer(),
+         "loss_curve_": RealList()},
+        rules=[_vectorizer_makes_the_features])
 
     # predict's options are not sample metadata for meta-estimators to route
     # (a Pipeline passes them on to its last step as they are): no

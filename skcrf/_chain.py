@@ -11,7 +11,8 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
-from ._base import CRFEstimator
+from ._base import CRFEstimator, forbidden_where_not_allowed
+from ._fitted_state import Array, Optional, Sparse, finite, finite_or_neginf, saved_as
 from ._training import TrainingProblem
 from ._constraints import SCHEME_NAMES
 from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
@@ -20,6 +21,33 @@ from .structures.chain import (ChainScores, ChainStructure, chain_decode,
                                chain_labelling_scores, chain_nbest, chain_posteriors)
 
 
+def _blocks_follow_the_parameters(model):
+    """The weight blocks ``order`` and ``transition_features`` add are there, and only then."""
+    state = vars(model)
+    for attribute, parameter, expected in (
+            ("transition2_coef_", "order", model.order == 2),
+            ("transition_feature_coef_", "transition_features",
+             model.transition_features is not None)):
+        if (attribute in state) != expected:
+            raise ValueError(
+                f"{parameter}={getattr(model, parameter)!r} "
+                + ("needs" if expected else "has no") + f" {attribute}")
+
+
+#: The state of an order-1 or order-2 chain, with or without transition features.
+CHAIN_STATE = CRFEstimator._fitted_state.extended(
+    {"allowed_transitions_": Array(("n_classes", "n_classes"), bool),
+     "coef_": Array(("n_classes", "n_features"), values=finite),
+     "transition_coef_": Array(("n_classes", "n_classes"), values=finite_or_neginf),
+     "transition2_coef_": Optional(Array(("n_classes",) * 3, values=finite_or_neginf)),
+     "transition_feature_coef_": Optional(Sparse(("n_features", "n_class_pairs"))),
+     "start_coef_": Array(("n_classes",), values=finite_or_neginf),
+     "end_coef_": Array(("n_classes",), values=finite_or_neginf)},
+    derived={"n_class_pairs": lambda dims: dims["n_classes"] ** 2},
+    rules=[forbidden_where_not_allowed, _blocks_follow_the_parameters])
+
+
+@saved_as("skcrf.CRFClassifier")
 class CRFClassifier(CRFEstimator):
     """Linear-chain conditional random field trained by L-BFGS.
 
@@ -173,6 +201,8 @@ class CRFClassifier(CRFEstimator):
     >>> [labels.tolist() for labels in crf.predict([[{"w": "the"}, {"w": "dog"}]])]
     [['DET', 'N']]
     """
+
+    _fitted_state = CHAIN_STATE
 
     _parameter_constraints = {
         **CRFEstimator._parameter_constraints,

@@ -15,7 +15,8 @@ from sklearn.utils import _safe_indexing
 
 from . import _defaults
 from ._base import CRFEstimator
-from ._chain import CRFClassifier
+from ._chain import CHAIN_STATE, CRFClassifier
+from ._fitted_state import (Array, Real, all_of, at_least, finite, saved_as)
 from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
 from ._validation import check_sequences
 from .features.sequence_matrix import SequenceMatrix
@@ -207,6 +208,12 @@ class _Solutions:
         return self.structure.coefficients(w)
 
 
+def _alpha_is_one_tried(model):
+    if model.alpha_ not in model.alphas_.tolist():
+        raise ValueError(f"alpha_ {model.alpha_!r} is not one of alphas_")
+
+
+@saved_as("skcrf.CRFClassifierCV")
 class CRFClassifierCV(CRFClassifier):
     """Linear-chain CRF whose ``alpha`` is chosen by cross-validation along a path.
 
@@ -316,6 +323,15 @@ class CRFClassifierCV(CRFClassifier):
     >>> [labels.tolist() for labels in crf.predict([[{"w": "a"}, {"w": "dog"}]])]
     [['DET', 'N']]
     """
+
+    _fitted_state = CHAIN_STATE.extended(
+        {"alphas_": Array(("n_alphas",), values=all_of(finite, at_least(0))),
+         # a fold's score may be NaN (a scorer that cannot score it)
+         "scores_": Array(("n_folds", "n_alphas")),
+         "path_n_iter_": Array(("n_folds", "n_alphas"), np.int64, values=at_least(0)),
+         "alpha_": Real(low=0),
+         "best_score_": Real(nan_ok=True)},
+        rules=[_alpha_is_one_tried])
 
     _parameter_constraints = {
         **{name: constraint for name, constraint in CRFClassifier._parameter_constraints.items()

@@ -10,7 +10,9 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
-from ._base import CRFEstimator
+from ._base import CRFEstimator, forbidden_where_not_allowed
+from ._fitted_state import (Array, Integer, Labels, OneOf, finite, finite_or_neginf,
+                            saved_as)
 from ._training import TrainingProblem
 from ._constraints import explicit_constraints
 from ._parallel import kernel_threads
@@ -28,6 +30,26 @@ _COEFFICIENT_NAMES = {"coef": "coef_", "first_coef": "first_coef_", "last_coef":
                       "start": "start_coef_", "end": "end_coef_"}
 
 
+def _tags_are_the_segments(model):
+    """``classes_`` are the tags the scheme writes for ``segment_classes_``, in order.
+
+    Predictions index ``classes_`` with the tag ids the codec computes.
+    """
+    labels = model.segment_classes_.tolist()
+    if model.scheme_ != "plain":
+        if labels[-1:] != ["O"] or "O" in labels[:-1]:
+            raise ValueError(f"segment_classes_ of scheme {model.scheme_} end with 'O', "
+                             f"once; got {labels[-3:]!r}")
+        labels = labels[:-1]
+    codec = _SegmentTags.of_labels(model.scheme_, labels)
+    if codec.segment_classes.tolist() != model.segment_classes_.tolist():
+        raise ValueError("segment_classes_ are not sorted (the types, then 'O')")
+    if codec.classes.tolist() != model.classes_.tolist():
+        raise ValueError(f"classes_ are not the {len(codec.classes)} tags scheme_ "
+                         f"{model.scheme_!r} writes for segment_classes_")
+
+
+@saved_as("skcrf.SemiMarkovCRF")
 class SemiMarkovCRF(CRFEstimator):
     """Semi-Markov (segment) conditional random field trained by L-BFGS.
 
@@ -160,6 +182,20 @@ class SemiMarkovCRF(CRFEstimator):
     >>> crf.predict_segments([[{"w": "Ada"}, {"w": "Turing"}, {"w": "ran"}]])
     [[Segment(start=0, stop=2, label='PER')]]
     """
+
+    _fitted_state = CRFEstimator._fitted_state.extended(
+        {"segment_classes_": Labels("n_labels", sorted=False),
+         "scheme_": OneOf(*SCHEMES),
+         "max_segment_length_": Integer(1, dim="n_lengths"),
+         "allowed_transitions_": Array(("n_labels", "n_labels"), bool),
+         "coef_": Array(("n_labels", "n_features"), values=finite),
+         "first_coef_": Array(("n_labels", "n_features"), values=finite),
+         "last_coef_": Array(("n_labels", "n_features"), values=finite),
+         "length_coef_": Array(("n_labels", "n_lengths"), values=finite_or_neginf),
+         "transition_coef_": Array(("n_labels", "n_labels"), values=finite_or_neginf),
+         "start_coef_": Array(("n_labels",), values=finite_or_neginf),
+         "end_coef_": Array(("n_labels",), values=finite_or_neginf)},
+        rules=[_tags_are_the_segments, forbidden_where_not_allowed])
 
     _parameter_constraints = {
         **CRFEstimator._parameter_constraints,

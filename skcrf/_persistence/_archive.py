@@ -7,14 +7,18 @@ so that every estimator skcrf adds later is covered as soon as it is public:
 - an estimator becomes ``{"$type": "estimator", "class": "skcrf.CRFClassifier",
   "params": {...}, "attributes": {...}}``: its ``get_params(deep=False)`` and
   the rest of its ``__dict__`` (fitted attributes and private caches). On
-  loading, the class is looked up by that name in :func:`estimator_classes`,
-  an explicit table, and built as ``cls(**params)``; no module named by the
-  file is ever imported;
+  loading, the class is looked up by that name in the allow-list the
+  estimators' modules fill (:mod:`._registry`) and built as ``cls(**params)``;
+  no module named by the file is ever imported. Only the attributes the
+  class declares (:mod:`skcrf._fitted_state`) may be set, and the loaded
+  estimator must pass its declaration's check (shapes, dtypes, index ranges)
+  before anything reads it;
 - numbers, str, bool and None are JSON values; tuples, dicts, sets, numpy
   scalars, dtypes, non-finite floats and scipy sparse matrices are small
   tagged JSON objects;
-- arrays are ``.npy`` members of a zip archive read with
-  ``np.load(..., allow_pickle=False)``; arrays of Python objects (such as
+- arrays are ``.npy`` members of a zip archive, each read once, with
+  ``allow_pickle=False``, after checking that its header's shape and dtype
+  are what the member holds; arrays of Python objects (such as
   feature names) are described in the JSON instead, their strings kept once
   in a shared string table. An array met twice (CRFClassifier's
   ``feature_names_`` is its vectorizer's) is stored once and comes back as
@@ -31,6 +35,7 @@ import io
 import json
 import math
 import re
+import struct
 import sys
 import types
 import zipfile
@@ -38,6 +43,8 @@ import zipfile
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
+
+from ._registry import declaration_of, estimator_classes, model_class
 
 __all__ = ["estimator_classes", "function_reference", "model_from_payload", "model_to_payload"]
 
@@ -61,31 +68,9 @@ _MEMBER = re.compile(r"a\d+\.npy\Z")
 
 _JSON_MEMBERS = ("model.json", "strings.json")
 
-
-def estimator_classes():
-    """The allow-list of classes a model file may name, by the name it uses.
-
-    Every public skcrf class that is a scikit-learn estimator (whatever is in
-    ``skcrf.__all__``, so an estimator added later is included), the
-    sklearn-crfsuite interface ``skcrf.compat.CRF``, and scikit-learn's
-    Pipeline to chain them.
-
-    Returns
-    -------
-    classes : dict of str to type
-        ``"skcrf.CRFClassifier"`` and the like to the class.
-    """
-    import skcrf
-    from sklearn.pipeline import Pipeline
-
-    classes = {f"skcrf.{name}": getattr(skcrf, name) for name in skcrf.__all__}
-    classes = {name: cls for name, cls in classes.items()
-               if isinstance(cls, type) and issubclass(cls, BaseEstimator)}
-    classes["sklearn.pipeline.Pipeline"] = Pipeline
-    from ..compat import CRF
-
-    classes["skcrf.compat.CRF"] = CRF
-    return classes
+# scikit-learn's own bookkeeping on an estimator (set_output's and metadata
+# routing's settings, the version pickle records): not the model, not saved
+_SKLEARN_SETTINGS = ("_sklearn_", "_metadata_request")
 
 
 def model_to_payload(model):
@@ -144,17 +129,62 @@ def model_from_payload(payload, *, functions=None, import_functions=False):
                 raise ValueError(f"member {info.filename!r} is compressed")
         tree = _loads(archive.read("model.json"))
         strings = _loads(archive.read("strings.json"))
-        arrays = np.load(io.BytesIO(payload), allow_pickle=False)
-    except (zipfile.BadZipFile, KeyError, ValueError, EOFError, OSError, RecursionError,
-            UnicodeDecodeError) as error:
-        raise ValueError(f"the model archive is invalid ({error})") from None
+    except (ValueError, MemoryError, *_ARCHIVE_ERRORS) as error:
+        raise ValueError(f"the model archive is invalid ({type(error).__name__}: "
+                         f"{error})") from None
     if not (isinstance(strings, list) and set(map(type, strings)) <= {str}):
         raise ValueError("the model archive's string table is not a list of str")
     if not (isinstance(tree, dict) and isinstance(tree.get("arrays"), dict)):
         raise ValueError("the model description has no 'arrays' table")
-    decoder = _Decoder(tree["arrays"], arrays, strings, functions or {}, import_functions)
-    with arrays:
+    decoder = _Decoder(tree["arrays"], _Members(archive), strings, functions or {},
+                       import_functions)
+    with archive:
         return decoder.decode(tree.get("model"), "model")
+
+
+# What reading a damaged archive raises besides ValueError: zipfile checks each
+# member's CRC and sizes as it reads it.
+_ARCHIVE_ERRORS = (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, EOFError, OSError,
+                   RecursionError, UnicodeDecodeError, NotImplementedError, OverflowError,
+                   struct.error)
+
+
+class _Members:
+    """The ``.npy`` members of an archive, each read on request, its header checked first."""
+
+    def __init__(self, archive):
+        self.archive = archive
+        self.infos = {info.filename: info for info in archive.infolist()}
+
+    def __contains__(self, ref):
+        return f"{ref}.npy" in self.infos
+
+    def array(self, ref):
+        """The array of member ``ref.npy``; ValueError if its header lies about its size.
+
+        A header may declare any shape: the bytes the member holds must be
+        what that shape and dtype take, so a damaged or hostile header cannot
+        make the reader allocate more than the file holds.
+        """
+        data = self.archive.read(self.infos[f"{ref}.npy"])  # checks the CRC
+        handle = io.BytesIO(data)
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(handle)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(handle)
+        else:
+            raise ValueError(f".npy format version {version} is not one skcrf writes")
+        if dtype.hasobject:
+            raise ValueError("it holds Python objects")
+        count = math.prod(shape)
+        held = len(data) - handle.tell()
+        if count * dtype.itemsize != held or (count and not dtype.itemsize):
+            raise ValueError(
+                f"its header declares an array of shape {shape} and dtype {dtype} "
+                f"({count * dtype.itemsize} bytes), but it holds {held} bytes")
+        handle.seek(0)
+        return np.lib.format.read_array(handle, allow_pickle=False)
 
 
 def _dumps(value):
@@ -349,9 +379,19 @@ class _Encoder:
             raise TypeError(
                 f"{path} is a {kind.__module__}.{kind.__qualname__}; the model format "
                 f"stores skcrf estimators and Pipelines of them only.")
+        declaration = declaration_of(type(obj))
         params = obj.get_params(deep=False)
+        # where fit writes (compat.CRF's model_filename) is no part of the model
+        params.update(dict.fromkeys(declaration.unsaved_params, None))
         attributes = {key: value for key, value in vars(obj).items()
-                      if key not in params and key != "_sklearn_version"}
+                      if key not in params and not key.startswith(_SKLEARN_SETTINGS)}
+        undeclared = sorted(set(attributes) - declaration.attribute_names)
+        if undeclared:
+            # loading would refuse it: only declared attributes load
+            raise TypeError(
+                f"{path}.{undeclared[0]} is not part of a fitted {type(obj).__name__}, so "
+                f"the model format does not store it; delete it (del "
+                f"model.{undeclared[0]}), or keep it in save_model's metadata.")
         return {_TYPE: "estimator", "class": name,
                 "params": {key: self.encode(value, f"{path}.{key}")
                            for key, value in params.items()},
@@ -381,8 +421,9 @@ class _Decoder:
         self.string_table = None  # object array of ``strings``, built on first use
         self.functions = functions
         self.import_functions = import_functions
-        self.classes = estimator_classes()
         self.built = {}  # ref -> array, so an array stored once is one object again
+        self.read = {}  # ref -> the array of member ref.npy, read once
+        self.claims = {}  # ref -> "list" or "array": what uses the member
 
     def decode(self, node, path):
         if node is None or type(node) in (bool, int, float, str):
@@ -455,15 +496,29 @@ class _Decoder:
             self.string_table[:] = self.strings
         return self.string_table[ids]
 
-    def _npy(self, ref, path, kinds=None):
+    def _npy(self, ref, path, kinds=None, claim="list"):
+        """The array of member ``ref.npy``, read once.
+
+        A list node (``claim="list"``) becomes a Python list of its own, so a
+        member may serve one list node only: a file that pointed a hundred
+        nodes at one large member would otherwise make a hundred lists of it.
+        Array nodes of one member share the array (``claim="array"``).
+        """
         if not (isinstance(ref, str) and _MEMBER.match(f"{ref}.npy")):
             raise _Invalid(f"at {path}: bad array reference {ref!r}")
-        try:
-            array = self.arrays[ref]
-        except KeyError:
-            raise _Invalid(f"at {path}: the archive has no array {ref!r}") from None
-        if not isinstance(array, np.ndarray):  # np.load gives the bytes of a non-.npy
-            raise _Invalid(f"at {path}: member {ref}.npy is not a .npy array")
+        if ref not in self.arrays:
+            raise _Invalid(f"at {path}: the archive has no array {ref!r}")
+        claimed = self.claims.get(ref)
+        if claimed is not None and (claimed == "list" or claim == "list"):
+            raise _Invalid(f"at {path}: array {ref} is used twice, once as a list")
+        self.claims[ref] = claim
+        array = self.read.get(ref)
+        if array is None:
+            try:
+                array = self.read[ref] = self.arrays.array(ref)
+            except (ValueError, MemoryError, *_ARCHIVE_ERRORS) as error:
+                raise _Invalid(f"at {path}: member {ref}.npy is unreadable "
+                               f"({type(error).__name__}: {error})") from None
         if kinds is not None and (array.ndim != 1 or array.dtype.kind not in kinds):
             raise _Invalid(f"at {path}: array {ref} has dtype {array.dtype} and "
                            f"{array.ndim} dimensions")
@@ -477,7 +532,7 @@ class _Decoder:
         if not isinstance(spec, dict):
             raise _Invalid(f"at {path}: no array {ref!r} in the arrays table")
         if spec.get("kind") == "npy":
-            array = self._npy(ref, path)
+            array = self._npy(ref, path, claim="array")
         elif spec.get("kind") == "object":
             array = self._object_array(spec, path)
         else:
@@ -565,14 +620,16 @@ class _Decoder:
 
     def _estimator(self, node, path):
         name = node["class"]
-        cls = self.classes.get(name) if isinstance(name, str) else None
-        if cls is None:
+        found = model_class(name) if isinstance(name, str) else None
+        if found is None:
             raise _Invalid(f"at {path}: {name!r} is not an skcrf estimator class this skcrf "
                            f"knows")
+        cls, declaration = found
         params, attributes = node["params"], node["attributes"]
         if not (isinstance(params, dict) and isinstance(attributes, dict)):
             raise _Invalid(f"at {path}: params and attributes must be JSON objects")
-        params = {key: self.decode(value, f"{path}.{key}") for key, value in params.items()}
+        params = {key: self.decode(value, f"{path}.{key}") for key, value in params.items()
+                  if key not in declaration.unsaved_params}
         try:
             estimator = cls(**params)
         except TypeError as error:
@@ -580,7 +637,14 @@ class _Decoder:
                            f"({error})") from None
         state = vars(estimator)
         for key, value in attributes.items():
-            if not key.isidentifier() or key.startswith("__"):
-                raise _Invalid(f"at {path}: {key!r} is not an attribute name")
-            state[key] = self.decode(value, f"{path}.{key}")
+            value = self.decode(value, f"{path}.{key}")
+            # only what the class declares: a file cannot shadow a method
+            if key not in declaration.attribute_names:
+                raise _Invalid(f"at {path}: {key!r} is not an attribute of a fitted "
+                               f"{cls.__name__}")
+            state[key] = value
+        try:
+            declaration.check(estimator)
+        except ValueError as error:
+            raise _Invalid(f"at {path}: {error}") from None
         return estimator

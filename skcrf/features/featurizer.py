@@ -23,6 +23,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._fitted_state import FittedState, saved_as
 from .._typing import LabelSequences, TokenSequences
 from .._validation import _locate, check_sequences
 from ._dict_arrays import FeatureValueError, _vectorize
@@ -37,6 +38,7 @@ from .sequence_matrix import SequenceMatrix
 from .vectorizer import SequenceVectorizer, _csr
 
 
+@saved_as("skcrf.TokenFeaturizer")
 class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Window features of raw tokens, with no hand-written ``word2features``.
 
@@ -172,6 +174,9 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         "head_features": [tuple, list],
         "custom": [callable, None],
     }
+
+    # it learns nothing: its parameters are its whole state
+    _fitted_state = FittedState({}, check_params=lambda featurizer: featurizer._check_params())
 
     def __init__(self, *, window=1,
                  word_features=("lower", "suffix", "isupper", "istitle", "isdigit"),

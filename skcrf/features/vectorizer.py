@@ -15,6 +15,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from .._fitted_state import FittedState, Names, Optional, StrList, TypeOf, saved_as
 from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
 from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
@@ -25,6 +26,27 @@ from ._parents import PARENT_KEY
 from .sequence_matrix import SequenceMatrix, values_or_none
 
 
+def _vocabulary_numbers_the_names(vectorizer):
+    """``vocabulary_`` maps each name of ``feature_names_`` to its index, and only those.
+
+    Its values become column indices that the kernels use unchecked.
+    """
+    names = vectorizer.feature_names_
+    if vectorizer.vocabulary_ != dict(zip(names, range(len(names)))):
+        raise ValueError(f"vocabulary_ does not map each of the {len(names)} names of "
+                         f"feature_names_ to its index")
+    saved = vars(vectorizer).get("_names_out")
+    if saved is not None and saved.tolist() != names:
+        raise ValueError("_names_out is not feature_names_")
+
+
+def _values_are_numbers(vectorizer):
+    kind = np.dtype(vectorizer.dtype).kind
+    if kind not in "biuf":
+        raise ValueError(f"dtype is {vectorizer.dtype!r}; feature values are real numbers")
+
+
+@saved_as("skcrf.SequenceVectorizer")
 class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Turn sequences of per-token feature dicts into one sparse matrix.
 
@@ -107,6 +129,12 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         "sort": ["boolean"],
         "min_freq": [Interval(numbers.Integral, 1, None, closed="left")],
     }
+
+    _fitted_state = FittedState(
+        {"feature_names_": StrList("n_features"), "vocabulary_": TypeOf(dict),
+         # the names as the outputs share them (set by fit; absent from older files)
+         "_names_out": Optional(Names("n_features"))},
+        rules=[_vocabulary_numbers_the_names, _values_are_numbers])
 
     def __init__(self, *, dtype=np.float64, separator="=", sort=True, min_freq=1):
         self.dtype = dtype
