@@ -6,7 +6,7 @@ from fractions import Fraction
 
 from .. import _defaults
 from .._chain import CRFClassifier
-from ..features.featurizer import _WORD_FEATURES, TokenFeaturizer
+from ..features.featurizer import _WORD_FEATURES, MAX_WINDOW, TokenFeaturizer
 
 # the option defaults come from the estimators, so the two cannot drift apart
 _FEATURIZER = TokenFeaturizer().get_params()
@@ -163,7 +163,7 @@ def _add_train(commands):
                              "is not valid UTF-8, such as the original CoNLL-2002 release)")
 
     features = train.add_argument_group("features (TokenFeaturizer, SequenceVectorizer)")
-    features.add_argument("--window", type=_bounded(int, 0, name="an integer"),
+    features.add_argument("--window", type=_bounded(int, 0, MAX_WINDOW, name="an integer"),
                           default=_FEATURIZER["window"], metavar="K",
                           help="context size: features of the words up to K tokens away, "
                                "and of the other token columns within K")

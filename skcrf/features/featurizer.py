@@ -38,6 +38,10 @@ from .sequence_matrix import SequenceMatrix
 from .vectorizer import SequenceVectorizer, _csr
 
 
+#: The widest context window (``window`` and each of ``columns``) a featurizer takes.
+MAX_WINDOW = 100
+
+
 @saved_as("skcrf.TokenFeaturizer")
 class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Window features of raw tokens, with no hand-written ``word2features``.
@@ -56,7 +60,9 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
     - the values of the other columns and their prefixes within their own
       window (``columns``): ``col1=NC``, ``col1[:2]=NC``, ``+1:col1=VMI``;
     - with ``boundary``, ``-2:BOS`` and ``+2:EOS`` style markers for context
-      offsets beyond 1 that fall outside the sequence;
+      offsets beyond 1 that fall outside the sequence, where they tell its
+      tokens apart (not ``-k:BOS`` in a sequence of ``k`` tokens or fewer,
+      where every token would have it);
     - the features ``custom(token)`` returns.
 
     With the defaults and ``(word, POS)`` tokens this is the feature set of the
@@ -75,7 +81,8 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
     ----------
     window : int, default=1
         Context size: ``context_features`` of the words at offsets ``-window``
-        to ``window``, and the default window of the other columns.
+        to ``window``, and the default window of the other columns. At most
+        100.
     word_features : tuple of str, default=("lower", "suffix", "isupper", \
 "istitle", "isdigit")
         Features of a token's own word, any of ``"word"`` (as is), ``"lower"``,
@@ -303,6 +310,16 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
 
     def _check_params(self):
         self._validate_params()
+        windows = [("window", self.window)] + (
+            [(f"columns[{column!r}]", window) for column, window in self.columns.items()]
+            if isinstance(self.columns, dict) else [])
+        for name, window in windows:
+            if isinstance(window, Integral) and window > MAX_WINDOW:
+                raise ValueError(
+                    f"TokenFeaturizer({name}={window}): a window of more than {MAX_WINDOW} "
+                    f"tokens on either side is refused; each token gets the features of "
+                    f"every neighbour in it, so memory grows with the window times the "
+                    f"tokens (a CRF gains little beyond a few tokens).")
         for name in ("word_features", "context_features"):
             features = getattr(self, name)
             unknown = [f for f in features if f not in _WORD_FEATURES]
@@ -421,9 +438,13 @@ def _slots(plan, tokens):
         Per feature group, the column of each type within the group (-1: none).
     slots : list of _Slot
     """
+    # offsets that reach past every sequence put nothing in any row: no slot
+    # (a window far beyond the longest sequence would otherwise cost its width
+    # in slots for every token)
+    reach = int(tokens.lengths.max(initial=0))
     slots = [_Slot(SLOT_ALWAYS, 0, 0, -1, ["bias"], "")] if plan.bias else []
     if plan.boundary:
-        for k in [1] + plan.marker_offsets:
+        for k in [1] + [k for k in plan.marker_offsets if k < reach]:
             slots += [_Slot(SLOT_BEFORE, k, 0, -1, [f"{-k:+d}:BOS" if k > 1 else "BOS"], ""),
                       _Slot(SLOT_AFTER, k, 0, -1, [f"{k:+d}:EOS" if k > 1 else "EOS"], "")]
     word_ids, words = tokens.column_codes(plan.word_column)
@@ -431,7 +452,7 @@ def _slots(plan, tokens):
     # a word feature is computed once, for the token and its context alike
     word_groups = {}
     for offset, word_keys in [(0, plan.word_keys)] + [
-            (k, plan.context_keys) for k in plan.context_offsets]:
+            (k, plan.context_keys) for k in plan.context_offsets if abs(k) < reach]:
         for feature, length, key in word_keys:
             if (feature, length) not in word_groups:
                 word_groups[feature, length] = len(tables)
@@ -449,7 +470,8 @@ def _slots(plan, tokens):
                 key, values if length is None else [value[:length] for value in values])
             tables.append(table)
             slots += [_Slot(SLOT_GATHER, k, len(sources) - 1, len(tables) - 1, names,
-                            _offset_prefix(k)) for k in range(-window, window + 1)]
+                            _offset_prefix(k)) for k in range(-window, window + 1)
+                      if abs(k) < reach]
     return np.stack(sources), tables, slots
 
 
