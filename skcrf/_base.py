@@ -45,9 +45,9 @@ def forbidden_where_not_allowed(model):
     allowed = model.allowed_transitions_
     forbidden = np.isneginf(model.transition_coef_)
     if not np.array_equal(forbidden, ~allowed):
-        a, b = np.argwhere(forbidden == allowed)[0]
+        a, b = (int(i) for i in np.argwhere(forbidden == allowed)[0])
         raise ValueError(
-            f"transition_coef_[{a}, {b}] is {model.transition_coef_[a, b]!r}, but "
+            f"transition_coef_[{a}, {b}] is {float(model.transition_coef_[a, b])!r}, but "
             f"allowed_transitions_[{a}, {b}] is {bool(allowed[a, b])}: a transition is "
             f"-inf exactly where it is not allowed")
 

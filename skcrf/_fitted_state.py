@@ -38,7 +38,7 @@ from ._persistence._registry import register_model_class
 
 __all__ = ["Array", "FittedState", "Fitted", "Integer", "Labels", "Names", "OneOf", "Optional",
            "Real", "RealList", "Sparse", "StrList", "TypeOf", "all_of", "at_least", "finite",
-           "finite_or_neginf", "saved_as"]
+           "finite_or_neginf", "saved_as", "weights", "weights_or_neginf"]
 
 
 # --- value checks: each returns None, or what is wrong with the values ------------------
@@ -62,6 +62,28 @@ def at_least(low):
     return check
 
 
+#: The largest weight, in magnitude, a loaded model may hold. Inference works in
+#: log space, where a score of size ``s`` keeps about ``16 - log10(s)`` digits: at
+#: 1e8 a probability keeps 8, and far beyond (a weight of 1e300) the sums lose
+#: every digit and the kernels return garbage. Training never comes near it.
+MAX_WEIGHT = 1e8
+
+
+def weights(values):
+    """Finite weights of magnitude at most :data:`MAX_WEIGHT`."""
+    return finite(values) or _first_bad(values, np.abs(values) > MAX_WEIGHT,
+                                        f"weights of magnitude at most {MAX_WEIGHT:g}")
+
+
+def weights_or_neginf(values):
+    """:func:`weights`, or ``-inf`` where a transition (or a length...) is forbidden."""
+    problem = finite_or_neginf(values)
+    if problem:
+        return problem
+    return _first_bad(values, np.isfinite(values) & (np.abs(values) > MAX_WEIGHT),
+                      f"weights of magnitude at most {MAX_WEIGHT:g}, or -inf")
+
+
 def all_of(*checks):
     """Every one of the value checks ``checks``."""
     def check(values):
@@ -72,9 +94,9 @@ def all_of(*checks):
 def _first_bad(values, bad, wanted):
     if not bad.any():
         return None
-    where = np.unravel_index(int(np.argmax(bad)), bad.shape)
+    where = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), bad.shape))
     index = where[0] if len(where) == 1 else where
-    return f"holds {values[where]!r} at {index}; expected {wanted}"
+    return f"holds {values[where].item()!r} at {index}; expected {wanted}"
 
 
 # --- dimensions ---------------------------------------------------------------------------
@@ -111,11 +133,11 @@ class _Dimensions:
         wrong = [k for k, (size, want) in enumerate(zip(shape, expected))
                  if want is not None and size != want]
         if wrong:
-            wanted = tuple("?" if e is None else e for e in expected)
+            wanted = ", ".join("?" if e is None else str(e) for e in expected)
             why = self.describe(dims)
             raise ValueError(
-                f"{label} has shape {shape}; expected {wanted}, that is "
-                f"({', '.join(map(str, dims))})" + (f" with {why}" if why else ""))
+                f"{label} has shape {tuple(shape)}; expected ({wanted}{',' * (len(dims) == 1)}), "
+                f"that is ({', '.join(map(str, dims))})" + (f" with {why}" if why else ""))
         for dim, size in zip(dims, shape):
             if isinstance(dim, str) and dim not in self.sizes and dim not in self.derived:
                 self.sizes[dim] = int(size)
@@ -175,7 +197,7 @@ class Array(_Spec):
 class Sparse(_Spec):
     """A CSR matrix of ``shape`` with float64 values: canonical, indices in range."""
 
-    def __init__(self, shape, values=finite):
+    def __init__(self, shape, values=weights):
         self.shape = tuple(shape)
         self.values = values
 

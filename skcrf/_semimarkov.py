@@ -11,8 +11,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator, forbidden_where_not_allowed
-from ._fitted_state import (Array, Integer, Labels, OneOf, finite, finite_or_neginf,
-                            saved_as)
+from ._fitted_state import (Array, Integer, Labels, OneOf, saved_as, weights,
+                            weights_or_neginf)
 from ._training import TrainingProblem
 from ._constraints import explicit_constraints
 from ._parallel import kernel_threads
@@ -188,13 +188,13 @@ class SemiMarkovCRF(CRFEstimator):
          "scheme_": OneOf(*SCHEMES),
          "max_segment_length_": Integer(1, dim="n_lengths"),
          "allowed_transitions_": Array(("n_labels", "n_labels"), bool),
-         "coef_": Array(("n_labels", "n_features"), values=finite),
-         "first_coef_": Array(("n_labels", "n_features"), values=finite),
-         "last_coef_": Array(("n_labels", "n_features"), values=finite),
-         "length_coef_": Array(("n_labels", "n_lengths"), values=finite_or_neginf),
-         "transition_coef_": Array(("n_labels", "n_labels"), values=finite_or_neginf),
-         "start_coef_": Array(("n_labels",), values=finite_or_neginf),
-         "end_coef_": Array(("n_labels",), values=finite_or_neginf)},
+         "coef_": Array(("n_labels", "n_features"), values=weights),
+         "first_coef_": Array(("n_labels", "n_features"), values=weights),
+         "last_coef_": Array(("n_labels", "n_features"), values=weights),
+         "length_coef_": Array(("n_labels", "n_lengths"), values=weights_or_neginf),
+         "transition_coef_": Array(("n_labels", "n_labels"), values=weights_or_neginf),
+         "start_coef_": Array(("n_labels",), values=weights_or_neginf),
+         "end_coef_": Array(("n_labels",), values=weights_or_neginf)},
         rules=[_tags_are_the_segments, forbidden_where_not_allowed])
 
     _parameter_constraints = {

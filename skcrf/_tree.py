@@ -4,7 +4,7 @@ from sklearn.base import _fit_context
 
 from . import _defaults
 from ._base import CRFEstimator
-from ._fitted_state import Array, finite, saved_as
+from ._fitted_state import Array, saved_as, weights
 from ._training import TrainingProblem
 from ._validation import check_finite_scores
 from .structures.tree import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
@@ -118,9 +118,9 @@ class TreeCRF(CRFEstimator):
     """
 
     _fitted_state = CRFEstimator._fitted_state.extended(
-        {"coef_": Array(("n_classes", "n_features"), values=finite),
-         "transition_coef_": Array(("n_classes", "n_classes"), values=finite),
-         "root_coef_": Array(("n_classes",), values=finite)})
+        {"coef_": Array(("n_classes", "n_features"), values=weights),
+         "transition_coef_": Array(("n_classes", "n_classes"), values=weights),
+         "root_coef_": Array(("n_classes",), values=weights)})
 
     def __init__(self, *, alpha=_defaults.ALPHA, l1_ratio=_defaults.L1_RATIO,
                  max_iter=_defaults.MAX_ITER, tol=_defaults.TOL, solver="lbfgs",
