@@ -16,9 +16,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._constraints import check_training_labels, resolve_constraints, scheme_constraints
 from ._fitted_state import (Fitted, FittedState, Integer, Labels, Names, RealList)
-from ._parallel import kernel_exceptions, kernel_threads
+from ._parallel import effective_n_threads, kernel_exceptions, kernel_threads
 from ._queries import (check_feasible, fixed_label_ids, given_label_ids, log_probabilities,
-                       nbest_lists)
+                       nbest_count, nbest_lists)
 from ._validation import (check_feature_values, check_finite_features, check_label_type,
                           check_labels, check_sequences, describe_largest_value,
                           encode_labels)
@@ -360,6 +360,10 @@ class CRFEstimator(BaseEstimator):
     def _labelling_scores(self, potentials, offsets, label_ids):
         raise NotImplementedError
 
+    def _nbest_states(self):
+        """States per token whose sorted lists of partial paths ``_nbest`` keeps."""
+        return len(self.classes_)
+
     def _decode(self, features, offsets):
         return self._viterbi(self._potentials(features, offsets), offsets)
 
@@ -494,7 +498,9 @@ class CRFEstimator(BaseEstimator):
             Labellings per sequence, at least 1. A sequence with fewer
             feasible labellings (a short one, or one with forbidden
             transitions) gets all of them; an empty sequence gets its one
-            empty labelling, of probability 1.
+            empty labelling, of probability 1. Memory grows with ``n``
+            (up to the labellings the longest sequence has): past 1 GiB a
+            ValueError says which ``n`` fits.
         fixed : list, default=None
             Labels known in advance, as for :meth:`predict`: the best
             completions, with their probabilities given the fixed labels.
@@ -517,10 +523,13 @@ class CRFEstimator(BaseEstimator):
             alternative = ("predict gives the best labelling, predict_marginals each token's "
                            "label probabilities.")
         model._require("_nbest", "n-best decoding", alternative)
+        # before any kernel: n past the labellings there are costs memory for nothing
+        n = nbest_count(int(n), offsets, model.classes_, model._nbest_states(),
+                        effective_n_threads(model.n_jobs))
         potentials, fixed_ids = model._query_potentials(features, offsets, fixed,
                                                         "n-best decoding", alternative)
         with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
-            label_ids, scores, counts = model._nbest(potentials, offsets, int(n))
+            label_ids, scores, counts = model._nbest(potentials, offsets, n)
             log_z = model._posteriors(potentials, offsets)[0]
         if fixed_ids is not None:
             check_feasible(counts > 0, fixed_ids, offsets, model.classes_)

@@ -330,5 +330,9 @@ class CRFClassifier(CRFEstimator):
     def _nbest(self, potentials, offsets, n):
         return chain_nbest(potentials, offsets, n)
 
+    def _nbest_states(self):
+        # order 2 keeps a list per pair of labels
+        return len(self.classes_) ** (2 if hasattr(self, "transition2_coef_") else 1)
+
     def _labelling_scores(self, potentials, offsets, label_ids):
         return chain_labelling_scores(potentials, offsets, label_ids)

@@ -343,6 +343,10 @@ class SemiMarkovCRF(CRFEstimator):
             tag_ids[:, k] = codec.tag_ids(segmentation, offsets)
         return tag_ids, scores, counts
 
+    def _nbest_states(self):
+        # a list per segment label for each of "a segment ends here" and "enters here"
+        return 2 * len(self.segment_classes_)
+
     def _labelling_scores(self, potentials, offsets, label_ids):
         # tags this model never writes (malformed ones) have probability 0
         segmentation, written = self._codec().read(label_ids, offsets)

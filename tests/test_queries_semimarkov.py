@@ -111,7 +111,8 @@ def test_sequence_log_proba_is_the_probability_of_the_segmentation_the_tags_writ
 def test_nbest_is_the_ranked_enumeration_and_starts_with_predict(fitted):
     X = _test_sequences()
     predicted, proba = fitted.predict(X, return_proba=True)
-    for n in (1, 3, 500):
+    # 10**8: bounded by the tag sequences that exist (issue 32, item 8)
+    for n in (1, 3, 500, 10**8):
         nbest = fitted.predict_nbest(X, n=n)
         for q, x in enumerate(X):
             ranked = sorted(((v, t) for t, v in _enumeration(fitted, x).items()),
