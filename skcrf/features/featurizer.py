@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._fitted_state import FittedState, saved_as
+from .._parallel import kernel_exceptions
 from .._typing import LabelSequences, TokenSequences
 from .._validation import _locate, check_sequences
 from ._dict_arrays import FeatureValueError, _vectorize
@@ -248,11 +249,14 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             small = transform_small(plan, X)
             if small is not None:
                 return small
-        tokens = _Tokens(X, self.head_column)
-        if tokens.n_tokens == 0:
-            return SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [],
-                                  parents=tokens.parents)
-        return _featurize(plan(tokens.n_columns), tokens)
+        # a Ctrl-C while a kernel runs comes out as KeyboardInterrupt, not as the
+        # SystemError numba wraps it in
+        with kernel_exceptions():
+            tokens = _Tokens(X, self.head_column)
+            if tokens.n_tokens == 0:
+                return SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [],
+                                      parents=tokens.parents)
+            return _featurize(plan(tokens.n_columns), tokens)
 
     def fit_transform(self, X: TokenSequences,
                       y: Optional[LabelSequences] = None) -> SequenceMatrix:
@@ -292,7 +296,8 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             and the bias (1.0) real-valued ones.
         """
         plan = self._checked_plan
-        tokens = _Tokens(X, self.head_column)
+        with kernel_exceptions():  # the trees' check is a kernel
+            tokens = _Tokens(X, self.head_column)
         if tokens.n_tokens == 0:
             return [[] for _ in range(len(tokens.offsets) - 1)]
         plan = plan(tokens.n_columns)

@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._fitted_state import FittedState, Names, Optional, StrList, TypeOf, saved_as
+from .._parallel import kernel_exceptions
 from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
 from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
@@ -177,7 +178,10 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Xt : SequenceMatrix
             One row per token, one column per kept feature name.
         """
-        return self._to_matrix(*self._fit_arrays(X))
+        # a Ctrl-C while a kernel runs comes out as KeyboardInterrupt, not as the
+        # SystemError numba wraps it in
+        with kernel_exceptions():
+            return self._to_matrix(*self._fit_arrays(X))
 
     def _fit_arrays(self, X):
         """Fit, and return the output's arrays in the compact form of ``_vectorize_compact``.
@@ -253,7 +257,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Xt : SequenceMatrix
             One row per token, the columns of ``feature_names_``.
         """
-        return self._to_matrix(*self._transform_arrays(X))
+        with kernel_exceptions():  # as in fit_transform
+            return self._to_matrix(*self._transform_arrays(X))
 
     def _transform_arrays(self, X):
         """:meth:`transform`'s arrays in the compact form of ``_vectorize_compact``."""
