@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -15,6 +16,7 @@ from sklearn.utils import _safe_indexing
 
 from . import _defaults
 from ._base import CRFEstimator
+from ._training import _user_stacklevel
 from ._chain import CHAIN_STATE, CRFClassifier
 from ._fitted_state import (Array, Real, all_of, at_least, finite, saved_as)
 from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
@@ -211,6 +213,25 @@ class _Solutions:
 def _alpha_is_one_tried(model):
     if model.alpha_ not in model.alphas_.tolist():
         raise ValueError(f"alpha_ {model.alpha_!r} is not one of alphas_")
+
+
+def _best_alpha(scores, alphas):
+    """Index of the alpha of best mean score, NaN means left out, as in GridSearchCV.
+
+    A scorer can give NaN (a fold where it is undefined); such an alpha is
+    ranked last, with a warning, rather than chosen. Ties go to the first.
+    """
+    means = scores.mean(axis=0)
+    undefined = np.isnan(means)
+    if undefined.all():
+        raise ValueError(
+            f"Every alpha's mean score over the folds is NaN (scores_: {scores.tolist()!r:.200}): "
+            f"the scorer gives no score to compare them by.")
+    if undefined.any():
+        warnings.warn(
+            f"The mean score of alphas {alphas[undefined].tolist()} is NaN; they are ranked "
+            f"last.", UserWarning, stacklevel=_user_stacklevel())
+    return int(np.argmax(np.where(undefined, -np.inf, means)))
 
 
 @saved_as("skcrf.CRFClassifierCV")
@@ -413,6 +434,9 @@ class CRFClassifierCV(CRFClassifier):
         scorer = check_scoring(self._estimator(alphas[0]),
                                default_scorer(y) if self.scoring is None else self.scoring)
         splits = list(check_cv(self.cv).split(X, y, groups))
+        if not splits:
+            raise ValueError(f"cv={self.cv!r} gives no (train, test) split: "
+                             f"CRFClassifierCV needs at least one to choose alpha.")
         # strongest first: a weaker alpha starts from a smoother solution
         path = np.argsort(-alphas, kind="stable")
         scores = np.empty((len(splits), alphas.shape[0]))
@@ -422,7 +446,7 @@ class CRFClassifierCV(CRFClassifier):
             scores[k], n_iter[k], solution = self._fold_path(
                 X, y, train, test, alphas, path, scorer, k, solutions)
             solutions.append(solution)
-        best = int(np.argmax(scores.mean(axis=0)))
+        best = _best_alpha(scores, alphas)
         self._refit(X, y, float(alphas[best]), best, solutions, vectorizer)
         self.alpha_ = float(alphas[best])
         self.alphas_ = alphas
