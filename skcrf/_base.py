@@ -124,8 +124,9 @@ class CRFEstimator(BaseEstimator):
         problem = self._training_problem(data)
         objective = problem.objective(data, l2=self._l2)
         data.label_ids = None  # the objective has what it needs from them
-        result = self._solve(objective, self._initial_weights(problem, data, previous))
-        self._check_training(result, data)
+        w0 = self._initial_weights(problem, data, previous)
+        result = self._solve(objective, w0)
+        self._check_training(result, data, w0)
         for name, value in problem.fitted_attributes(result.w).items():
             setattr(self, name, value)
         self._store_training(data, result)
@@ -226,8 +227,11 @@ class CRFEstimator(BaseEstimator):
             return lbfgs(objective, w0, l1=self._l1, max_iter=self.max_iter,
                          tol=self.tol, verbose=self.verbose)
 
-    def _check_training(self, result, data):
+    def _check_training(self, result, data, w0=None):
         """Raise or warn, saying what to do, if the solver did not really train.
+
+        ``w0`` is where the solver started (None: zero weights), for the
+        messages: a warm start from huge weights is not "zero weights".
 
         Warnings point at the user's call of ``fit``, past the frames of
         skcrf and of scikit-learn's ``_fit_context`` wrapper
@@ -248,10 +252,16 @@ class CRFEstimator(BaseEstimator):
 
         advice = ("Scale real-valued features to a moderate range (e.g. divide each by "
                   "its largest magnitude, or standardize it), or increase alpha.")
+        start = "zero weights"
+        if w0 is not None and w0.any():
+            start = (f"its starting weights (a previous fit's, up to "
+                     f"{float(np.abs(w0).max()):.3g} in magnitude)")
+            if getattr(self, "warm_start", False):
+                advice = advice[:-1] + ", or fit without warm_start."
         if result.stop is Stop.NOT_FINITE:
             raise ValueError(
                 f"Training cannot start: the objective or its gradient overflows at "
-                f"zero weights; {largest()}. {advice}")
+                f"{start}; {largest()}. {advice}")
         if not np.isfinite(result.w).all() or not np.isfinite(result.loss_curve[-1:]).all():
             raise ValueError(
                 f"Training diverged: the objective or the weights became non-finite; "

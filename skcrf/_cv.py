@@ -161,7 +161,7 @@ class _Training:
         """The checked solver result of ``estimator``'s alpha from ``w0``."""
         self.objective.l2 = estimator._l2  # the L1 part goes to the solver
         result = estimator._solve(self.objective, w0)
-        estimator._check_training(result, self.data)
+        estimator._check_training(result, self.data, w0)
         return result
 
     def store(self, model, result):

@@ -270,7 +270,8 @@ class SemiMarkovCRF(CRFEstimator):
         max_lengths = self._max_lengths(segmentation, offsets, codec)
         structure = SemiMarkovStructure.for_training(
             data.features, offsets, codes, max_lengths, allow_repeats=not codec.plain,
-            all_possible_states=self.all_possible_states, allowed_transitions=allowed)
+            all_possible_states=self.all_possible_states, allowed_transitions=allowed,
+            label_names=codec.segment_classes.tolist())
         return TrainingProblem(
             structure, codes,
             {"classes_": codec.classes, "segment_classes_": codec.segment_classes,

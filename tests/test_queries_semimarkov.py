@@ -169,7 +169,8 @@ def test_allowed_segment_transitions_constrain_training_and_prediction():
     labels = ["O", "X", "Y"]
     every = {(a, b) for a in labels for b in labels}
     assert any(("O", "X") in _label_pairs(tags) for tags in y)
-    with pytest.raises(ValueError, match=r"Sequence \d+: the segment at token \d+ .*follows"):
+    with pytest.raises(ValueError, match=r"Sequence \d+: the segment 'X' at token \d+ follows "
+                                         r"a segment 'O'"):
         SemiMarkovCRF(alpha=0.5, max_iter=5, allowed_transitions=every - {("O", "X")}).fit(X, y)
 
     keep = [q for q, tags in enumerate(y) if ("X", "Y") not in _label_pairs(tags)]
