@@ -52,6 +52,12 @@ def forbidden_where_not_allowed(model):
             f"-inf exactly where it is not allowed")
 
 
+def _check_crf_params(model):
+    """scikit-learn's parameter checks, and an ``n_jobs`` the kernels can run with (not 0)."""
+    model._validate_params()
+    effective_n_threads(model.n_jobs)
+
+
 class CRFEstimator(BaseEstimator):
     """Base class of the CRF estimators: validation, the solver and the prediction methods.
 
@@ -92,7 +98,7 @@ class CRFEstimator(BaseEstimator):
          "vectorizer_": Fitted(SequenceVectorizer, none_ok=True),
          "n_iter_": Integer(),
          "loss_curve_": RealList()},
-        rules=[_vectorizer_makes_the_features])
+        rules=[_vectorizer_makes_the_features], check_params=_check_crf_params)
 
     # predict's options are not sample metadata for meta-estimators to route
     # (a Pipeline passes them on to its last step as they are): no

@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator, forbidden_where_not_allowed
-from ._fitted_state import Array, Optional, Sparse, saved_as, weights, weights_or_neginf
+from ._fitted_state import Array, IfPresent, Sparse, saved_as, weights, weights_or_neginf
 from ._training import TrainingProblem
 from ._constraints import SCHEME_NAMES
 from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
@@ -39,8 +39,8 @@ CHAIN_STATE = CRFEstimator._fitted_state.extended(
     {"allowed_transitions_": Array(("n_classes", "n_classes"), bool),
      "coef_": Array(("n_classes", "n_features"), values=weights),
      "transition_coef_": Array(("n_classes", "n_classes"), values=weights_or_neginf),
-     "transition2_coef_": Optional(Array(("n_classes",) * 3, values=weights_or_neginf)),
-     "transition_feature_coef_": Optional(Sparse(("n_features", "n_class_pairs"))),
+     "transition2_coef_": IfPresent(Array(("n_classes",) * 3, values=weights_or_neginf)),
+     "transition_feature_coef_": IfPresent(Sparse(("n_features", "n_class_pairs"))),
      "start_coef_": Array(("n_classes",), values=weights_or_neginf),
      "end_coef_": Array(("n_classes",), values=weights_or_neginf)},
     derived={"n_class_pairs": lambda dims: dims["n_classes"] ** 2},

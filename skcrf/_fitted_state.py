@@ -36,7 +36,7 @@ from sklearn.pipeline import Pipeline
 
 from ._persistence._registry import register_model_class
 
-__all__ = ["Array", "FittedState", "Fitted", "Integer", "Labels", "Names", "OneOf", "Optional",
+__all__ = ["Array", "FittedState", "Fitted", "IfPresent", "Integer", "Labels", "Names", "OneOf",
            "Real", "RealList", "Sparse", "StrList", "TypeOf", "all_of", "at_least", "finite",
            "finite_or_neginf", "saved_as", "weights", "weights_or_neginf"]
 
@@ -155,7 +155,7 @@ class _Spec:
         raise NotImplementedError
 
 
-class Optional(_Spec):
+class IfPresent(_Spec):
     """``spec``, or no such attribute at all (a block some parameters add)."""
 
     optional = True
@@ -396,7 +396,7 @@ class FittedState:
     ----------
     attributes : dict of str to spec
         Every fitted attribute, with its declaration (:class:`Array`,
-        :class:`Labels`, ...; :class:`Optional` for one that some parameters
+        :class:`Labels`, ...; :class:`IfPresent` for one that some parameters
         add). Dimensions take their sizes in this order.
     derived : dict of str to callable, default=None
         Dimensions computed from others: ``{"n_class_pairs": lambda d:

@@ -20,7 +20,7 @@ from sklearn.pipeline import make_pipeline
 import skcrf
 from skcrf import (CRFClassifier, SemiMarkovCRF, SequenceMatrix, SequenceVectorizer,
                    TokenFeaturizer, load_model, save_model)
-from skcrf._fitted_state import FittedState, Optional
+from skcrf._fitted_state import FittedState
 from skcrf._persistence import _registry
 from skcrf._persistence._archive import estimator_classes, model_from_payload, model_to_payload
 from tests import _model_files as model_files

@@ -438,6 +438,11 @@ def _load(handle, name, allow_pickle, functions):
                                    import_functions=allow_pickle)
     except ValueError as error:
         raise ValueError(f"{name}: cannot load the model: {error}") from None
+    except MemoryError:
+        # every array's size is checked against the bytes it holds: only a model
+        # too large for this machine gets here
+        raise ValueError(f"{name}: cannot load the model: it needs more memory than there "
+                         f"is.") from None
     return model, header
 
 

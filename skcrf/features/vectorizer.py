@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .._fitted_state import FittedState, Names, Optional, StrList, TypeOf, saved_as
+from .._fitted_state import FittedState, IfPresent, Names, StrList, TypeOf, saved_as
 from .._parallel import kernel_exceptions
 from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
@@ -134,7 +134,7 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     _fitted_state = FittedState(
         {"feature_names_": StrList("n_features"), "vocabulary_": TypeOf(dict),
          # the names as the outputs share them (set by fit; absent from older files)
-         "_names_out": Optional(Names("n_features"))},
+         "_names_out": IfPresent(Names("n_features"))},
         rules=[_vocabulary_numbers_the_names, _values_are_numbers])
 
     def __init__(self, *, dtype=np.float64, separator="=", sort=True, min_freq=1):
