@@ -275,8 +275,6 @@ def test_a_member_is_read_once_and_serves_one_list(saved):
 def test_the_command_line_refuses_a_lying_model_in_one_line(saved, tmp_path):
     """``skcrf tag --marginals`` segfaulted and ``skcrf evaluate`` printed garbage with
     exit 0 on a model whose coef_ was cut to one row (item 1)."""
-    from skcrf._cli import main
-
     data = _edited(saved["pipeline"][0], ["params", "steps", 2, "items", 1, "attributes",
                                           "coef_"], lambda a: a[:1])
     model = tmp_path / "cut.skcrf"

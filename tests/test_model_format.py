@@ -22,7 +22,9 @@ from skcrf import (CRFClassifier, SemiMarkovCRF, SequenceMatrix, SequenceVectori
                    TokenFeaturizer, load_model, save_model)
 from skcrf._fitted_state import FittedState
 from skcrf._persistence import _registry
-from skcrf._persistence._archive import estimator_classes, model_from_payload, model_to_payload
+from skcrf._persistence._decoder import model_from_payload
+from skcrf._persistence._encoder import model_to_payload
+from skcrf._persistence._registry import estimator_classes
 from tests import _model_files as model_files
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
