@@ -15,9 +15,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._constraints import check_training_labels, resolve_constraints, scheme_constraints
-from ._parallel import kernel_exceptions, kernel_threads
+from ._fitted_state import (Fitted, FittedState, Integer, Labels, Names, RealList)
+from ._parallel import effective_n_threads, kernel_exceptions, kernel_threads
 from ._queries import (check_feasible, fixed_label_ids, given_label_ids, log_probabilities,
-                       nbest_lists)
+                       nbest_count, nbest_lists)
 from ._validation import (check_feature_values, check_finite_features, check_label_type,
                           check_labels, check_sequences, describe_largest_value,
                           encode_labels)
@@ -28,6 +29,33 @@ from .features.vectorizer import SequenceVectorizer
 from ._training import (TrainingData, _is_fitted_attribute_set, _same_values,
                         _user_stacklevel, atomic_fit)
 from .learning.lbfgs import Stop, lbfgs
+
+
+def _vectorizer_makes_the_features(model):
+    """A model's own vectorizer makes its ``n_features_in_`` features, named alike."""
+    vectorizer = model.vectorizer_
+    if vectorizer is not None and vectorizer.feature_names_ != model.feature_names_.tolist():
+        raise ValueError(
+            f"vectorizer_ makes {len(vectorizer.feature_names_)} features, which are not "
+            f"the {model.n_features_in_} of feature_names_")
+
+
+def forbidden_where_not_allowed(model):
+    """``transition_coef_`` is ``-inf`` exactly where ``allowed_transitions_`` is False."""
+    allowed = model.allowed_transitions_
+    forbidden = np.isneginf(model.transition_coef_)
+    if not np.array_equal(forbidden, ~allowed):
+        a, b = (int(i) for i in np.argwhere(forbidden == allowed)[0])
+        raise ValueError(
+            f"transition_coef_[{a}, {b}] is {float(model.transition_coef_[a, b])!r}, but "
+            f"allowed_transitions_[{a}, {b}] is {bool(allowed[a, b])}: a transition is "
+            f"-inf exactly where it is not allowed")
+
+
+def _check_crf_params(model):
+    """scikit-learn's parameter checks, and an ``n_jobs`` the kernels can run with (not 0)."""
+    model._validate_params()
+    effective_n_threads(model.n_jobs)
 
 
 class CRFEstimator(BaseEstimator):
@@ -60,6 +88,18 @@ class CRFEstimator(BaseEstimator):
     #: ``fit`` of a subclass takes ``@CRFEstimator._atomic_fit`` (see :func:`atomic_fit`)
     _atomic_fit = staticmethod(atomic_fit)
 
+    #: The fitted attributes every CRF estimator has; a subclass declares its
+    #: own by extending this (see :mod:`skcrf._fitted_state`). ``classes_`` and
+    #: ``n_features_in_`` come first: they set the sizes the weights must have.
+    _fitted_state = FittedState(
+        {"classes_": Labels("n_classes", min_size=2),
+         "n_features_in_": Integer(dim="n_features"),
+         "feature_names_": Names("n_features"),
+         "vectorizer_": Fitted(SequenceVectorizer, none_ok=True),
+         "n_iter_": Integer(),
+         "loss_curve_": RealList()},
+        rules=[_vectorizer_makes_the_features], check_params=_check_crf_params)
+
     # predict's options are not sample metadata for meta-estimators to route
     # (a Pipeline passes them on to its last step as they are): no
     # set_predict_request
@@ -90,8 +130,9 @@ class CRFEstimator(BaseEstimator):
         problem = self._training_problem(data)
         objective = problem.objective(data, l2=self._l2)
         data.label_ids = None  # the objective has what it needs from them
-        result = self._solve(objective, self._initial_weights(problem, data, previous))
-        self._check_training(result, data)
+        w0 = self._initial_weights(problem, data, previous)
+        result = self._solve(objective, w0)
+        self._check_training(result, data, w0)
         for name, value in problem.fitted_attributes(result.w).items():
             setattr(self, name, value)
         self._store_training(data, result)
@@ -192,8 +233,11 @@ class CRFEstimator(BaseEstimator):
             return lbfgs(objective, w0, l1=self._l1, max_iter=self.max_iter,
                          tol=self.tol, verbose=self.verbose)
 
-    def _check_training(self, result, data):
+    def _check_training(self, result, data, w0=None):
         """Raise or warn, saying what to do, if the solver did not really train.
+
+        ``w0`` is where the solver started (None: zero weights), for the
+        messages: a warm start from huge weights is not "zero weights".
 
         Warnings point at the user's call of ``fit``, past the frames of
         skcrf and of scikit-learn's ``_fit_context`` wrapper
@@ -214,10 +258,16 @@ class CRFEstimator(BaseEstimator):
 
         advice = ("Scale real-valued features to a moderate range (e.g. divide each by "
                   "its largest magnitude, or standardize it), or increase alpha.")
+        start = "zero weights"
+        if w0 is not None and w0.any():
+            start = (f"its starting weights (a previous fit's, up to "
+                     f"{float(np.abs(w0).max()):.3g} in magnitude)")
+            if getattr(self, "warm_start", False):
+                advice = advice[:-1] + ", or fit without warm_start."
         if result.stop is Stop.NOT_FINITE:
             raise ValueError(
                 f"Training cannot start: the objective or its gradient overflows at "
-                f"zero weights; {largest()}. {advice}")
+                f"{start}; {largest()}. {advice}")
         if not np.isfinite(result.w).all() or not np.isfinite(result.loss_curve[-1:]).all():
             raise ValueError(
                 f"Training diverged: the objective or the weights became non-finite; "
@@ -325,6 +375,10 @@ class CRFEstimator(BaseEstimator):
 
     def _labelling_scores(self, potentials, offsets, label_ids):
         raise NotImplementedError
+
+    def _nbest_states(self):
+        """States per token whose sorted lists of partial paths ``_nbest`` keeps."""
+        return len(self.classes_)
 
     def _decode(self, features, offsets):
         return self._viterbi(self._potentials(features, offsets), offsets)
@@ -460,7 +514,9 @@ class CRFEstimator(BaseEstimator):
             Labellings per sequence, at least 1. A sequence with fewer
             feasible labellings (a short one, or one with forbidden
             transitions) gets all of them; an empty sequence gets its one
-            empty labelling, of probability 1.
+            empty labelling, of probability 1. Memory grows with ``n``
+            (up to the labellings the longest sequence has): past 1 GiB a
+            ValueError says which ``n`` fits.
         fixed : list, default=None
             Labels known in advance, as for :meth:`predict`: the best
             completions, with their probabilities given the fixed labels.
@@ -483,10 +539,13 @@ class CRFEstimator(BaseEstimator):
             alternative = ("predict gives the best labelling, predict_marginals each token's "
                            "label probabilities.")
         model._require("_nbest", "n-best decoding", alternative)
+        # before any kernel: n past the labellings there are costs memory for nothing
+        n = nbest_count(int(n), offsets, model.classes_, model._nbest_states(),
+                        effective_n_threads(model.n_jobs))
         potentials, fixed_ids = model._query_potentials(features, offsets, fixed,
                                                         "n-best decoding", alternative)
         with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
-            label_ids, scores, counts = model._nbest(potentials, offsets, int(n))
+            label_ids, scores, counts = model._nbest(potentials, offsets, n)
             log_z = model._posteriors(potentials, offsets)[0]
         if fixed_ids is not None:
             check_feasible(counts > 0, fixed_ids, offsets, model.classes_)

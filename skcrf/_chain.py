@@ -11,7 +11,8 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
-from ._base import CRFEstimator
+from ._base import CRFEstimator, forbidden_where_not_allowed
+from ._fitted_state import Array, IfPresent, Sparse, saved_as, weights, weights_or_neginf
 from ._training import TrainingProblem
 from ._constraints import SCHEME_NAMES
 from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
@@ -20,6 +21,33 @@ from .structures.chain import (ChainScores, ChainStructure, chain_decode,
                                chain_labelling_scores, chain_nbest, chain_posteriors)
 
 
+def _blocks_follow_the_parameters(model):
+    """The weight blocks ``order`` and ``transition_features`` add are there, and only then."""
+    state = vars(model)
+    for attribute, parameter, expected in (
+            ("transition2_coef_", "order", model.order == 2),
+            ("transition_feature_coef_", "transition_features",
+             model.transition_features is not None)):
+        if (attribute in state) != expected:
+            raise ValueError(
+                f"{parameter}={getattr(model, parameter)!r} "
+                + ("needs" if expected else "has no") + f" {attribute}")
+
+
+#: The state of an order-1 or order-2 chain, with or without transition features.
+CHAIN_STATE = CRFEstimator._fitted_state.extended(
+    {"allowed_transitions_": Array(("n_classes", "n_classes"), bool),
+     "coef_": Array(("n_classes", "n_features"), values=weights),
+     "transition_coef_": Array(("n_classes", "n_classes"), values=weights_or_neginf),
+     "transition2_coef_": IfPresent(Array(("n_classes",) * 3, values=weights_or_neginf)),
+     "transition_feature_coef_": IfPresent(Sparse(("n_features", "n_class_pairs"))),
+     "start_coef_": Array(("n_classes",), values=weights_or_neginf),
+     "end_coef_": Array(("n_classes",), values=weights_or_neginf)},
+    derived={"n_class_pairs": lambda dims: dims["n_classes"] ** 2},
+    rules=[forbidden_where_not_allowed, _blocks_follow_the_parameters])
+
+
+@saved_as("skcrf.CRFClassifier")
 class CRFClassifier(CRFEstimator):
     """Linear-chain conditional random field trained by L-BFGS.
 
@@ -174,6 +202,8 @@ class CRFClassifier(CRFEstimator):
     [['DET', 'N']]
     """
 
+    _fitted_state = CHAIN_STATE
+
     _parameter_constraints = {
         **CRFEstimator._parameter_constraints,
         "order": [Interval(Integral, 1, 2, closed="both")],
@@ -299,6 +329,10 @@ class CRFClassifier(CRFEstimator):
 
     def _nbest(self, potentials, offsets, n):
         return chain_nbest(potentials, offsets, n)
+
+    def _nbest_states(self):
+        # order 2 keeps a list per pair of labels
+        return len(self.classes_) ** (2 if hasattr(self, "transition2_coef_") else 1)
 
     def _labelling_scores(self, potentials, offsets, label_ids):
         return chain_labelling_scores(potentials, offsets, label_ids)

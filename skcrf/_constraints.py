@@ -204,6 +204,9 @@ def _scheme_of(spec, classes, tag_sequences):
         prefixes = {str(label).partition("-")[0] for label in classes.tolist()}
         return "BILOU" if prefixes & {"L", "U"} else "BIOES"
     if spec == "auto":
+        # labels that are not str are no tags: "plain", which forbids nothing
+        if not all(isinstance(label, str) for label in classes.tolist()):
+            return "plain"
         return detect_scheme(tag_sequences())
     return spec
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -15,7 +16,9 @@ from sklearn.utils import _safe_indexing
 
 from . import _defaults
 from ._base import CRFEstimator
-from ._chain import CRFClassifier
+from ._training import _user_stacklevel
+from ._chain import CHAIN_STATE, CRFClassifier
+from ._fitted_state import (Array, Real, all_of, at_least, finite, saved_as)
 from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
 from ._validation import check_sequences
 from .features.sequence_matrix import SequenceMatrix
@@ -158,7 +161,7 @@ class _Training:
         """The checked solver result of ``estimator``'s alpha from ``w0``."""
         self.objective.l2 = estimator._l2  # the L1 part goes to the solver
         result = estimator._solve(self.objective, w0)
-        estimator._check_training(result, self.data)
+        estimator._check_training(result, self.data, w0)
         return result
 
     def store(self, model, result):
@@ -207,6 +210,31 @@ class _Solutions:
         return self.structure.coefficients(w)
 
 
+def _alpha_is_one_tried(model):
+    if model.alpha_ not in model.alphas_.tolist():
+        raise ValueError(f"alpha_ {model.alpha_!r} is not one of alphas_")
+
+
+def _best_alpha(scores, alphas):
+    """Index of the alpha of best mean score, NaN means left out, as in GridSearchCV.
+
+    A scorer can give NaN (a fold where it is undefined); such an alpha is
+    ranked last, with a warning, rather than chosen. Ties go to the first.
+    """
+    means = scores.mean(axis=0)
+    undefined = np.isnan(means)
+    if undefined.all():
+        raise ValueError(
+            f"Every alpha's mean score over the folds is NaN (scores_: {scores.tolist()!r:.200}): "
+            f"the scorer gives no score to compare them by.")
+    if undefined.any():
+        warnings.warn(
+            f"The mean score of alphas {alphas[undefined].tolist()} is NaN; they are ranked "
+            f"last.", UserWarning, stacklevel=_user_stacklevel())
+    return int(np.argmax(np.where(undefined, -np.inf, means)))
+
+
+@saved_as("skcrf.CRFClassifierCV")
 class CRFClassifierCV(CRFClassifier):
     """Linear-chain CRF whose ``alpha`` is chosen by cross-validation along a path.
 
@@ -317,6 +345,15 @@ class CRFClassifierCV(CRFClassifier):
     [['DET', 'N']]
     """
 
+    _fitted_state = CHAIN_STATE.extended(
+        {"alphas_": Array(("n_alphas",), values=all_of(finite, at_least(0))),
+         # a fold's score may be NaN (a scorer that cannot score it)
+         "scores_": Array(("n_folds", "n_alphas")),
+         "path_n_iter_": Array(("n_folds", "n_alphas"), np.int64, values=at_least(0)),
+         "alpha_": Real(low=0),
+         "best_score_": Real(nan_ok=True)},
+        rules=[_alpha_is_one_tried])
+
     _parameter_constraints = {
         **{name: constraint for name, constraint in CRFClassifier._parameter_constraints.items()
            if name not in ("alpha", "warm_start")},
@@ -397,6 +434,9 @@ class CRFClassifierCV(CRFClassifier):
         scorer = check_scoring(self._estimator(alphas[0]),
                                default_scorer(y) if self.scoring is None else self.scoring)
         splits = list(check_cv(self.cv).split(X, y, groups))
+        if not splits:
+            raise ValueError(f"cv={self.cv!r} gives no (train, test) split: "
+                             f"CRFClassifierCV needs at least one to choose alpha.")
         # strongest first: a weaker alpha starts from a smoother solution
         path = np.argsort(-alphas, kind="stable")
         scores = np.empty((len(splits), alphas.shape[0]))
@@ -406,7 +446,7 @@ class CRFClassifierCV(CRFClassifier):
             scores[k], n_iter[k], solution = self._fold_path(
                 X, y, train, test, alphas, path, scorer, k, solutions)
             solutions.append(solution)
-        best = int(np.argmax(scores.mean(axis=0)))
+        best = _best_alpha(scores, alphas)
         self._refit(X, y, float(alphas[best]), best, solutions, vectorizer)
         self.alpha_ = float(alphas[best])
         self.alphas_ = alphas

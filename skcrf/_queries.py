@@ -7,6 +7,7 @@ this module turns the user's arguments into class ids, and the hooks' arrays
 into what the methods return, with errors that name the sequence and token.
 """
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -133,6 +134,54 @@ def log_probabilities(scores, log_z):
         log_p = np.minimum(scores - log_z, 0.0)
     log_p[np.isneginf(scores)] = -np.inf
     return log_p
+
+
+#: The most memory ``predict_nbest`` may take for one call, in bytes.
+NBEST_MEMORY_BUDGET = 1 << 30
+
+# What each labelling of each sequence costs as the list predict_nbest returns: a
+# label array (its object and the row it copies), a tuple and a float.
+_LIST_BYTES_PER_LABELLING = 256
+
+
+def nbest_count(n, offsets, classes, states_per_token, n_threads):
+    """``n`` bounded by the labellings the longest sequence has; raise past the budget.
+
+    A sequence of ``L`` tokens has at most ``n_classes ** L`` labellings, so
+    asking for more keeps empty lists, in memory proportional to ``n``. What
+    is left must fit :data:`NBEST_MEMORY_BUDGET`: the labels of every path
+    (ids, then the labels themselves), the lists returned, and the kernel's
+    sorted lists of ``states_per_token`` states per token of the longest
+    sequence, on each thread.
+
+    Returns
+    -------
+    n : int
+        What the kernel is asked for: each sequence still gets all its
+        labellings if it has fewer.
+
+    Raises
+    ------
+    ValueError
+        If the ``n`` best labellings would take more than the budget; the
+        message gives the largest ``n`` that fits.
+    """
+    lengths = np.diff(offsets)
+    longest = int(lengths.max(initial=0))
+    n_classes = classes.shape[0]
+    if longest * math.log(n_classes) < math.log(n):
+        n = n_classes ** longest
+    per_labelling = (int(offsets[-1]) * (8 + 8 + classes.dtype.itemsize)
+                     + lengths.shape[0] * _LIST_BYTES_PER_LABELLING
+                     + n_threads * longest * states_per_token * 16)
+    if n * per_labelling > NBEST_MEMORY_BUDGET:
+        fits = max(1, NBEST_MEMORY_BUDGET // per_labelling)
+        raise ValueError(
+            f"predict_nbest(n={n}) would take about {n * per_labelling / 2**30:.1f} GiB for "
+            f"these {lengths.shape[0]} sequences of {int(offsets[-1])} tokens (each "
+            f"labelling costs {per_labelling} bytes; at most {NBEST_MEMORY_BUDGET / 2**30:g} "
+            f"GiB): ask for n <= {fits}, or for fewer sequences at a time.")
+    return n
 
 
 def nbest_lists(labels, scores, counts, log_z, offsets):

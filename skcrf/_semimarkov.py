@@ -10,7 +10,9 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
-from ._base import CRFEstimator
+from ._base import CRFEstimator, forbidden_where_not_allowed
+from ._fitted_state import (Array, Integer, Labels, OneOf, saved_as, weights,
+                            weights_or_neginf)
 from ._training import TrainingProblem
 from ._constraints import explicit_constraints
 from ._parallel import kernel_threads
@@ -28,6 +30,26 @@ _COEFFICIENT_NAMES = {"coef": "coef_", "first_coef": "first_coef_", "last_coef":
                       "start": "start_coef_", "end": "end_coef_"}
 
 
+def _tags_are_the_segments(model):
+    """``classes_`` are the tags the scheme writes for ``segment_classes_``, in order.
+
+    Predictions index ``classes_`` with the tag ids the codec computes.
+    """
+    labels = model.segment_classes_.tolist()
+    if model.scheme_ != "plain":
+        if labels[-1:] != ["O"] or "O" in labels[:-1]:
+            raise ValueError(f"segment_classes_ of scheme {model.scheme_} end with 'O', "
+                             f"once; got {labels[-3:]!r}")
+        labels = labels[:-1]
+    codec = _SegmentTags.of_labels(model.scheme_, labels)
+    if codec.segment_classes.tolist() != model.segment_classes_.tolist():
+        raise ValueError("segment_classes_ are not sorted (the types, then 'O')")
+    if codec.classes.tolist() != model.classes_.tolist():
+        raise ValueError(f"classes_ are not the {len(codec.classes)} tags scheme_ "
+                         f"{model.scheme_!r} writes for segment_classes_")
+
+
+@saved_as("skcrf.SemiMarkovCRF")
 class SemiMarkovCRF(CRFEstimator):
     """Semi-Markov (segment) conditional random field trained by L-BFGS.
 
@@ -161,6 +183,20 @@ class SemiMarkovCRF(CRFEstimator):
     [[Segment(start=0, stop=2, label='PER')]]
     """
 
+    _fitted_state = CRFEstimator._fitted_state.extended(
+        {"segment_classes_": Labels("n_labels", sorted=False),
+         "scheme_": OneOf(*SCHEMES),
+         "max_segment_length_": Integer(1, dim="n_lengths"),
+         "allowed_transitions_": Array(("n_labels", "n_labels"), bool),
+         "coef_": Array(("n_labels", "n_features"), values=weights),
+         "first_coef_": Array(("n_labels", "n_features"), values=weights),
+         "last_coef_": Array(("n_labels", "n_features"), values=weights),
+         "length_coef_": Array(("n_labels", "n_lengths"), values=weights_or_neginf),
+         "transition_coef_": Array(("n_labels", "n_labels"), values=weights_or_neginf),
+         "start_coef_": Array(("n_labels",), values=weights_or_neginf),
+         "end_coef_": Array(("n_labels",), values=weights_or_neginf)},
+        rules=[_tags_are_the_segments, forbidden_where_not_allowed])
+
     _parameter_constraints = {
         **CRFEstimator._parameter_constraints,
         "max_segment_length": [Interval(Integral, 1, None, closed="left"), None],
@@ -234,7 +270,8 @@ class SemiMarkovCRF(CRFEstimator):
         max_lengths = self._max_lengths(segmentation, offsets, codec)
         structure = SemiMarkovStructure.for_training(
             data.features, offsets, codes, max_lengths, allow_repeats=not codec.plain,
-            all_possible_states=self.all_possible_states, allowed_transitions=allowed)
+            all_possible_states=self.all_possible_states, allowed_transitions=allowed,
+            label_names=codec.segment_classes.tolist())
         return TrainingProblem(
             structure, codes,
             {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
@@ -306,6 +343,10 @@ class SemiMarkovCRF(CRFEstimator):
         for k, segmentation in enumerate(segmentations):
             tag_ids[:, k] = codec.tag_ids(segmentation, offsets)
         return tag_ids, scores, counts
+
+    def _nbest_states(self):
+        # a list per segment label for each of "a segment ends here" and "enters here"
+        return 2 * len(self.segment_classes_)
 
     def _labelling_scores(self, potentials, offsets, label_ids):
         # tags this model never writes (malformed ones) have probability 0

@@ -4,6 +4,7 @@ from sklearn.base import _fit_context
 
 from . import _defaults
 from ._base import CRFEstimator
+from ._fitted_state import Array, saved_as, weights
 from ._training import TrainingProblem
 from ._validation import check_finite_scores
 from .structures.tree import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
@@ -16,6 +17,7 @@ _NO_TREES = (
     "TokenFeaturizer(head_column=...) (what skcrf.datasets.load_conllu returns).")
 
 
+@saved_as("skcrf.TreeCRF")
 class TreeCRF(CRFEstimator):
     """Tree-structured conditional random field over given trees, trained by L-BFGS.
 
@@ -114,6 +116,11 @@ class TreeCRF(CRFEstimator):
     >>> crf.predict(X)[0].tolist()
     ['amod', 'nsubj', 'root']
     """
+
+    _fitted_state = CRFEstimator._fitted_state.extended(
+        {"coef_": Array(("n_classes", "n_features"), values=weights),
+         "transition_coef_": Array(("n_classes", "n_classes"), values=weights),
+         "root_coef_": Array(("n_classes",), values=weights)})
 
     def __init__(self, *, alpha=_defaults.ALPHA, l1_ratio=_defaults.L1_RATIO,
                  max_iter=_defaults.MAX_ITER, tol=_defaults.TOL, solver="lbfgs",

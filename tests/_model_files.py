@@ -9,7 +9,7 @@ import io
 import json
 import zipfile
 
-from skcrf._persistence import _MAGIC, _checksum
+from skcrf._persistence._file import _MAGIC, _checksum
 
 
 def split(data):

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.pipeline import make_pipeline
 
-from skcrf import CRFClassifier, SequenceMatrix
+from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer, TokenFeaturizer
 
 
 def _sequence_matrix(n_tokens=5, offsets=(0, 2, 5)):
@@ -298,6 +299,42 @@ def test_ctrl_c_inside_a_training_kernel_is_a_keyboard_interrupt(monkeypatch):
     assert calls
     np.testing.assert_array_equal(crf.coef_, coef)
     assert crf.classes_ is classes and crf.max_iter == 200
+
+
+def _interrupted_in_a_kernel(name):
+    """A stand-in for kernel ``name`` that fails as a Ctrl-C during a numba kernel does:
+    a SystemError chained to the pending KeyboardInterrupt."""
+    def kernel(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as pending:
+            raise SystemError(f"CPUDispatcher(<function {name}>) returned a result with an "
+                              f"exception set") from pending
+    return kernel
+
+
+@pytest.mark.parametrize("module, kernel, call", [
+    ("skcrf.features.featurizer", "slot_features",
+     lambda: TokenFeaturizer().transform([["a", "b"]] * 2000)),
+    ("skcrf.features.featurizer", "slot_features",
+     lambda: make_pipeline(TokenFeaturizer(), SequenceVectorizer()).fit_transform(
+         [["a", "b"]] * 2000)),
+    ("skcrf.features.vectorizer", "sort_row_indices",
+     lambda: SequenceVectorizer().fit_transform([[{"w": "a"}]])),
+    ("skcrf.features.vectorizer", "sort_row_indices",
+     lambda: SequenceVectorizer().fit([[{"w": "a"}]]).transform([[{"w": "a"}]])),
+])
+def test_ctrl_c_inside_a_featurizing_kernel_is_a_keyboard_interrupt(monkeypatch, module, kernel,
+                                                                   call):
+    """TokenFeaturizer.transform gave ``SystemError: CPUDispatcher(<function
+    slot_features>) returned a result with an exception set`` in 15 of 40 timed
+    Ctrl-Cs (issue 32, item 9)."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module(module), kernel,
+                        _interrupted_in_a_kernel(kernel))
+    with pytest.raises(KeyboardInterrupt):
+        call()
 
 
 def test_memory_error_in_a_threaded_kernel_is_a_memory_error():

@@ -127,6 +127,57 @@ def test_model_filename_saves_the_fitted_model(tmp_path):
     assert load_model(path).predict(X) == crf.predict(X)
 
 
+def test_a_loaded_crf_does_not_write_where_the_file_says(tmp_path):
+    """model_filename is where fit saves, not part of the model: a file naming a path
+    made a loaded CRF write there on refit (issue 32, item 16)."""
+    path, elsewhere = tmp_path / "m.skcrf", tmp_path / "not-yours.skcrf"
+    X, y = [[{"w": "a"}, {"w": "b"}]], [["A", "B"]]
+    crf = sklearn_crfsuite.CRF(max_iterations=20, model_filename=str(elsewhere)).fit(X, y)
+    elsewhere.unlink()
+    save_model(crf, path)
+    loaded = load_model(path)
+    assert loaded.model_filename is None
+    loaded.fit(X, y)
+    assert not elsewhere.exists()
+
+
+@pytest.mark.parametrize("min_freq, kept", [(None, 3), (0, 3), (0.5, 3), (1, 3), (2.0, 2),
+                                            (2.5, 1), (3, 1)])
+def test_min_freq_takes_floats_as_documented(min_freq, kept):
+    """min_freq=0.5 and 2.0 were refused with an error naming SequenceVectorizer,
+    which the user never made (issue 32, item 13)."""
+    X = [[{"a": 1.0, "b": 1.0, "c": 1.0}], [{"a": 1.0, "b": 1.0}], [{"a": 1.0}]]
+    y = [["A"], ["B"], ["A"]]
+    crf = sklearn_crfsuite.CRF(max_iterations=5, min_freq=min_freq).fit(X, y)
+    assert len(crf.attributes_) == kept
+
+
+@pytest.mark.parametrize("min_freq", [-1, float("nan"), "2", True])
+def test_invalid_min_freq_is_named_as_the_crfs(min_freq):
+    with pytest.raises(ValueError, match=r"CRF\(min_freq=.*\): min_freq must be a number >= 0"):
+        sklearn_crfsuite.CRF(min_freq=min_freq).fit([[{"a": 1.0}]], [["A"]])
+
+
+def test_nested_feature_dicts_as_python_crfsuite_takes_them():
+    """python-crfsuite reads {"w": {"a": 1.0}} as the attribute "w:a" (item 13)."""
+    nested = [[{"w": {"the": 1.0, "x": {"y": 2.0}}, "pos": "DT"}, {"w": {"cat": 0.5}}]]
+    flat = [[{"w:the": 1.0, "w:x:y": 2.0, "pos": "DT"}, {"w:cat": 0.5}]]
+    y = [["D", "N"]]
+    a = sklearn_crfsuite.CRF(max_iterations=20).fit(nested, y)
+    b = sklearn_crfsuite.CRF(max_iterations=20).fit(flat, y)
+    assert a.attributes_ == b.attributes_ == ["pos:DT", "w:cat", "w:the", "w:x:y"]
+    assert a.state_features_ == b.state_features_
+    assert a.predict(nested) == b.predict(flat)
+    with pytest.raises(ValueError, match=r"Sequence 0, token 1: the attribute 'w:a' is "
+                                         r"given twice, once nested"):
+        a.predict([[{"w": "x"}, {"w:a": "b", "w": {"a": 1.0}}]])
+
+
+def test_tokens_of_another_kind_are_named_by_position():
+    with pytest.raises(TypeError, match="Sequence 0, token 1: a token must be a dict"):
+        sklearn_crfsuite.CRF().fit([[{"a": 1.0}, 3]], [["A", "B"]])
+
+
 @pytest.mark.parametrize("params, match", [
     ({"algorithm": "pa"}, "algorithm='pa' is not available"),
     ({"pa_type": 1}, "pa_type belong to CRFsuite's other training algorithms"),

@@ -196,3 +196,16 @@ def test_constrained_predictions_on_conll2002_testb_are_all_well_formed(conll200
     fixed = [[("B-PER" if t == 0 else None) for t in range(len(x))] for x in F_test[:200]]
     for tags in crf.predict(F_test[:200], fixed=fixed):
         assert tags[0] == "B-PER" and _well_formed(tags.tolist(), "IOB2")
+
+
+def test_auto_on_labels_that_are_not_tags_forbids_nothing():
+    """"auto" on integer labels raised TypeError; the docs say "nothing for plain
+    labels" (issue 32, item 18)."""
+    X = [[{"w": "a"}, {"w": "b"}, {"w": "c"}], [{"w": "c"}, {"w": "a"}]] * 3
+    y = [[1, 2, 3], [3, 1]] * 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        auto = CRFClassifier(allowed_transitions="auto", max_iter=20).fit(X, y)
+        free = CRFClassifier(max_iter=20).fit(X, y)
+    assert auto.allowed_transitions_.all()
+    np.testing.assert_array_equal(auto.transition_coef_, free.transition_coef_)

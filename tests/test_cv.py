@@ -365,3 +365,29 @@ def test_bad_alphas_raise_a_clear_error(alphas, message):
 def test_mismatched_lengths_raise():
     with pytest.raises(ValueError, match="12 sequences but y has 11"):
         CRFClassifierCV(cv=2).fit(TOY_X, TOY_Y[:-1])
+
+
+def test_an_alpha_scored_nan_is_never_chosen():
+    """CRFClassifierCV chose the alpha whose score was NaN (best_score_=nan) where
+    GridSearchCV ranks it last (issue 32, item 10)."""
+    def nan_for_weak_alphas(estimator, X, y):
+        return float("nan") if estimator.alpha < 0.5 else estimator.score(X, y)
+
+    with pytest.warns(UserWarning, match=r"alphas \[0.01, 0.1\] is NaN; they are ranked last"):
+        model = CRFClassifierCV(alphas=[0.01, 0.1, 1.0], cv=2, max_iter=50,
+                                scoring=nan_for_weak_alphas).fit(TOY_X, TOY_Y)
+    assert model.alpha_ == 1.0 and np.isfinite(model.best_score_)
+    search = GridSearchCV(CRFClassifier(max_iter=50), {"alpha": [0.01, 0.1, 1.0]}, cv=2,
+                          scoring=nan_for_weak_alphas)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert search.fit(TOY_X, TOY_Y).best_params_["alpha"] == model.alpha_
+    with pytest.raises(ValueError, match="Every alpha's mean score over the folds is NaN"):
+        CRFClassifierCV(alphas=[0.1, 1.0], cv=2, max_iter=50,
+                        scoring=lambda estimator, X, y: float("nan")).fit(TOY_X, TOY_Y)
+
+
+def test_a_cv_without_splits_is_refused():
+    """cv=[] "succeeded" with no cross-validation at all; GridSearchCV raises (item 10)."""
+    with pytest.raises(ValueError, match=r"cv=\[\] gives no \(train, test\) split"):
+        CRFClassifierCV(cv=[]).fit(TOY_X, TOY_Y)

@@ -20,7 +20,11 @@ from sklearn.pipeline import make_pipeline
 import skcrf
 from skcrf import (CRFClassifier, SemiMarkovCRF, SequenceMatrix, SequenceVectorizer,
                    TokenFeaturizer, load_model, save_model)
-from skcrf._model_format import estimator_classes
+from skcrf._fitted_state import FittedState
+from skcrf._persistence import _registry
+from skcrf._persistence._decoder import model_from_payload
+from skcrf._persistence._encoder import model_to_payload
+from skcrf._persistence._registry import estimator_classes
 from tests import _model_files as model_files
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -216,21 +220,53 @@ def _unusual_values():
     }
 
 
-def test_values_of_every_kind_round_trip():
-    vectorizer = SequenceVectorizer().fit(DICTS)
-    vectorizer.extra_ = _unusual_values()
+class _AnyValue:
+    """A declaration that lets an attribute hold anything (for the format's own tests)."""
+
+    optional = True
+
+    def check(self, value, label, dims):
+        pass
+
+
+class Holder(BaseEstimator):
+    """An estimator whose attributes may hold values of any kind: what the format's
+    tests carry through it, with none of a real estimator's checks."""
+
+    _fitted_state = FittedState({name: _AnyValue() for name in ("extra_", "view_", "same_",
+                                                                  "inner_")},
+                                check_params=lambda holder: None)
+
+    def __init__(self, value=None):
+        self.value = value
+
+
+@pytest.fixture
+def holder(monkeypatch):
+    """A fresh Holder, registered with the model format for the test's duration."""
+    monkeypatch.setitem(_registry._CLASSES, "tests.Holder", (Holder, Holder._fitted_state))
+    return Holder()
+
+
+def _archive_round_trip(model):
+    with _pickle_disabled():
+        return model_from_payload(model_to_payload(model))
+
+
+def test_values_of_every_kind_round_trip(holder):
+    holder.extra_ = _unusual_values()
     view = np.arange(10.0)
-    vectorizer.view_ = view[::2]
-    vectorizer.same_ = [view, view]
-    loaded = _round_trip(vectorizer)
-    assert_same(vectorizer, loaded)
+    holder.view_ = view[::2]
+    holder.same_ = [view, view]
+    loaded = _archive_round_trip(holder)
+    assert_same(holder, loaded)
     assert loaded.same_[0] is loaded.same_[1]
 
 
 @pytest.mark.parametrize("value, where", [
-    (object(), "SequenceVectorizer.extra_ is a builtins.object"),
-    ([1, lambda x: x], r"SequenceVectorizer.extra_\[1\] is <function"),
-    ({"a": io.BytesIO()}, r"SequenceVectorizer.extra_\[.a.\] is a _io.BytesIO"),
+    (object(), "Holder.extra_ is a builtins.object"),
+    ([1, lambda x: x], r"Holder.extra_\[1\] is <function"),
+    ({"a": io.BytesIO()}, r"Holder.extra_\[.a.\] is a _io.BytesIO"),
     (np.array([1, (2,), 3], dtype=object), r"extra_\[1\] is a tuple"),
     (np.zeros(2, dtype=[("a", "O")]), "records holding objects"),
     (sp.coo_matrix(np.eye(2)), "coo_matrix; the model format stores CSR"),
@@ -238,23 +274,21 @@ def test_values_of_every_kind_round_trip():
     (BaseEstimator, "is the class sklearn.base.BaseEstimator"),
     (np.datetime64("2020-01-01"), "numpy datetime64"),
 ])
-def test_what_the_format_cannot_hold_is_named(value, where):
-    vectorizer = SequenceVectorizer().fit(DICTS)
-    vectorizer.extra_ = value
+def test_what_the_format_cannot_hold_is_named(holder, value, where):
+    holder.extra_ = value
     with pytest.raises(TypeError, match=where):
-        save_model(vectorizer, io.BytesIO())
+        model_to_payload(holder)
 
 
-def test_a_model_containing_itself_is_refused():
-    vectorizer = SequenceVectorizer().fit(DICTS)
+def test_a_model_containing_itself_is_refused(holder):
     loop = []
     loop.append(loop)
-    vectorizer.extra_ = loop
+    holder.extra_ = loop
     with pytest.raises(TypeError, match="contains itself"):
-        save_model(vectorizer, io.BytesIO())
+        model_to_payload(holder)
 
 
-def test_subclasses_outside_skcrf_are_not_in_the_format():
+def test_subclasses_outside_skcrf_are_not_in_the_format(holder):
     class Mine(CRFClassifier):
         pass
 
@@ -264,11 +298,26 @@ def test_subclasses_outside_skcrf_are_not_in_the_format():
     with pytest.raises(TypeError, match="got a Mine"):
         save_model(crf, io.BytesIO())
     # nor inside a model
-    vectorizer = SequenceVectorizer().fit(DICTS)
-    vectorizer.inner_ = crf
-    with pytest.raises(TypeError, match=r"SequenceVectorizer.inner_ is a .*Mine; the model "
+    holder.inner_ = crf
+    with pytest.raises(TypeError, match=r"Holder.inner_ is a .*Mine; the model "
                                         r"format stores skcrf estimators"):
+        model_to_payload(holder)
+
+
+def test_attributes_outside_the_fitted_state_are_not_saved():
+    """Only the attributes a class declares load (issue 32, item 15), so only those save:
+    one set by hand is named; scikit-learn's own settings are left out."""
+    vectorizer = SequenceVectorizer().fit(DICTS)
+    vectorizer.note_ = "mine"
+    with pytest.raises(TypeError, match=r"SequenceVectorizer.note_ is not part of a fitted "
+                                        r"SequenceVectorizer.*del model.note_"):
         save_model(vectorizer, io.BytesIO())
+    del vectorizer.note_
+    vectorizer._metadata_request = {}  # as set_transform_request would set it
+    vectorizer._sklearn_output_config = {"transform": "default"}  # as set_output would
+    loaded = _round_trip(vectorizer)
+    assert not {"_sklearn_output_config", "_metadata_request"} & set(vars(loaded))
+    assert loaded.feature_names_ == vectorizer.feature_names_
 
 
 def test_files_of_an_older_skcrf_get_new_parameters_defaults():

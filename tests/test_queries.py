@@ -131,6 +131,40 @@ def test_nbest_is_the_ranked_enumeration_and_starts_with_predict(fitted):
             np.testing.assert_allclose(nbest[q][0][1], proba[q], rtol=1e-12)
 
 
+def test_nbest_costs_what_the_labellings_that_exist_cost(fitted):
+    """n = 10**8 on short sequences asks the kernels for at most 5 ** 3 labellings, and
+    takes little memory; n = 10**7 peaked at 1.3 GB, n = 10**8 raised MemoryError
+    (issue 32, item 8)."""
+    import tracemalloc
+
+    X = _test_sequences()
+    small = fitted.predict_nbest(X, n=200)
+    tracemalloc.start()
+    try:
+        huge = fitted.predict_nbest(X, n=10**8)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20
+    assert [[(labels.tolist(), p) for labels, p in lists] for lists in huge] == \
+        [[(labels.tolist(), p) for labels, p in lists] for lists in small]
+
+
+def test_nbest_past_the_memory_budget_says_which_n_fits(fitted):
+    long = [[{"w": "a", "noise": 0.0}] * 40] * 3
+    with pytest.raises(ValueError, match=r"predict_nbest\(n=100000000\) would take about "
+                                         r"[\d.]+ GiB for these 3 sequences of 120 tokens .* "
+                                         r"ask for n <= \d+, or for fewer sequences"):
+        fitted.predict_nbest(long, n=10**8)
+    message = ""
+    try:
+        fitted.predict_nbest(long, n=10**8)
+    except ValueError as error:
+        message = str(error)
+    fits = int(message.split("ask for n <= ")[1].split(",")[0])
+    assert len(fitted.predict_nbest(long, n=fits)[0]) == fits
+
+
 def test_return_proba_is_the_probability_of_the_returned_labelling(fitted):
     X = _test_sequences()
     for decoding in ("viterbi", "marginal"):

@@ -111,7 +111,8 @@ def test_sequence_log_proba_is_the_probability_of_the_segmentation_the_tags_writ
 def test_nbest_is_the_ranked_enumeration_and_starts_with_predict(fitted):
     X = _test_sequences()
     predicted, proba = fitted.predict(X, return_proba=True)
-    for n in (1, 3, 500):
+    # 10**8: bounded by the tag sequences that exist (issue 32, item 8)
+    for n in (1, 3, 500, 10**8):
         nbest = fitted.predict_nbest(X, n=n)
         for q, x in enumerate(X):
             ranked = sorted(((v, t) for t, v in _enumeration(fitted, x).items()),
@@ -168,7 +169,8 @@ def test_allowed_segment_transitions_constrain_training_and_prediction():
     labels = ["O", "X", "Y"]
     every = {(a, b) for a in labels for b in labels}
     assert any(("O", "X") in _label_pairs(tags) for tags in y)
-    with pytest.raises(ValueError, match=r"Sequence \d+: the segment at token \d+ .*follows"):
+    with pytest.raises(ValueError, match=r"Sequence \d+: the segment 'X' at token \d+ follows "
+                                         r"a segment 'O'"):
         SemiMarkovCRF(alpha=0.5, max_iter=5, allowed_transitions=every - {("O", "X")}).fit(X, y)
 
     keep = [q for q, tags in enumerate(y) if ("X", "Y") not in _label_pairs(tags)]

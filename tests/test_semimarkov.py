@@ -317,3 +317,13 @@ def test_a_failed_refit_keeps_the_previous_model(toy):
     assert crf.coef_ is coef
     for a, b in zip(crf.predict(X[:3]), before):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_training_segment_breaking_the_allowed_pairs_is_named_by_its_labels():
+    """The error named "label id 2" after "label id 0" (issue 32, item 18)."""
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "c"}, {"w": "a"}]]
+    y = [["B-PER", "B-LOC"], ["B-LOC", "O"]]
+    with pytest.raises(ValueError, match=r"Sequence 0: the segment 'LOC' at token 1 follows a "
+                                         r"segment 'PER', a transition allowed_transitions "
+                                         r"forbids"):
+        SemiMarkovCRF(allowed_transitions={("PER", "O"), ("LOC", "O")}, max_iter=5).fit(X, y)

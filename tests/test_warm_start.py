@@ -177,3 +177,16 @@ def test_weights_invert_coefficients(case):
     named = structure.coefficients(w)
     assert structure.weights({k: v for k, v in list(named.items())[1:]}) is None
     assert structure.weights({**named, "coef": named["coef"][:, 1:]}) is None
+
+
+def test_a_warm_start_that_overflows_says_where_it_started():
+    """A warm start from huge weights was reported as overflowing "at zero weights"
+    (issue 32, item 18)."""
+    X, y = _chain_corpus()
+    crf = CRFClassifier(warm_start=True, max_iter=20).fit(X, y)
+    crf.coef_ = crf.coef_ * 1e306
+    with pytest.raises(ValueError, match=r"overflows at its starting weights \(a previous "
+                                         r"fit's, up to [\d.e+]+ in magnitude\).*or fit "
+                                         r"without warm_start"):
+        crf.fit(X, y)
+    # from zero, "zero weights" (test_reliability.py has that case)

@@ -74,6 +74,11 @@ def main(argv=None):
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
+    except MemoryError as error:
+        detail = f" ({' '.join(str(error).split())})" if str(error) else ""
+        print(f"{prog}: error: out of memory{detail}; try a smaller input or model",
+              file=sys.stderr)
+        return 1
 
 
 @contextmanager

@@ -6,7 +6,6 @@ same memory for a file of any size (a file is read twice when its encoding is
 guessed, once to check that it is UTF-8).
 """
 
-import codecs
 import os
 import shutil
 import stat
@@ -21,6 +20,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from ..datasets import iter_conll
+from ._encoding import guess_encoding, undecodable_at
 from ._errors import CommandError, UsageError
 
 # A batch ends with the sequence that brings it to this many tokens. Its
@@ -118,9 +118,9 @@ class ColumnFile:
     separator : str or None
         Column separator; None for runs of spaces and tabs.
     encoding : str or None
-        Its encoding; None for UTF-8 if the whole file decodes as UTF-8, else
-        Latin-1, the encoding of the original CoNLL-2002 release (every byte
-        string is valid Latin-1).
+        Its encoding; None to decide it from the file
+        (:func:`~._encoding.guess_encoding`): UTF-8, or Latin-1 for 8-bit text
+        with no UTF-8 character, as the original CoNLL-2002 release.
     """
 
     def __init__(self, path, separator, encoding):
@@ -130,7 +130,7 @@ class ColumnFile:
             # removed once the file has been read (or this object is gone)
             weakref.finalize(self, os.unlink, path)
         self._source = path
-        self.encoding = encoding if encoding else _guess_encoding(path)
+        self.encoding = encoding if encoding else guess_encoding(path)
         self._sequences = self._rows(separator)
         first = next(self._sequences, None)
         if first is None:
@@ -145,10 +145,13 @@ class ColumnFile:
                 # iter_conll gives a str for one-column lines and a tuple otherwise
                 yield tokens if isinstance(tokens[0], tuple) else [(t,) for t in tokens]
         except UnicodeDecodeError as error:
+            where = undecodable_at(self._source, self.encoding)
+            line, offset, byte = where if where is not None else (
+                "?", "?", error.object[error.start])
             raise CommandError(
-                f"{self.path} is not valid {self.encoding} text ({error.reason} at byte "
-                f"0x{error.object[error.start]:02x}); it must be in the --encoding given "
-                f"to 'skcrf train'") from None
+                f"{self.path}: line {line} is not valid {self.encoding} text ({error.reason}: "
+                f"the byte 0x{byte:02x} at byte offset {offset}); give the file's encoding "
+                f"with --encoding") from None
         except LookupError:
             raise UsageError(f"--encoding {self.encoding}: unknown encoding") from None
         except OSError as error:
@@ -176,21 +179,6 @@ def _spool_stdin():
     with tempfile.NamedTemporaryFile(prefix="skcrf-stdin-", delete=False) as handle:
         shutil.copyfileobj(sys.stdin.buffer, handle)
     return handle.name
-
-
-def _guess_encoding(path):
-    """UTF-8 if all of ``path`` decodes as UTF-8, else Latin-1; reads it a block at a time."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                decoder.decode(block)
-            decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
-        return "latin-1"
-    except OSError as error:
-        raise CommandError(f"cannot read {path}: {error.strerror or error}") from None
-    return "utf-8"
 
 
 def pick(sequences, columns):

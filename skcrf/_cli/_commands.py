@@ -46,11 +46,33 @@ def _check_writable(path, option):
         raise CommandError(f"cannot write {option} {path}: permission denied")
 
 
+def _check_not_an_input(path, option, inputs):
+    """Refuse to write ``path`` over one of the ``(what, path)`` files the command reads."""
+    for what, other in inputs:
+        if other is not None and other != "-" and _same_file(path, other):
+            raise CommandError(f"{option} {path} is the {what}: writing it would replace "
+                               f"the {what}; choose another path")
+
+
+def _same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _require_stdout():
+    """Fail in one line when standard output is closed (``skcrf tag ... >&-``)."""
+    if sys.stdout is None:
+        raise CommandError("standard output is closed; give --output FILE, or redirect it")
+
+
 # --------------------------------------------------------------------------
 # train
 # --------------------------------------------------------------------------
 
 def train(args):
+    _check_not_an_input(args.model, "--model", [("training file", args.train_file)])
     _check_writable(args.model, "--model")
     _estimator(args)  # option clashes fail before the file is read
     started = time.perf_counter()
@@ -213,19 +235,22 @@ def _load_failure(path, error):
     return message
 
 
-def _open_for(layout, path, need_labels):
-    """The column file ``path``, its token columns and its label column (or None)."""
+def _open_for(layout, path, need_labels, encoding=None):
+    """The column file ``path``, its token columns and its label column (or None).
+
+    ``encoding`` (``--encoding``) overrides the one the model was trained with.
+    """
     if layout is None:
         # a model saved from Python: every column is a token column, the last
         # one is the label when one is needed
-        source = ColumnFile(path, None, None)
+        source = ColumnFile(path, None, encoding)
         n_columns = source.n_columns
         if need_labels and n_columns < 2:
             raise CommandError(f"{path} has 1 column; evaluating needs a label column")
         token_columns = range(n_columns - 1) if need_labels else range(n_columns)
         label_column = n_columns - 1 if need_labels else None
     else:
-        source = ColumnFile(path, layout.separator, layout.encoding)
+        source = ColumnFile(path, layout.separator, encoding or layout.encoding)
         token_columns, label_column = layout.for_file(source.n_columns, path, need_labels)
     return source, list(token_columns), label_column
 
@@ -284,10 +309,15 @@ class _Labeller:
 
 def tag(args):
     if args.output is not None:
+        _check_not_an_input(args.output, "--output", [("model", args.model),
+                                                       ("file to label", args.file)])
         _check_writable(args.output, "--output")
+    else:
+        _require_stdout()
     model, layout = _load("skcrf tag", args.model, args.allow_pickle)
     labeller = _Labeller(model, args.model, args.marginals)
-    source, token_columns, _ = _open_for(layout, args.file, need_labels=False)
+    source, token_columns, _ = _open_for(layout, args.file, need_labels=False,
+                                         encoding=args.encoding)
     separator = layout.separator if layout is not None and layout.separator else " "
     with output_file(args.output, source.encoding) as output:
         for batch in source.batches():
@@ -302,10 +332,12 @@ def tag(args):
 
 
 def evaluate(args):
+    _require_stdout()
     prog = "skcrf evaluate"
     model, layout = _load(prog, args.model, args.allow_pickle)
     labeller = _Labeller(model, args.model, marginals=False)
-    source, token_columns, label_column = _open_for(layout, args.test_file, need_labels=True)
+    source, token_columns, label_column = _open_for(layout, args.test_file, need_labels=True,
+                                                    encoding=args.encoding)
     scores = StreamingScores(args.scheme)
     for batch in source.batches():
         y_pred, _ = labeller(pick(batch, token_columns))

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 from .. import _defaults
 from .._chain import CRFClassifier
-from ..features.featurizer import _WORD_FEATURES, TokenFeaturizer
+from ..features.featurizer import _WORD_FEATURES, MAX_WINDOW, TokenFeaturizer
 
 # the option defaults come from the estimators, so the two cannot drift apart
 _FEATURIZER = TokenFeaturizer().get_params()
@@ -158,12 +158,10 @@ def _add_train(commands):
     layout.add_argument("--separator", type=_separator, metavar="SEP",
                         help="column separator, '\\t' for a tab (default: any run of "
                              "spaces and tabs)")
-    layout.add_argument("--encoding", metavar="ENC",
-                        help="text encoding (default: UTF-8, or Latin-1 for a file that "
-                             "is not valid UTF-8, such as the original CoNLL-2002 release)")
+    _add_encoding(layout, "")
 
     features = train.add_argument_group("features (TokenFeaturizer, SequenceVectorizer)")
-    features.add_argument("--window", type=_bounded(int, 0, name="an integer"),
+    features.add_argument("--window", type=_bounded(int, 0, MAX_WINDOW, name="an integer"),
                           default=_FEATURIZER["window"], metavar="K",
                           help="context size: features of the words up to K tokens away, "
                                "and of the other token columns within K")
@@ -260,6 +258,14 @@ def _add_quiet(command, help_text):
     command.add_argument("-q", "--quiet", action="store_true", help=help_text)
 
 
+def _add_encoding(command, default):
+    command.add_argument(
+        "--encoding", metavar="ENC",
+        help=f"text encoding (default: {default}UTF-8, or Latin-1 for 8-bit text with no "
+             f"UTF-8 character, such as the original CoNLL-2002 release; a file of UTF-8 "
+             f"with a stray byte is an error naming its line)")
+
+
 def _add_model_options(command):
     """--model and --allow-pickle, the options of the commands that load a model."""
     command.add_argument("-m", "--model", required=True, metavar="MODEL",
@@ -289,7 +295,9 @@ def _add_tag(commands):
     tag.add_argument("file", metavar="FILE", help="column file to label")
     _add_model_options(tag)
     tag.add_argument("--output", metavar="OUT",
-                     help="where to write the labelled file (default: standard output)")
+                     help="where to write the labelled file (default: standard output); "
+                          "not the input or the model")
+    _add_encoding(tag, "the training file's if given to 'skcrf train', else ")
     tag.add_argument("--marginals", action="store_true",
                      help="add the probability of each predicted label (%%.4f) as a "
                           "last column")
@@ -314,6 +322,7 @@ def _add_evaluate(commands):
     evaluate.add_argument("test_file", metavar="TEST_FILE",
                           help="labelled column file, laid out as the training file")
     _add_model_options(evaluate)
+    _add_encoding(evaluate, "the training file's if given to 'skcrf train', else ")
     evaluate.add_argument("--scheme", choices=SCHEMES, default="IOB2",
                           help="tagging scheme of the labels, for the span report; "
                                "'plain' for labels without B-/I- prefixes")

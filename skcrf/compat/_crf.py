@@ -1,11 +1,16 @@
 """sklearn-crfsuite's CRF class, trained and applied by skcrf."""
 
+import math
+import numbers
+from collections.abc import Mapping
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import metadata_routing
 from sklearn.utils.validation import check_is_fitted
 
 from .._chain import CRFClassifier
+from .._fitted_state import Fitted, FittedState, Integer, TypeOf, saved_as
 from ..features.vectorizer import SequenceVectorizer
 from ..metrics import flat_accuracy_score
 
@@ -22,20 +27,86 @@ _FIXED_LBFGS = {"num_memories": 6, "epsilon": 1e-5, "period": 10, "linesearch": 
 _UNLIMITED_ITERATIONS = 10_000
 
 
-def _token_dict(token):
-    """A token as a feature dict: dicts pass, a list of attribute names weighs each 1."""
-    if isinstance(token, dict):
+def _token_dict(token, q, i):
+    """Token ``i`` of sequence ``q`` as a feature dict, in python-crfsuite's forms.
+
+    A dict passes, its nested dicts flattened (``{"w": {"a": 1.0}}`` is the
+    attribute ``"w:a"``); a list of attribute names weighs each 1.
+    """
+    if isinstance(token, Mapping):
+        if any(isinstance(value, Mapping) for value in token.values()):
+            return _flattened(token, "", q, i)
         return token
     if isinstance(token, (list, tuple)):
         return {str(name): 1.0 for name in token}
-    raise TypeError(f"a token must be a dict of features or a list of attribute names; got "
-                    f"{type(token).__name__}")
+    raise TypeError(f"Sequence {q}, token {i}: a token must be a dict of features or a list "
+                    f"of attribute names; got a {type(token).__name__}.")
+
+
+def _flattened(features, prefix, q, i):
+    """A nested feature dict as one level: each nested key after its parents' and ``:``.
+
+    A name given twice (``"w:a"`` and ``{"w": {"a": ...}}``) adds its values,
+    as two keys of one token that make the same name do in
+    :class:`~skcrf.SequenceVectorizer`.
+    """
+    flat = {}
+    for key, value in features.items():
+        name = f"{prefix}{key}"
+        items = (_flattened(value, f"{name}:", q, i).items() if isinstance(value, Mapping)
+                 else [(name, value)])
+        for name, value in items:
+            if name not in flat:
+                flat[name] = value
+            elif all(isinstance(v, numbers.Real) for v in (flat[name], value)):
+                flat[name] += value
+            else:
+                raise ValueError(f"Sequence {q}, token {i}: the attribute {name!r} is given "
+                                 f"twice, once nested.")
+    return flat
 
 
 def _sequences(X):
-    return [[_token_dict(token) for token in sequence] for sequence in X]
+    return [[_token_dict(token, q, i) for i, token in enumerate(sequence)]
+            for q, sequence in enumerate(X)]
 
 
+def _summaries(classifier):
+    """sklearn-crfsuite's views of a fitted CRFClassifier, by attribute name."""
+    classes = classifier.classes_.tolist()
+    attributes = [str(name) for name in classifier.feature_names_]
+    rows, columns = np.nonzero(classifier.coef_)
+    return {
+        "classes_": classes,
+        "attributes_": attributes,
+        "state_features_": {(attributes[j], classes[k]): float(classifier.coef_[k, j])
+                            for k, j in zip(rows.tolist(), columns.tolist())},
+        "transition_features_": {(a, b): float(classifier.transition_coef_[i, j])
+                                 for i, a in enumerate(classes)
+                                 for j, b in enumerate(classes)},
+        "size_": int(classifier.coef_.nbytes + classifier.transition_coef_.nbytes
+                     + classifier.start_coef_.nbytes + classifier.end_coef_.nbytes),
+    }
+
+
+def _views_are_the_estimators(crf):
+    """What the CRF shows (classes, weights) is what its estimator_ has; its vocabulary
+    makes the estimator's features."""
+    width = len(crf.vectorizer_.feature_names_)
+    if width != crf.estimator_.n_features_in_:
+        raise ValueError(f"vectorizer_ makes {width} features, but estimator_ was fitted on "
+                         f"{crf.estimator_.n_features_in_}")
+    for name, value in _summaries(crf.estimator_).items():
+        if getattr(crf, name) != value:
+            raise ValueError(f"{name} is not what estimator_ holds")
+
+
+def _check_params(crf):
+    crf._classifier()
+    crf._min_freq()
+
+
+@saved_as("skcrf.compat.CRF")
 class CRF(BaseEstimator):
     """sklearn-crfsuite's ``CRF``: same arguments, attributes and methods, trained by skcrf.
 
@@ -51,7 +122,9 @@ class CRF(BaseEstimator):
         Only L-BFGS (OWL-QN with ``c1 > 0``), CRFsuite's default. Another
         value raises a ValueError.
     min_freq : int or float, default=None
-        Drop attributes seen fewer than this many times in training.
+        Drop attributes seen in fewer than this many training tokens (a
+        float counts as the next whole number: 0.5 keeps every attribute,
+        2.0 those seen twice). None keeps every attribute.
     all_possible_states : bool, default=None
         Give every (attribute, label) pair a weight, not only those seen.
     all_possible_transitions : bool, default=None
@@ -77,7 +150,8 @@ averaging, variance, gamma, trainer_cls : default=None
         Print the objective every iteration.
     model_filename : str, default=None
         If given, the fitted model is also saved there with
-        :func:`skcrf.save_model` (skcrf's format, not CRFsuite's).
+        :func:`skcrf.save_model` (skcrf's format, not CRFsuite's). It is not
+        part of the model: a loaded CRF has None.
     keep_tempfiles : bool, default=False
         Accepted for compatibility; skcrf writes no temporary files.
 
@@ -105,6 +179,16 @@ averaging, variance, gamma, trainer_cls : default=None
     --------
     skcrf.CRFClassifier : The estimator underneath, with skcrf's own parameters.
     """
+
+    _fitted_state = FittedState(
+        {"vectorizer_": Fitted(SequenceVectorizer), "estimator_": Fitted(CRFClassifier),
+         "classes_": TypeOf(list), "attributes_": TypeOf(list),
+         "state_features_": TypeOf(dict), "transition_features_": TypeOf(dict),
+         "size_": Integer(), "training_log_": TypeOf(type(None))},
+        rules=[_views_are_the_estimators], check_params=_check_params,
+        # where fit saves a copy is no part of the model: a loaded CRF refitted
+        # must not write over the file a model file names
+        unsaved_params=("model_filename",))
 
     # X_dev and y_dev are not metadata to route: no set_fit_request
     __metadata_request__fit = {"X_dev": metadata_routing.UNUSED,
@@ -193,28 +277,29 @@ averaging, variance, gamma, trainer_cls : default=None
         self : CRF
         """
         classifier = self._classifier()
-        min_freq = 1 if self.min_freq is None else self.min_freq
-        vectorizer = SequenceVectorizer(separator=":", min_freq=min_freq)
+        vectorizer = SequenceVectorizer(separator=":", min_freq=self._min_freq())
         classifier.fit(vectorizer.fit_transform(_sequences(X)), y)
         self.vectorizer_ = vectorizer
         self.estimator_ = classifier
-        self.classes_ = classifier.classes_.tolist()
-        self.attributes_ = [str(name) for name in classifier.feature_names_]
-        rows, columns = np.nonzero(classifier.coef_)
-        self.state_features_ = {
-            (self.attributes_[j], self.classes_[k]): float(classifier.coef_[k, j])
-            for k, j in zip(rows.tolist(), columns.tolist())}
-        self.transition_features_ = {
-            (a, b): float(classifier.transition_coef_[i, j])
-            for i, a in enumerate(self.classes_) for j, b in enumerate(self.classes_)}
-        self.size_ = int(classifier.coef_.nbytes + classifier.transition_coef_.nbytes
-                         + classifier.start_coef_.nbytes + classifier.end_coef_.nbytes)
+        for name, value in _summaries(classifier).items():
+            setattr(self, name, value)
         self.training_log_ = None
         if self.model_filename is not None:
             from .._persistence import save_model
 
             save_model(self, self.model_filename)
         return self
+
+    def _min_freq(self):
+        """SequenceVectorizer's ``min_freq`` (a count of tokens) for this ``min_freq``."""
+        value = self.min_freq
+        if value is None:
+            return 1
+        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                or not math.isfinite(value) or value < 0):
+            raise ValueError(f"CRF(min_freq={value!r}): min_freq must be a number >= 0 (or "
+                             f"None), the fewest training tokens an attribute is kept with.")
+        return max(1, math.ceil(value))
 
     def _transform(self, X):
         check_is_fitted(self, "estimator_")

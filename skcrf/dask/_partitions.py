@@ -26,7 +26,10 @@ def _in_partition(index, first, error):
     """``error``'s type with its message prefixed by the partition it comes from."""
     where = f"partition {index}" + (" (sequences counted within it)" if first is None
                                     else f" (its sequence 0 is sequence {first} of X)")
-    kind = type(error) if isinstance(error, (ValueError, TypeError)) else PartitionError
+    # the built-in kind, not the error's own class, whose constructor may take
+    # more than a message (FeatureValueError)
+    kind = (ValueError if isinstance(error, ValueError) else
+            TypeError if isinstance(error, TypeError) else PartitionError)
     return kind(f"{where}: {error}")
 
 

@@ -9,6 +9,7 @@ freed as they go.
 import ctypes
 import gc
 import numbers
+import pickle
 from array import array
 from collections.abc import Mapping
 from contextlib import contextmanager
@@ -62,6 +63,26 @@ class FeatureValueError(TypeError):
     def relocated(self, sequence, token):
         """The same error, reported at another sequence and token."""
         return FeatureValueError(sequence, token, self.key, self.value, self.why)
+
+    def __reduce__(self):
+        # pickle rebuilds an exception from its args, the message alone here: a worker
+        # process (joblib, Dask) reporting the error would fail to rebuild it. The
+        # value goes as it is if it pickles, else as its repr.
+        try:
+            value = pickle.loads(pickle.dumps(self.value))
+        except Exception:  # noqa: BLE001 - any object may be a bad feature value
+            value = repr(self.value)
+        return (_rebuilt_feature_value_error,
+                (str(self), self.sequence, self.token, self.key, value, self.why))
+
+
+def _rebuilt_feature_value_error(message, sequence, token, key, value, why):
+    """A FeatureValueError with the given message and fields, as it was pickled."""
+    error = FeatureValueError.__new__(FeatureValueError)
+    TypeError.__init__(error, message)
+    error.sequence, error.token, error.key, error.value, error.why = (
+        sequence, token, key, value, why)
+    return error
 
 
 def _vectorize(X, vocabulary, grow, separator):

@@ -191,6 +191,10 @@ def _slot_column(kind, shift, source, table_start, sources, table, t, start, sto
         return table[table_start + sources[source, u]]
     if kind == SLOT_ALWAYS:
         return 0
+    # BOS and EOS (shift 1) always; a marker of a farther offset only where it
+    # tells the sequence's tokens apart (it would be on all of them otherwise)
+    if shift > 1 and shift >= stop - start:
+        return -1
     if kind == SLOT_BEFORE:
         return 0 if t - start < shift else -1
     return 0 if t >= stop - shift else -1  # SLOT_AFTER
@@ -213,7 +217,8 @@ def slot_features(sources, offsets, kinds, shifts, slot_sources, table_starts, t
     - ``SLOT_ALWAYS``: local column 0 on every token (the bias);
     - ``SLOT_BEFORE`` / ``SLOT_AFTER``: local column 0 on the tokens fewer than
       ``shifts[s]`` places from the start / end of their sequence (BOS, EOS and
-      the markers of offsets beyond the sequence).
+      the markers of offsets beyond the sequence); a marker (shift > 1) only in
+      a sequence longer than its shift, where some token lacks it.
 
     One pass to count and one to fill, straight from the per-type tables: a
     (slot, token) grid gathered with numpy was 32 MiB on esp.train. Columns no

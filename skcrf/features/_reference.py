@@ -45,10 +45,11 @@ def _token_dict(plan, tokens, columns, sequence, start, stop, i, parents=None):
         features["BOS"] = True
     if plan.boundary and i == n - 1:
         features["EOS"] = True
+    # a marker on every token of the sequence tells none apart: left out
     for k in plan.marker_offsets:
-        if i - k < 0:
+        if i - k < 0 and k < n:
             features[f"{-k:+d}:BOS"] = True
-        if i + k >= n:
+        if i + k >= n and k < n:
             features[f"{k:+d}:EOS"] = True
     words = columns[plan.word_column]
     for offset, word_keys in [(0, plan.word_keys)] + [

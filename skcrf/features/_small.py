@@ -237,13 +237,11 @@ def featurize_small(layout, X, is_str):
             if kind == "always":
                 columns.append(repeat(a, n))
                 continue
-            if kind == "before":
-                m = min(b, n)
-                columns.append([a] * m + [None] * (n - m))
-                continue
-            if kind == "after":
-                m = min(b, n)
-                columns.append([None] * (n - m) + [a] * m)
+            if kind in ("before", "after"):
+                # a marker on every token of the sequence tells none apart
+                m = 0 if 1 < b >= n else min(b, n)
+                columns.append([a] * m + [None] * (n - m) if kind == "before"
+                               else [None] * (n - m) + [a] * m)
                 continue
             rows = shifted.get((kind, a))
             if rows is None:

@@ -23,6 +23,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._fitted_state import FittedState, saved_as
+from .._parallel import kernel_exceptions
 from .._typing import LabelSequences, TokenSequences
 from .._validation import _locate, check_sequences
 from ._dict_arrays import FeatureValueError, _vectorize
@@ -37,6 +39,11 @@ from .sequence_matrix import SequenceMatrix
 from .vectorizer import SequenceVectorizer, _csr
 
 
+#: The widest context window (``window`` and each of ``columns``) a featurizer takes.
+MAX_WINDOW = 100
+
+
+@saved_as("skcrf.TokenFeaturizer")
 class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Window features of raw tokens, with no hand-written ``word2features``.
 
@@ -54,7 +61,9 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
     - the values of the other columns and their prefixes within their own
       window (``columns``): ``col1=NC``, ``col1[:2]=NC``, ``+1:col1=VMI``;
     - with ``boundary``, ``-2:BOS`` and ``+2:EOS`` style markers for context
-      offsets beyond 1 that fall outside the sequence;
+      offsets beyond 1 that fall outside the sequence, where they tell its
+      tokens apart (not ``-k:BOS`` in a sequence of ``k`` tokens or fewer,
+      where every token would have it);
     - the features ``custom(token)`` returns.
 
     With the defaults and ``(word, POS)`` tokens this is the feature set of the
@@ -73,7 +82,8 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
     ----------
     window : int, default=1
         Context size: ``context_features`` of the words at offsets ``-window``
-        to ``window``, and the default window of the other columns.
+        to ``window``, and the default window of the other columns. At most
+        100.
     word_features : tuple of str, default=("lower", "suffix", "isupper", \
 "istitle", "isdigit")
         Features of a token's own word, any of ``"word"`` (as is), ``"lower"``,
@@ -173,6 +183,9 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         "custom": [callable, None],
     }
 
+    # it learns nothing: its parameters are its whole state
+    _fitted_state = FittedState({}, check_params=lambda featurizer: featurizer._check_params())
+
     def __init__(self, *, window=1,
                  word_features=("lower", "suffix", "isupper", "istitle", "isdigit"),
                  context_features=("lower", "isupper", "istitle"), prefixes=(2, 3),
@@ -236,11 +249,14 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             small = transform_small(plan, X)
             if small is not None:
                 return small
-        tokens = _Tokens(X, self.head_column)
-        if tokens.n_tokens == 0:
-            return SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [],
-                                  parents=tokens.parents)
-        return _featurize(plan(tokens.n_columns), tokens)
+        # a Ctrl-C while a kernel runs comes out as KeyboardInterrupt, not as the
+        # SystemError numba wraps it in
+        with kernel_exceptions():
+            tokens = _Tokens(X, self.head_column)
+            if tokens.n_tokens == 0:
+                return SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [],
+                                      parents=tokens.parents)
+            return _featurize(plan(tokens.n_columns), tokens)
 
     def fit_transform(self, X: TokenSequences,
                       y: Optional[LabelSequences] = None) -> SequenceMatrix:
@@ -280,7 +296,8 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
             and the bias (1.0) real-valued ones.
         """
         plan = self._checked_plan
-        tokens = _Tokens(X, self.head_column)
+        with kernel_exceptions():  # the trees' check is a kernel
+            tokens = _Tokens(X, self.head_column)
         if tokens.n_tokens == 0:
             return [[] for _ in range(len(tokens.offsets) - 1)]
         plan = plan(tokens.n_columns)
@@ -298,6 +315,16 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
 
     def _check_params(self):
         self._validate_params()
+        windows = [("window", self.window)] + (
+            [(f"columns[{column!r}]", window) for column, window in self.columns.items()]
+            if isinstance(self.columns, dict) else [])
+        for name, window in windows:
+            if isinstance(window, Integral) and window > MAX_WINDOW:
+                raise ValueError(
+                    f"TokenFeaturizer({name}={window}): a window of more than {MAX_WINDOW} "
+                    f"tokens on either side is refused; each token gets the features of "
+                    f"every neighbour in it, so memory grows with the window times the "
+                    f"tokens (a CRF gains little beyond a few tokens).")
         for name in ("word_features", "context_features"):
             features = getattr(self, name)
             unknown = [f for f in features if f not in _WORD_FEATURES]
@@ -416,9 +443,13 @@ def _slots(plan, tokens):
         Per feature group, the column of each type within the group (-1: none).
     slots : list of _Slot
     """
+    # offsets that reach past every sequence put nothing in any row: no slot
+    # (a window far beyond the longest sequence would otherwise cost its width
+    # in slots for every token)
+    reach = int(tokens.lengths.max(initial=0))
     slots = [_Slot(SLOT_ALWAYS, 0, 0, -1, ["bias"], "")] if plan.bias else []
     if plan.boundary:
-        for k in [1] + plan.marker_offsets:
+        for k in [1] + [k for k in plan.marker_offsets if k < reach]:
             slots += [_Slot(SLOT_BEFORE, k, 0, -1, [f"{-k:+d}:BOS" if k > 1 else "BOS"], ""),
                       _Slot(SLOT_AFTER, k, 0, -1, [f"{k:+d}:EOS" if k > 1 else "EOS"], "")]
     word_ids, words = tokens.column_codes(plan.word_column)
@@ -426,7 +457,7 @@ def _slots(plan, tokens):
     # a word feature is computed once, for the token and its context alike
     word_groups = {}
     for offset, word_keys in [(0, plan.word_keys)] + [
-            (k, plan.context_keys) for k in plan.context_offsets]:
+            (k, plan.context_keys) for k in plan.context_offsets if abs(k) < reach]:
         for feature, length, key in word_keys:
             if (feature, length) not in word_groups:
                 word_groups[feature, length] = len(tables)
@@ -444,7 +475,8 @@ def _slots(plan, tokens):
                 key, values if length is None else [value[:length] for value in values])
             tables.append(table)
             slots += [_Slot(SLOT_GATHER, k, len(sources) - 1, len(tables) - 1, names,
-                            _offset_prefix(k)) for k in range(-window, window + 1)]
+                            _offset_prefix(k)) for k in range(-window, window + 1)
+                      if abs(k) < reach]
     return np.stack(sources), tables, slots
 
 

@@ -15,6 +15,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from .._fitted_state import FittedState, IfPresent, Names, StrList, TypeOf, saved_as
+from .._parallel import kernel_exceptions
 from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
 from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
@@ -25,6 +27,27 @@ from ._parents import PARENT_KEY
 from .sequence_matrix import SequenceMatrix, values_or_none
 
 
+def _vocabulary_numbers_the_names(vectorizer):
+    """``vocabulary_`` maps each name of ``feature_names_`` to its index, and only those.
+
+    Its values become column indices that the kernels use unchecked.
+    """
+    names = vectorizer.feature_names_
+    if vectorizer.vocabulary_ != dict(zip(names, range(len(names)))):
+        raise ValueError(f"vocabulary_ does not map each of the {len(names)} names of "
+                         f"feature_names_ to its index")
+    saved = vars(vectorizer).get("_names_out")
+    if saved is not None and saved.tolist() != names:
+        raise ValueError("_names_out is not feature_names_")
+
+
+def _values_are_numbers(vectorizer):
+    kind = np.dtype(vectorizer.dtype).kind
+    if kind not in "biuf":
+        raise ValueError(f"dtype is {vectorizer.dtype!r}; feature values are real numbers")
+
+
+@saved_as("skcrf.SequenceVectorizer")
 class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Turn sequences of per-token feature dicts into one sparse matrix.
 
@@ -108,6 +131,12 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         "min_freq": [Interval(numbers.Integral, 1, None, closed="left")],
     }
 
+    _fitted_state = FittedState(
+        {"feature_names_": StrList("n_features"), "vocabulary_": TypeOf(dict),
+         # the names as the outputs share them (set by fit; absent from older files)
+         "_names_out": IfPresent(Names("n_features"))},
+        rules=[_vocabulary_numbers_the_names, _values_are_numbers])
+
     def __init__(self, *, dtype=np.float64, separator="=", sort=True, min_freq=1):
         self.dtype = dtype
         self.separator = separator
@@ -149,7 +178,10 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Xt : SequenceMatrix
             One row per token, one column per kept feature name.
         """
-        return self._to_matrix(*self._fit_arrays(X))
+        # a Ctrl-C while a kernel runs comes out as KeyboardInterrupt, not as the
+        # SystemError numba wraps it in
+        with kernel_exceptions():
+            return self._to_matrix(*self._fit_arrays(X))
 
     def _fit_arrays(self, X):
         """Fit, and return the output's arrays in the compact form of ``_vectorize_compact``.
@@ -225,7 +257,8 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Xt : SequenceMatrix
             One row per token, the columns of ``feature_names_``.
         """
-        return self._to_matrix(*self._transform_arrays(X))
+        with kernel_exceptions():  # as in fit_transform
+            return self._to_matrix(*self._transform_arrays(X))
 
     def _transform_arrays(self, X):
         """:meth:`transform`'s arrays in the compact form of ``_vectorize_compact``."""

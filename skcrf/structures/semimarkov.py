@@ -285,10 +285,13 @@ class SemiMarkovStructure:
         next]; None allows every pair (but repeats if not ``allow_repeats``).
         A forbidden pair's weight stays in ``w``, and the potentials add
         ``-inf`` to it, so it gets no probability and a zero gradient.
+    label_names : sequence, default=None
+        The segment labels, to name them in errors (else by id).
     """
 
     def __init__(self, token_pairs, max_lengths, *, allow_repeats=True,
-                 allowed_transitions=None):
+                 allowed_transitions=None, label_names=None):
+        self.label_names = None if label_names is None else list(label_names)
         self.max_lengths = np.asarray(max_lengths, dtype=np.int64)
         if self.max_lengths.min(initial=1) < 1:
             raise ValueError("every label needs a maximum segment length of at least 1.")
@@ -313,15 +316,18 @@ class SemiMarkovStructure:
 
     @classmethod
     def for_training(cls, features, offsets, codes, max_lengths, *, allow_repeats=True,
-                     all_possible_states=False, allowed_transitions=None):
+                     all_possible_states=False, allowed_transitions=None, label_names=None):
         """The structure of a training set: which (feature, role label) pairs get weights."""
         n_labels = len(max_lengths)
         n_role_labels = len(TOKEN_ROLES) * n_labels
-        if all_possible_states:
-            return cls(StatePairs.every(features.n_features, n_role_labels), max_lengths,
-                       allow_repeats=allow_repeats, allowed_transitions=allowed_transitions)
-        return cls(observed_token_pairs(features, offsets, codes, n_labels), max_lengths,
-                   allow_repeats=allow_repeats, allowed_transitions=allowed_transitions)
+        pairs = (StatePairs.every(features.n_features, n_role_labels) if all_possible_states
+                 else observed_token_pairs(features, offsets, codes, n_labels))
+        return cls(pairs, max_lengths, allow_repeats=allow_repeats,
+                   allowed_transitions=allowed_transitions, label_names=label_names)
+
+    def _label(self, y):
+        """Segment label ``y`` as messages name it."""
+        return f"label id {y}" if self.label_names is None else repr(self.label_names[y])
 
     @property
     def n_parameters(self):
@@ -372,8 +378,8 @@ class SemiMarkovStructure:
             q, lo = sequence[k], offsets[sequence[k]]
             raise ValueError(
                 f"Sequence {q} has a segment of {stops[k] - first[k]} tokens (tokens "
-                f"{first[k] - lo}:{stops[k] - lo}, label id {labels[k]}), longer than the "
-                f"{self.max_lengths[labels[k]]} its label allows.")
+                f"{first[k] - lo}:{stops[k] - lo}, {self._label(labels[k])}), longer than "
+                f"the {self.max_lengths[labels[k]]} its label allows.")
         forbidden = np.flatnonzero(
             (sequence[1:] == sequence[:-1])
             & np.isneginf(self.transition_mask[labels[:-1], labels[1:]]))
@@ -381,10 +387,10 @@ class SemiMarkovStructure:
             k = forbidden[0] + 1
             what = ("repeats the previous segment's label, which this structure forbids"
                     if labels[k] == labels[k - 1] else
-                    f"(label id {labels[k]}) follows one of label id {labels[k - 1]}, a "
-                    f"transition this structure forbids")
-            raise ValueError(f"Sequence {sequence[k]}: the segment at token "
-                             f"{first[k] - offsets[sequence[k]]} {what}.")
+                    f"follows a segment {self._label(labels[k - 1])}, a transition "
+                    f"allowed_transitions forbids")
+            raise ValueError(f"Sequence {sequence[k]}: the segment {self._label(labels[k])} "
+                             f"at token {first[k] - offsets[sequence[k]]} {what}.")
 
     def scores(self, features, w):
         """:class:`SegmentScores` of the features under the weights ``w``."""

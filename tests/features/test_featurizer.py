@@ -166,11 +166,53 @@ def test_feature_names_of_one_token():
     featurizer = TokenFeaturizer(
         window=2, word_features=("word", "prefix", "shape", "hyphen", "hasdigit"),
         context_features=("lower",), prefixes=(2,), columns={1: 0}, column_prefixes=(1,))
-    features = featurizer.transform_dicts([[("A-1", "NC"), ("b", "V")]])[0][0]
+    features = featurizer.transform_dicts([[("A-1", "NC"), ("b", "V"), ("c", "V")]])[0][0]
     assert features == {
-        "bias": 1.0, "BOS": True, "-2:BOS": True, "+2:EOS": True,
+        "bias": 1.0, "BOS": True, "-2:BOS": True,
         "word": "A-1", "word[:2]": "A-", "word.shape": "X-d", "word.hyphen": True,
-        "word.hasdigit": True, "+1:word.lower": "b", "col1": "NC", "col1[:1]": "N"}
+        "word.hasdigit": True, "+1:word.lower": "b", "+2:word.lower": "c", "col1": "NC",
+        "col1[:1]": "N"}
+
+
+@pytest.mark.parametrize("path", ["general", "small", "dicts"])
+def test_boundary_markers_only_where_they_tell_tokens_apart(path):
+    """-k:BOS on every token of a sequence of k tokens or fewer says nothing about
+    positions (issue 32, item 5): it is left out, and so the markers of a window far
+    beyond the longest sequence cost nothing. BOS and EOS stay, even on one token."""
+    X = [[("a",)], [("a",), ("b",)], [("a",), ("b",), ("c",)]]
+    featurizer = TokenFeaturizer(window=3, word_features=(), context_features=("isupper",),
+                                 columns=None, bias=False)
+
+    def markers(names):
+        return sorted(name for name in names if name.endswith(("BOS", "EOS")))
+
+    if path == "dicts":
+        rows = [[markers(k for k, v in token.items() if v) for token in sentence]
+                for sentence in featurizer.transform_dicts(X)]
+    else:
+        if path == "general":  # more tokens than the small path takes
+            X = X * 200
+        Xt = featurizer.transform(X)
+        rows = [[markers(Xt.feature_names[Xt[q][i].indices].tolist())
+                 for i in range(len(sentence))] for q, sentence in enumerate(X[:3])]
+    assert rows == [[["BOS", "EOS"]],
+                    [["BOS"], ["EOS"]],
+                    [["-2:BOS", "BOS"], ["+2:EOS", "-2:BOS"], ["+2:EOS", "EOS"]]]
+
+
+def test_windows_past_every_sequence_cost_nothing_and_absurd_ones_are_refused():
+    """A window of 100 on short sentences costs what the sentences allow; one of a
+    million is refused with one line, before any work (issue 32, item 5)."""
+    X = [[("w%d" % i,) for i in range(5)]] * 300
+    wide = TokenFeaturizer(window=100).transform(X)
+    narrow = TokenFeaturizer(window=4).transform(X)
+    assert wide.feature_names.tolist() == narrow.feature_names.tolist()
+    assert (wide.matrix != narrow.matrix).nnz == 0
+    with pytest.raises(ValueError, match=r"TokenFeaturizer\(window=1000000\): a window of "
+                                         r"more than 100 tokens on either side is refused"):
+        TokenFeaturizer(window=1_000_000).fit_transform(X)
+    with pytest.raises(ValueError, match=r"columns\[1\]=500"):
+        TokenFeaturizer(columns={1: 500}).fit(X)
 
 
 def test_matrix_names_and_values():
@@ -229,7 +271,8 @@ def test_boundary_markers_on_length_one_and_empty_sequences():
     Xt = TokenFeaturizer(window=2).fit_transform([["solo"], []])
     assert Xt.lengths.tolist() == [1, 0]
     names = set(Xt.feature_names[Xt[0][0].indices])
-    assert {"BOS", "EOS", "-2:BOS", "+2:EOS"} <= names
+    # on the one token, -2:BOS and +2:EOS would tell nothing apart
+    assert {"BOS", "EOS"} <= names and not {"-2:BOS", "+2:EOS"} & names
     assert not any(name.startswith(("-1:word", "+1:word")) for name in names)
 
 

@@ -7,7 +7,8 @@ A model file (format 2) is::
     <payload>                           "size" bytes, see "payload" in the header
 
 The payload is a zip archive of a JSON description and ``.npy`` arrays
-(:mod:`skcrf._model_format`): loading it runs no code the file chooses. Only
+(:mod:`skcrf._persistence._archive`; written by ``_encoder``, read by
+``_decoder``): loading it runs no code the file chooses. Only
 a model that the safe format cannot hold (a Pipeline with steps from other
 libraries) is pickled instead, and only when the caller asks for it with
 ``allow_pickle=True``; loading such a file, or one in the pickle-based format
@@ -43,9 +44,11 @@ from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from ._model_format import (estimator_classes, function_reference, model_from_payload,
-                            model_to_payload)
-from ._typing import FileLike
+from .._typing import FileLike
+from ._archive import function_reference
+from ._decoder import model_from_payload
+from ._encoder import model_to_payload
+from ._registry import estimator_classes
 
 __all__ = ["ModelVersionWarning", "load_model", "save_model"]
 
@@ -438,6 +441,11 @@ def _load(handle, name, allow_pickle, functions):
                                    import_functions=allow_pickle)
     except ValueError as error:
         raise ValueError(f"{name}: cannot load the model: {error}") from None
+    except MemoryError:
+        # every array's size is checked against the bytes it holds: only a model
+        # too large for this machine gets here
+        raise ValueError(f"{name}: cannot load the model: it needs more memory than there "
+                         f"is.") from None
     return model, header
 
 
