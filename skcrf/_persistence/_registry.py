@@ -36,6 +36,7 @@ _MODULES = {
     "skcrf.TokenFeaturizer": "skcrf.features.featurizer",
     "skcrf.SequenceVectorizer": "skcrf.features.vectorizer",
     "skcrf.compat.CRF": "skcrf.compat._crf",
+    "sklearn.pipeline.Pipeline": "skcrf._fitted_state",
 }
 
 
