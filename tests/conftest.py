@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skcrf._fetch import CorpusNotFoundError
+from skcrf.datasets._fetch import CorpusNotFoundError
 from skcrf.datasets import get_data_home
 
 

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from skcrf._fetch import corpus_file
+from skcrf.datasets._fetch import corpus_file
 from skcrf.datasets import fetch_ud, load_conllu
 from tests.conftest import data_home
 

@@ -13,10 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from skcrf import _fetch
-from skcrf._fetch import REMOTE_FILES, CorpusNotFoundError, RemoteFile, partial_path
 from skcrf.datasets import (
-    _main,
     fetch_conll2000,
     fetch_conll2002,
     fetch_ud,
@@ -24,6 +21,9 @@ from skcrf.datasets import (
     load_conll2000,
     load_conll2002,
 )
+from skcrf.datasets import _fetch
+from skcrf.datasets.__main__ import main as _main
+from skcrf.datasets._fetch import REMOTE_FILES, CorpusNotFoundError, RemoteFile, partial_path
 from tests.conftest import data_home as shared_data_home
 
 REPO = Path(__file__).resolve().parents[1]

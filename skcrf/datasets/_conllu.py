@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Union
 
-from ._typing import Corpus, StrPath
+from .._typing import Corpus, StrPath
+from ._conll import _reading_encoding
 
 __all__ = ["COLUMNS", "load_conllu", "read_conllu"]
 
@@ -135,8 +136,6 @@ def read_conllu(path, column_indices, label_index, *, deprel_subtypes=True,
     False the tokens are the columns alone: a str for one column, a tuple of
     str for several (the trees are checked all the same).
     """
-    from skcrf.datasets import _reading_encoding  # not at the top: datasets imports us
-
     path = Path(path)
     with open(path, encoding=_reading_encoding(encoding), newline="") as handle:
         text = handle.read()
