@@ -207,3 +207,12 @@ def test_conll2000_chunking(subset, n_sequences, n_tokens):
     assert all(len(s) == len(labels) for s, labels in zip(X, y))
     assert {label.split("-")[0] for labels in y for label in labels} == {"B", "I", "O"}
     assert "B-NP" in {label for labels in y for label in labels}
+
+
+def test_a_byte_that_is_not_utf8_names_the_file_line_and_byte(tmp_path):
+    path = tmp_path / "latin.txt"
+    path.write_bytes(b"a X O\n\n" + "España NP B-LOC\n".encode("latin-1"))
+    for read in (load_conll, lambda p: list(iter_conll(p))):
+        with pytest.raises(UnicodeDecodeError, match=rf"{path}, line 3 \(byte 11 of the "
+                                                     rf"file\) is not utf-8"):
+            read(path)

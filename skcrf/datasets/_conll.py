@@ -144,7 +144,7 @@ def iter_conll(path: StrPath, *, columns: Optional[Sequence[int]] = None,
     tokens, labels = [], []
     reader = None
     with open(path, encoding=_reading_encoding(encoding)) as handle:
-        for line_number, line in enumerate(handle, start=1):
+        for line_number, line in enumerate(_decoded_lines(handle, path, encoding), start=1):
             if separator is None:
                 # str.split() is twice as fast as the regex, and right unless the
                 # line holds other whitespace, which nearly no line does
@@ -189,6 +189,43 @@ def _reading_encoding(encoding):
     ``-DOCSTART-`` line into a token line.
     """
     return "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+
+
+def _decoded_lines(handle, path, encoding):
+    """The lines of the text file ``handle``; a byte it cannot decode is located, not just named."""
+    try:
+        yield from handle
+    except UnicodeDecodeError as exc:
+        raise decoding_error(path, encoding, exc) from None
+
+
+def decoding_error(path, encoding, error):
+    """``error``, a decoding error in the file ``path``, made to name its line and byte.
+
+    Python's own message gives the byte's position in a chunk of the file read
+    at once, which says nothing to the reader; this reads the file again line
+    by line (only once decoding failed) to find the line.
+
+    Returns
+    -------
+    error : UnicodeDecodeError
+        The same kind of error, its message naming the file, the line and the
+        byte's offset in the file, and saying how to give another encoding.
+    """
+    decoder = codecs.getincrementaldecoder(_reading_encoding(encoding))()
+    offset = 0
+    with open(path, "rb") as handle:
+        for line_number, raw in enumerate(handle, start=1):
+            try:
+                decoder.decode(raw)
+            except UnicodeDecodeError as exc:
+                return UnicodeDecodeError(
+                    exc.encoding, exc.object, exc.start, exc.end,
+                    f"{exc.reason}; {path}, line {line_number} (byte {offset + exc.start} of "
+                    f"the file) is not {encoding}: give the file's encoding, such as "
+                    f"encoding='latin-1'")
+            offset += len(raw)
+    return error  # not found again (the file changed meanwhile): the original
 
 
 class _ColumnReader:
