@@ -6,6 +6,7 @@ import pytest
 
 from skcrf.datasets._fetch import corpus_file
 from skcrf.datasets import fetch_ud, load_conllu
+from tests._corpora import record_files
 from tests.conftest import data_home
 
 
@@ -155,6 +156,7 @@ def test_fetch_ud_reads_with_the_same_reader(tmp_path, monkeypatch):
     # a file already in the data home is read without any download
     (tmp_path / "ud_english_ewt").mkdir()
     write(tmp_path / "ud_english_ewt", TEXT, "en_ewt-ud-dev.conllu")
+    record_files(monkeypatch, tmp_path)  # the loaders check a file's size against the table
     X, y = fetch_ud("en_ewt", "dev", data_home=tmp_path, download_if_missing=False)
     assert X == [["Voy", "de", "el", "centro"], ["Hola"]]  # the forms alone by default
     assert y == [["VERB", "ADP", "DET", "NOUN"], ["INTJ"]]
@@ -166,6 +168,7 @@ def test_fetch_ud_reads_with_the_same_reader(tmp_path, monkeypatch):
     assert X[0][3] == ("centro", "NOUN", 0) and y[0][3] == "obl"
     # the tree is checked on the default path too
     write(tmp_path / "ud_english_ewt", word(1, "A", "_") + "\n", "en_ewt-ud-dev.conllu")
+    record_files(monkeypatch, tmp_path)
     with pytest.raises(ValueError, match=r"sentence 1, line 1: HEAD '_'"):
         fetch_ud(subset="dev", data_home=tmp_path)
 
