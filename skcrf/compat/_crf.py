@@ -147,6 +147,14 @@ averaging, variance, gamma, trainer_cls : default=None
         self.keep_tempfiles = keep_tempfiles
         self.trainer_cls = trainer_cls
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # sequences of feature dicts (or attribute lists), not a 2-D array; ragged y
+        tags.input_tags.two_d_array = False
+        tags.input_tags.dict = True
+        tags.target_tags.required = True
+        return tags
+
     def _classifier(self):
         """The CRFClassifier these arguments describe; unsupported ones raise ValueError."""
         if self.algorithm not in (None, "lbfgs"):
@@ -222,7 +230,8 @@ averaging, variance, gamma, trainer_cls : default=None
 
     def predict(self, X):
         """Most likely labels: a list of lists of str, one per sequence."""
-        return [labels.tolist() for labels in self.estimator_.predict(self._transform(X))]
+        features = self._transform(X)  # first: it raises NotFittedError on an unfitted CRF
+        return [labels.tolist() for labels in self.estimator_.predict(features)]
 
     def predict_single(self, xseq):
         """Most likely labels of one sequence, as a list of str."""
@@ -230,9 +239,9 @@ averaging, variance, gamma, trainer_cls : default=None
 
     def predict_marginals(self, X):
         """Per sequence, per token, a dict of each label's probability."""
-        classes = self.classes_
-        return [[dict(zip(classes, row.tolist())) for row in marginals]
-                for marginals in self.estimator_.predict_marginals(self._transform(X))]
+        features = self._transform(X)  # first: it raises NotFittedError on an unfitted CRF
+        return [[dict(zip(self.classes_, row.tolist())) for row in marginals]
+                for marginals in self.estimator_.predict_marginals(features)]
 
     def predict_marginals_single(self, xseq):
         """Per token of one sequence, a dict of each label's probability."""
