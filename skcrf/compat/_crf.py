@@ -1,7 +1,10 @@
 """sklearn-crfsuite's CRF class, trained and applied by skcrf."""
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import metadata_routing
 from sklearn.utils.validation import check_is_fitted
 
@@ -60,7 +63,8 @@ class CRF(BaseEstimator):
     c1, c2 : float, default=None
         L1 and L2 coefficients; None means CRFsuite's 0 and 1.
     max_iterations : int, default=None
-        Most L-BFGS iterations; None trains until convergence.
+        Most L-BFGS iterations; None trains until convergence. Reaching it is
+        silent, as in CRFsuite (:class:`~skcrf.CRFClassifier` warns).
     num_memories, epsilon, period, linesearch, max_linesearch : default=None
         CRFsuite's L-BFGS settings. skcrf runs with CRFsuite's defaults (6,
         1e-5, 10, "MoreThuente", 20 — a line search of its own kind); another
@@ -90,9 +94,13 @@ averaging, variance, gamma, trainer_cls : default=None
     transition_features_ : dict
         ``{(label_from, label_to): weight}`` for every pair of labels.
     attributes_ : list of str
-        Every attribute (feature) name.
+        The attributes (feature names) that carry a non-zero weight for some
+        label, as CRFsuite's model keeps them; ``estimator_.feature_names_``
+        has them all.
     size_ : int
-        Bytes of the model's weight arrays (CRFsuite reports its file size).
+        Bytes of the weights of these attributes (one per label), of the
+        transition, start and end weights, and of the attributes' names;
+        CRFsuite reports its model file's size, which holds much the same.
     training_log_ : None
         CRFsuite's training log has no counterpart; see
         ``estimator_.loss_curve_``.
@@ -203,20 +211,29 @@ averaging, variance, gamma, trainer_cls : default=None
         classifier = self._classifier()
         min_freq = 1 if self.min_freq is None else self.min_freq
         vectorizer = SequenceVectorizer(separator=":", min_freq=min_freq)
-        classifier.fit(vectorizer.fit_transform(_sequences(X)), y)
+        with warnings.catch_warnings():
+            # CRFsuite stops at max_iterations without a word, and so does its
+            # interface here; CRFClassifier itself warns
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            classifier.fit(vectorizer.fit_transform(_sequences(X)), y)
         self.vectorizer_ = vectorizer
         self.estimator_ = classifier
         self.classes_ = classifier.classes_.tolist()
-        self.attributes_ = [str(name) for name in classifier.feature_names_]
-        rows, columns = np.nonzero(classifier.coef_)
-        self.state_features_ = {
-            (self.attributes_[j], self.classes_[k]): float(classifier.coef_[k, j])
-            for k, j in zip(rows.tolist(), columns.tolist())}
+        names = [str(name) for name in classifier.feature_names_]
+        coef = classifier.coef_
+        # as CRFsuite's model, the attributes that carry a non-zero weight
+        weighted = np.flatnonzero(np.any(coef != 0, axis=0))
+        self.attributes_ = [names[j] for j in weighted.tolist()]
+        rows, columns = np.nonzero(coef)
+        self.state_features_ = {(names[j], self.classes_[k]): float(coef[k, j])
+                                for k, j in zip(rows.tolist(), columns.tolist())}
         self.transition_features_ = {
             (a, b): float(classifier.transition_coef_[i, j])
             for i, a in enumerate(self.classes_) for j, b in enumerate(self.classes_)}
-        self.size_ = int(classifier.coef_.nbytes + classifier.transition_coef_.nbytes
-                         + classifier.start_coef_.nbytes + classifier.end_coef_.nbytes)
+        n_classes = len(self.classes_)
+        n_weights = weighted.shape[0] * n_classes + n_classes * n_classes + 2 * n_classes
+        self.size_ = int(n_weights * coef.itemsize
+                         + sum(len(name.encode("utf-8")) for name in self.attributes_))
         self.training_log_ = None
         if self.model_filename is not None:
             from .._persistence import save_model
