@@ -347,3 +347,11 @@ def test_bad_alphas_raise_a_clear_error(alphas, message):
 def test_mismatched_lengths_raise():
     with pytest.raises(ValueError, match="12 sequences but y has 11"):
         CRFClassifierCV(cv=2).fit(TOY_X, TOY_Y[:-1])
+
+
+@pytest.mark.parametrize("scoring", ["accuracy", "f1_macro"])
+def test_a_string_scorer_is_refused_naming_skcrf_s(scoring):
+    """scikit-learn's string scorers fail on sequences: one error, not NaN scores."""
+    with pytest.raises(ValueError, match=rf"scoring='{scoring}' names one of scikit-learn's "
+                                         rf"scorers.*span_f1_scorer.*make_sequence_scorer"):
+        CRFClassifierCV(scoring=scoring, cv=2).fit(TOY_X, TOY_Y)

@@ -5,10 +5,12 @@ corpora of ``tests/_toys.py``) and the parameters a search may vary. What is
 particular to one estimator stays in its own test module.
 """
 
+import io
 import pickle
 
 import numpy as np
 import pytest
+import sklearn
 import sklearn.utils.estimator_checks as checks
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
@@ -16,7 +18,14 @@ from sklearn.model_selection import GridSearchCV, cross_validate
 from sklearn.pipeline import make_pipeline
 
 import skcrf.compat
-from skcrf import CRFClassifier, CRFClassifierCV, SemiMarkovCRF, SequenceVectorizer, TreeCRF
+from skcrf import (
+    CRFClassifier,
+    CRFClassifierCV,
+    SemiMarkovCRF,
+    SequenceVectorizer,
+    TreeCRF,
+    save_model,
+)
 from tests._toys import chain_corpus, span_corpus, tree_corpus
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -148,3 +157,43 @@ def test_a_pipeline_after_a_vectorizer_predicts_and_gives_marginals(name):
         for a, b in zip(got, expected, strict=True):
             np.testing.assert_array_equal(a, b)
 
+
+
+@pytest.mark.parametrize("name", SEQUENCE_INPUT)
+def test_metadata_routing_passes_predict_s_options_and_scores_a_pipeline(name):
+    """With enable_metadata_routing=True, what works without it still works (issue 36, 8)."""
+    make, task, grid = ESTIMATORS[name]
+    X, y = task()
+    plain = make_pipeline(SequenceVectorizer(), make()).fit(X, y)
+    expected_labels, expected_proba = plain.predict(X, return_proba=True)
+    with sklearn.config_context(enable_metadata_routing=True):
+        pipe = make_pipeline(SequenceVectorizer(), make()).fit(X, y)
+        labels, proba = pipe.predict(X, return_proba=True)
+        fixed = [[expected_labels[q][0]] + [None] * (len(x) - 1) for q, x in enumerate(X)]
+        constrained = pipe.predict(X, fixed=fixed)
+        assert pipe.score(X, y) >= LEARNED
+        step = pipe.steps[-1][0]
+        search = GridSearchCV(pipe, {f"{step}__{key}": values for key, values in grid.items()},
+                              cv=3).fit(X, y)
+        buffer = io.BytesIO()
+        save_model(pipe, buffer)
+    for got, want in zip(labels, expected_labels, strict=True):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(proba, expected_proba)
+    assert all(tags[0] == expected_labels[q][0] for q, tags in enumerate(constrained))
+    assert np.all(np.isfinite(search.cv_results_["mean_test_score"]))
+    assert buffer.tell() > 0  # the default requests are the class's: nothing to store
+
+
+@pytest.mark.parametrize("name", SEQUENCE_INPUT)
+def test_score_weighs_each_sequence_s_tokens(name):
+    make, task, _ = ESTIMATORS[name]
+    X, y = task()
+    model = make().fit(X, y)
+    weights = np.zeros(len(X))
+    weights[0] = 1.0
+    accuracy = np.mean(np.asarray(model.predict(X[:1])[0]) == np.asarray(y[0]))
+    assert model.score(X, y, sample_weight=weights) == pytest.approx(accuracy)
+    assert model.score(X, y, sample_weight=np.ones(len(X))) == model.score(X, y)
+    with pytest.raises(ValueError, match="one weight per sequence"):
+        model.score(X, y, sample_weight=[1.0])
