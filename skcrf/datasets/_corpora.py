@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -49,6 +50,66 @@ _UD_FILES = {"en_ewt": ("ud_english_ewt", {subset: f"en_ewt-ud-{subset}.conllu"
 _UD_LABELS = {"upos": 3, "xpos": 4, "deprel": 7}  # CoNLL-U column indices
 
 
+# Sections the loaders' and fetchers' docstrings share, one copy each: a
+# docstring line ``<<name>>`` stands for the section of that name.
+_DOC_SECTIONS = {
+    "download_parameters": """\
+    data_home : str or path-like, default=None
+        Where the corpus is stored; see :func:`get_data_home`.
+    download_if_missing : bool, default=True
+        If False, raise an :class:`OSError` instead of downloading a missing file.
+    base_url : str, default=None
+        A mirror holding the files uncompressed in the data-home layout
+        (``<base_url>/conll2002/esp.train``, ...); None means
+        ``$SKCRF_DATA_URL`` if set, else the public sources, in order.
+""",
+    "conll2000_returns": """\
+    Returns
+    -------
+    X : list of list of tuple of str
+        Sentences of (word, POS) tokens.
+    y : list of list of str
+        Chunk labels such as ``B-NP``, ``I-VP`` and ``O``.
+""",
+    "conll2002_returns": """\
+    Returns
+    -------
+    X : list of list of tuple of str
+        Sentences of (word, POS) tokens.
+    y : list of list of str
+        Entity labels: ``B-``/``I-`` with ``PER``, ``LOC``, ``ORG``, ``MISC``,
+        and ``O``.
+""",
+    "load_raises": """\
+    Raises
+    ------
+    FileNotFoundError
+        If the file is not in the data home; the message says how to get it.
+    OSError
+        If the file there does not have the recorded size (damaged, or another
+        version).
+""",
+    "fetch_raises": """\
+    Raises
+    ------
+    OSError
+        If the file is missing and ``download_if_missing`` is False or no
+        source can be reached (a :class:`FileNotFoundError` naming the URLs and
+        where to put the file by hand), or every download fails its size or
+        checksum (nothing is kept), or the file in the data home does not have
+        the recorded size.
+""",
+}
+
+
+def _shared_docs(function):
+    """``function`` with the ``<<name>>`` lines of its docstring replaced by their section."""
+    function.__doc__ = re.sub(r"^ *<<(\w+)>>\n", lambda match: _DOC_SECTIONS[match.group(1)],
+                              function.__doc__, flags=re.MULTILINE)
+    return function
+
+
+@_shared_docs
 def load_conll2000(subset: Literal["train", "test"] = "train", *,
                    data_home: Optional[StrPath] = None) -> LabelledCorpus:
     """CoNLL-2000 chunking: tokens are (word, POS) tuples, labels IOB2 chunks.
@@ -63,20 +124,9 @@ def load_conll2000(subset: Literal["train", "test"] = "train", *,
     data_home : str or path-like, default=None
         See :func:`get_data_home`.
 
-    Returns
-    -------
-    X : list of list of tuple of str
-        Sentences of (word, POS) tokens.
-    y : list of list of str
-        Chunk labels such as ``B-NP``, ``I-VP`` and ``O``.
+    <<conll2000_returns>>
 
-    Raises
-    ------
-    FileNotFoundError
-        If the file is not in the data home; the message says how to get it.
-    OSError
-        If the file there does not have the recorded size (damaged, or another
-        version).
+    <<load_raises>>
 
     Examples
     --------
@@ -88,6 +138,7 @@ def load_conll2000(subset: Literal["train", "test"] = "train", *,
     return load_conll(_located(_CONLL2000_FILES, subset, data_home))
 
 
+@_shared_docs
 def load_conll2002(subset: Literal["train", "testa", "testb"] = "train", *,
                    data_home: Optional[StrPath] = None) -> LabelledCorpus:
     """CoNLL-2002 Spanish named entities: (word, POS) tuples, IOB2 labels.
@@ -103,21 +154,9 @@ def load_conll2002(subset: Literal["train", "testa", "testb"] = "train", *,
     data_home : str or path-like, default=None
         See :func:`get_data_home`.
 
-    Returns
-    -------
-    X : list of list of tuple of str
-        Sentences of (word, POS) tokens.
-    y : list of list of str
-        Entity labels: ``B-``/``I-`` with ``PER``, ``LOC``, ``ORG``, ``MISC``,
-        and ``O``.
+    <<conll2002_returns>>
 
-    Raises
-    ------
-    FileNotFoundError
-        If the file is not in the data home; the message says how to get it.
-    OSError
-        If the file there does not have the recorded size (damaged, or another
-        version).
+    <<load_raises>>
 
     Examples
     --------
@@ -129,6 +168,7 @@ def load_conll2002(subset: Literal["train", "testa", "testb"] = "train", *,
     return _read_conll2002(_located(_CONLL2002_FILES["esp"], subset, data_home))
 
 
+@_shared_docs
 def fetch_conll2000(subset: Literal["train", "test"] = "train", *,
                     data_home: Optional[StrPath] = None, download_if_missing: bool = True,
                     base_url: Optional[str] = None) -> LabelledCorpus:
@@ -148,30 +188,11 @@ def fetch_conll2000(subset: Literal["train", "test"] = "train", *,
     ----------
     subset : {"train", "test"}, default="train"
         Which part of the corpus to load.
-    data_home : str or path-like, default=None
-        Where the corpus is stored; see :func:`get_data_home`.
-    download_if_missing : bool, default=True
-        If False, raise an :class:`OSError` instead of downloading a missing file.
-    base_url : str, default=None
-        A mirror holding the files uncompressed in the data-home layout
-        (``<base_url>/conll2000/train.txt``); None means ``$SKCRF_DATA_URL``
-        if set, else the public sources, in order.
+    <<download_parameters>>
 
-    Returns
-    -------
-    X : list of list of tuple of str
-        Sentences of (word, POS) tokens.
-    y : list of list of str
-        Chunk labels such as ``B-NP``, ``I-VP`` and ``O``.
+    <<conll2000_returns>>
 
-    Raises
-    ------
-    OSError
-        If the file is missing and ``download_if_missing`` is False or no
-        source can be reached (a :class:`FileNotFoundError` naming the URLs and
-        where to put the file by hand), or every download fails its size or
-        checksum (nothing is kept), or the file in the data home does not have
-        the recorded size.
+    <<fetch_raises>>
 
     See Also
     --------
@@ -188,6 +209,7 @@ def fetch_conll2000(subset: Literal["train", "test"] = "train", *,
         download_if_missing=download_if_missing, base_url=base_url)))
 
 
+@_shared_docs
 def fetch_conll2002(language: Literal["esp"] = "esp",
                     subset: Literal["train", "testa", "testb"] = "train", *,
                     data_home: Optional[StrPath] = None, download_if_missing: bool = True,
@@ -211,31 +233,11 @@ def fetch_conll2002(language: Literal["esp"] = "esp",
         and is not supported.)
     subset : {"train", "testa", "testb"}, default="train"
         ``testa`` is the development set, ``testb`` the test set.
-    data_home : str or path-like, default=None
-        Where the corpus is stored; see :func:`get_data_home`.
-    download_if_missing : bool, default=True
-        If False, raise an :class:`OSError` instead of downloading a missing file.
-    base_url : str, default=None
-        A mirror holding the files in the data-home layout
-        (``<base_url>/conll2002/esp.train``); None means ``$SKCRF_DATA_URL`` if
-        set, else the public sources, in order.
+    <<download_parameters>>
 
-    Returns
-    -------
-    X : list of list of tuple of str
-        Sentences of (word, POS) tokens.
-    y : list of list of str
-        Entity labels: ``B-``/``I-`` with ``PER``, ``LOC``, ``ORG``, ``MISC``,
-        and ``O``.
+    <<conll2002_returns>>
 
-    Raises
-    ------
-    OSError
-        If the file is missing and ``download_if_missing`` is False or no
-        source can be reached (a :class:`FileNotFoundError` naming the URLs and
-        where to put the file by hand), or every download fails its size or
-        checksum (nothing is kept), or the file in the data home does not have
-        the recorded size.
+    <<fetch_raises>>
 
     See Also
     --------
@@ -253,6 +255,7 @@ def fetch_conll2002(language: Literal["esp"] = "esp",
         download_if_missing=download_if_missing, base_url=base_url)))
 
 
+@_shared_docs
 def fetch_ud(treebank: Literal["en_ewt"] = "en_ewt",
              subset: Literal["train", "dev", "test"] = "train", *,
              label: Literal["upos", "xpos", "deprel"] = "upos",
@@ -292,14 +295,7 @@ def fetch_ud(treebank: Literal["en_ewt"] = "en_ewt",
     deprel_subtypes : bool, default=True
         If False, dependency relations keep only the part before ``:``
         (``nmod:poss`` becomes ``nmod``).
-    data_home : str or path-like, default=None
-        Where the treebank is stored; see :func:`get_data_home`.
-    download_if_missing : bool, default=True
-        If False, raise an :class:`OSError` instead of downloading a missing file.
-    base_url : str, default=None
-        A mirror holding the files in the data-home layout
-        (``<base_url>/ud_english_ewt/en_ewt-ud-train.conllu``); None means
-        ``$SKCRF_DATA_URL`` if set, else the public sources, in order.
+    <<download_parameters>>
 
     Returns
     -------
@@ -308,14 +304,7 @@ def fetch_ud(treebank: Literal["en_ewt"] = "en_ewt",
     y : list of list of str
         The ``label`` column of each word.
 
-    Raises
-    ------
-    OSError
-        If the file is missing and ``download_if_missing`` is False or no
-        source can be reached (a :class:`FileNotFoundError` naming the URLs and
-        where to put the file by hand), or every download fails its size or
-        checksum (nothing is kept), or the file in the data home does not have
-        the recorded size.
+    <<fetch_raises>>
 
     See Also
     --------
