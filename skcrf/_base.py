@@ -10,7 +10,6 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import metadata_routing
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -22,13 +21,14 @@ from ._queries import (check_feasible, fixed_label_ids, given_label_ids, log_pro
 from ._validation import (check_feature_values, check_finite_features, check_label_type,
                           check_labels, check_sequences, describe_largest_value,
                           encode_labels)
-from ._typing import FeatureSequences, FixedLabels, LabelSequences
+from ._typing import FeatureSequences, FixedLabels, LabelSequences, SequenceWeights
 from .features.arrays import FeatureArrays
 from .features.sequence_matrix import SequenceMatrix
 from .features.vectorizer import SequenceVectorizer
 from ._training import (TrainingData, _is_fitted_attribute_set, _same_values,
                         _user_stacklevel, atomic_fit)
 from .learning.lbfgs import Stop, lbfgs
+from .metrics._checks import _check_sequence_weights
 
 
 def _vectorizer_makes_the_features(model):
@@ -100,12 +100,10 @@ class CRFEstimator(BaseEstimator):
          "loss_curve_": RealList()},
         rules=[_vectorizer_makes_the_features], check_params=_check_crf_params)
 
-    # predict's options are not sample metadata for meta-estimators to route
-    # (a Pipeline passes them on to its last step as they are): no
-    # set_predict_request
-    __metadata_request__predict = {"fixed": metadata_routing.UNUSED,
-                                   "decoding": metadata_routing.UNUSED,
-                                   "return_proba": metadata_routing.UNUSED}
+    # predict's options, asked for by default: with scikit-learn's metadata
+    # routing on, a Pipeline routes them to its CRF as it passes them without it
+    # (set_predict_request can still decline one)
+    __metadata_request__predict = {"fixed": True, "decoding": True, "return_proba": True}
 
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -604,13 +602,17 @@ class CRFEstimator(BaseEstimator):
         """
         return self.predict_marginals(X)
 
-    def score(self, X: FeatureSequences, y: LabelSequences) -> float:
+    def score(self, X: FeatureSequences, y: LabelSequences,
+              sample_weight: SequenceWeights = None) -> float:
         """Token accuracy of ``predict(X)`` against ``y``.
 
         Parameters
         ----------
         X : list of sequences of dict, or SequenceMatrix
         y : list of sequences of labels
+        sample_weight : array-like of shape (n_sequences,), default=None
+            One weight per sequence, applied to each of its tokens, as in
+            :func:`skcrf.metrics.flat_accuracy_score`.
 
         Returns
         -------
@@ -619,12 +621,16 @@ class CRFEstimator(BaseEstimator):
         """
         model = self._fitted_model()
         features, offsets = model._features(X)
-        labels = check_labels(y, np.diff(offsets))
+        lengths = np.diff(offsets)
+        labels = check_labels(y, lengths)
         if labels.shape[0] == 0:
             raise ValueError("score needs at least one token.")
         check_label_type(labels, model.classes_)
         predicted = model.classes_[model._label_ids(features, offsets)]
-        return float(np.mean(predicted == labels))
+        if sample_weight is None:
+            return float(np.mean(predicted == labels))
+        weights = np.repeat(_check_sequence_weights(sample_weight, lengths), lengths)
+        return float(np.average(predicted == labels, weights=weights))
 
     def __sklearn_is_fitted__(self):
         """scikit-learn's rule, some learned attribute (trailing underscore) is set.

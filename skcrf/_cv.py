@@ -24,6 +24,7 @@ from ._validation import check_sequences
 from .features.sequence_matrix import SequenceMatrix
 from .features.vectorizer import SequenceVectorizer
 from .metrics import make_sequence_scorer, span_f1_score
+from .metrics._scorer import check_sequence_scoring
 from .tags import detect_scheme
 
 #: The default grid: a decade on either side of CRFsuite's usual ``c1 = c2 = 0.1``
@@ -280,10 +281,11 @@ class CRFClassifierCV(CRFClassifier):
         As ``GridSearchCV``'s ``cv`` (:func:`sklearn.model_selection.check_cv`):
         None for 5-fold, an int for that many folds (:class:`~sklearn.model_selection.KFold`,
         not stratified: ``y`` is ragged), a splitter, or (train, test) index pairs.
-    scoring : str, callable or None, default=None
+    scoring : callable or None, default=None
         A scorer ``scorer(estimator, X, y)``, such as
-        :data:`skcrf.metrics.span_f1_scorer`, or a string scikit-learn
-        knows. It receives each fold's held-out part already featurized (a
+        :data:`skcrf.metrics.span_f1_scorer`; a string (one of scikit-learn's
+        scorers, which cannot score sequences) raises a ValueError naming
+        skcrf's. It receives each fold's held-out part already featurized (a
         :class:`SequenceMatrix`) when ``X`` holds feature dicts. None: span F1
         (micro, CoNLL) in the scheme :func:`skcrf.tags.detect_scheme` reads
         in ``y`` when ``y`` holds span tags (IOB2, BIOES...), else token
@@ -432,7 +434,8 @@ class CRFClassifierCV(CRFClassifier):
             vectorizer = SequenceVectorizer()
             X = vectorizer.fit_transform(X)
         scorer = check_scoring(self._estimator(alphas[0]),
-                               default_scorer(y) if self.scoring is None else self.scoring)
+                               default_scorer(y) if self.scoring is None
+                               else check_sequence_scoring(self.scoring))
         splits = list(check_cv(self.cv).split(X, y, groups))
         if not splits:
             raise ValueError(f"cv={self.cv!r} gives no (train, test) split: "

@@ -33,7 +33,7 @@ def _axes(ax):
     """The given axes, or new ones; importing pyplot either way checks matplotlib."""
     plt = _pyplot()
     if ax is None:
-        _, ax = plt.subplots()
+        _, ax = plt.subplots(layout="constrained")  # room for the axis labels
     return ax
 
 

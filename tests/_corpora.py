@@ -1,51 +1,64 @@
-"""Small synthetic CoNLL corpora in the data-home layout, for running the examples fast.
+"""Stand-ins for corpus files in a test's data home."""
 
-The example scripts read ``conll2002/esp.train``, ``conll2002/esp.testb``,
-``conll2000/train.txt`` and ``conll2000/test.txt`` under ``$SKCRF_DATA``;
-``write_example_corpora`` writes tiny, learnable stand-ins for them, holding
-every label the scripts name (``B-PER``, ``B-LOC``, ``B-NP``, ``B-VP``).
-"""
-
-import numpy as np
-
-NAMES = ["Pedro", "Ana", "Luis", "Marta"]
-CITIES = ["Madrid", "Lima", "Quito"]
-VERBS = ["vive", "trabaja", "llega"]
+import hashlib
 
 
-def ner_sentences(rng, n):
-    """(word, POS, label) rows of CoNLL-2002: a person, a verb, 'en', a city."""
-    return [[(rng.choice(NAMES), "NP", "B-PER"), (rng.choice(VERBS), "VMI", "O"),
-             ("en", "SP", "O"), (rng.choice(CITIES), "NP", "B-LOC"), (".", "Fp", "O")]
-            for _ in range(n)]
+def record_files(monkeypatch, home):
+    """Make skcrf's table of corpus files record the files under ``home`` as they are.
+
+    The loaders refuse a file of the data home whose size is not the one the
+    table records; a test that writes a small stand-in for a corpus file
+    records the stand-in instead (its size and SHA-256), for the test's duration.
+    """
+    from skcrf.datasets._remote import REMOTE_FILES, RemoteFile
+
+    for (corpus, name), remote in list(REMOTE_FILES.items()):
+        path = home / corpus / name
+        if path.is_file():
+            data = path.read_bytes()
+            monkeypatch.setitem(REMOTE_FILES, (corpus, name), RemoteFile(
+                hashlib.sha256(data).hexdigest(), len(data), remote.sources))
 
 
-def chunk_sentences(rng, n):
-    """(word, POS, chunk) rows of CoNLL-2000: a noun phrase, a verb phrase, a noun phrase."""
-    return [[("The", "DT", "B-NP"), (rng.choice(["cat", "dog"]), "NN", "I-NP"),
-             (rng.choice(["saw", "ate"]), "VBD", "B-VP"), ("a", "DT", "B-NP"),
-             (rng.choice(["bird", "fish"]), "NN", "I-NP"), (".", ".", "O")]
-            for _ in range(n)]
+def name_tags(upos):
+    """IOB2 tags of a sentence's names, from its UPOS tags: each run of PROPN is one name."""
+    tags = []
+    for i, tag in enumerate(upos):
+        if tag != "PROPN":
+            tags.append("O")
+        else:
+            tags.append("I-NAME" if i and upos[i - 1] == "PROPN" else "B-NAME")
+    return tags
 
 
-#: (training file, test file, sentence maker) of each corpus the examples read
-EXAMPLE_CORPORA = {
-    "conll2002": ("conll2002/esp.train", "conll2002/esp.testb", ner_sentences),
-    "conll2000": ("conll2000/train.txt", "conll2000/test.txt", chunk_sentences),
-}
+def tagged_sentences(n_train, n_test=None):
+    """Sentences of ``(word, POS)`` tokens with IOB2 span tags, for tests that need *a* corpus.
 
+    CoNLL-2002 Spanish (its entities) when the data home has it; otherwise the
+    sample of UD English EWT that ships with skcrf, with its Penn tags as the
+    POS and its names (runs of PROPN) tagged ``B-NAME`` / ``I-NAME``: the same
+    shapes, offline.
 
-def write_sentences(path, sentences):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join("".join(" ".join(row) + "\n" for row in sentence) + "\n"
-                            for sentence in sentences), encoding="utf-8")
+    Returns
+    -------
+    X_train, y_train, X_test, y_test : lists
+        The first ``n_train`` training and ``n_test`` test sentences.
+    source : {"conll2002", "sample"}
+        Which corpus they come from.
+    """
+    from skcrf.datasets import load_conll2002, load_ud_sample
+    from tests.conftest import data_home
 
-
-def write_example_corpora(home, corpora=tuple(EXAMPLE_CORPORA), n_train=40, n_test=10):
-    """Write the synthetic corpora under ``home``; return ``home``."""
-    rng = np.random.default_rng(0)
-    for corpus in corpora:
-        train, test, make = EXAMPLE_CORPORA[corpus]
-        write_sentences(home / train, make(rng, n_train))
-        write_sentences(home / test, make(rng, n_test))
-    return home
+    try:
+        X_train, y_train = load_conll2002("train", data_home=data_home())
+        X_test, y_test = load_conll2002("testb", data_home=data_home())
+        source = "conll2002"
+    except FileNotFoundError:
+        parts = []
+        for subset in ("train", "test"):
+            X, upos = load_ud_sample(subset, columns=("form", "xpos"))
+            parts += [[[token[:2] for token in sentence] for sentence in X],
+                      [name_tags(tags) for tags in upos]]
+        X_train, y_train, X_test, y_test = parts
+        source = "sample"
+    return X_train[:n_train], y_train[:n_train], X_test[:n_test], y_test[:n_test], source

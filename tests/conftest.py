@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skcrf._fetch import CorpusNotFoundError
+from skcrf.datasets._fetch import CorpusNotFoundError
 from skcrf.datasets import get_data_home
 
 
@@ -81,13 +81,13 @@ def warm_kernels():
 
 
 @pytest.fixture(scope="session")
-def conll2002_small():
-    """First 300 training and 100 test sentences of CoNLL-2002 Spanish, as dicts."""
-    from skcrf.datasets import load_conll2002
+def tagged_small():
+    """300 training and 100 test sentences of (word, POS) tokens with IOB2 span tags.
 
-    try:
-        X_train, y_train = load_conll2002("train", data_home=data_home())
-        X_test, y_test = load_conll2002("testb", data_home=data_home())
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
-    return X_train[:300], y_train[:300], X_test[:100], y_test[:100]
+    CoNLL-2002 Spanish when the data home has it, else the embedded sample of UD
+    English EWT with its names tagged (``tests/_corpora.py``): tests that need
+    *a* corpus run offline too.
+    """
+    from tests._corpora import tagged_sentences
+
+    return tagged_sentences(300, 100)[:4]

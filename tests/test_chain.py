@@ -1,4 +1,7 @@
-"""CRFClassifier: the scikit-learn contract, training behaviour and bad input."""
+"""CRFClassifier: training behaviour and bad input.
+
+The estimator contract is checked for every estimator in test_estimator_contract.py.
+"""
 
 import pickle
 import warnings
@@ -6,11 +9,9 @@ import warnings
 import numba
 import numpy as np
 import pytest
-import sklearn.utils.estimator_checks as checks
 from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
-from sklearn.model_selection import GridSearchCV, cross_val_score, cross_validate
-from sklearn.pipeline import make_pipeline
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, cross_val_score
 
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer
 from skcrf.structures._parameters import StatePairs
@@ -170,8 +171,8 @@ def test_fit_bitwise_identical_across_runs_and_thread_counts(toy):
         assert np.array_equal(getattr(two, a), getattr(again, a))
 
 
-def test_real_corpus_learns_entities(conll2002_small):
-    X_train, y_train, X_test, y_test = conll2002_small
+def test_real_corpus_learns_entities(tagged_small):
+    X_train, y_train, X_test, y_test = tagged_small
 
     def features(sentence):
         return [{"w": w.lower(), "title": w.istitle(), "pos": p,
@@ -187,99 +188,17 @@ def test_real_corpus_learns_entities(conll2002_small):
     assert accuracy > majority + 0.02
 
 
-# --- scikit-learn contract -----------------------------------------------------
+# --- scikit-learn ----------------------------------------------------------------
+# The estimator contract, for every estimator: tests/test_estimator_contract.py.
 
-@pytest.mark.parametrize("check", [
-    checks.check_estimator_cloneable,
-    checks.check_estimator_repr,
-    checks.check_no_attributes_set_in_init,
-    checks.check_parameters_default_constructible,
-    checks.check_get_params_invariance,
-    checks.check_set_params,
-    checks.check_do_not_raise_errors_in_init_or_set_params,
-    checks.check_estimators_unfitted,
-    checks.check_estimator_tags_renamed,
-    checks.check_valid_tag_types,
-    checks.check_mixin_order,
-], ids=lambda check: check.__name__)
-def test_sklearn_checks_that_apply(check):
-    check("CRFClassifier", CRFClassifier())
-
-
-def test_tags_are_honest():
-    tags = CRFClassifier().__sklearn_tags__()
-    assert not tags.input_tags.two_d_array and tags.input_tags.dict
-    assert tags.target_tags.required
-    assert tags.estimator_type is None  # not a classifier: no stratified CV on ragged y
-
-
-def test_fit_does_not_change_params_nor_add_public_attributes(toy):
-    X, y = toy
-    crf = CRFClassifier(alpha=0.2, l1_ratio=0.1, max_iter=50)
-    before = crf.get_params()
-    public_before = {k for k in vars(crf) if not k.startswith("_")}
-    crf.fit(X, y)
-    assert crf.get_params() == before
-    added = {k for k in vars(crf) if not k.startswith("_")} - public_before
-    assert added and all(k.endswith("_") for k in added)
-
-
-def test_pickle_round_trip_predicts_the_same(fitted, toy):
-    X, _ = toy
-    restored = pickle.loads(pickle.dumps(fitted))
-    for a, b in zip(fitted.predict(X), restored.predict(X)):
-        np.testing.assert_array_equal(a, b)
-    for a, b in zip(fitted.predict_marginals(X), restored.predict_marginals(X)):
-        np.testing.assert_array_equal(a, b)
-
-
-def test_clone_and_params(fitted):
-    copy = clone(fitted)
-    assert copy.get_params() == fitted.get_params()
-    assert not hasattr(copy, "coef_")
-    copy.set_params(alpha=3.0, l1_ratio=0.5)
-    assert copy.alpha == 3.0 and copy.l1_ratio == 0.5
-
-
-@pytest.mark.parametrize("method", ["predict", "predict_marginals", "score"])
-def test_unfitted_raises_not_fitted(method, toy):
-    X, y = toy
-    args = (X, y) if method == "score" else (X,)
-    with pytest.raises(NotFittedError):
-        getattr(CRFClassifier(), method)(*args)
-
-
-@pytest.mark.parametrize("n_jobs", [None, 2])
-def test_cross_validation_and_grid_search(toy, n_jobs):
+def test_cross_validation_and_grid_search_in_joblib_workers(toy):
     X, y = toy
     crf = CRFClassifier(max_iter=30)
-    scores = cross_val_score(crf, X, y, n_jobs=n_jobs)
+    scores = cross_val_score(crf, X, y, n_jobs=2)
     assert scores.shape == (5,) and np.all(scores > 0.5)
-    result = cross_validate(crf, X, y, cv=3, n_jobs=n_jobs, return_train_score=True)
-    assert result["test_score"].shape == (3,) and np.all(result["train_score"] > 0.5)
-    search = GridSearchCV(crf, {"alpha": [0.01, 1.0, 1000.0]}, n_jobs=n_jobs).fit(X, y)
-    # a huge alpha flattens every weight: it cannot win
+    search = GridSearchCV(crf, {"alpha": [0.01, 1.0, 1000.0]}, n_jobs=2).fit(X, y)
     assert search.best_params_["alpha"] != 1000.0
     assert len(search.predict(X[:2])) == 2
-
-
-def test_grid_search_over_a_vectorizer_pipeline(toy):
-    X, y = toy
-    pipe = make_pipeline(SequenceVectorizer(), CRFClassifier(max_iter=30))
-    search = GridSearchCV(pipe, {"crfclassifier__alpha": [0.1, 1.0]}, cv=3).fit(X, y)
-    assert search.best_score_ > 0.9
-
-
-def test_fitted_pipeline_and_search_give_marginals_through_predict_proba(toy):
-    X, y = toy
-    pipe = make_pipeline(SequenceVectorizer(), CRFClassifier(max_iter=30)).fit(X, y)
-    expected = pipe[-1].predict_marginals(pipe[:-1].transform(X))
-    for got in (pipe.predict_proba(X),
-                GridSearchCV(pipe, {"crfclassifier__alpha": [pipe[-1].alpha]}, cv=2)
-                .fit(X, y).predict_proba(X)):
-        assert len(got) == len(X)
-        for a, b in zip(got, expected, strict=True):
-            np.testing.assert_array_equal(a, b)
 
 
 # --- bad input -------------------------------------------------------------------

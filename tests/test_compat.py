@@ -1,14 +1,16 @@
 """skcrf.compat: sklearn-crfsuite's CRF and metrics, as tutorial code uses them."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 
 import skcrf.compat as sklearn_crfsuite
 from skcrf import CRFClassifier, load_model, save_model
-from skcrf.compat import metrics
-from skcrf.datasets import load_conll2002
-from tests.conftest import data_home
+from skcrf.compat import metrics, scorers
+from tests._corpora import tagged_sentences
 
 # 50 iterations keep the fits short; convergence is not what these tests check
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -33,11 +35,16 @@ def word2features(sent, i):
 
 @pytest.fixture(scope="module")
 def corpus():
-    X, y = load_conll2002("train", data_home=data_home())
-    X_test, y_test = load_conll2002("testa", data_home=data_home())
-    features = [[word2features(s, i) for i in range(len(s))] for s in X[:600]]
-    test = [[word2features(s, i) for i in range(len(s))] for s in X_test[:200]]
-    return features, [list(t) for t in y[:600]], test, [list(t) for t in y_test[:200]]
+    """The tutorial's features of CoNLL-2002 Spanish, else of the embedded sample's names."""
+    X, y, X_test, y_test, _ = tagged_sentences(600, 200)
+    features = [[word2features(s, i) for i in range(len(s))] for s in X]
+    test = [[word2features(s, i) for i in range(len(s))] for s in X_test]
+    return features, [list(t) for t in y], test, [list(t) for t in y_test]
+
+
+def first_span_type(crf):
+    """The type of the first ``B-`` label, such as ``LOC`` or ``NAME``."""
+    return next(label[2:] for label in crf.classes_ if label.startswith("B-"))
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +64,7 @@ def test_tutorial_code_runs_unchanged(crf, corpus):
     f1 = metrics.flat_f1_score(y_test, y_pred, average="weighted", labels=labels)
     assert 0.3 < f1 <= 1.0
     report = metrics.flat_classification_report(y_test, y_pred, labels=labels, digits=3)
-    assert "B-PER" in report
+    assert all(label in report for label in labels)
     assert metrics.sequence_accuracy_score(y_test, y_pred) <= crf.score(X_test, y_test)
     assert crf.score(X_test, y_test) == metrics.flat_accuracy_score(y_test, y_pred)
 
@@ -77,15 +84,17 @@ def test_c1_c2_map_to_the_same_objective_as_crfclassifier(crf, corpus):
 
 
 def test_attributes_have_sklearn_crfsuite_shapes(crf):
-    assert crf.classes_ == sorted(crf.classes_) and "B-PER" in crf.classes_
+    kind = first_span_type(crf)
+    assert crf.classes_ == sorted(crf.classes_) and f"I-{kind}" in crf.classes_
     # string values become "key:value" attributes, as in CRFsuite
-    assert "word.lower():madrid" in crf.attributes_ or "word.lower():el" in crf.attributes_
+    assert any(attribute.startswith("word.lower():") for attribute in crf.attributes_)
     (attribute, label), weight = next(iter(crf.state_features_.items()))
     assert attribute in crf.attributes_ and label in crf.classes_ and weight != 0.0
-    k, j = crf.classes_.index(label), crf.attributes_.index(attribute)
+    k, j = crf.classes_.index(label), list(crf.estimator_.feature_names_).index(attribute)
     assert weight == crf.estimator_.coef_[k, j]
     assert len(crf.transition_features_) == len(crf.classes_) ** 2
-    assert crf.transition_features_[("B-PER", "I-PER")] > crf.transition_features_[("O", "I-PER")]
+    transitions = crf.transition_features_
+    assert transitions[(f"B-{kind}", f"I-{kind}")] > transitions[("O", f"I-{kind}")]
     assert crf.size_ > 0 and crf.training_log_ is None
 
 
@@ -205,10 +214,13 @@ def test_same_attributes_and_shapes_as_sklearn_crfsuite(corpus):
                       all_possible_transitions=True).fit(X[:200], y[:200])
     ours = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=50,
                                 all_possible_transitions=True).fit(X[:200], y[:200])
-    # CRFsuite drops from its model the attributes whose weights L1 set to zero
-    assert set(theirs.attributes_) <= set(ours.attributes_)
-    weighted = {attribute for attribute, _ in ours.state_features_}
-    assert len(weighted & set(theirs.attributes_)) > 0.9 * len(weighted)
+    # both keep the attributes that carry a weight (L1 sets many to zero), which
+    # the two solvers' slightly different optima make almost the same ones
+    assert {attribute for attribute, _ in ours.state_features_} == set(ours.attributes_)
+    shared = set(ours.attributes_) & set(theirs.attributes_)
+    assert len(shared) > 0.9 * max(len(ours.attributes_), len(theirs.attributes_))
+    # CRFsuite's file adds hash tables of fixed size: on a small model it is the larger
+    assert ours.size_ < 2 * theirs.size_
     assert sorted(ours.classes_) == sorted(theirs.classes_)
     assert set(theirs.transition_features_) <= set(ours.transition_features_)
     key, weight = next(iter(theirs.state_features_.items()))
@@ -225,3 +237,220 @@ def test_same_attributes_and_shapes_as_sklearn_crfsuite(corpus):
     m_ours = ours.predict_marginals_single(X_test[0])[0]
     m_theirs = theirs.predict_marginals_single(X_test[0])[0]
     assert set(m_ours) == set(m_theirs)
+
+
+def test_reaching_max_iterations_is_silent_as_in_crfsuite():
+    X, y = [[{"w": "a"}, {"w": "b"}]] * 3, [["A", "B"]] * 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        crf = sklearn_crfsuite.CRF(max_iterations=1).fit(X, y)
+    assert crf.estimator_.n_iter_ == 1
+    with pytest.warns(ConvergenceWarning):  # skcrf's own estimator says so
+        CRFClassifier(max_iter=1).fit(X, y)
+
+
+def test_attributes_are_those_with_a_weight_and_size_counts_them(crf):
+    """As CRFsuite's model: an attribute whose weights L1 set to zero is not in it."""
+    estimator = crf.estimator_
+    weighted = np.any(estimator.coef_ != 0, axis=0)
+    assert not weighted.all()  # L1 (c1=0.1) dropped some
+    assert crf.attributes_ == [name for name, kept in zip(estimator.feature_names_, weighted)
+                               if kept]
+    n_classes = len(crf.classes_)
+    n_weights = len(crf.attributes_) * n_classes + n_classes ** 2 + 2 * n_classes
+    assert crf.size_ == 8 * n_weights + sum(len(a.encode()) for a in crf.attributes_)
+
+
+def test_scorers_are_sklearn_crfsuite_s(corpus):
+    X, y, _, _ = corpus
+    crf = sklearn_crfsuite.CRF(c1=0.1, c2=0.1, max_iterations=20).fit(X[:100], y[:100])
+    y_pred = crf.predict(X[:100])
+    assert scorers.flat_accuracy(crf, X[:100], y[:100]) == metrics.flat_accuracy_score(
+        y[:100], y_pred)
+    assert scorers.sequence_accuracy(crf, X[:100], y[:100]) == \
+        metrics.sequence_accuracy_score(y[:100], y_pred)
+
+
+# sklearn-crfsuite's tutorial (docs/CoNLL2002.ipynb), as a script: its code cells in
+# order, verbatim but for the imports (what migrating changes) and the notebook's own
+# lines (%matplotlib, %%time, and the plot of rs.grid_scores_, which scikit-learn
+# removed in 0.20). nltk is a stand-in serving a small corpus (tests/_nltk_conll2002.py).
+TUTORIAL = r'''
+from itertools import chain
+
+from tests._nltk_conll2002 import nltk
+import sklearn
+import scipy.stats
+from sklearn.metrics import make_scorer
+from sklearn.model_selection import cross_val_score
+from sklearn.model_selection import RandomizedSearchCV
+
+import skcrf.compat as sklearn_crfsuite
+from skcrf.compat import scorers
+from skcrf.compat import metrics
+
+nltk.corpus.conll2002.fileids()
+
+train_sents = list(nltk.corpus.conll2002.iob_sents('esp.train'))
+test_sents = list(nltk.corpus.conll2002.iob_sents('esp.testb'))
+
+train_sents[0]
+
+def word2features(sent, i):
+    word = sent[i][0]
+    postag = sent[i][1]
+
+    features = {
+        'bias': 1.0,
+        'word.lower()': word.lower(),
+        'word[-3:]': word[-3:],
+        'word[-2:]': word[-2:],
+        'word.isupper()': word.isupper(),
+        'word.istitle()': word.istitle(),
+        'word.isdigit()': word.isdigit(),
+        'postag': postag,
+        'postag[:2]': postag[:2],
+    }
+    if i > 0:
+        word1 = sent[i-1][0]
+        postag1 = sent[i-1][1]
+        features.update({
+            '-1:word.lower()': word1.lower(),
+            '-1:word.istitle()': word1.istitle(),
+            '-1:word.isupper()': word1.isupper(),
+            '-1:postag': postag1,
+            '-1:postag[:2]': postag1[:2],
+        })
+    else:
+        features['BOS'] = True
+
+    if i < len(sent)-1:
+        word1 = sent[i+1][0]
+        postag1 = sent[i+1][1]
+        features.update({
+            '+1:word.lower()': word1.lower(),
+            '+1:word.istitle()': word1.istitle(),
+            '+1:word.isupper()': word1.isupper(),
+            '+1:postag': postag1,
+            '+1:postag[:2]': postag1[:2],
+        })
+    else:
+        features['EOS'] = True
+
+    return features
+
+
+def sent2features(sent):
+    return [word2features(sent, i) for i in range(len(sent))]
+
+def sent2labels(sent):
+    return [label for token, postag, label in sent]
+
+def sent2tokens(sent):
+    return [token for token, postag, label in sent]
+
+sent2features(train_sents[0])[0]
+
+X_train = [sent2features(s) for s in train_sents]
+y_train = [sent2labels(s) for s in train_sents]
+
+X_test = [sent2features(s) for s in test_sents]
+y_test = [sent2labels(s) for s in test_sents]
+
+crf = sklearn_crfsuite.CRF(
+    algorithm='lbfgs',
+    c1=0.1,
+    c2=0.1,
+    max_iterations=100,
+    all_possible_transitions=True
+)
+crf.fit(X_train, y_train)
+
+labels = list(crf.classes_)
+labels.remove('O')
+labels
+
+y_pred = crf.predict(X_test)
+metrics.flat_f1_score(y_test, y_pred,
+                      average='weighted', labels=labels)
+
+# group B and I results
+sorted_labels = sorted(
+    labels,
+    key=lambda name: (name[1:], name[0])
+)
+print(metrics.flat_classification_report(
+    y_test, y_pred, labels=sorted_labels, digits=3
+))
+
+# define fixed parameters and parameters to search
+crf = sklearn_crfsuite.CRF(
+    algorithm='lbfgs',
+    max_iterations=100,
+    all_possible_transitions=True
+)
+params_space = {
+    'c1': scipy.stats.expon(scale=0.5),
+    'c2': scipy.stats.expon(scale=0.05),
+}
+
+# use the same metric for evaluation
+f1_scorer = make_scorer(metrics.flat_f1_score,
+                        average='weighted', labels=labels)
+
+# search
+rs = RandomizedSearchCV(crf, params_space,
+                        cv=3,
+                        verbose=1,
+                        n_jobs=-1,
+                        n_iter=50,
+                        scoring=f1_scorer)
+rs.fit(X_train, y_train)
+
+# crf = rs.best_estimator_
+print('best params:', rs.best_params_)
+print('best CV score:', rs.best_score_)
+print('model size: {:0.2f}M'.format(rs.best_estimator_.size_ / 1000000))
+
+crf = rs.best_estimator_
+y_pred = crf.predict(X_test)
+print(metrics.flat_classification_report(
+    y_test, y_pred, labels=sorted_labels, digits=3
+))
+
+from collections import Counter
+
+def print_transitions(trans_features):
+    for (label_from, label_to), weight in trans_features:
+        print("%-6s -> %-7s %0.6f" % (label_from, label_to, weight))
+
+print("Top likely transitions:")
+print_transitions(Counter(crf.transition_features_).most_common(20))
+
+print("\nTop unlikely transitions:")
+print_transitions(Counter(crf.transition_features_).most_common()[-20:])
+
+def print_state_features(state_features):
+    for (attr, label), weight in state_features:
+        print("%0.6f %-8s %s" % (weight, label, attr))
+
+print("Top positive:")
+print_state_features(Counter(crf.state_features_).most_common(30))
+
+print("\nTop negative:")
+print_state_features(Counter(crf.state_features_).most_common()[-30:])
+'''
+
+
+def test_the_sklearn_crfsuite_tutorial_runs_once_its_imports_change(capsys):
+    namespace = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # silent, as with CRFsuite
+        exec(compile(TUTORIAL, "sklearn-crfsuite tutorial", "exec"), namespace)
+    out = capsys.readouterr().out
+    search = namespace["rs"]
+    assert set(search.best_params_) == {"c1", "c2"} and 0 < search.best_score_ <= 1
+    assert "best params:" in out and "model size: " in out
+    assert "Top likely transitions:" in out and "Top negative:" in out
+    assert all(label in out for label in namespace["sorted_labels"])
+    assert isinstance(namespace["crf"], sklearn_crfsuite.CRF)

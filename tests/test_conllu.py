@@ -4,8 +4,9 @@ import re
 
 import pytest
 
-from skcrf._fetch import corpus_file
+from skcrf.datasets._fetch import corpus_file
 from skcrf.datasets import fetch_ud, load_conllu
+from tests._corpora import record_files
 from tests.conftest import data_home
 
 
@@ -155,6 +156,7 @@ def test_fetch_ud_reads_with_the_same_reader(tmp_path, monkeypatch):
     # a file already in the data home is read without any download
     (tmp_path / "ud_english_ewt").mkdir()
     write(tmp_path / "ud_english_ewt", TEXT, "en_ewt-ud-dev.conllu")
+    record_files(monkeypatch, tmp_path)  # the loaders check a file's size against the table
     X, y = fetch_ud("en_ewt", "dev", data_home=tmp_path, download_if_missing=False)
     assert X == [["Voy", "de", "el", "centro"], ["Hola"]]  # the forms alone by default
     assert y == [["VERB", "ADP", "DET", "NOUN"], ["INTJ"]]
@@ -166,6 +168,7 @@ def test_fetch_ud_reads_with_the_same_reader(tmp_path, monkeypatch):
     assert X[0][3] == ("centro", "NOUN", 0) and y[0][3] == "obl"
     # the tree is checked on the default path too
     write(tmp_path / "ud_english_ewt", word(1, "A", "_") + "\n", "en_ewt-ud-dev.conllu")
+    record_files(monkeypatch, tmp_path)
     with pytest.raises(ValueError, match=r"sentence 1, line 1: HEAD '_'"):
         fetch_ud(subset="dev", data_home=tmp_path)
 
@@ -211,3 +214,27 @@ def test_ud_english_ewt_relations_and_fetch_ud_agree():
                              download_if_missing=False)
     assert labels == y
     assert forms == [[token[0] for token in tokens] for tokens in X]
+
+
+# Issue 32, fault 18: errors that named no file or line
+def test_a_head_of_thousands_of_digits_is_outside_the_sentence_naming_the_line(tmp_path):
+    path = write(tmp_path, word(1, "A", 0) + word(2, "B", "9" * 5000) + "\n")
+    with pytest.raises(ValueError, match=r"sentence 1, line 2: HEAD 9999999999\.\.\.\(5000 "
+                                         r"digits\) is outside the sentence of 2 words"):
+        load_conllu(path)
+    # leading zeros are still read as the number they spell
+    path = write(tmp_path, word(1, "A", 0) + word(2, "B", "0" * 5000 + "1") + "\n")
+    assert load_conllu(path)[0] == [[("A", -1), ("B", 0)]]
+
+
+def test_a_byte_that_is_not_utf8_names_the_file_line_and_byte(tmp_path):
+    first = word(1, "A", 0) + "\n"
+    path = tmp_path / "latin.conllu"
+    path.write_bytes(first.encode() + word(1, "año", 0).encode("latin-1") + b"\n")
+    with pytest.raises(UnicodeDecodeError) as info:
+        load_conllu(path)
+    message = str(info.value)
+    offset = len(first.encode()) + 3  # "1\ta" then the byte of "ñ"
+    assert f"{path}, line 3 (byte {offset} of the file) is not utf-8" in message
+    assert "encoding='latin-1'" in message and "\n" not in message
+    assert load_conllu(path, encoding="latin-1")[0][1] == [("año", -1)]

@@ -1,12 +1,13 @@
-"""CRFClassifierCV: the search it replaces, the scikit-learn contract, bad input."""
+"""CRFClassifierCV: the search it replaces and bad input.
+
+The estimator contract is checked for every estimator in test_estimator_contract.py.
+"""
 
 import warnings
 
 import numpy as np
 import pytest
-import sklearn.utils.estimator_checks as checks
-from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, GroupKFold, KFold
 
 from skcrf import CRFClassifier, CRFClassifierCV, SequenceVectorizer, load_model, save_model
@@ -26,8 +27,8 @@ def _features(sentence):
 
 
 @pytest.fixture(scope="module")
-def spanish(conll2002_small):
-    X, y = conll2002_small[0][:120], conll2002_small[1][:120]
+def spanish(tagged_small):
+    X, y = tagged_small[0][:120], tagged_small[1][:120]
     return [_features(s) for s in X], y
 
 
@@ -66,8 +67,8 @@ def test_fold_scores_are_close_to_grid_search_s(searched):
 
 
 @pytest.fixture(scope="module")
-def spanish_test(conll2002_small):
-    return [_features(s) for s in conll2002_small[2]], conll2002_small[3]
+def spanish_test(tagged_small):
+    return [_features(s) for s in tagged_small[2]], tagged_small[3]
 
 
 def test_refit_reaches_grid_search_s_optimum(searched, spanish_test):
@@ -323,31 +324,12 @@ def test_folds_with_different_classes():
 
 # --- the scikit-learn contract, bad input ------------------------------------------
 
-@pytest.mark.parametrize("check", [
-    checks.check_estimator_cloneable,
-    checks.check_estimator_repr,
-    checks.check_no_attributes_set_in_init,
-    checks.check_parameters_default_constructible,
-    checks.check_get_params_invariance,
-    checks.check_set_params,
-    checks.check_do_not_raise_errors_in_init_or_set_params,
-    checks.check_estimators_unfitted,
-    checks.check_estimator_tags_renamed,
-    checks.check_valid_tag_types,
-    checks.check_mixin_order,
-], ids=lambda check: check.__name__)
-def test_sklearn_checks_that_apply(check):
-    check("CRFClassifierCV", CRFClassifierCV())
+# The estimator contract, for every estimator: tests/test_estimator_contract.py.
 
-
-def test_clone_and_params():
-    model = CRFClassifierCV(alphas=[0.1, 1.0], cv=2, max_iter=50).fit(TOY_X, TOY_Y)
-    copy = clone(model)
-    assert copy.get_params() == model.get_params()
-    assert not hasattr(copy, "alpha_") and not hasattr(copy, "coef_")
-    assert "alpha" not in copy.get_params() and "warm_start" not in copy.get_params()
-    with pytest.raises(NotFittedError):
-        copy.predict(TOY_X)
+def test_alpha_and_warm_start_are_not_parameters():
+    """alphas replaces alpha, and each fit starts its path afresh."""
+    params = CRFClassifierCV().get_params()
+    assert "alphas" in params and "alpha" not in params and "warm_start" not in params
 
 
 @pytest.mark.parametrize("alphas, message", [
@@ -391,3 +373,11 @@ def test_a_cv_without_splits_is_refused():
     """cv=[] "succeeded" with no cross-validation at all; GridSearchCV raises (item 10)."""
     with pytest.raises(ValueError, match=r"cv=\[\] gives no \(train, test\) split"):
         CRFClassifierCV(cv=[]).fit(TOY_X, TOY_Y)
+
+
+@pytest.mark.parametrize("scoring", ["accuracy", "f1_macro"])
+def test_a_string_scorer_is_refused_naming_skcrf_s(scoring):
+    """scikit-learn's string scorers fail on sequences: one error, not NaN scores."""
+    with pytest.raises(ValueError, match=rf"scoring='{scoring}' names one of scikit-learn's "
+                                         rf"scorers.*span_f1_scorer.*make_sequence_scorer"):
+        CRFClassifierCV(scoring=scoring, cv=2).fit(TOY_X, TOY_Y)

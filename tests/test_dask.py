@@ -16,7 +16,6 @@ import dask.bag as db  # noqa: E402
 
 import skcrf.dask  # noqa: E402
 from skcrf import CRFClassifier, SemiMarkovCRF, TreeCRF  # noqa: E402
-from tests.conftest import data_home  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -36,18 +35,18 @@ def _features(sentence):
 
 
 @pytest.fixture(scope="module")
-def ner(conll2002_small):
-    X_train, y_train, X_test, _ = conll2002_small
+def ner(tagged_small):
+    X_train, y_train, X_test, _ = tagged_small
     return ([_features(s) for s in X_train[:200]], y_train[:200],
             [_features(s) for s in X_test])
 
 
 @pytest.fixture(scope="module")
 def trees():
-    from skcrf.datasets import fetch_ud
+    """Dependency trees of UD English EWT: those of the sample that ships with skcrf."""
+    from skcrf.datasets import load_ud_sample
 
-    X, y = fetch_ud("en_ewt", "dev", columns=("form", "upos"), label="deprel",
-                    data_home=data_home(), download_if_missing=False)
+    X, y = load_ud_sample("train", columns=("form", "upos"), label="deprel")
     X = [[{"w": form.lower(), "pos": pos, "__parent__": head}
           for form, pos, head in sentence] for sentence in X[:150]]
     return X, y[:150]
@@ -197,14 +196,14 @@ def test_workers_hold_kernels_to_their_thread_share(client):
     assert effective_n_threads(None) >= 1  # the client process is not a worker
 
 
-def test_grid_search_on_the_dask_backend_equals_the_local_search(client, conll2002_small):
+def test_grid_search_on_the_dask_backend_equals_the_local_search(client, tagged_small):
     import joblib
     from sklearn.model_selection import GridSearchCV
     from sklearn.pipeline import make_pipeline
 
     from skcrf import SequenceVectorizer, TokenFeaturizer
 
-    X, y = conll2002_small[0][:120], conll2002_small[1][:120]
+    X, y = tagged_small[0][:120], tagged_small[1][:120]
     pipe = make_pipeline(TokenFeaturizer(window=1, columns={1: 0}), SequenceVectorizer(),
                          CRFClassifier(max_iter=20))
     grid = {"crfclassifier__alpha": [0.1, 1.0]}

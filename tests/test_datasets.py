@@ -1,5 +1,7 @@
-"""CoNLL reader and the named corpus loaders."""
+"""CoNLL reader, the named corpus loaders and the embedded sample."""
 
+import fnmatch
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,9 @@ from skcrf.datasets import (
     load_conll,
     load_conll2000,
     load_conll2002,
+    load_ud_sample,
 )
+from tests._corpora import record_files
 from tests.conftest import data_home
 
 TEXT = """-DOCSTART- -X- O
@@ -160,6 +164,7 @@ def test_named_loaders_read_the_data_home(monkeypatch, tmp_path):
     write(tmp_path / "conll2000", "He PRP B-NP\nran VBD B-VP\n", "test.txt")
     # the original Spanish release is Latin-1: the loader falls back to it
     write(tmp_path / "conll2002", "España NP B-LOC\n", "esp.testa", encoding="latin-1")
+    record_files(monkeypatch, tmp_path)  # the loaders check a file's size against the table
     assert load_conll2000("test", data_home=tmp_path) == (
         [[("He", "PRP"), ("ran", "VBD")]], [["B-NP", "B-VP"]])
     monkeypatch.setenv("SKCRF_DATA", str(tmp_path))
@@ -171,7 +176,8 @@ def test_named_loaders_errors(tmp_path):
         load_conll2000("dev", data_home=tmp_path)
     with pytest.raises(ValueError, match=r"subset must be one of \['testa', 'testb', 'train'\]"):
         load_conll2002("test", data_home=tmp_path)
-    with pytest.raises(FileNotFoundError, match=r"esp.train not found. Point SKCRF_DATA"):
+    with pytest.raises(FileNotFoundError, match=r"esp.train not found: download it with "
+                                                r"`python -m skcrf.datasets conll2002`"):
         load_conll2002("train", data_home=tmp_path)
 
 
@@ -207,3 +213,88 @@ def test_conll2000_chunking(subset, n_sequences, n_tokens):
     assert all(len(s) == len(labels) for s, labels in zip(X, y))
     assert {label.split("-")[0] for labels in y for label in labels} == {"B", "I", "O"}
     assert "B-NP" in {label for labels in y for label in labels}
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "skcrf" / "datasets" / "data" / \
+    "ud_english_ewt_sample"
+UPOS = {"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",
+        "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X"}
+
+
+@pytest.mark.parametrize("subset, n_sentences, n_words", [("train", 419, 6637),
+                                                          ("test", 70, 803)])
+def test_the_embedded_sample_loads_offline_with_trees_and_labels(
+        subset, n_sentences, n_words, tmp_path, monkeypatch):
+    monkeypatch.setenv("SKCRF_DATA", str(tmp_path / "nothing-here"))
+    X, y = load_ud_sample(subset)
+    assert len(X) == len(y) == n_sentences and sum(map(len, X)) == n_words
+    assert all(isinstance(form, str) for sentence in X for form in sentence)
+    if subset == "train":
+        assert {label for labels in y for label in labels} == UPOS
+    trees, relations = load_ud_sample(subset, columns=("form", "xpos"), label="deprel",
+                                      deprel_subtypes=False)
+    assert [[token[0] for token in sentence] for sentence in trees] == X
+    assert all(len(token) == 3 and -1 <= token[2] < len(sentence)
+               for sentence in trees for token in sentence)
+    assert all(":" not in label for labels in relations for label in labels)
+    assert "root" in relations[0]
+    assert not (tmp_path / "nothing-here").exists()  # no data home needed or made
+
+
+def test_load_ud_sample_bad_arguments():
+    with pytest.raises(ValueError, match=r"subset must be one of \['test', 'train'\]"):
+        load_ud_sample("dev")
+    with pytest.raises(ValueError, match=r"label must be one of \['deprel', 'upos', 'xpos'\]"):
+        load_ud_sample(label="lemma")
+
+
+def test_the_sample_is_small_licensed_and_shipped():
+    files = sorted(path.name for path in SAMPLE.iterdir())
+    assert files == ["LICENSE.txt", "README.md", "en_ewt-ud-sample-test.conllu",
+                     "en_ewt-ud-sample-train.conllu"]
+    assert sum(path.stat().st_size for path in SAMPLE.iterdir()) <= 400_000
+    assert (SAMPLE / "LICENSE.txt").read_text("utf-8").startswith(
+        "Attribution-ShareAlike 4.0 International")
+    readme = (SAMPLE / "README.md").read_text("utf-8")
+    assert "CC BY-SA 4.0" in readme and "Silveira" in readme and "r2.16" in readme
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        pyproject = tomllib.loads((SAMPLE.parents[3] / "pyproject.toml").read_text("utf-8"))
+        patterns = pyproject["tool"]["setuptools"]["package-data"]["skcrf.datasets"]
+        assert all(any(fnmatch.fnmatch(f"data/ud_english_ewt_sample/{name}", pattern)
+                       for pattern in patterns) for name in files)
+
+
+def _conllu_sentences(path):
+    return [block for block in path.read_text("utf-8").split("\n\n") if block.strip()]
+
+
+@pytest.mark.parametrize("subset", ["train", "test"])
+def test_the_sample_is_what_its_readme_says(subset):
+    """Every 30th sentence, comments but sent_id and text dropped, FEATS, DEPS, MISC emptied."""
+    full = data_home() / "ud_english_ewt" / f"en_ewt-ud-{subset}.conllu"
+    if not full.is_file():
+        pytest.skip(f"corpus not available: {full} (UD English EWT, to compare the sample)")
+    expected = []
+    for block in _conllu_sentences(full)[::30]:
+        lines = []
+        for line in block.split("\n"):
+            if line.startswith("#"):
+                if line.startswith(("# sent_id = ", "# text = ")):
+                    lines.append(line)
+                continue
+            fields = line.split("\t")
+            fields[5] = fields[8] = fields[9] = "_"
+            lines.append("\t".join(fields))
+        expected.append("\n".join(lines))
+    assert _conllu_sentences(SAMPLE / f"en_ewt-ud-sample-{subset}.conllu") == expected
+
+
+def test_a_byte_that_is_not_utf8_names_the_file_line_and_byte(tmp_path):
+    path = tmp_path / "latin.txt"
+    path.write_bytes(b"a X O\n\n" + "España NP B-LOC\n".encode("latin-1"))
+    for read in (load_conll, lambda p: list(iter_conll(p))):
+        with pytest.raises(UnicodeDecodeError, match=rf"{path}, line 3 \(byte 11 of the "
+                                                     rf"file\) is not utf-8"):
+            read(path)

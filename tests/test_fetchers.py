@@ -3,20 +3,20 @@
 import gzip
 import hashlib
 import http.server
+import io
 import os
 import re
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from skcrf import _fetch
-from skcrf._fetch import REMOTE_FILES, CorpusNotFoundError, RemoteFile, partial_path
 from skcrf.datasets import (
-    _main,
     fetch_conll2000,
     fetch_conll2002,
     fetch_ud,
@@ -24,6 +24,16 @@ from skcrf.datasets import (
     load_conll2000,
     load_conll2002,
 )
+from skcrf.datasets import _fetch
+from skcrf.datasets.__main__ import main as _main
+from skcrf.datasets._fetch import (
+    REMOTE_FILES,
+    CorpusNotFoundError,
+    RemoteFile,
+    Source,
+    partial_path,
+)
+from tests._corpora import record_files
 from tests.conftest import data_home as shared_data_home
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,12 +57,15 @@ class Requests(list):
         self.ranges = []
 
 
-def _handler(root, requests, ranges, cuts):
+def _handler(root, requests, ranges, cuts, pace, endless):
     """A GET-only handler serving ``root``, with ``bytes=a-`` ranges if ``ranges``.
 
     Each response takes the next item of ``cuts`` (None once they run out): an
     int sends that many bytes of the body, after a Content-Length announcing
-    all of it, then closes the connection, as a dropped download does.
+    all of it, then closes the connection, as a dropped download does. With
+    ``pace``, the body goes out 256 bytes at a time, that many seconds apart;
+    with ``endless``, it is sent over and over, with no Content-Length, until
+    the client hangs up.
     """
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -82,24 +95,37 @@ def _handler(root, requests, ranges, cuts):
             else:
                 self.send_response(200)
             body = data[start:]
+            self.close_connection = True
+            if endless:
+                self.end_headers()
+                try:
+                    while True:
+                        self.wfile.write(body)
+                except OSError:  # the client hung up
+                    return
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             cut = cuts.pop(0) if cuts else None
-            self.wfile.write(body if cut is None else body[:cut])
-            self.close_connection = True
+            body = body if cut is None else body[:cut]
+            for at in range(0, len(body), 256 if pace else len(body) or 1):
+                time.sleep(pace)
+                self.wfile.write(body[at:at + (256 if pace else len(body))])
 
     return Handler
 
 
 @pytest.fixture
 def serve():
-    """serve(folder, ranges=True, cuts=()) -> (base URL, Requests); stopped at teardown."""
+    """serve(folder, ranges=True, cuts=(), pace=0, endless=False) -> (base URL, Requests).
+
+    The server stops at teardown.
+    """
     servers = []
 
-    def start(root, *, ranges=True, cuts=()):
+    def start(root, *, ranges=True, cuts=(), pace=0.0, endless=False):
         requests = Requests()
         server = http.server.ThreadingHTTPServer(
-            ("127.0.0.1", 0), _handler(Path(root), requests, ranges, list(cuts)))
+            ("127.0.0.1", 0), _handler(Path(root), requests, ranges, list(cuts), pace, endless))
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}", requests
@@ -121,9 +147,14 @@ def no_proxy_no_env(monkeypatch):
     monkeypatch.delenv("SKCRF_DATA_URL", raising=False)
 
 
+def remote_for(data, *sources):
+    """A table entry recording ``data`` as the stored file, downloaded from ``sources``."""
+    return RemoteFile(sha256(data), len(data), sources or (Source("https://example.invalid/x"),))
+
+
 @pytest.fixture
 def mirror(tmp_path, monkeypatch):
-    """A small mirror in the data-home layout; the table's checksums made to match it."""
+    """A small mirror in the data-home layout; the table's records made to match it."""
     root = tmp_path / "mirror"
     files = {("conll2000", "test.txt"): CONLL2000.encode(),
              ("conll2002", "esp.testa"): CONLL2002.encode(),
@@ -131,9 +162,8 @@ def mirror(tmp_path, monkeypatch):
     for (corpus, name), data in files.items():
         (root / corpus).mkdir(parents=True, exist_ok=True)
         (root / corpus / name).write_bytes(data)
-        remote = REMOTE_FILES[corpus, name]
         monkeypatch.setitem(REMOTE_FILES, (corpus, name),
-                            RemoteFile(remote.url, sha256(data), remote.gzip))
+                            remote_for(data, *REMOTE_FILES[corpus, name].sources))
     return root
 
 
@@ -191,8 +221,8 @@ def test_gzip_file_at_its_public_url_is_stored_decompressed(serve, tmp_path, mon
     root.mkdir()
     (root / "test.txt.gz").write_bytes(gzip.compress(CONLL2000.encode()))
     url, requests = serve(root)
-    monkeypatch.setitem(REMOTE_FILES, ("conll2000", "test.txt"), RemoteFile(
-        f"{url}/test.txt.gz", sha256(CONLL2000.encode()), gzip=True))
+    monkeypatch.setitem(REMOTE_FILES, ("conll2000", "test.txt"), remote_for(
+        CONLL2000.encode(), Source(f"{url}/test.txt.gz", archive="gzip")))
     X, _ = fetch_conll2000("test", data_home=tmp_path / "home")
     assert len(X) == 2 and requests == ["/test.txt.gz"]
     assert (tmp_path / "home" / "conll2000" / "test.txt").read_text() == CONLL2000
@@ -200,7 +230,7 @@ def test_gzip_file_at_its_public_url_is_stored_decompressed(serve, tmp_path, mon
 
 def test_checksum_mismatch_names_the_url_and_both_checksums_and_keeps_nothing(
         serve, mirror, tmp_path, monkeypatch):
-    (mirror / "conll2000" / "test.txt").write_text(CONLL2000 + "tampered X O\n")
+    (mirror / "conll2000" / "test.txt").write_text(CONLL2000.replace("ran", "run"))
     url, _ = serve(mirror)
     home = tmp_path / "home"
     expected = REMOTE_FILES["conll2000", "test.txt"].sha256
@@ -227,8 +257,7 @@ LONG = "".join(f"He PRP B-NP\nran{i} VBD B-VP\n\n" for i in range(120))
 def long_mirror(mirror, monkeypatch):
     """The mirror with conll2000/test.txt made long; its checksum in the table."""
     (mirror / "conll2000" / "test.txt").write_text(LONG)
-    monkeypatch.setitem(REMOTE_FILES, ("conll2000", "test.txt"), RemoteFile(
-        "https://example.invalid/test.txt.gz", sha256(LONG.encode())))
+    monkeypatch.setitem(REMOTE_FILES, ("conll2000", "test.txt"), remote_for(LONG.encode()))
     return mirror
 
 
@@ -296,7 +325,7 @@ def test_a_partial_file_that_is_already_whole_is_verified_not_fetched_again(
 
 def test_still_wrong_after_discarding_a_partial_file_says_so_and_keeps_nothing(
         serve, long_mirror, tmp_path):
-    (long_mirror / "conll2000" / "test.txt").write_text(LONG + "tampered X O\n")
+    (long_mirror / "conll2000" / "test.txt").write_text(LONG.replace("ran119 ", "run119 "))
     url, requests = serve(long_mirror)
     home = tmp_path / "home"
     part = partial_path(home / "conll2000" / "test.txt")
@@ -320,12 +349,12 @@ def test_an_interrupted_gzip_download_resumes_on_the_compressed_bytes(serve, tmp
     compressed = gzip.compress(LONG.encode())
     (root / "test.txt.gz").write_bytes(compressed)
     url, requests = serve(root, cuts=[len(compressed) // 2])
-    monkeypatch.setitem(REMOTE_FILES, ("conll2000", "test.txt"), RemoteFile(
-        f"{url}/test.txt.gz", sha256(LONG.encode()), gzip=True))
+    monkeypatch.setitem(REMOTE_FILES, ("conll2000", "test.txt"), remote_for(
+        LONG.encode(), Source(f"{url}/test.txt.gz", archive="gzip")))
     home = tmp_path / "home"
     with pytest.raises(FileNotFoundError, match="resumes"):
         fetch_conll2000("test", data_home=home)
-    part = partial_path(home / "conll2000" / "test.txt", compressed=True)
+    part = partial_path(home / "conll2000" / "test.txt", "gzip")
     assert part.read_bytes() == compressed[:len(compressed) // 2]
     assert len(fetch_conll2000("test", data_home=home)[0]) == 120
     assert requests.ranges == [None, f"bytes={len(compressed) // 2}-"]
@@ -337,7 +366,7 @@ def test_no_network_on_resume_keeps_the_partial_file(tmp_path):
     part = partial_path(home / "conll2000" / "test.txt")
     part.parent.mkdir(parents=True)
     part.write_bytes(b"He PRP B-NP\n")
-    with pytest.raises(FileNotFoundError, match="failed"):
+    with pytest.raises(FileNotFoundError, match="unreachable"):
         fetch_conll2000("test", data_home=home, base_url="http://127.0.0.1:9")
     assert part.read_bytes() == b"He PRP B-NP\n"
 
@@ -348,10 +377,10 @@ def test_offline_raises_oserror_saying_what_is_missing_and_how_to_get_it(tmp_pat
     message = str(info.value)
     assert isinstance(info.value, CorpusNotFoundError)
     assert str(tmp_path / "conll2002" / "esp.train") in message
-    assert "download_if_missing=False" in message
-    assert "python -m skcrf.datasets conll2002" in message and "SKCRF_DATA" in message
-    assert "\n" not in message
-    with pytest.raises(FileNotFoundError, match="python -m skcrf.datasets ud"):
+    assert "download_if_missing=False" in message and "download_if_missing=True" in message
+    assert f"copy esp.train into {tmp_path / 'conll2002'}" in message
+    assert "SKCRF_DATA" in message and "\n" not in message
+    with pytest.raises(FileNotFoundError, match="copy en_ewt-ud-train.conllu into"):
         fetch_ud(data_home=tmp_path, download_if_missing=False)
     assert listing(tmp_path) == []
 
@@ -363,13 +392,14 @@ def test_failed_download_says_how_to_get_the_data_and_keeps_nothing(serve, tmp_p
         fetch_conll2000("train", data_home=home, base_url=url)
     message = str(info.value)
     assert "404" in message and f"{url}/conll2000/train.txt" in message
-    assert "python -m skcrf.datasets conll2000" in message and "\n" not in message
+    assert f"copy train.txt into {home / 'conll2000'}" in message and "\n" not in message
     assert requests == ["/conll2000/train.txt"] and not home.exists()
 
 
 def test_nothing_touches_the_network_when_the_files_are_there(tmp_path, offline, monkeypatch):
     (tmp_path / "conll2002").mkdir()
     (tmp_path / "conll2002" / "esp.testb").write_text(CONLL2002)
+    record_files(monkeypatch, tmp_path)
     assert fetch_conll2002("esp", "testb", data_home=tmp_path)[1] == [["B-LOC", "O"]]
     # the loaders never download, even when the file is missing
     with pytest.raises(FileNotFoundError, match="python -m skcrf.datasets conll2002"):
@@ -389,12 +419,28 @@ def test_bad_arguments(tmp_path, offline):
         fetch_conll2000("dev", data_home=tmp_path)
 
 
-def test_the_table_lists_every_file_once_with_a_sha256():
+# an immutable release: a git commit, or the CoNLL-2000 page, unchanged since 2000
+PINNED = re.compile(r"https://(raw\.githubusercontent\.com/[\w.-]+/[\w.-]+/[0-9a-f]{40}/"
+                    r"|www\.clips\.uantwerpen\.be/conll2000/chunking/)")
+
+
+def test_the_table_records_every_file_with_its_size_checksum_and_pinned_sources():
     assert len(REMOTE_FILES) == 8
     for (corpus, name), remote in REMOTE_FILES.items():
-        assert remote.url.startswith("https://")
-        assert remote.url.rsplit("/", 1)[1] in (name, name + ".gz")
         assert len(remote.sha256) == 64 and int(remote.sha256, 16) >= 0
+        assert remote.size > 0 and remote.sources
+        for source in remote.sources:
+            assert PINNED.match(source.url), source.url
+            if source.archive == "zip":
+                # the archive is recorded too, and holds the file under its own name
+                assert source.size > 0 and len(source.sha256) == 64
+                assert source.member == f"{corpus}/{name}"
+            else:
+                assert source.url.rsplit("/", 1)[1] == name + {"": "", "gzip": ".gz"}[
+                    source.archive]
+    # the official or NLTK's source first, the other copies after it
+    assert "nltk_data" in REMOTE_FILES["conll2002", "esp.train"].sources[0].url
+    assert "clips" in REMOTE_FILES["conll2000", "train.txt"].sources[0].url
 
 
 def test_the_real_corpora_verify_against_the_table(serve, tmp_path):
@@ -418,10 +464,9 @@ def test_command_line_downloads_into_the_data_home(serve, mirror, tmp_path, monk
     url, _ = serve(mirror)
     monkeypatch.setenv("SKCRF_DATA_URL", url)
     assert _main(["conll2000", "--data-home", str(tmp_path / "home")]) == 1  # train: 404
-    assert "python -m skcrf.datasets conll2000" in capsys.readouterr().err
+    assert f"{url}/conll2000/train.txt: HTTP 404" in capsys.readouterr().err
     (mirror / "conll2000" / "train.txt").write_text(CONLL2000)
-    monkeypatch.setitem(REMOTE_FILES, ("conll2000", "train.txt"),
-                        RemoteFile("https://example.invalid/x", sha256(CONLL2000.encode())))
+    monkeypatch.setitem(REMOTE_FILES, ("conll2000", "train.txt"), remote_for(CONLL2000.encode()))
     assert _main(["conll2000", "--data-home", str(tmp_path / "home")]) == 0
     assert "conll2000 test: 2 sentences" in capsys.readouterr().out
 
@@ -437,5 +482,262 @@ def test_examples_without_data_or_network_print_one_line(tmp_path, script, corpu
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert f"python -m skcrf.datasets {corpus}" in lines[0]
+    assert "unreachable" in lines[0] and "SKCRF_DATA_URL" in lines[0]
+    assert f"http://127.0.0.1:9/{corpus}/" in lines[0]
     assert not (tmp_path / "none").exists()
+
+
+# Issue 32, fault 2: a planted partial file that is a link
+@pytest.mark.parametrize("existing", [True, False], ids=["append-to-a-file", "create-a-file"])
+def test_a_partial_file_planted_as_a_link_is_refused_and_its_target_untouched(
+        serve, long_mirror, tmp_path, existing):
+    url, requests = serve(long_mirror)
+    home = tmp_path / "home"
+    outside = tmp_path / "outside.txt"
+    if existing:
+        outside.write_text("keep me\n")
+    part = partial_path(home / "conll2000" / "test.txt")
+    part.parent.mkdir(parents=True)
+    part.symlink_to(outside)
+    with pytest.raises(OSError, match=r"\.test\.txt\.part is a symbolic link .* remove it"):
+        fetch_conll2000("test", data_home=home, base_url=url)
+    assert (outside.read_text() if existing else outside.exists()) == (
+        "keep me\n" if existing else False)
+    assert requests == []  # refused before anything was asked for
+    assert part.is_symlink() and not (home / "conll2000" / "test.txt").exists()
+
+
+def test_a_lock_file_planted_as_a_link_is_refused(serve, long_mirror, tmp_path):
+    url, _ = serve(long_mirror)
+    home = tmp_path / "home"
+    (home / "conll2000").mkdir(parents=True)
+    outside = tmp_path / "outside.txt"
+    (home / "conll2000" / ".test.txt.lock").symlink_to(outside)
+    with pytest.raises(OSError, match=r"\.test\.txt\.lock is a symbolic link"):
+        fetch_conll2000("test", data_home=home, base_url=url)
+    assert not outside.exists()
+
+
+def test_a_lock_file_left_by_a_killed_fetch_does_not_block_the_next(serve, long_mirror,
+                                                                      tmp_path):
+    url, _ = serve(long_mirror)
+    home = tmp_path / "home"
+    (home / "conll2000").mkdir(parents=True)
+    (home / "conll2000" / ".test.txt.lock").write_text("")  # no process holds it
+    assert len(fetch_conll2000("test", data_home=home, base_url=url)[0]) == 120
+    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+
+
+# Issue 32, fault 3: concurrent fetches of one file
+def test_concurrent_fetches_of_one_file_download_it_once_and_install_it_whole(
+        serve, long_mirror, tmp_path):
+    url, requests = serve(long_mirror, pace=0.01)  # about 0.15 s per download
+    home = tmp_path / "home"
+    results, errors = [], []
+
+    def fetch():
+        try:
+            results.append(fetch_conll2000("test", data_home=home, base_url=url))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=fetch) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert requests == ["/conll2000/test.txt"]  # the others waited, then found it
+    assert all(len(X) == 120 for X, _ in results) and len(results) == 6
+    assert (home / "conll2000" / "test.txt").read_text() == LONG
+    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+
+
+def test_concurrent_fetches_in_two_processes(serve, long_mirror, tmp_path):
+    url, requests = serve(long_mirror, pace=0.02)
+    home = tmp_path / "home"
+    script = (
+        "import sys\n"
+        "from skcrf.datasets import fetch_conll2000\n"
+        "from skcrf.datasets._remote import REMOTE_FILES, RemoteFile\n"
+        f"REMOTE_FILES['conll2000', 'test.txt'] = RemoteFile({sha256(LONG.encode())!r}, "
+        f"{len(LONG)}, ())\n"
+        f"X, _ = fetch_conll2000('test', data_home={str(home)!r}, base_url={url!r})\n"
+        "print(len(X))\n")
+    env = dict(os.environ, no_proxy="*", NO_PROXY="*",
+               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    children = [subprocess.Popen([sys.executable, "-c", script], env=env, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                for _ in range(2)]
+    outputs = [child.communicate(timeout=120) for child in children]
+    assert [child.returncode for child in children] == [0, 0], outputs
+    assert [out.strip() for out, _ in outputs] == ["120", "120"]
+    assert 1 <= len(requests) <= 2  # the second started after the first had finished, or waited
+    assert (home / "conll2000" / "test.txt").read_text() == LONG
+    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+
+
+def test_a_file_of_the_wrong_size_in_the_data_home_is_refused_naming_it(tmp_path, offline,
+                                                                         monkeypatch):
+    (tmp_path / "conll2002").mkdir()
+    path = tmp_path / "conll2002" / "esp.testb"
+    path.write_text(CONLL2002)
+    record_files(monkeypatch, tmp_path)
+    path.write_text(CONLL2002 + CONLL2002)  # a second copy appended, as two fetches did
+    for load in (lambda: load_conll2002("testb", data_home=tmp_path),
+                 lambda: fetch_conll2002("esp", "testb", data_home=tmp_path)):
+        with pytest.raises(OSError) as info:
+            load()
+        message = str(info.value)
+        assert not isinstance(info.value, FileNotFoundError)
+        assert f"{path} has {2 * len(CONLL2002.encode())} bytes where conll2002/esp.testb " \
+               f"has {len(CONLL2002.encode())}" in message
+        assert "delete it and fetch it again" in message
+
+
+def test_the_latin1_original_of_conll2002_is_accepted_at_its_own_size(tmp_path, offline):
+    """The original release is Latin-1; the table records the size of that encoding too."""
+    remote = REMOTE_FILES["conll2002", "esp.testb"]
+    assert remote.latin1_size < remote.size
+    assert remote.accepts_size(remote.latin1_size) and not remote.accepts_size(remote.size + 1)
+
+
+# Issue 32, fault 7: downloads without a size bound
+def test_an_endless_download_stops_past_the_recorded_size_and_keeps_nothing(
+        serve, mirror, tmp_path):
+    url, _ = serve(mirror, endless=True)
+    home = tmp_path / "home"
+    size = len(CONLL2000.encode())
+    with pytest.raises(OSError, match=f"served more than the {size} bytes recorded") as info:
+        fetch_conll2000("test", data_home=home, base_url=url)
+    assert not isinstance(info.value, FileNotFoundError)
+    assert not home.exists()
+
+
+def test_a_download_announcing_more_than_the_recorded_size_is_refused_unread(
+        serve, mirror, tmp_path):
+    (mirror / "conll2000" / "test.txt").write_bytes(b"x" * 10_000)
+    url, _ = serve(mirror)
+    with pytest.raises(OSError, match=f"announces 10000 bytes, more than the "
+                                      f"{len(CONLL2000.encode())} recorded"):
+        fetch_conll2000("test", data_home=tmp_path / "home", base_url=url)
+    assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["archive-size-recorded",
+                                                          "archive-size-bounded"])
+def test_a_gzip_bomb_stops_past_the_recorded_size(serve, tmp_path, monkeypatch, recorded):
+    root = tmp_path / "site"
+    root.mkdir()
+    bomb = gzip.compress(b"x" * (20 << 20))  # 20 MiB in about 20 KB
+    (root / "test.txt.gz").write_bytes(bomb)
+    url, _ = serve(root)
+    source = Source(f"{url}/test.txt.gz", archive="gzip", size=len(bomb) if recorded else None)
+    monkeypatch.setitem(REMOTE_FILES, ("conll2000", "test.txt"),
+                        remote_for(CONLL2000.encode(), source))
+    home = tmp_path / "home"
+    size = len(CONLL2000.encode())
+    # unrecorded, the archive may hold the file, gzip's framing and a little slack
+    message = (f"more than the {size} bytes recorded once unpacked" if recorded
+               else rf"announces \d+ bytes, more than the {size + 1024} recorded")
+    with pytest.raises(OSError, match=message):
+        fetch_conll2000("test", data_home=home)
+    assert not home.exists()
+
+
+def zip_of(members):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_sources_are_tried_in_order_until_one_gives_the_recorded_file(
+        serve, tmp_path, monkeypatch):
+    root = tmp_path / "site"
+    root.mkdir()
+    good = zip_of({"conll2002/esp.testa": CONLL2002, "conll2002/README": "x"})
+    (root / "conll2002.zip").write_bytes(good)
+    (root / "other.zip").write_bytes(zip_of({"conll2002/esp.testa": CONLL2002 + "x O O\n"}))
+    url, requests = serve(root)
+    data = CONLL2002.encode()
+    monkeypatch.setitem(REMOTE_FILES, ("conll2002", "esp.testa"), remote_for(
+        data,
+        Source(f"{url}/missing.zip", "zip", "conll2002/esp.testa"),
+        # the wrong archive: its own checksum fails before it is opened
+        Source(f"{url}/other.zip", "zip", "conll2002/esp.testa", sha256=sha256(good)),
+        Source(f"{url}/conll2002.zip", "zip", "conll2002/esp.testa", len(good), sha256(good)),
+        Source(f"{url}/never-asked"),
+    ))
+    home = tmp_path / "home"
+    assert fetch_conll2002("esp", "testa", data_home=home) == (
+        [[("España", "NP"), ("vence", "VMI")]], [["B-LOC", "O"]])
+    assert requests == ["/missing.zip", "/other.zip", "/conll2002.zip"]
+    assert listing(home) == ["conll2002", "conll2002/esp.testa"]
+
+
+def test_when_no_source_gives_the_file_the_error_names_each(serve, tmp_path, monkeypatch):
+    root = tmp_path / "site"
+    root.mkdir()
+    archive = zip_of({"conll2002/esp.train": "x O O\n"})
+    (root / "a.zip").write_bytes(archive)
+    (root / "b").write_text(CONLL2002.replace("vence", "gana!"))
+    url, _ = serve(root)
+    monkeypatch.setitem(REMOTE_FILES, ("conll2002", "esp.testa"), remote_for(
+        CONLL2002.encode(), Source(f"{url}/a.zip", "zip", "conll2002/esp.testa", len(archive)),
+        Source(f"{url}/b")))
+    home = tmp_path / "home"
+    with pytest.raises(OSError) as info:
+        fetch_conll2002("esp", "testa", data_home=home)
+    message = str(info.value)
+    assert not isinstance(info.value, FileNotFoundError)
+    assert f"{url}/a.zip: the archive has no member conll2002/esp.testa" in message
+    assert f"{url}/b: SHA-256 " in message and "nothing was saved" in message
+    assert not home.exists()
+
+
+def test_an_unreachable_network_is_said_with_the_urls_the_mirror_variable_and_where_to_copy(
+        tmp_path, monkeypatch):
+    monkeypatch.setitem(REMOTE_FILES, ("conll2002", "esp.train"), remote_for(
+        CONLL2002.encode(), Source("http://127.0.0.1:9/conll2002.zip", "zip", "x"),
+        Source("http://127.0.0.1:9/esp.train")))
+    home = tmp_path / "home"
+    with pytest.raises(FileNotFoundError) as info:
+        fetch_conll2002("esp", "train", data_home=home)
+    message = str(info.value)
+    assert message.startswith(
+        f"{home / 'conll2002' / 'esp.train'} is missing and the network (or the server) is "
+        f"unreachable (http://127.0.0.1:9/conll2002.zip: ")
+    assert "; http://127.0.0.1:9/esp.train: " in message
+    assert f"copy esp.train into {home / 'conll2002'}" in message
+    assert "SKCRF_DATA_URL" in message and "SKCRF_DATA " in message
+    assert "python -m skcrf.datasets" not in message  # not the command that just failed
+    assert "\n" not in message and not home.exists()
+
+
+# Issue 32, fault 18
+def test_a_failed_fetch_leaves_no_empty_folders(serve, tmp_path):
+    url, _ = serve(tmp_path / "empty-mirror")
+    home = tmp_path / "a" / "b" / "c"
+    with pytest.raises(FileNotFoundError):
+        fetch_conll2000("test", data_home=home, base_url=url)
+    assert listing(tmp_path) == []  # nor a, a/b, a/b/c or c/conll2000
+    (tmp_path / "a").mkdir()
+    with pytest.raises(FileNotFoundError):
+        fetch_conll2000("test", data_home=home, base_url=url)
+    assert listing(tmp_path) == ["a"]  # what was there before stays
+
+
+def test_an_empty_data_home_is_refused_not_taken_for_the_current_directory(
+        tmp_path, monkeypatch, offline):
+    monkeypatch.chdir(tmp_path)
+    for call in (lambda: get_data_home(""),
+                 lambda: fetch_conll2000("test", data_home=""),
+                 lambda: load_conll2000("test", data_home="")):
+        with pytest.raises(ValueError, match="data_home is an empty string, which would be "
+                                             "the current directory"):
+            call()
+    assert listing(tmp_path) == []
+    monkeypatch.setenv("SKCRF_DATA", "")  # an empty variable is as if unset
+    assert get_data_home() == Path.home() / "skcrf_data"

@@ -465,8 +465,8 @@ def _sentence_features(sentence):
 
 
 @TWO_THREADS
-def test_real_corpus_fit_and_marginals_bitwise_equal_for_1_and_2_threads(conll2002_small):
-    X_train, y_train, X_test, _ = conll2002_small
+def test_real_corpus_fit_and_marginals_bitwise_equal_for_1_and_2_threads(tagged_small):
+    X_train, y_train, X_test, _ = tagged_small
     X_train = [_sentence_features(s) for s in X_train[:150]]
     X_test = [_sentence_features(s) for s in X_test[:50]]
     models = {}
@@ -654,9 +654,12 @@ def test_read_only_install_works_without_a_cache(read_only_install):
     assert labels == str([["A", "B"], ["B", "A", "A"]])
     assert sums == str([1.0, 1.0, 1.0])
     # numba could write nothing: the copy holds only what we put there
-    sources = [p.relative_to(REPO / "skcrf") for p in (REPO / "skcrf").rglob("*.py")]
-    sources.append(Path("py.typed"))  # package data, copied with the sources
-    markers = {source.parent / "__pycache__" for source in sources}
+    # the sources and the package data (py.typed, the sample corpus), copied with them
+    sources = [p.relative_to(REPO / "skcrf") for p in (REPO / "skcrf").rglob("*")
+               if p.is_file() and "__pycache__" not in p.parts]
+    markers = {folder.relative_to(REPO / "skcrf") / "__pycache__"
+               for folder in [REPO / "skcrf", *(REPO / "skcrf").rglob("*")]
+               if folder.is_dir() and "__pycache__" not in folder.parts}
     assert sorted(p.relative_to(package) for p in package.rglob("*") if p.is_file()) == sorted(
         sources + list(markers))
     assert skcrf.__file__ != str(package / "__init__.py")

@@ -1,4 +1,7 @@
-"""TreeCRF: learning over given trees, the scikit-learn contract, persistence and bad input."""
+"""TreeCRF: learning over given trees, persistence and bad input.
+
+The estimator contract is checked for every estimator in test_estimator_contract.py.
+"""
 
 import io
 import pickle
@@ -8,10 +11,8 @@ import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
-import sklearn.utils.estimator_checks as checks
-from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
-from sklearn.model_selection import GridSearchCV, cross_validate
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import cross_validate
 from sklearn.pipeline import make_pipeline
 
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer, TreeCRF
@@ -216,54 +217,7 @@ def test_a_failed_fit_keeps_the_previous_model(task):
 
 
 # --- scikit-learn contract ---------------------------------------------------
-
-
-@pytest.mark.parametrize("check", [
-    checks.check_estimator_cloneable,
-    checks.check_estimator_repr,
-    checks.check_no_attributes_set_in_init,
-    checks.check_parameters_default_constructible,
-    checks.check_get_params_invariance,
-    checks.check_set_params,
-    checks.check_do_not_raise_errors_in_init_or_set_params,
-    checks.check_estimators_unfitted,
-    checks.check_estimator_tags_renamed,
-    checks.check_valid_tag_types,
-    checks.check_mixin_order,
-], ids=lambda check: check.__name__)
-def test_sklearn_checks_that_apply(check):
-    check("TreeCRF", TreeCRF())
-
-
-def test_clone_params_and_fit_add_only_fitted_attributes(fitted, task):
-    X, y = task
-    copy = clone(fitted)
-    assert copy.get_params() == fitted.get_params()
-    assert not hasattr(copy, "coef_")
-    copy.set_params(alpha=3.0, l1_ratio=0.5, max_iter=20)
-    assert copy.alpha == 3.0 and copy.l1_ratio == 0.5
-    before = copy.get_params()
-    public = {name for name in vars(copy) if not name.startswith("_")}
-    copy.fit(X, y)
-    assert copy.get_params() == before
-    added = {name for name in vars(copy) if not name.startswith("_")} - public
-    assert added and all(name.endswith("_") for name in added)
-
-
-@pytest.mark.parametrize("method", ["predict", "predict_marginals", "predict_proba", "score"])
-def test_unfitted_raises_not_fitted(method, task):
-    X, y = task
-    with pytest.raises(NotFittedError):
-        getattr(TreeCRF(), method)(*((X, y) if method == "score" else (X,)))
-
-
-def test_cross_validation_and_grid_search_over_dicts_with_trees(task):
-    X, y = task
-    result = cross_validate(TreeCRF(max_iter=30, n_jobs=1), X, y, cv=3, return_train_score=True)
-    assert result["test_score"].shape == (3,) and np.all(result["test_score"] > 0.9)
-    search = GridSearchCV(TreeCRF(max_iter=30, n_jobs=1), {"alpha": [0.1, 1000.0]}, cv=3).fit(X, y)
-    assert search.best_params_["alpha"] == 0.1  # a huge alpha flattens the links
-    assert len(search.predict(X[:2])) == 2
+# The estimator contract, for every estimator: tests/test_estimator_contract.py.
 
 
 def test_cross_validation_over_a_sequence_matrix_keeps_the_trees(task):
@@ -271,17 +225,6 @@ def test_cross_validation_over_a_sequence_matrix_keeps_the_trees(task):
     matrix = SequenceVectorizer().fit_transform(X)
     result = cross_validate(TreeCRF(max_iter=30, n_jobs=1), matrix, y, cv=3)
     assert np.all(result["test_score"] > 0.9)
-
-
-def test_pipeline_with_a_vectorizer_and_its_search(task):
-    X, y = task
-    pipe = make_pipeline(SequenceVectorizer(), TreeCRF(max_iter=30, n_jobs=1)).fit(X, y)
-    assert pipe.score(X, y) == 1.0
-    expected = pipe[-1].predict_marginals(pipe[:-1].transform(X))
-    for a, b in zip(pipe.predict_proba(X), expected, strict=True):
-        np.testing.assert_array_equal(a, b)
-    search = GridSearchCV(pipe, {"treecrf__alpha": [0.1, 1.0]}, cv=3).fit(X, y)
-    assert search.best_score_ > 0.9
 
 
 # --- persistence, threads ----------------------------------------------------

@@ -6,58 +6,16 @@ import numpy as np
 import pytest
 
 from skcrf import CRFClassifier, SemiMarkovCRF, SequenceMatrix, TreeCRF
-
-# A small corpus whose labels follow from the word and its neighbours
-WORDS = {"the": "DET", "a": "DET", "big": "ADJ", "cat": "N", "dog": "N", "runs": "V",
-         "sleeps": "V"}
-
-
-def _chain_corpus(n_sequences=40, seed=0):
-    rng = np.random.default_rng(seed)
-    X, y = [], []
-    for _ in range(n_sequences):
-        words = ([rng.choice(["the", "a"])] + (["big"] if rng.random() < 0.3 else [])
-                 + [rng.choice(["cat", "dog"]), rng.choice(["runs", "sleeps"])])
-        X.append([{"w": w, "len": len(w) / 5} for w in words])
-        y.append([WORDS[w] for w in words])
-    return X, y
-
-
-def _span_corpus(n_sequences=40, seed=0):
-    """Names (PER spans of one or two tokens) among other words, in IOB2."""
-    rng = np.random.default_rng(seed)
-    X, y = [], []
-    for _ in range(n_sequences):
-        tokens, tags = [], []
-        for _ in range(rng.integers(2, 5)):
-            if rng.random() < 0.4:
-                name = ["Ada", "Lovelace"] if rng.random() < 0.5 else ["Turing"]
-                tokens += name
-                tags += ["B-PER"] + ["I-PER"] * (len(name) - 1)
-            else:
-                tokens.append(str(rng.choice(["wrote", "ran", "and", "then"])))
-                tags.append("O")
-        X.append([{"w": t, "title": t.istitle()} for t in tokens])
-        y.append(tags)
-    return X, y
-
-
-def _tree_corpus(n_sequences=40, seed=0):
-    """Chains read as trees (each token's parent is the next one) with a root last."""
-    X, y = _chain_corpus(n_sequences, seed)
-    X = [[dict(token, __parent__=i + 1 if i + 1 < len(seq) else -1)
-          for i, token in enumerate(seq)] for seq in X]
-    return X, y
-
+from tests._toys import chain_corpus, span_corpus, tree_corpus
 
 CASES = {
-    "chain": (CRFClassifier, {}, _chain_corpus),
-    "chain-l1": (CRFClassifier, {"l1_ratio": 0.5}, _chain_corpus),
-    "order2": (CRFClassifier, {"order": 2}, _chain_corpus),
-    "transition-features": (CRFClassifier, {"transition_features": "all"}, _chain_corpus),
-    "constrained": (CRFClassifier, {"allowed_transitions": "bio"}, _span_corpus),
-    "semimarkov": (SemiMarkovCRF, {}, _span_corpus),
-    "tree": (TreeCRF, {}, _tree_corpus),
+    "chain": (CRFClassifier, {}, chain_corpus),
+    "chain-l1": (CRFClassifier, {"l1_ratio": 0.5}, chain_corpus),
+    "order2": (CRFClassifier, {"order": 2}, chain_corpus),
+    "transition-features": (CRFClassifier, {"transition_features": "all"}, chain_corpus),
+    "constrained": (CRFClassifier, {"allowed_transitions": "bio"}, span_corpus),
+    "semimarkov": (SemiMarkovCRF, {}, span_corpus),
+    "tree": (TreeCRF, {}, tree_corpus),
 }
 
 TIGHT = {"l1_ratio": 0.0, "tol": 1e-8, "max_iter": 1000}
@@ -98,7 +56,7 @@ def _same_fit(a, b):
 
 
 def test_changed_classes_restart_from_zero():
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     renamed = [[label.lower() for label in labels] for labels in y]
     model = CRFClassifier(alpha=0.1, warm_start=True).fit(X, y)
     model.fit(X, renamed)
@@ -106,7 +64,7 @@ def test_changed_classes_restart_from_zero():
 
 
 def test_changed_features_restart_from_zero():
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     model = CRFClassifier(alpha=0.1, warm_start=True).fit(X, y)
     other = [[dict(token, extra=1.0) for token in seq] for seq in X]  # one more feature
     model.fit(other, y)
@@ -114,21 +72,21 @@ def test_changed_features_restart_from_zero():
 
 
 def test_changed_structure_restarts_from_zero():
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     model = CRFClassifier(alpha=0.1, warm_start=True).fit(X, y)
     model.set_params(order=2).fit(X, y)
     _same_fit(model, CRFClassifier(alpha=0.1, order=2).fit(X, y))
 
 
 def test_without_warm_start_a_refit_starts_from_zero():
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     model = CRFClassifier(alpha=0.3).fit(X, y)
     model.set_params(alpha=0.1).fit(X, y)
     _same_fit(model, CRFClassifier(alpha=0.1).fit(X, y))
 
 
 def test_warm_start_on_a_sequence_matrix_matches_by_feature_count():
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     from skcrf import SequenceVectorizer
 
     matrix = SequenceVectorizer().fit_transform(X)
@@ -140,10 +98,10 @@ def test_warm_start_on_a_sequence_matrix_matches_by_feature_count():
 
 
 def test_old_pickles_without_warm_start_load():
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     for model in (CRFClassifier(max_iter=20).fit(X, y),
-                  SemiMarkovCRF(max_iter=20).fit(*_span_corpus()),
-                  TreeCRF(max_iter=20).fit(*_tree_corpus())):
+                  SemiMarkovCRF(max_iter=20).fit(*span_corpus()),
+                  TreeCRF(max_iter=20).fit(*tree_corpus())):
         state = model.__getstate__()
         del state["warm_start"]
         old = object.__new__(type(model))
@@ -154,7 +112,7 @@ def test_old_pickles_without_warm_start_load():
 
 @pytest.mark.parametrize("bad", [1, "yes", None])
 def test_warm_start_must_be_a_bool(bad):
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     with pytest.raises(ValueError, match="warm_start"):
         CRFClassifier(warm_start=bad).fit(X, y)
 

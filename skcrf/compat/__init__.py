@@ -2,11 +2,12 @@
 
 :class:`CRF` takes sklearn-crfsuite's constructor arguments and offers its
 attributes and methods, trained by :class:`~skcrf.CRFClassifier`;
-:mod:`skcrf.compat.metrics` has sklearn-crfsuite's metric names. Code written
-for sklearn-crfsuite runs unchanged::
+:mod:`skcrf.compat.metrics` has sklearn-crfsuite's metric names and
+``skcrf.compat.scorers`` its scorers. Code written for sklearn-crfsuite runs
+once its imports change::
 
     import skcrf.compat as sklearn_crfsuite
-    from skcrf.compat import metrics
+    from skcrf.compat import metrics, scorers
 
     crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100,
                                all_possible_transitions=True)
@@ -16,7 +17,7 @@ for sklearn-crfsuite runs unchanged::
 See :doc:`/migration` for what maps to what and where the two differ.
 """
 
-from . import metrics
+from . import metrics, scorers
 from ._crf import CRF
 
-__all__ = ["CRF", "metrics"]
+__all__ = ["CRF", "metrics", "scorers"]

@@ -2,10 +2,12 @@
 
 import math
 import numbers
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import metadata_routing
 from sklearn.utils.validation import check_is_fitted
 
@@ -74,18 +76,24 @@ def _sequences(X):
 def _summaries(classifier):
     """sklearn-crfsuite's views of a fitted CRFClassifier, by attribute name."""
     classes = classifier.classes_.tolist()
-    attributes = [str(name) for name in classifier.feature_names_]
-    rows, columns = np.nonzero(classifier.coef_)
+    names = [str(name) for name in classifier.feature_names_]
+    coef = classifier.coef_
+    # as CRFsuite's model, the attributes that carry a non-zero weight
+    weighted = np.flatnonzero(np.any(coef != 0, axis=0))
+    attributes = [names[j] for j in weighted.tolist()]
+    rows, columns = np.nonzero(coef)
+    n_classes = len(classes)
+    n_weights = weighted.shape[0] * n_classes + n_classes * n_classes + 2 * n_classes
     return {
         "classes_": classes,
         "attributes_": attributes,
-        "state_features_": {(attributes[j], classes[k]): float(classifier.coef_[k, j])
+        "state_features_": {(names[j], classes[k]): float(coef[k, j])
                             for k, j in zip(rows.tolist(), columns.tolist())},
         "transition_features_": {(a, b): float(classifier.transition_coef_[i, j])
                                  for i, a in enumerate(classes)
                                  for j, b in enumerate(classes)},
-        "size_": int(classifier.coef_.nbytes + classifier.transition_coef_.nbytes
-                     + classifier.start_coef_.nbytes + classifier.end_coef_.nbytes),
+        "size_": int(n_weights * coef.itemsize
+                     + sum(len(name.encode("utf-8")) for name in attributes)),
     }
 
 
@@ -133,7 +141,8 @@ class CRF(BaseEstimator):
     c1, c2 : float, default=None
         L1 and L2 coefficients; None means CRFsuite's 0 and 1.
     max_iterations : int, default=None
-        Most L-BFGS iterations; None trains until convergence.
+        Most L-BFGS iterations; None trains until convergence. Reaching it is
+        silent, as in CRFsuite (:class:`~skcrf.CRFClassifier` warns).
     num_memories, epsilon, period, linesearch, max_linesearch : default=None
         CRFsuite's L-BFGS settings. skcrf runs with CRFsuite's defaults (6,
         1e-5, 10, "MoreThuente", 20 — a line search of its own kind); another
@@ -164,9 +173,13 @@ averaging, variance, gamma, trainer_cls : default=None
     transition_features_ : dict
         ``{(label_from, label_to): weight}`` for every pair of labels.
     attributes_ : list of str
-        Every attribute (feature) name.
+        The attributes (feature names) that carry a non-zero weight for some
+        label, as CRFsuite's model keeps them; ``estimator_.feature_names_``
+        has them all.
     size_ : int
-        Bytes of the model's weight arrays (CRFsuite reports its file size).
+        Bytes of the weights of these attributes (one per label), of the
+        transition, start and end weights, and of the attributes' names;
+        CRFsuite reports its model file's size, which holds much the same.
     training_log_ : None
         CRFsuite's training log has no counterpart; see
         ``estimator_.loss_curve_``.
@@ -231,6 +244,14 @@ averaging, variance, gamma, trainer_cls : default=None
         self.keep_tempfiles = keep_tempfiles
         self.trainer_cls = trainer_cls
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # sequences of feature dicts (or attribute lists), not a 2-D array; ragged y
+        tags.input_tags.two_d_array = False
+        tags.input_tags.dict = True
+        tags.target_tags.required = True
+        return tags
+
     def _classifier(self):
         """The CRFClassifier these arguments describe; unsupported ones raise ValueError."""
         if self.algorithm not in (None, "lbfgs"):
@@ -278,7 +299,11 @@ averaging, variance, gamma, trainer_cls : default=None
         """
         classifier = self._classifier()
         vectorizer = SequenceVectorizer(separator=":", min_freq=self._min_freq())
-        classifier.fit(vectorizer.fit_transform(_sequences(X)), y)
+        with warnings.catch_warnings():
+            # CRFsuite stops at max_iterations without a word, and so does its
+            # interface here; CRFClassifier itself warns
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            classifier.fit(vectorizer.fit_transform(_sequences(X)), y)
         self.vectorizer_ = vectorizer
         self.estimator_ = classifier
         for name, value in _summaries(classifier).items():
@@ -307,7 +332,8 @@ averaging, variance, gamma, trainer_cls : default=None
 
     def predict(self, X):
         """Most likely labels: a list of lists of str, one per sequence."""
-        return [labels.tolist() for labels in self.estimator_.predict(self._transform(X))]
+        features = self._transform(X)  # first: it raises NotFittedError on an unfitted CRF
+        return [labels.tolist() for labels in self.estimator_.predict(features)]
 
     def predict_single(self, xseq):
         """Most likely labels of one sequence, as a list of str."""
@@ -315,9 +341,9 @@ averaging, variance, gamma, trainer_cls : default=None
 
     def predict_marginals(self, X):
         """Per sequence, per token, a dict of each label's probability."""
-        classes = self.classes_
-        return [[dict(zip(classes, row.tolist())) for row in marginals]
-                for marginals in self.estimator_.predict_marginals(self._transform(X))]
+        features = self._transform(X)  # first: it raises NotFittedError on an unfitted CRF
+        return [[dict(zip(self.classes_, row.tolist())) for row in marginals]
+                for marginals in self.estimator_.predict_marginals(features)]
 
     def predict_marginals_single(self, xseq):
         """Per token of one sequence, a dict of each label's probability."""

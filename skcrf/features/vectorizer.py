@@ -23,6 +23,7 @@ from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
 from ._dict_arrays import _release_freed_memory, _vectorize_compact
 from ._kernels import column_counts, remap_columns, sort_row_indices
 from ._numbering import factorize
+from ._output import SequenceOutputMixin
 from ._parents import PARENT_KEY
 from .sequence_matrix import SequenceMatrix, values_or_none
 
@@ -48,7 +49,8 @@ def _values_are_numbers(vectorizer):
 
 
 @saved_as("skcrf.SequenceVectorizer")
-class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
+                         auto_wrap_output_keys=None):
     """Turn sequences of per-token feature dicts into one sparse matrix.
 
     The sequence counterpart of :class:`sklearn.feature_extraction.DictVectorizer`
@@ -123,6 +125,9 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     >>> vec.transform([[{"word": "world", "unseen": 1.0}]])[0].toarray()
     array([[0., 0., 0., 1.]])
     """
+
+    _dataframe_hint = (" A DataFrame of the features: pandas.DataFrame.sparse.from_spmatrix("
+                       "Xt.matrix, columns=vectorizer.feature_names_).")
 
     _parameter_constraints = {
         "dtype": "no_validation",

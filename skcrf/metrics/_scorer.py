@@ -12,6 +12,26 @@ from ._span import span_f1_score
 from ._token import flat_f1_score
 
 
+def check_sequence_scoring(scoring: Any) -> Any:
+    """``scoring``, unless it names one of scikit-learn's scorers, which cannot score sequences.
+
+    Raises
+    ------
+    ValueError
+        If ``scoring`` is a string: scikit-learn's string scorers compare one
+        label per sample and fail on lists of label sequences; the message
+        names skcrf's scorers instead.
+    """
+    if isinstance(scoring, str):
+        raise ValueError(
+            f"scoring={scoring!r} names one of scikit-learn's scorers, which compare one "
+            f"label per sample and fail on lists of label sequences. Use a scorer of "
+            f"skcrf.metrics: span_f1_scorer (entity or chunk F1), flat_f1_scorer (token F1), "
+            f"sequence_accuracy_scorer, or make_sequence_scorer(metric) of any metric, "
+            f"such as make_sequence_scorer(flat_accuracy_score).")
+    return scoring
+
+
 def make_sequence_scorer(score_func: Callable[..., Any], *, greater_is_better: bool = True,
                          **kwargs: Any) -> Callable[..., float]:
     """Make a scorer for ``GridSearchCV`` or ``cross_validate`` from a sequence metric.

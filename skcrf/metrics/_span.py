@@ -6,7 +6,7 @@ The spans are decoded by :mod:`skcrf.tags`; this module counts them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -198,146 +198,97 @@ def span_precision_recall_fscore_support(
     return precision, recall, fbeta, support
 
 
-def _span_score(y_true, y_pred, which, *, labels, average, scheme, sample_weight,
-                zero_division):
-    """One of precision (0), recall (1) or F1 (2), warning only about that one."""
-    _check_average(average)
-    item_true, item_pred, type_ids, _, item_weight = _span_targets(
-        y_true, y_pred, scheme, labels, sample_weight)
+class _SpanScore(Protocol):
+    """The signature of span_precision_score, span_recall_score and span_f1_score."""
+
+    def __call__(self, y_true: LabelSequences, y_pred: LabelSequences, *,
+                 labels: Sequence[str] | None = None,
+                 average: Literal["micro", "macro", "weighted"] | None = "micro",
+                 scheme: str = "IOB2", sample_weight: SequenceWeights = None,
+                 zero_division: ZeroDivision = "warn") -> float | NDArray[Any]: ...
+
+
+_SPAN_SCORE_DOC = """{summary}
+
+    Parameters
+    ----------
+    y_true : list of array-like of shape (n_tokens_i,)
+        True tag sequences.
+    y_pred : list of array-like of shape (n_tokens_i,)
+        Predicted tag sequences.
+    labels : array-like of str, default=None
+        Span types to score; by default all types found on either side.
+    average : {{"micro", "macro", "weighted"}} or None, default="micro"
+        "micro" is conlleval's overall {conlleval}; None gives one per type.
+    scheme : {{"IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain"}}, \
+            default="IOB2"
+        Tagging scheme, see :func:`get_spans`.
+    sample_weight : array-like of shape (n_sequences,), default=None
+        One weight per sequence, applied to each of its spans.
+    zero_division : {{"warn", 0.0, 1.0, np.nan}}, default="warn"
+        Value when {undefined} (conlleval prints 0), for every average.
+
+    Returns
+    -------
+    {name} : float or ndarray of shape (n_types,)
+
+    Examples
+    --------
+    >>> from skcrf.metrics import span_{name}_score
+    {example}
+    """
+
+
+def _span_score_function(which, name, *, summary, conlleval, undefined, example):
+    """One of span_precision_score (0), span_recall_score (1), span_f1_score (2).
+
+    The three differ only in which score of scikit-learn's
+    precision_recall_fscore_support they return, and warn about.
+    """
     warn_for = (("precision",), ("recall",), ("f-score",))[which]
-    score = _skm.precision_recall_fscore_support(
-        item_true, item_pred, labels=type_ids, average=_average_of(average, type_ids),
-        sample_weight=item_weight, warn_for=warn_for, zero_division=zero_division)[which]
-    return float(score) if average is not None else score
+
+    def span_score(y_true, y_pred, *, labels=None, average="micro", scheme="IOB2",
+                   sample_weight=None, zero_division="warn"):
+        _check_average(average)
+        item_true, item_pred, type_ids, _, item_weight = _span_targets(
+            y_true, y_pred, scheme, labels, sample_weight)
+        score = _skm.precision_recall_fscore_support(
+            item_true, item_pred, labels=type_ids, average=_average_of(average, type_ids),
+            sample_weight=item_weight, warn_for=warn_for, zero_division=zero_division)[which]
+        return float(score) if average is not None else score
+
+    span_score.__name__ = span_score.__qualname__ = f"span_{name}_score"
+    span_score.__annotations__ = dict(_SpanScore.__call__.__annotations__)
+    span_score.__doc__ = _SPAN_SCORE_DOC.format(
+        summary=summary, conlleval=conlleval, undefined=undefined, name=name,
+        example=example.strip().replace("\n", "\n    "))
+    return span_score
 
 
-def span_precision_score(y_true: LabelSequences, y_pred: LabelSequences, *,
-                         labels: Sequence[str] | None = None,
-                         average: Literal["micro", "macro", "weighted"] | None = "micro",
-                         scheme: str = "IOB2",
-                         sample_weight: SequenceWeights = None,
-                         zero_division: ZeroDivision = "warn") -> float | NDArray[Any]:
-    """Fraction of predicted spans that are right (type, start and end).
+span_precision_score: _SpanScore = _span_score_function(
+    0, "precision", summary="Fraction of predicted spans that are right (type, start and end).",
+    conlleval="precision", undefined="no span is predicted", example="""
+>>> span_precision_score([["B-PER", "I-PER", "O"]], [["B-PER", "O", "B-PER"]])
+0.0
+""")
 
-    Parameters
-    ----------
-    y_true : list of array-like of shape (n_tokens_i,)
-        True tag sequences.
-    y_pred : list of array-like of shape (n_tokens_i,)
-        Predicted tag sequences.
-    labels : array-like of str, default=None
-        Span types to score; by default all types found on either side.
-    average : {"micro", "macro", "weighted"} or None, default="micro"
-        "micro" is conlleval's overall precision; None gives one per type.
-    scheme : {"IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain"}, \
-            default="IOB2"
-        Tagging scheme, see :func:`get_spans`.
-    sample_weight : array-like of shape (n_sequences,), default=None
-        One weight per sequence, applied to each of its spans.
-    zero_division : {"warn", 0.0, 1.0, np.nan}, default="warn"
-        Value when no span is predicted (conlleval prints 0), for every
-        average.
+span_recall_score: _SpanScore = _span_score_function(
+    1, "recall",
+    summary="Fraction of true spans that are predicted exactly (type, start and end).",
+    conlleval="recall", undefined="there is no true span", example="""
+>>> span_recall_score([["B-PER", "O", "B-LOC"]], [["B-PER", "O", "O"]])
+0.5
+""")
 
-    Returns
-    -------
-    precision : float or ndarray of shape (n_types,)
-
-    Examples
-    --------
-    >>> from skcrf.metrics import span_precision_score
-    >>> span_precision_score([["B-PER", "I-PER", "O"]], [["B-PER", "O", "B-PER"]])
-    0.0
-    """
-    return _span_score(y_true, y_pred, 0, labels=labels, average=average,
-                       scheme=scheme, sample_weight=sample_weight,
-                       zero_division=zero_division)
-
-
-def span_recall_score(y_true: LabelSequences, y_pred: LabelSequences, *,
-                      labels: Sequence[str] | None = None,
-                      average: Literal["micro", "macro", "weighted"] | None = "micro",
-                      scheme: str = "IOB2",
-                      sample_weight: SequenceWeights = None,
-                      zero_division: ZeroDivision = "warn") -> float | NDArray[Any]:
-    """Fraction of true spans that are predicted exactly (type, start and end).
-
-    Parameters
-    ----------
-    y_true : list of array-like of shape (n_tokens_i,)
-        True tag sequences.
-    y_pred : list of array-like of shape (n_tokens_i,)
-        Predicted tag sequences.
-    labels : array-like of str, default=None
-        Span types to score; by default all types found on either side.
-    average : {"micro", "macro", "weighted"} or None, default="micro"
-        "micro" is conlleval's overall recall; None gives one per type.
-    scheme : {"IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain"}, \
-            default="IOB2"
-        Tagging scheme, see :func:`get_spans`.
-    sample_weight : array-like of shape (n_sequences,), default=None
-        One weight per sequence, applied to each of its spans.
-    zero_division : {"warn", 0.0, 1.0, np.nan}, default="warn"
-        Value when there is no true span (conlleval prints 0), for every
-        average.
-
-    Returns
-    -------
-    recall : float or ndarray of shape (n_types,)
-
-    Examples
-    --------
-    >>> from skcrf.metrics import span_recall_score
-    >>> span_recall_score([["B-PER", "O", "B-LOC"]], [["B-PER", "O", "O"]])
-    0.5
-    """
-    return _span_score(y_true, y_pred, 1, labels=labels, average=average,
-                       scheme=scheme, sample_weight=sample_weight,
-                       zero_division=zero_division)
-
-
-def span_f1_score(y_true: LabelSequences, y_pred: LabelSequences, *,
-                  labels: Sequence[str] | None = None,
-                  average: Literal["micro", "macro", "weighted"] | None = "micro",
-                  scheme: str = "IOB2",
-                  sample_weight: SequenceWeights = None,
-                  zero_division: ZeroDivision = "warn") -> float | NDArray[Any]:
-    """F1 of span precision and recall; the default is the CoNLL score.
-
-    Parameters
-    ----------
-    y_true : list of array-like of shape (n_tokens_i,)
-        True tag sequences.
-    y_pred : list of array-like of shape (n_tokens_i,)
-        Predicted tag sequences.
-    labels : array-like of str, default=None
-        Span types to score; by default all types found on either side.
-    average : {"micro", "macro", "weighted"} or None, default="micro"
-        "micro" is conlleval's overall FB1 (as a fraction); None gives one per
-        type.
-    scheme : {"IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain"}, \
-            default="IOB2"
-        Tagging scheme, see :func:`get_spans`.
-    sample_weight : array-like of shape (n_sequences,), default=None
-        One weight per sequence, applied to each of its spans.
-    zero_division : {"warn", 0.0, 1.0, np.nan}, default="warn"
-        Value when there is neither a true nor a predicted span (conlleval
-        prints 0), for every average.
-
-    Returns
-    -------
-    f1 : float or ndarray of shape (n_types,)
-
-    Examples
-    --------
-    >>> from skcrf.metrics import span_f1_score
-    >>> y_true = [["B-PER", "I-PER", "O"], ["B-LOC", "O"]]
-    >>> y_pred = [["B-PER", "I-PER", "O"], ["B-ORG", "O"]]
-    >>> span_f1_score(y_true, y_pred)
-    0.5
-    """
-    return _span_score(y_true, y_pred, 2, labels=labels, average=average,
-                       scheme=scheme, sample_weight=sample_weight,
-                       zero_division=zero_division)
+span_f1_score: _SpanScore = _span_score_function(
+    2, "f1", summary="F1 of span precision and recall; the default is the CoNLL score.",
+    conlleval="FB1 (as a fraction)", undefined="there is neither a true nor a predicted span",
+    example="""
+>>> y_true = [["B-PER", "I-PER", "O"], ["B-LOC", "O"]]
+>>> y_pred = [["B-PER", "I-PER", "O"], ["B-ORG", "O"]]
+>>> span_f1_score(y_true, y_pred)
+0.5
+""")
 
 
 def span_classification_report(y_true: LabelSequences, y_pred: LabelSequences, *,

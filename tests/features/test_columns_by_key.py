@@ -144,8 +144,8 @@ def test_by_key_defers_tokens_of_many_layouts():
     assert vectorize_by_key(X, ColumnsByKey({"k0=a": 0}, "=")) is None
 
 
-def test_tutorial_features_take_the_path_by_key(conll2002_small):
-    X_train, _, X_test, _ = conll2002_small
+def test_tutorial_features_take_the_path_by_key(tagged_small):
+    X_train, _, X_test, _ = tagged_small
     train = [tutorial_dicts(s) for s in X_train]
     test = [tutorial_dicts(s) for s in X_test]
     vec = SequenceVectorizer().fit(train)

@@ -88,8 +88,8 @@ def test_fast_path_matches_dicts_on_small_sentences(params):
 
 @pytest.mark.parametrize("params", [{}, {"window": 2, "word_features": (
     "lower", "prefix", "suffix", "shape", "hyphen")}, {"custom": custom_features}])
-def test_fast_path_matches_dicts_on_real_sentences(conll2002_small, params):
-    assert_paths_agree(TokenFeaturizer(**params), conll2002_small[0][:150])
+def test_fast_path_matches_dicts_on_real_sentences(tagged_small, params):
+    assert_paths_agree(TokenFeaturizer(**params), tagged_small[0][:150])
 
 
 words = st.text(alphabet="aAzZ1-.'éÉñ_ ", max_size=5)
@@ -154,8 +154,8 @@ def tutorial_in_our_names(features):
     return renamed
 
 
-def test_defaults_reproduce_the_tutorial_features(conll2002_small):
-    X = conll2002_small[0][:100]
+def test_defaults_reproduce_the_tutorial_features(tagged_small):
+    X = tagged_small[0][:100]
     dicts = TokenFeaturizer().transform_dicts(X)
     for sentence, ours in zip(X, dicts):
         for i, features in enumerate(ours):
@@ -468,8 +468,8 @@ def test_pickle_round_trip():
 
 
 @pytest.fixture
-def small_corpus(conll2002_small):
-    X_train, y_train, X_test, y_test = conll2002_small
+def small_corpus(tagged_small):
+    X_train, y_train, X_test, y_test = tagged_small
     return X_train[:120], y_train[:120], X_test[:40], y_test[:40]
 
 

@@ -190,8 +190,8 @@ def test_small_path_equals_general_path_on_random_input(X, window, word_features
         assert out.n_tokens == 0 and len(out) == len(X)
 
 
-def test_pipeline_predictions_equal_the_general_path(conll2002_small, monkeypatch):
-    X_train, y_train, X_test, _ = conll2002_small
+def test_pipeline_predictions_equal_the_general_path(tagged_small, monkeypatch):
+    X_train, y_train, X_test, _ = tagged_small
     pipe = make_pipeline(TokenFeaturizer(), SequenceVectorizer(),
                          CRFClassifier(max_iter=8, n_jobs=1))
     with warnings.catch_warnings():

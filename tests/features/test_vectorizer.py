@@ -73,8 +73,8 @@ def both_paths(X, vocabulary, grow, separator="="):
 
 
 @pytest.mark.parametrize("sort", [True, False])
-def test_parity_with_dict_vectorizer_on_real_sentences(conll2002_small, sort):
-    X_train, _, X_test, _ = conll2002_small
+def test_parity_with_dict_vectorizer_on_real_sentences(tagged_small, sort):
+    X_train, _, X_test, _ = tagged_small
     train = [tutorial_dicts(s) for s in X_train]
     test = [tutorial_dicts(s) for s in X_test]
     ours = SequenceVectorizer(sort=sort)
@@ -142,8 +142,8 @@ def test_flat_path_matches_loop(X, sort):
         np.testing.assert_array_equal(a, b)
 
 
-def test_flat_path_handles_the_tutorial_features(conll2002_small):
-    X = [tutorial_dicts(s) for s in conll2002_small[0]]
+def test_flat_path_handles_the_tutorial_features(tagged_small):
+    X = [tutorial_dicts(s) for s in tagged_small[0]]
     flat, flat_vocabulary, loop, loop_vocabulary = both_paths(X, {}, True)
     assert flat is not None
     assert list(flat_vocabulary) == list(loop_vocabulary)
@@ -226,9 +226,9 @@ def test_small_path_defers_what_it_does_not_handle(X):
 
 
 @pytest.mark.parametrize("small_values", [0, 1 << 30])
-def test_small_and_chunked_paths_give_the_same_vectorizer(conll2002_small, small_values):
+def test_small_and_chunked_paths_give_the_same_vectorizer(tagged_small, small_values):
     """SequenceVectorizer is the same whichever path its inputs take."""
-    X_train, _, X_test, _ = conll2002_small
+    X_train, _, X_test, _ = tagged_small
     train = [tutorial_dicts(s) for s in X_train[:20]]
     test = [tutorial_dicts(s) for s in X_test[:20]]
     reference = SequenceVectorizer(sort=False)
@@ -434,8 +434,8 @@ def test_min_freq_counts_tokens():
     assert SequenceVectorizer(min_freq=3).fit(X).feature_names_ == []
 
 
-def test_min_freq_keeps_the_fit_transform_and_transform_outputs_equal(conll2002_small):
-    X = [tutorial_dicts(s) for s in conll2002_small[0]]
+def test_min_freq_keeps_the_fit_transform_and_transform_outputs_equal(tagged_small):
+    X = [tutorial_dicts(s) for s in tagged_small[0]]
     vec = SequenceVectorizer(min_freq=3)
     Xt = vec.fit_transform(X)
     assert len(vec.feature_names_) < len(SequenceVectorizer().fit(X).feature_names_)
@@ -630,8 +630,8 @@ def test_fit_returns_self_and_does_not_change_params():
     assert clone(vec).get_params() == params
 
 
-def test_pickle_round_trip(conll2002_small):
-    X = [tutorial_dicts(s) for s in conll2002_small[0][:50]]
+def test_pickle_round_trip(tagged_small):
+    X = [tutorial_dicts(s) for s in tagged_small[0][:50]]
     vec = SequenceVectorizer().fit(X)
     restored = pickle.loads(pickle.dumps(vec))
     assert restored.vocabulary_ == vec.vocabulary_

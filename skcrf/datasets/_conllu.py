@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Union
 
-from ._typing import Corpus, StrPath
+from .._typing import Corpus, StrPath
+from ._conll import _reading_encoding, decoding_error
 
 __all__ = ["COLUMNS", "load_conllu", "read_conllu"]
 
@@ -135,14 +136,15 @@ def read_conllu(path, column_indices, label_index, *, deprel_subtypes=True,
     False the tokens are the columns alone: a str for one column, a tuple of
     str for several (the trees are checked all the same).
     """
-    from skcrf.datasets import _reading_encoding  # not at the top: datasets imports us
-
     path = Path(path)
-    with open(path, encoding=_reading_encoding(encoding), newline="") as handle:
-        text = handle.read()
+    data = path.read_bytes()
+    try:
+        text = data.decode(_reading_encoding(encoding))
+    except UnicodeDecodeError as exc:
+        raise decoding_error(path, encoding, exc) from None
     reader = _Reader(path, column_indices, label_index, deprel_subtypes, heads)
-    # newline="" and splitting on "\n" alone: a stray "\r" or other Unicode
-    # line break inside a field stays in its field instead of cutting the line
+    # no newline translation and splitting on "\n" alone: a stray "\r" or other
+    # Unicode line break inside a field stays in its field instead of cutting the line
     first_line = 1
     for block in text.replace("\r\n", "\n").split("\n\n"):
         reader.add(block.split("\n"), first_line)
@@ -217,6 +219,16 @@ class _Reader:
                 if not (head.isdigit() and head.isascii()):
                     why = " (the tree needs every word's head)" if head == "_" else ""
                     self.fail(number, f"HEAD {head!r} is not a word ID or 0{why}")
+        longest = len(str(n_words))
+        if max(map(len, heads)) > longest:
+            # leading zeros aside, a longer HEAD is outside the sentence (and int()
+            # refuses thousands of digits)
+            heads = [head.lstrip("0") or "0" for head in heads]
+            for head, number in zip(heads, self._word_lines(lines, first_line)):
+                if len(head) > longest:
+                    shown = head if len(head) <= 20 else f"{head[:10]}...({len(head)} digits)"
+                    self.fail(number, f"HEAD {shown} is outside the sentence of {n_words} "
+                                      f"words")
         parents = [int(head) - 1 for head in heads]
         if max(parents) >= n_words:
             number, parent = next((number, parent) for number, parent in zip(
