@@ -28,6 +28,15 @@ from .features.vectorizer import SequenceVectorizer
 from ._training import (TrainingData, _is_fitted_attribute_set, _same_values,
                         _user_stacklevel, atomic_fit)
 from .learning.lbfgs import Stop, lbfgs
+from . import _online
+
+#: The solvers of every CRF estimator: batch L-BFGS and the online ones.
+SOLVERS = ("lbfgs",) + _online.ONLINE_SOLVERS
+
+#: The online solvers' parameters and their defaults (older pickles lack them).
+ONLINE_DEFAULTS = {"learning_rate": "optimal", "eta0": "auto", "average": "auto", "C": 1.0,
+                   "shuffle": True, "random_state": None, "n_iter_no_change": 5,
+                   "early_stopping": False, "validation_fraction": 0.1}
 
 
 class CRFEstimator(BaseEstimator):
@@ -72,34 +81,111 @@ class CRFEstimator(BaseEstimator):
         "l1_ratio": [Interval(Real, 0, 1, closed="both")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "solver": [StrOptions({"lbfgs"})],
+        "solver": [StrOptions(set(SOLVERS))],
+        "learning_rate": [StrOptions({"optimal", "constant"})],
+        "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "average": [StrOptions({"auto"}), "boolean", Interval(Integral, 1, None, closed="left")],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "all_possible_states": ["boolean"],
         "warm_start": ["boolean"],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
     }
 
-    def _fit(self, X, y):
+    def __setstate__(self, state):
+        # models pickled before the online solvers lack their parameters
+        names = self._get_param_names()
+        for name, default in ONLINE_DEFAULTS.items():
+            if name in names:
+                state.setdefault(name, default)
+        super().__setstate__(state)
+
+    def _fit(self, X, y, sample_weight=None):
         """The body of every ``fit``: data, problem, solver, checks, fitted attributes.
 
         Runs on the shadow estimator of :func:`atomic_fit`; a subclass's ``fit``
         checks what only it knows about its parameters, then calls this.
+        Sequences of ``sample_weight`` 0 are dropped first: they train as if
+        they were not there.
         """
         previous = vars(self).pop("_previous_model", None)
+        X, y, weights = _online.nonzero_weights(X, y, sample_weight)
         data = self._training_data(X, y)
         problem = self._training_problem(data)
-        objective = problem.objective(data, l2=self._l2)
-        data.label_ids = None  # the objective has what it needs from them
-        result = self._solve(objective, self._initial_weights(problem, data, previous))
+        w0 = self._initial_weights(problem, data, previous)
+        if self.solver in _online.ONLINE_SOLVERS:
+            result, self.solver_state_ = _online.fit_online(self, problem, data, w0, weights)
+        else:
+            objective = problem.objective(data, l2=self._l2, sequence_weights=weights)
+            data.label_ids = None  # the objective has what it needs from them
+            result = self._solve(objective, w0)
         self._check_training(result, data)
         for name, value in problem.fitted_attributes(result.w).items():
             setattr(self, name, value)
         self._store_training(data, result)
         return self
 
+    def partial_fit(self, X: FeatureSequences, y: LabelSequences, classes: Any = None,
+                    sample_weight: Any = None) -> CRFEstimator:
+        """One epoch of the online solver over a batch, continuing from the last call.
+
+        The first call fixes the labels (``classes``) and starts the solver;
+        each later call takes one pass over its batch from where the previous
+        one stopped (the step count, the averages, the penalties, the
+        learning rate: ``solver_state_``). With feature dicts a batch may
+        bring new feature names, whose weights start at zero, and every batch
+        may bring new (feature, label) pairs; a :class:`SequenceMatrix` keeps
+        its width (:class:`SequenceHasher` gives a stream of any vocabulary a
+        fixed one).
+
+        The penalty ``alpha`` counts once per call, as for a training set of
+        the batch alone: over ``k`` batches of equal size, ``alpha / k`` trains
+        as ``fit`` on their concatenation with ``alpha``. With
+        ``shuffle=False``, a given ``eta0`` (or a solver other than SGD) and
+        a layout that does not depend on the data (a SequenceMatrix with
+        ``all_possible_states=True``), calls over batches give bit for bit
+        the weights of ``fit(max_iter=1)`` on their concatenation.
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+        y : list of sequences of labels
+        classes : array-like, default=None
+            Every label the data may bring; required at the first call, where
+            it fixes ``classes_`` (a later batch may not bring another).
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Each sequence's weight, as in ``fit``.
+
+        Returns
+        -------
+        self : estimator
+            The updated estimator.
+        """
+        self._validate_params()
+        return _online.partial_fit(self, X, y, classes, sample_weight)
+
     def _training_problem(self, data):
         """The :class:`TrainingProblem` of ``data`` (a subclass's structure)."""
         raise NotImplementedError
+
+    def _partial_training_problem(self, data, first):
+        """The :class:`TrainingProblem` of a ``partial_fit`` batch, in the model's classes.
+
+        ``data.classes`` are the model's (fixed by the first call); ``first``
+        says whether this is the first call. By default the problem of
+        :meth:`_training_problem`, which must keep those classes.
+        """
+        problem = self._training_problem(data)
+        if not _same_values(problem.attributes["classes_"], data.classes):
+            raise ValueError(
+                "partial_fit: this batch's tags were repaired into another set of labels "
+                "(see the warning); give the tags well-formed, or drop allowed_transitions.")
+        return problem
 
     def _initial_weights(self, problem, data, previous):
         """The solver's starting point: zero, or the ``previous`` model's weights.
