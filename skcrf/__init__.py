@@ -1,7 +1,8 @@
 """skcrf: conditional random fields for scikit-learn: chains, segments and trees."""
 
 # features first: the estimators' modules import parts of it
-from .features import SequenceMatrix, SequenceVectorizer, TokenFeaturizer  # isort: skip
+from .features import (SequenceHasher, SequenceMatrix, SequenceVectorizer,  # isort: skip
+                       TokenFeaturizer)
 from ._chain import CRFClassifier
 from ._cv import CRFClassifierCV
 from ._persistence import ModelVersionWarning, load_model, save_model
@@ -18,6 +19,7 @@ __all__ = [
     "CacheUnavailableWarning",
     "ModelVersionWarning",
     "SemiMarkovCRF",
+    "SequenceHasher",
     "SequenceMatrix",
     "SequenceVectorizer",
     "TokenFeaturizer",

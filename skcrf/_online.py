@@ -247,8 +247,12 @@ def _batch_data(estimator, X, y, classes, first):
     labels = check_labels(y, matrix.lengths)
     check_label_type(labels, all_classes)
     label_ids = given_label_ids(labels, matrix.offsets, all_classes)
+    names = matrix.feature_names
+    if names is None and not first:
+        # the model's own "x0", "x1", ...: a hashed stream's million names, made once
+        names = estimator.feature_names_
     return TrainingData(FeatureArrays.of_sequences(matrix), matrix.offsets, all_classes,
-                        label_ids, matrix.feature_names, vectorizer)
+                        label_ids, names, vectorizer)
 
 
 def partial_fit(estimator, X, y, classes, sample_weight):

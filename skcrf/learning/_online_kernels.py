@@ -120,7 +120,8 @@ def begin_step(settings, counters, factor):
 
 
 @compiled(inline=True)
-def _clip_l1(w, i, scale, total, l1_applied, average_sum, average_scale, averaging):
+def _clip_l1(w, i, scale, inverse_scale, total, l1_applied, average_sum, average_scale,
+             averaging):
     """Apply the L1 penalty weight ``i`` still owes (cumulative penalty), clipped at zero.
 
     The weight moves toward zero by what the steps so far would have taken
@@ -129,11 +130,12 @@ def _clip_l1(w, i, scale, total, l1_applied, average_sum, average_scale, averagi
     the second time.
     """
     z = w[i]
-    model = scale * z
-    if model > 0.0:
-        w[i] = max(0.0, z - (total + l1_applied[i]) / scale)
-    elif model < 0.0:
-        w[i] = min(0.0, z + (total - l1_applied[i]) / scale)
+    if z > 0.0:
+        w[i] = max(0.0, z - (total + l1_applied[i]) * inverse_scale)
+    elif z < 0.0:
+        w[i] = min(0.0, z + (total - l1_applied[i]) * inverse_scale)
+    else:
+        return
     change = w[i] - z
     if change != 0.0:
         l1_applied[i] += scale * change
@@ -252,9 +254,10 @@ def apply_direction(settings, counters, w, l1_applied, average_sum, covariance, 
         if settings[L1] > 0.0:
             counters[L1_TOTAL] += eta * factor * settings[L1]
             total = counters[L1_TOTAL]
+            inverse_scale = 1.0 / scale
             for k in range(n_touched):
-                _clip_l1(w, touched[k], scale, total, l1_applied, average_sum,
-                         average_scale, averaging)
+                _clip_l1(w, touched[k], scale, inverse_scale, total, l1_applied,
+                         average_sum, average_scale, averaging)
     elif hamming > 0:
         step = margin_step(settings, covariance, delta, touched, n_touched, cost, hamming)
         if step != 0.0:
@@ -322,15 +325,23 @@ def _token_scores(w, scale, pair_ptr, pair_labels, data, indices, indptr, binary
     n_classes = unary.shape[1]
     for t in range(lo, hi):
         r = t - lo
+        row = unary[r]
         for j in range(n_classes):
-            unary[r, j] = 0.0
+            row[j] = 0.0
         for k in range(indptr[t], indptr[t + 1]):
             value = 1.0 if binary else data[k]
             col = indices[k]
-            for p in range(pair_ptr[col], pair_ptr[col + 1]):
-                unary[r, pair_labels[p]] += value * w[p]
+            first = pair_ptr[col]
+            last = pair_ptr[col + 1]
+            if last - first == n_classes:
+                # a feature with every label (a frequent one): labels 0..C-1 in order
+                for j in range(n_classes):
+                    row[j] += value * w[first + j]
+            else:
+                for p in range(first, last):
+                    row[pair_labels[p]] += value * w[p]
         for j in range(n_classes):
-            unary[r, j] *= scale
+            row[j] *= scale
 
 
 @compiled()
@@ -388,9 +399,61 @@ def _best_path(unary, transitions, start, end, n, score, backpointer, path):
     return best
 
 
+@compiled(inline=True)
+def _shifted_exp_into(values, out):
+    """``out = exp(values - max)`` (any shape); returns the max (0 if all are ``-inf``)."""
+    top = -np.inf
+    flat_values = values.ravel()
+    flat_out = out.ravel()
+    for k in range(flat_values.shape[0]):
+        if flat_values[k] > top:
+            top = flat_values[k]
+    if top == -np.inf:
+        top = 0.0
+    for k in range(flat_values.shape[0]):
+        flat_out[k] = np.exp(flat_values[k] - top)
+    return top
+
+
 @compiled()
-def _chain_posteriors(unary, transitions, start, end, n, marginals, counts, work):
-    """log Z, marginals (rows 0..n-1) and transition counts (added) of one sequence.
+def _scaled_chain_potentials(transitions, start, end, buffers):
+    """The potentials tuple of :func:`~skcrf.inference.chain.chain_potentials`, into ``buffers``.
+
+    Only what the scaled pass reads is computed: the exact pass's shifted
+    exponentials by column and by row (the first four items) are left as
+    they are, and computed by :func:`_chain_posteriors` for the rare
+    sequence that needs them.
+    """
+    (col_max, exp_by_col, row_max, exp_by_row, exp_trans, exp_trans_t, exp_start,
+     exp_end) = buffers
+    n_classes = start.shape[0]
+    trans_max = _shifted_exp_into(transitions, exp_trans)
+    for i in range(n_classes):
+        for j in range(n_classes):
+            exp_trans_t[j, i] = exp_trans[i, j]
+    start_max = _shifted_exp_into(start, exp_start)
+    end_max = _shifted_exp_into(end, exp_end)
+    any_forbidden = False
+    for i in range(n_classes):
+        if start[i] == -np.inf or end[i] == -np.inf:
+            any_forbidden = True
+        for j in range(n_classes):
+            if transitions[i, j] == -np.inf:
+                any_forbidden = True
+    return (col_max, exp_by_col, row_max, exp_by_row, trans_max, exp_trans, exp_trans_t,
+            start_max, exp_start, end_max, exp_end, any_forbidden)
+
+
+@compiled()
+def _potential_buffers(n_classes):
+    return (np.zeros(n_classes), np.zeros((n_classes, n_classes)), np.zeros(n_classes),
+            np.zeros((n_classes, n_classes)), np.empty((n_classes, n_classes)),
+            np.empty((n_classes, n_classes)), np.empty(n_classes), np.empty(n_classes))
+
+
+@compiled()
+def _chain_posteriors(unary, transitions, start, end, n, marginals, counts, work, buffers):
+    """log Z, marginals (rows 0..n-1) and transition counts of one sequence.
 
     The scaled pass of :func:`~skcrf.inference.chain.emission_posteriors` on
     the exponentiated unary rows, and the exact pass of
@@ -398,7 +461,7 @@ def _chain_posteriors(unary, transitions, start, end, n, marginals, counts, work
     it cannot do.
     """
     n_classes = unary.shape[1]
-    potentials = chain_potentials(transitions, start, end)
+    potentials = _scaled_chain_potentials(transitions, start, end, buffers)
     emission = work[2]
     log_scale = 0.0
     for r in range(n):
@@ -419,30 +482,48 @@ def _chain_posteriors(unary, transitions, start, end, n, marginals, counts, work
             for j in range(n_classes):
                 counts[i, j] = 0.0
         log_z = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
-                                    potentials, np.bool_(True), marginals, counts, work)
+                                    chain_potentials(transitions, start, end), np.bool_(True),
+                                    marginals, counts, work)
     return log_z
 
 
 @compiled()
-def _sgd_chain_update(w, scale, gain, pair_ptr, pair_labels, data, indices, indptr, binary,
-                      lo, hi, label_ids, marginals, counts, trans_at, start_at, end_at,
-                      average_sum, average_scale, averaging):
-    """``w -= gain * (expected - gold statistics)`` for one sequence, in place."""
+def _sgd_chain_update(w, gain, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
+                      label_ids, marginals, counts, trans_at, start_at, end_at, average_sum,
+                      average_scale, averaging, coefficients):
+    """``w -= gain * (expected - gold statistics)`` for one sequence, in place.
+
+    Each token's step per label, ``-gain * (marginal - gold indicator)``, is
+    computed once into ``coefficients`` and then added to the pairs of each
+    of its features.
+    """
     n_classes = marginals.shape[1]
     n = hi - lo
     for t in range(lo, hi):
         r = t - lo
-        gold = label_ids[t]
+        for j in range(n_classes):
+            coefficients[j] = -gain * marginals[r, j]
+        coefficients[label_ids[t]] += gain
         for k in range(indptr[t], indptr[t + 1]):
             value = 1.0 if binary else data[k]
             col = indices[k]
-            for p in range(pair_ptr[col], pair_ptr[col + 1]):
-                j = pair_labels[p]
-                g = marginals[r, j] - 1.0 if j == gold else marginals[r, j]
-                change = -gain * value * g
-                w[p] += change
+            first = pair_ptr[col]
+            last = pair_ptr[col + 1]
+            if last - first == n_classes:
                 if averaging:
-                    average_sum[p] -= average_scale * change
+                    for j in range(n_classes):
+                        change = value * coefficients[j]
+                        w[first + j] += change
+                        average_sum[first + j] -= average_scale * change
+                else:
+                    for j in range(n_classes):
+                        w[first + j] += value * coefficients[j]
+            else:
+                for p in range(first, last):
+                    change = value * coefficients[pair_labels[p]]
+                    w[p] += change
+                    if averaging:
+                        average_sum[p] -= average_scale * change
     # the gold transitions join the expected counts as -1s
     for t in range(lo + 1, hi):
         counts[label_ids[t - 1], label_ids[t]] -= 1.0
@@ -471,14 +552,16 @@ def _sgd_chain_update(w, scale, gain, pair_ptr, pair_labels, data, indices, indp
 def _sgd_chain_l1(w, scale, total, l1_applied, pair_ptr, indices, indptr, lo, hi, dense_lo,
                   dense_hi, average_sum, average_scale, averaging):
     """The L1 penalty every weight the sequence touched owes (see :func:`_clip_l1`)."""
+    inverse_scale = 1.0 / scale
     for t in range(lo, hi):
         for k in range(indptr[t], indptr[t + 1]):
             col = indices[k]
             for p in range(pair_ptr[col], pair_ptr[col + 1]):
-                _clip_l1(w, p, scale, total, l1_applied, average_sum, average_scale,
-                         averaging)
+                _clip_l1(w, p, scale, inverse_scale, total, l1_applied, average_sum,
+                         average_scale, averaging)
     for i in range(dense_lo, dense_hi):
-        _clip_l1(w, i, scale, total, l1_applied, average_sum, average_scale, averaging)
+        _clip_l1(w, i, scale, inverse_scale, total, l1_applied, average_sum, average_scale,
+                 averaging)
 
 
 @compiled(inline=True)
@@ -560,6 +643,8 @@ def chain_visits(settings, counters, w, l1_applied, average_sum, covariance, del
     start = np.empty(n_classes)
     end = np.empty(n_classes)
     work = chain_workspace(size, n_classes, np.bool_(True))
+    buffers = _potential_buffers(n_classes)
+    coefficients = np.empty(n_classes)
     score = np.empty((size, n_classes))
     backpointer = np.zeros((size, n_classes), np.int64)
     path = np.empty(size, np.int64)
@@ -586,17 +671,17 @@ def chain_visits(settings, counters, w, l1_applied, average_sum, covariance, del
         gold_score = _path_score(unary, transitions, start, end, label_ids, lo, n)
         if solver == SGD:
             log_z = _chain_posteriors(unary, transitions, start, end, n, marginals, counts,
-                                      work)
+                                      work, buffers)
             loss = log_z - gold_score
             if not np.isfinite(loss):
                 counters[FAILED] = 1.0
                 return
             counters[LOSS] += factor * loss
             average_scale = counters[AVERAGE_SCALE]
-            _sgd_chain_update(w, scale, eta * factor / scale, pair_ptr, pair_labels, data,
-                              indices, indptr, binary, lo, hi, label_ids, marginals, counts,
-                              trans_at, start_at, end_at, average_sum, average_scale,
-                              averaging)
+            _sgd_chain_update(w, eta * factor / scale, pair_ptr, pair_labels, data, indices,
+                              indptr, binary, lo, hi, label_ids, marginals, counts, trans_at,
+                              start_at, end_at, average_sum, average_scale, averaging,
+                              coefficients)
             if settings[L1] > 0.0:
                 counters[L1_TOTAL] += eta * factor * settings[L1]
                 _sgd_chain_l1(w, scale, counters[L1_TOTAL], l1_applied, pair_ptr, indices,

@@ -9,6 +9,10 @@ from ..features.arrays import as_feature_arrays
 #: through a dense boolean pattern rather than by sorting codes.
 _DENSE_PATTERN_LIMIT = 1 << 26
 
+#: ... and at most this many times the number of stored values: a small batch of
+#: a wide (hashed) matrix finds its few pairs faster by sorting their codes.
+_DENSE_PATTERN_PER_VALUE = 16
+
 #: Partial sums of :func:`~skcrf.features._kernels.pair_expectations` kept per
 #: chunk of tokens, in float64 values; the chunk count is fixed by the data.
 _EXPECTATION_BUDGET = 1 << 22
@@ -78,7 +82,9 @@ class StatePairs:
         """
         X = as_feature_arrays(X)
         label_ids = np.asarray(label_ids, dtype=np.int64)
-        if columns is None and X.n_features * n_labels <= _DENSE_PATTERN_LIMIT:
+        dense = X.n_features * n_labels <= min(_DENSE_PATTERN_LIMIT,
+                                               _DENSE_PATTERN_PER_VALUE * X.indices.shape[0])
+        if columns is None and dense:
             seen = pair_pattern(X.indices, X.indptr, label_ids, X.n_features, n_labels)
             features, labels = np.nonzero(seen)
         else:
@@ -119,6 +125,10 @@ class StatePairs:
         return self.feature_ptr.shape[0] - 1
 
     def feature_of_pairs(self):
+        """The feature of every pair, (n_pairs,) int64."""
+        if self.n_pairs < self.n_features:
+            # few pairs over many features (a hashed width): by bisection, not per feature
+            return np.searchsorted(self.feature_ptr, np.arange(self.n_pairs), side="right") - 1
         return np.repeat(np.arange(self.n_features), np.diff(self.feature_ptr))
 
     def empirical_counts(self, X, label_ids):
