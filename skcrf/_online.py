@@ -18,6 +18,7 @@ from ._validation import (check_finite_features, check_label_type, check_labels,
 from .features.arrays import FeatureArrays, take_sequences
 from .features.sequence_matrix import SequenceMatrix
 from .features.vectorizer import SequenceVectorizer, vectorizer_with_names
+from .learning._online_kernels import N_COUNTERS, SCALE
 from .learning.online import (SOLVERS, Calibration, OnlineOptions, OnlineProblem,
                               OnlineState, online, visits_of_weights)
 from .structures._parameters import StatePairs
@@ -71,14 +72,16 @@ def _check_eta0(options, total_weight):
             f"smaller eta0, or eta0='auto' to calibrate it.")
 
 
-def nonzero_weights(X, y, sample_weight):
+def nonzero_weights(X, y, sample_weight, groups=None, allow_empty=False):
     """``(X, y, weights)`` without the sequences of weight 0; weights None if all are 1.
 
     A sequence of weight 0 trains exactly as if it were not there: it
-    brings no feature name, no label and no (feature, label) pair.
+    brings no feature name, no label and no (feature, label) pair. With
+    ``groups`` (one per sequence), returns ``(X, y, weights, groups)``, the
+    groups of the kept sequences.
     """
     if sample_weight is None:
-        return X, y, None
+        return (X, y, None) if groups is None else (X, y, None, groups)
     from sklearn.utils import _safe_indexing
     from sklearn.utils.validation import _check_sample_weight
 
@@ -88,13 +91,15 @@ def nonzero_weights(X, y, sample_weight):
     weights = _check_sample_weight(sample_weight, np.empty((len(X), 0)), dtype=np.float64,
                                    ensure_non_negative=True)
     kept = np.flatnonzero(weights > 0)
-    if kept.shape[0] == 0:
+    if kept.shape[0] == 0 and not allow_empty:
         raise ValueError("sample_weight is 0 for every sequence: there is nothing to train on.")
     if kept.shape[0] < len(X):
         X, y, weights = _safe_indexing(X, kept), _safe_indexing(y, kept), weights[kept]
+        if groups is not None:
+            groups = _safe_indexing(groups, kept)
     if np.all(weights == 1.0):
-        return X, y, None
-    return X, y, weights
+        weights = None
+    return (X, y, weights) if groups is None else (X, y, weights, groups)
 
 
 def _validation_split(estimator, options, n_sequences):
@@ -147,6 +152,62 @@ def state_attribute(state, structure):
                                  "n_labels": int(pairs.n_labels)}
                           for name, pairs in structure.pair_blocks().items()}
     return attribute
+
+
+def _checked_state(estimator, attribute):
+    """Raise a ValueError naming the entry if ``solver_state_`` (maybe from a file) is unusable.
+
+    The kernels index the weights by the stored pairs without bounds
+    checks: every shape, index range and order they rely on is checked here.
+    """
+    def bad(what):
+        return ValueError(f"solver_state_ is damaged or from another model: {what}. Fit the "
+                          f"model anew (or load an undamaged file).")
+
+    if not isinstance(attribute, dict) or attribute.get("solver") not in SOLVERS:
+        raise bad("it is not a dict naming an online solver")
+    arrays = {}
+    for name in OnlineState.ARRAYS:
+        value = np.asarray(attribute.get(name))
+        if value.ndim != 1 or value.dtype.kind != "f" or not np.isfinite(value).all():
+            raise bad(f"{name!r} is not a finite 1-D float array")
+        arrays[name] = value
+    n = arrays["w"].shape[0]
+    if arrays["counters"].shape[0] != N_COUNTERS or not arrays["counters"][SCALE] > 0:
+        raise bad(f"'counters' must hold {N_COUNTERS} values, the first (the scale) > 0")
+    for name in ("l1_applied", "average_sum", "covariance"):
+        if arrays[name].shape[0] not in (0, n):
+            raise bad(f"{name!r} has {arrays[name].shape[0]} values for {n} weights")
+    if not (arrays["covariance"] > 0).all():
+        raise bad("'covariance' must be positive")
+    eta0 = attribute.get("eta0")
+    if eta0 is not None and not (isinstance(eta0, (int, float)) and np.isfinite(eta0)
+                                 and eta0 >= 0):
+        raise bad("'eta0' must be None or a finite number >= 0")
+    pairs = attribute.get("pairs")
+    if not isinstance(pairs, dict) or not pairs:
+        raise bad("'pairs' must map block names to their (feature, label) pairs")
+    for name, block in pairs.items():
+        try:
+            ptr = np.asarray(block["feature_ptr"])
+            labels = np.asarray(block["labels"])
+            n_labels = int(block["n_labels"])
+        except (TypeError, KeyError, ValueError):
+            raise bad(f"pairs[{name!r}] lacks feature_ptr, labels or n_labels") from None
+        if (ptr.ndim != 1 or labels.ndim != 1 or ptr.dtype.kind not in "iu"
+                or labels.dtype.kind not in "iu" or n_labels < 1
+                or ptr.shape[0] != estimator.n_features_in_ + 1 or ptr[0] != 0
+                or ptr[-1] != labels.shape[0] or (np.diff(ptr) < 0).any()):
+            raise bad(f"pairs[{name!r}] is not a pattern over the model's "
+                      f"{estimator.n_features_in_} features")
+        if labels.shape[0] and (labels.min() < 0 or labels.max() >= n_labels):
+            raise bad(f"pairs[{name!r}] has labels outside 0..{n_labels - 1}")
+        # labels increase within each feature: codes sorted, full rows in label order
+        rising = np.diff(labels.astype(np.int64)) > 0
+        starts = ptr[1:-1][(ptr[1:-1] > 0) & (ptr[1:-1] < labels.shape[0])]
+        rising[starts - 1] = True
+        if not rising.all():
+            raise bad(f"pairs[{name!r}] has labels out of order within a feature")
 
 
 def _stored_pairs(attribute):
@@ -268,6 +329,8 @@ def partial_fit(estimator, X, y, classes, sample_weight):
             f"or 'arow' (or fit).")
     attribute = estimator.__dict__.get("solver_state_")
     first = attribute is None
+    if not first:
+        _checked_state(estimator, attribute)
     if not first and attribute["solver"] != estimator.solver:
         raise ValueError(
             f"This model was trained with solver={attribute['solver']!r}; partial_fit "

@@ -94,6 +94,9 @@ class OnlineOptions:
     rng : numpy.random.RandomState
     verbose : int
     calibration : Calibration
+    epsilon : float or None
+        Also stop once an epoch's loss per visit falls below it (CRFsuite's
+        rule for ap, pa and arow; None: no such rule).
     """
 
     solver: str
@@ -113,6 +116,7 @@ class OnlineOptions:
     rng: np.random.RandomState = None
     verbose: int = 0
     calibration: Calibration = field(default_factory=Calibration)
+    epsilon: float = None
 
     @property
     def l1(self):
@@ -545,6 +549,9 @@ def online(problem, state, options, *, visits, n_epochs=None, validation=None):
         if state.solver != "sgd" and mistakes == 0:
             stop = Stop.TOL
             break
+        if options.epsilon is not None and loss / visit_sequences.shape[0] < options.epsilon:
+            stop = Stop.TOL
+            break
         if rule.stalls(loss if score is None else -score):
             stop = Stop.TOL
             break
@@ -557,10 +564,15 @@ def online(problem, state, options, *, visits, n_epochs=None, validation=None):
 
 
 def _report(epoch, loss, score, state, elapsed):
-    """One line per epoch, under a header, flushed (as the L-BFGS report)."""
+    """One line per epoch, under a header, flushed (as the L-BFGS report).
+
+    The validation column (token accuracy of the held-out sequences) only
+    with early stopping.
+    """
+    validation = "" if score is None else f"  {'validation':>10}"
     if epoch == 1:
-        print(f"{'epoch':>6}  {'loss':>15}  {'validation':>10}  {'steps':>10}  "
-              f"{'elapsed (s)':>11}", flush=True)
-    shown = "" if score is None else f"{score:.4f}"
-    print(f"{epoch:>6d}  {loss:>15.8e}  {shown:>10}  {state.steps:>10d}  {elapsed:>11.2f}",
+        print(f"{'epoch':>6}  {'loss':>15}{validation}  {'steps':>10}  {'elapsed (s)':>11}",
+              flush=True)
+    shown = "" if score is None else f"  {score:>10.4f}"
+    print(f"{epoch:>6d}  {loss:>15.8e}{shown}  {state.steps:>10d}  {elapsed:>11.2f}",
           flush=True)
