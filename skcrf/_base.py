@@ -631,27 +631,37 @@ class CRFEstimator(BaseEstimator):
         """
         return self.predict_marginals(X)
 
-    def score(self, X: FeatureSequences, y: LabelSequences) -> float:
+    def score(self, X: FeatureSequences, y: LabelSequences,
+              sample_weight: Any = None) -> float:
         """Token accuracy of ``predict(X)`` against ``y``.
 
         Parameters
         ----------
         X : list of sequences of dict, or SequenceMatrix
         y : list of sequences of labels
+        sample_weight : array-like of shape (n_sequences,), default=None
+            One weight per sequence, given to each of its tokens.
 
         Returns
         -------
         score : float
-            Fraction of tokens labelled correctly.
+            Fraction of tokens labelled correctly (weighted).
         """
         model = self._fitted_model()
         features, offsets = model._features(X)
-        labels = check_labels(y, np.diff(offsets))
+        lengths = np.diff(offsets)
+        labels = check_labels(y, lengths)
         if labels.shape[0] == 0:
             raise ValueError("score needs at least one token.")
         check_label_type(labels, model.classes_)
         predicted = model.classes_[model._label_ids(features, offsets)]
-        return float(np.mean(predicted == labels))
+        if sample_weight is None:
+            return float(np.mean(predicted == labels))
+        weights = np.repeat(_online.check_sample_weight(sample_weight, lengths.shape[0]),
+                            lengths)
+        if not weights.sum() > 0:
+            raise ValueError("sample_weight gives no token a weight above 0.")
+        return float(np.average(predicted == labels, weights=weights))
 
     def __sklearn_is_fitted__(self):
         """scikit-learn's rule, some learned attribute (trailing underscore) is set.

@@ -72,6 +72,24 @@ def _check_eta0(options, total_weight):
             f"smaller eta0, or eta0='auto' to calibrate it.")
 
 
+def check_sample_weight(sample_weight, n_sequences):
+    """``sample_weight`` as a float array of one finite weight >= 0 per sequence, or raise."""
+    try:
+        weights = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"sample_weight must be numbers, one per sequence; got "
+                         f"{sample_weight!r:.80}.") from None
+    if weights.shape != (n_sequences,):
+        raise ValueError(f"sample_weight must hold one weight per sequence: "
+                         f"sample_weight.shape == {weights.shape}, X has {n_sequences} "
+                         f"sequences.")
+    bad = np.flatnonzero(~np.isfinite(weights) | (weights < 0))
+    if bad.size:
+        raise ValueError(f"sample_weight must be finite and >= 0; sample_weight[{bad[0]}] "
+                         f"(sequence {bad[0]}) is {float(weights[bad[0]])!r}.")
+    return weights
+
+
 def nonzero_weights(X, y, sample_weight, groups=None, allow_empty=False):
     """``(X, y, weights)`` without the sequences of weight 0; weights None if all are 1.
 
@@ -83,13 +101,11 @@ def nonzero_weights(X, y, sample_weight, groups=None, allow_empty=False):
     if sample_weight is None:
         return (X, y, None) if groups is None else (X, y, None, groups)
     from sklearn.utils import _safe_indexing
-    from sklearn.utils.validation import _check_sample_weight
 
     X = check_sequences(X)
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} sequences but y has {len(y)}.")
-    weights = _check_sample_weight(sample_weight, np.empty((len(X), 0)), dtype=np.float64,
-                                   ensure_non_negative=True)
+    weights = check_sample_weight(sample_weight, len(X))
     kept = np.flatnonzero(weights > 0)
     if kept.shape[0] == 0 and not allow_empty:
         raise ValueError("sample_weight is 0 for every sequence: there is nothing to train on.")
