@@ -35,6 +35,11 @@ _MODELS = [
     ("tree", lambda: TreeCRF(max_iter=1), _TREES, False),
 ]
 
+#: The online solvers' kernels: the chain's epoch kernel, the other structures' steps.
+_ONLINE = [("chain", CRFClassifier, _X), ("semi-Markov", SemiMarkovCRF, _X),
+           ("tree", TreeCRF, _TREES)]
+_ONLINE_SOLVERS = ("sgd", "perceptron", "passive_aggressive", "arow")
+
 
 def warmup(args):
     """Fit and apply a toy model of each structure, printing what each took."""
@@ -51,6 +56,17 @@ def warmup(args):
             model.predict_nbest(X, n=2)
         if not args.quiet:
             print(f"{name}: ready in {time.perf_counter() - begun:.1f} s", flush=True)
+    for name, estimator, X in _ONLINE:
+        begun = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            for solver in _ONLINE_SOLVERS:
+                # SGD with L1 and averaging reaches every update of the kernels
+                estimator(solver=solver, max_iter=1, l1_ratio=0.5, average=True,
+                          eta0=0.1).fit(X * _REPEATS, _Y * _REPEATS)
+        if not args.quiet:
+            print(f"{name}, online solvers: ready in {time.perf_counter() - begun:.1f} s",
+                  flush=True)
     print(f"kernels ready in {time.perf_counter() - started:.1f} s (numba caches them: later "
           f"runs load them in about a second)", flush=True)
     return 0

@@ -22,9 +22,11 @@ sample weight (an integer weight is that many visits, see
 
 Two ways to drive the steps:
 
-- :func:`chain_visits` runs all the visits of an epoch of a plain order-1
-  chain in one call: unary scores from the sparse features, forward-backward
-  (or Viterbi), and the sparse update;
+- :func:`sgd_chain_visits` and :func:`margin_chain_visits` run all the visits
+  of an epoch of a plain order-1 chain in one call: unary scores from the
+  sparse features, forward-backward (or Viterbi), and the sparse update
+  (:func:`exact_chain_visit` takes the rare visit whose scores the scaled
+  pass cannot);
 - the structures without such a kernel describe each visited sequence's
   statistics in token form (:class:`~skcrf.structures._parameters.TokenStatistics`):
   the Python driver gathers them into a sparse direction with
@@ -421,8 +423,8 @@ def _scaled_chain_potentials(transitions, start, end, buffers):
 
     Only what the scaled pass reads is computed: the exact pass's shifted
     exponentials by column and by row (the first four items) are left as
-    they are, and computed by :func:`_chain_posteriors` for the rare
-    sequence that needs them.
+    they are: only :func:`exact_chain_visit` needs them, for the rare
+    sequence that the scaled pass cannot take.
     """
     (col_max, exp_by_col, row_max, exp_by_row, exp_trans, exp_trans_t, exp_start,
      exp_end) = buffers
@@ -452,13 +454,14 @@ def _potential_buffers(n_classes):
 
 
 @compiled()
-def _chain_posteriors(unary, transitions, start, end, n, marginals, counts, work, buffers):
-    """log Z, marginals (rows 0..n-1) and transition counts of one sequence.
+def _scaled_chain_posteriors(unary, transitions, start, end, n, marginals, counts, work,
+                             buffers):
+    """log Z, marginals (rows 0..n-1) and transition counts of one sequence, or NaN.
 
     The scaled pass of :func:`~skcrf.inference.chain.emission_posteriors` on
-    the exponentiated unary rows, and the exact pass of
-    :func:`~skcrf.inference.chain.sequence_posteriors` for the rare sequence
-    it cannot do.
+    the exponentiated unary rows. NaN when its precision checks fail: the
+    caller then runs the exact pass (:func:`exact_chain_visit`), a kernel of
+    its own, compiled only by those whose data need it.
     """
     n_classes = unary.shape[1]
     potentials = _scaled_chain_potentials(transitions, start, end, buffers)
@@ -475,16 +478,8 @@ def _chain_posteriors(unary, transitions, start, end, n, marginals, counts, work
     for i in range(n_classes):
         for j in range(n_classes):
             counts[i, j] = 0.0
-    log_z = emission_posteriors(transitions, start, end, n, log_scale, potentials,
-                                np.bool_(True), marginals, counts, work)
-    if np.isnan(log_z):
-        for i in range(n_classes):
-            for j in range(n_classes):
-                counts[i, j] = 0.0
-        log_z = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
-                                    chain_potentials(transitions, start, end), np.bool_(True),
-                                    marginals, counts, work)
-    return log_z
+    return emission_posteriors(transitions, start, end, n, log_scale, potentials,
+                               np.bool_(True), marginals, counts, work)
 
 
 @compiled()
@@ -619,38 +614,70 @@ def _collect_path_difference(delta, mark, touched, pair_ptr, pair_labels, data, 
 
 
 @compiled()
-def chain_visits(settings, counters, w, l1_applied, average_sum, covariance, delta, mark,
-                 touched, visit_sequences, visit_factors, data, indices, indptr, binary,
-                 offsets, label_ids, pair_ptr, pair_labels, trans_at, start_at, end_at,
-                 transition_mask, start_mask, end_mask, longest):
-    """Every visit of an epoch of a plain order-1 chain, in order, updating the state.
+def _chain_scratch(longest, n_classes):
+    """The per-visit buffers of the chain's epoch kernels, for sequences up to ``longest``."""
+    size = max(longest, 1)
+    return (np.empty((size, n_classes)), np.empty((size, n_classes)),
+            np.empty((n_classes, n_classes)), np.empty((n_classes, n_classes)),
+            np.empty(n_classes), np.empty(n_classes), np.empty(n_classes))
 
-    Per visit: the learning rate and the L2 decay (SGD), the unary scores of
-    the sequence's tokens from its sparse features, then forward-backward
-    and the gradient step (SGD) or Viterbi and the margin step, as
-    :func:`apply_direction` takes them. The loss of each visit is added to
-    ``counters[LOSS]``; a non-finite log Z or score sets ``counters[FAILED]``
-    and stops.
+
+@compiled(inline=True)
+def _visit_potentials(w, scale, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
+                      trans_at, start_at, end_at, transition_mask, start_mask, end_mask,
+                      unary, transitions, start, end):
+    _token_scores(w, scale, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
+                  unary)
+    _chain_potentials_of(w, scale, trans_at, start_at, end_at, transition_mask, start_mask,
+                         end_mask, transitions, start, end)
+
+
+@compiled(inline=True)
+def _sgd_chain_step(settings, counters, w, l1_applied, average_sum, eta, factor, log_z,
+                    gold_score, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
+                    label_ids, marginals, counts, trans_at, start_at, end_at, coefficients):
+    """The rest of an SGD visit once its posteriors are known: loss, update, L1, end."""
+    loss = log_z - gold_score
+    if not np.isfinite(loss):
+        counters[FAILED] = 1.0
+        return
+    counters[LOSS] += factor * loss
+    scale = counters[SCALE]
+    averaging = average_sum.shape[0] > 0
+    average_scale = counters[AVERAGE_SCALE]
+    _sgd_chain_update(w, eta * factor / scale, pair_ptr, pair_labels, data, indices, indptr,
+                      binary, lo, hi, label_ids, marginals, counts, trans_at, start_at, end_at,
+                      average_sum, average_scale, averaging, coefficients)
+    if settings[L1] > 0.0:
+        counters[L1_TOTAL] += eta * factor * settings[L1]
+        _sgd_chain_l1(w, scale, counters[L1_TOTAL], l1_applied, pair_ptr, indices, indptr,
+                      lo, hi, trans_at, end_at + coefficients.shape[0], average_sum,
+                      average_scale, averaging)
+    end_step(settings, counters, factor, w, average_sum)
+
+
+@compiled()
+def sgd_chain_visits(settings, counters, w, l1_applied, average_sum, visit_sequences,
+                     visit_factors, first_visit, data, indices, indptr, binary, offsets,
+                     label_ids, pair_ptr, pair_labels, trans_at, start_at, end_at,
+                     transition_mask, start_mask, end_mask, longest):
+    """SGD's visits of a plain order-1 chain from ``first_visit`` on, in order, in place.
+
+    Per visit: the learning rate and the L2 decay, the unary scores of the
+    sequence's tokens from its sparse features, forward-backward (the scaled
+    pass) and the gradient step with its L1 penalty, as
+    :func:`apply_direction` takes them. Returns the number of visits done
+    (all of them), or the index of a visit whose scores the scaled pass
+    cannot take: that visit has begun (its L2 decay applied), and
+    :func:`exact_chain_visit` finishes it. A non-finite loss sets
+    ``counters[FAILED]`` and stops.
     """
     n_classes = start_mask.shape[0]
-    solver = settings[SOLVER]
-    averaging = average_sum.shape[0] > 0
-    size = max(longest, 1)
-    unary = np.empty((size, n_classes))
-    marginals = np.empty((size, n_classes))
-    counts = np.empty((n_classes, n_classes))
-    transitions = np.empty((n_classes, n_classes))
-    start = np.empty(n_classes)
-    end = np.empty(n_classes)
-    work = chain_workspace(size, n_classes, np.bool_(True))
+    unary, marginals, counts, transitions, start, end, coefficients = _chain_scratch(
+        longest, n_classes)
+    work = chain_workspace(max(longest, 1), n_classes, np.bool_(True))
     buffers = _potential_buffers(n_classes)
-    coefficients = np.empty(n_classes)
-    score = np.empty((size, n_classes))
-    backpointer = np.zeros((size, n_classes), np.int64)
-    path = np.empty(size, np.int64)
-    dense_lo = trans_at
-    dense_hi = end_at + n_classes
-    for v in range(visit_sequences.shape[0]):
+    for v in range(first_visit, visit_sequences.shape[0]):
         q = visit_sequences[v]
         factor = visit_factors[v]
         lo = offsets[q]
@@ -659,37 +686,92 @@ def chain_visits(settings, counters, w, l1_applied, average_sum, covariance, del
         eta = begin_step(settings, counters, factor)
         if n == 0:
             # an empty sequence has loss 0 and no statistics, but is a step
-            if solver == SGD and settings[L1] > 0.0:
+            if settings[L1] > 0.0:
                 counters[L1_TOTAL] += eta * factor * settings[L1]
             end_step(settings, counters, factor, w, average_sum)
             continue
-        scale = counters[SCALE]
-        _token_scores(w, scale, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
-                      unary)
-        _chain_potentials_of(w, scale, trans_at, start_at, end_at, transition_mask,
-                             start_mask, end_mask, transitions, start, end)
+        _visit_potentials(w, counters[SCALE], pair_ptr, pair_labels, data, indices, indptr,
+                          binary, lo, hi, trans_at, start_at, end_at, transition_mask,
+                          start_mask, end_mask, unary, transitions, start, end)
+        log_z = _scaled_chain_posteriors(unary, transitions, start, end, n, marginals, counts,
+                                         work, buffers)
+        if np.isnan(log_z):
+            return v
         gold_score = _path_score(unary, transitions, start, end, label_ids, lo, n)
-        if solver == SGD:
-            log_z = _chain_posteriors(unary, transitions, start, end, n, marginals, counts,
-                                      work, buffers)
-            loss = log_z - gold_score
-            if not np.isfinite(loss):
-                counters[FAILED] = 1.0
-                return
-            counters[LOSS] += factor * loss
-            average_scale = counters[AVERAGE_SCALE]
-            _sgd_chain_update(w, eta * factor / scale, pair_ptr, pair_labels, data, indices,
-                              indptr, binary, lo, hi, label_ids, marginals, counts, trans_at,
-                              start_at, end_at, average_sum, average_scale, averaging,
-                              coefficients)
-            if settings[L1] > 0.0:
-                counters[L1_TOTAL] += eta * factor * settings[L1]
-                _sgd_chain_l1(w, scale, counters[L1_TOTAL], l1_applied, pair_ptr, indices,
-                              indptr, lo, hi, dense_lo, dense_hi, average_sum, average_scale,
-                              averaging)
-        else:
+        _sgd_chain_step(settings, counters, w, l1_applied, average_sum, eta, factor, log_z,
+                        gold_score, pair_ptr, pair_labels, data, indices, indptr, binary, lo,
+                        hi, label_ids, marginals, counts, trans_at, start_at, end_at,
+                        coefficients)
+        if counters[FAILED]:
+            return visit_sequences.shape[0]
+    return visit_sequences.shape[0]
+
+
+@compiled()
+def exact_chain_visit(settings, counters, w, l1_applied, average_sum, visit_sequences,
+                      visit_factors, visit, data, indices, indptr, binary, offsets, label_ids,
+                      pair_ptr, pair_labels, trans_at, start_at, end_at, transition_mask,
+                      start_mask, end_mask, longest):
+    """Finish visit ``visit`` begun by :func:`sgd_chain_visits`, by the exact log-space pass.
+
+    For the rare sequence whose scores under- or overflow the scaled pass
+    (:func:`~skcrf.inference.chain.sequence_posteriors`).
+    """
+    n_classes = start_mask.shape[0]
+    unary, marginals, counts, transitions, start, end, coefficients = _chain_scratch(
+        longest, n_classes)
+    work = chain_workspace(max(longest, 1), n_classes, np.bool_(True))
+    q = visit_sequences[visit]
+    factor = visit_factors[visit]
+    lo = offsets[q]
+    hi = offsets[q + 1]
+    n = hi - lo
+    # the visit's rate, as begin_step computed it: its step is not counted yet
+    eta = learning_rate(settings, counters[STEPS])
+    _visit_potentials(w, counters[SCALE], pair_ptr, pair_labels, data, indices, indptr,
+                      binary, lo, hi, trans_at, start_at, end_at, transition_mask,
+                      start_mask, end_mask, unary, transitions, start, end)
+    for i in range(n_classes):
+        for j in range(n_classes):
+            counts[i, j] = 0.0
+    log_z = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
+                                chain_potentials(transitions, start, end), np.bool_(True),
+                                marginals, counts, work)
+    gold_score = _path_score(unary, transitions, start, end, label_ids, lo, n)
+    _sgd_chain_step(settings, counters, w, l1_applied, average_sum, eta, factor, log_z,
+                    gold_score, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
+                    label_ids, marginals, counts, trans_at, start_at, end_at, coefficients)
+
+
+@compiled()
+def margin_chain_visits(settings, counters, w, average_sum, covariance, delta, mark, touched,
+                        visit_sequences, visit_factors, data, indices, indptr, binary, offsets,
+                        label_ids, pair_ptr, pair_labels, trans_at, start_at, end_at,
+                        transition_mask, start_mask, end_mask, longest):
+    """The perceptron's, PA's or AROW's visits of a plain order-1 chain, in order, in place.
+
+    Per visit: the unary scores, Viterbi, and when its labelling is wrong the
+    step along gold minus predicted statistics (:func:`apply_direction`).
+    """
+    n_classes = start_mask.shape[0]
+    size = max(longest, 1)
+    unary, _, _, transitions, start, end, _ = _chain_scratch(longest, n_classes)
+    score = np.empty((size, n_classes))
+    backpointer = np.zeros((size, n_classes), np.int64)
+    path = np.empty(size, np.int64)
+    no_l1 = np.empty(0)
+    for v in range(visit_sequences.shape[0]):
+        q = visit_sequences[v]
+        factor = visit_factors[v]
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        n = hi - lo
+        if n > 0:
+            _visit_potentials(w, 1.0, pair_ptr, pair_labels, data, indices, indptr, binary,
+                              lo, hi, trans_at, start_at, end_at, transition_mask, start_mask,
+                              end_mask, unary, transitions, start, end)
             best = _best_path(unary, transitions, start, end, n, score, backpointer, path)
-            cost = best - gold_score
+            cost = best - _path_score(unary, transitions, start, end, label_ids, lo, n)
             if not np.isfinite(cost):
                 counters[FAILED] = 1.0
                 return
@@ -704,9 +786,8 @@ def chain_visits(settings, counters, w, l1_applied, average_sum, covariance, del
                     binary, lo, hi, label_ids, path, trans_at, start_at, end_at, n_classes,
                     1.0)
                 counters[LOSS] += factor * margin_loss(settings, cost, hamming, n)
-                apply_direction(settings, counters, w, l1_applied, average_sum, covariance,
-                                delta, mark, touched, n_touched, eta, factor, cost,
-                                np.int64(hamming))
+                apply_direction(settings, counters, w, no_l1, average_sum, covariance, delta,
+                                mark, touched, n_touched, 1.0, factor, cost, np.int64(hamming))
         end_step(settings, counters, factor, w, average_sum)
 
 

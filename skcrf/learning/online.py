@@ -8,8 +8,8 @@ call to the next: :func:`online` runs epochs of visits on an
 what a step needs through one interface (its statistics in token form, its
 best labelling; see :class:`~skcrf.structures._parameters.TokenStatistics`)
 and never knows which solver drives it; a plain order-1 chain also offers
-its layout to :func:`~._online_kernels.chain_visits`, which runs an epoch's
-visits in one kernel call.
+its layout to :func:`~._online_kernels.sgd_chain_visits` (and
+``margin_chain_visits``), which run an epoch's visits in one kernel call.
 
 The steps are serial, in an order fixed by the data and ``random_state``, so
 the weights are the same for any number of threads.
@@ -292,19 +292,39 @@ class OnlineProblem:
         visit_sequences = np.ascontiguousarray(visit_sequences, dtype=np.int64)
         visit_factors = np.ascontiguousarray(visit_factors, dtype=np.float64)
         if self.plain is not None:
-            plain = self.plain
-            pairs = plain.state_pairs
-            kernels.chain_visits(
-                settings, state.counters, state.w, state.l1_applied, state.average_sum,
-                state.covariance, *scratch, visit_sequences, visit_factors,
-                *self._kernel_args, self.offsets, self.targets, pairs.feature_ptr,
-                pairs.labels, plain.transitions_at, plain.start_at, plain.end_at,
-                plain.transition_mask, plain.start_mask, plain.end_mask, self.longest)
+            self._run_plain_chain(state, settings, visit_sequences, visit_factors, scratch)
             return
         for q, factor in zip(visit_sequences.tolist(), visit_factors.tolist()):
             self._visit(state, settings, q, factor, scratch)
             if state.counters[kernels.FAILED]:
                 return
+
+    def _run_plain_chain(self, state, settings, visit_sequences, visit_factors, scratch):
+        """The visits by the plain order-1 chain's epoch kernels."""
+        plain = self.plain
+        pairs = plain.state_pairs
+        layout = (*self._kernel_args, self.offsets, self.targets, pairs.feature_ptr,
+                  pairs.labels, plain.transitions_at, plain.start_at, plain.end_at,
+                  plain.transition_mask, plain.start_mask, plain.end_mask, self.longest)
+        if state.solver != "sgd":
+            kernels.margin_chain_visits(settings, state.counters, state.w, state.average_sum,
+                                        state.covariance, *scratch, visit_sequences,
+                                        visit_factors, *layout)
+            return
+        n_visits = visit_sequences.shape[0]
+        done = 0
+        while done < n_visits:
+            done = kernels.sgd_chain_visits(
+                settings, state.counters, state.w, state.l1_applied, state.average_sum,
+                visit_sequences, visit_factors, done, *layout)
+            if done < n_visits:
+                # a sequence the scaled pass cannot take (extreme scores): exactly
+                kernels.exact_chain_visit(settings, state.counters, state.w,
+                                          state.l1_applied, state.average_sum,
+                                          visit_sequences, visit_factors, done, *layout)
+                if state.counters[kernels.FAILED]:
+                    return
+                done += 1
 
     def _visit(self, state, settings, q, factor, scratch):
         """One step on sequence ``q`` through the structure's token-form statistics."""

@@ -268,3 +268,24 @@ def test_union_of_pairs_keeps_each_pair_and_its_place():
     np.testing.assert_array_equal(union.codes(), [1, 2, 3, 6, 10])
     np.testing.assert_array_equal(union.codes()[in_a], a.codes())
     np.testing.assert_array_equal(union.codes()[in_b], b.codes())
+
+
+def test_sequences_the_scaled_pass_cannot_take_go_through_the_exact_pass():
+    """Weights whose scores differ by thousands within a token: exact_chain_visit steps."""
+    features, offsets, labels = _problem(seed=9, values=True)
+    structure = ChainStructure.for_training(features, offsets, labels, 3)
+    w0 = np.zeros(structure.n_parameters)
+    w0[: structure.state_pairs.n_pairs:2] = 900.0
+    results = []
+    for generic in (False, True):
+        problem = OnlineProblem(structure, features, offsets, labels)
+        if generic:
+            problem.plain = None
+        options = OnlineOptions(solver="sgd", alpha=0.5, l1_ratio=0.5, eta0=0.01, average=1,
+                                shuffle=False)
+        state = OnlineState.start(options, w0)
+        results.append(online(problem, state, options, n_epochs=2,
+                              visits=visits_of_weights(np.ones(offsets.shape[0] - 1))))
+    assert all(np.isfinite(result.loss_curve).all() for result in results)
+    np.testing.assert_allclose(results[0].w, results[1].w, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(results[0].loss_curve, results[1].loss_curve, rtol=1e-9)
