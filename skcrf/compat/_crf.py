@@ -106,7 +106,7 @@ calibration_candidates, calibration_max_trials : default=None
         l2sgd's calibration of the learning rate: the first rate tried, the
         factor between rates, the sequences of the sample, the rates tried
         in each direction and in all (see
-        :class:`skcrf.learning.online.Calibration`); None is CRFsuite's
+        ``skcrf.learning.online.Calibration``); None is CRFsuite's
         0.1, 2, 1000, 10, 20.
     pa_type : {0, 1, 2}, default=None
         pa's update: 0 without slack, 1 PA-I (None), 2 PA-II.
