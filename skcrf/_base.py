@@ -21,7 +21,7 @@ from ._queries import (check_feasible, fixed_label_ids, given_label_ids, log_pro
 from ._validation import (check_feature_values, check_finite_features, check_label_type,
                           check_labels, check_sequences, describe_largest_value,
                           encode_labels)
-from ._typing import FeatureSequences, FixedLabels, LabelSequences
+from ._typing import FeatureSequences, FixedLabels, LabelSequences, SequenceWeights
 from .features.arrays import FeatureArrays
 from .features.sequence_matrix import SequenceMatrix
 from .features.vectorizer import SequenceVectorizer
@@ -33,13 +33,8 @@ from . import _online
 #: The solvers of every CRF estimator: batch L-BFGS and the online ones.
 SOLVERS = ("lbfgs",) + _online.ONLINE_SOLVERS
 
-#: The online solvers' parameters and their defaults (older pickles lack them).
-ONLINE_DEFAULTS = {"learning_rate": "optimal", "eta0": "auto", "average": "auto", "C": 1.0,
-                   "shuffle": True, "random_state": None, "n_iter_no_change": 5,
-                   "early_stopping": False, "validation_fraction": 0.1}
 
-
-class CRFEstimator(BaseEstimator):
+class CRFEstimator(_online.OnlineTraining, BaseEstimator):
     """Base class of the CRF estimators: validation, the solver and the prediction methods.
 
     A subclass builds its structure in ``fit`` and answers the prediction
@@ -97,14 +92,6 @@ class CRFEstimator(BaseEstimator):
         "verbose": ["verbose"],
     }
 
-    def __setstate__(self, state):
-        # models pickled before the online solvers lack their parameters
-        names = self._get_param_names()
-        for name, default in ONLINE_DEFAULTS.items():
-            if name in names:
-                state.setdefault(name, default)
-        super().__setstate__(state)
-
     def _fit(self, X, y, sample_weight=None):
         """The body of every ``fit``: data, problem, solver, checks, fitted attributes.
 
@@ -130,62 +117,9 @@ class CRFEstimator(BaseEstimator):
         self._store_training(data, result)
         return self
 
-    def partial_fit(self, X: FeatureSequences, y: LabelSequences, classes: Any = None,
-                    sample_weight: Any = None) -> CRFEstimator:
-        """One epoch of the online solver over a batch, continuing from the last call.
-
-        The first call fixes the labels (``classes``) and starts the solver;
-        each later call takes one pass over its batch from where the previous
-        one stopped (the step count, the averages, the penalties, the
-        learning rate: ``solver_state_``). With feature dicts a batch may
-        bring new feature names, whose weights start at zero, and every batch
-        may bring new (feature, label) pairs; a :class:`SequenceMatrix` keeps
-        its width (:class:`SequenceHasher` gives a stream of any vocabulary a
-        fixed one).
-
-        The penalty ``alpha`` counts once per call, as for a training set of
-        the batch alone: over ``k`` batches of equal size, ``alpha / k`` trains
-        as ``fit`` on their concatenation with ``alpha``. With
-        ``shuffle=False``, a given ``eta0`` (or a solver other than SGD) and
-        a layout that does not depend on the data (a SequenceMatrix with
-        ``all_possible_states=True``), calls over batches give bit for bit
-        the weights of ``fit(max_iter=1)`` on their concatenation.
-
-        Parameters
-        ----------
-        X : list of sequences of dict, or SequenceMatrix
-        y : list of sequences of labels
-        classes : array-like, default=None
-            Every label the data may bring; required at the first call, where
-            it fixes ``classes_`` (a later batch may not bring another).
-        sample_weight : array-like of shape (n_sequences,), default=None
-            Each sequence's weight, as in ``fit``.
-
-        Returns
-        -------
-        self : estimator
-            The updated estimator.
-        """
-        self._validate_params()
-        return _online.partial_fit(self, X, y, classes, sample_weight)
-
     def _training_problem(self, data):
         """The :class:`TrainingProblem` of ``data`` (a subclass's structure)."""
         raise NotImplementedError
-
-    def _partial_training_problem(self, data, first):
-        """The :class:`TrainingProblem` of a ``partial_fit`` batch, in the model's classes.
-
-        ``data.classes`` are the model's (fixed by the first call); ``first``
-        says whether this is the first call. By default the problem of
-        :meth:`_training_problem`, which must keep those classes.
-        """
-        problem = self._training_problem(data)
-        if not _same_values(problem.attributes["classes_"], data.classes):
-            raise ValueError(
-                "partial_fit: this batch's tags were repaired into another set of labels "
-                "(see the warning); give the tags well-formed, or drop allowed_transitions.")
-        return problem
 
     def _initial_weights(self, problem, data, previous):
         """The solver's starting point: zero, or the ``previous`` model's weights.
@@ -632,7 +566,7 @@ class CRFEstimator(BaseEstimator):
         return self.predict_marginals(X)
 
     def score(self, X: FeatureSequences, y: LabelSequences,
-              sample_weight: Any = None) -> float:
+              sample_weight: SequenceWeights = None) -> float:
         """Token accuracy of ``predict(X)`` against ``y``.
 
         Parameters

@@ -7,12 +7,17 @@ arrays, so that a model file holds it): ``partial_fit`` continues from it,
 with the (feature, label) pairs a new batch brings added to the layout.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import numpy as np
 from sklearn.utils import check_random_state
 
 from ._parallel import kernel_exceptions, kernel_threads
 from ._queries import given_label_ids
-from ._training import TrainingData, _is_fitted_attribute
+from ._training import TrainingData, _is_fitted_attribute, _same_values
+from ._typing import FeatureSequences, LabelSequences, SequenceWeights
 from ._validation import (check_finite_features, check_label_type, check_labels,
                           check_sequences, encode_labels)
 from .features.arrays import FeatureArrays, take_sequences
@@ -388,3 +393,74 @@ def _partial_fit(estimator, X, y, classes, sample_weight, attribute):
     estimator._store_training(data, result)
     estimator.loss_curve_ = loss_curve + result.loss_curve
     estimator.solver_state_ = state_attribute(state, structure)
+
+
+#: The online solvers' parameters and their defaults (older pickles lack them).
+ONLINE_DEFAULTS = {"learning_rate": "optimal", "eta0": "auto", "average": "auto", "C": 1.0,
+                   "shuffle": True, "random_state": None, "n_iter_no_change": 5,
+                   "early_stopping": False, "validation_fraction": 0.1}
+
+
+class OnlineTraining:
+    """What the online solvers add to every CRF estimator: ``partial_fit`` and its hook."""
+
+    def __setstate__(self, state):
+        # models pickled before the online solvers lack their parameters
+        names = self._get_param_names()
+        for name, default in ONLINE_DEFAULTS.items():
+            if name in names:
+                state.setdefault(name, default)
+        super().__setstate__(state)
+
+    def partial_fit(self, X: FeatureSequences, y: LabelSequences, classes: Any = None,
+                    sample_weight: SequenceWeights = None) -> OnlineTraining:
+        """One epoch of the online solver over a batch, continuing from the last call.
+
+        The first call fixes the labels (``classes``) and starts the solver;
+        each later call takes one pass over its batch from where the previous
+        one stopped (the step count, the averages, the penalties, the
+        learning rate: ``solver_state_``). With feature dicts a batch may
+        bring new feature names, whose weights start at zero, and every batch
+        may bring new (feature, label) pairs; a :class:`SequenceMatrix` keeps
+        its width (:class:`SequenceHasher` gives a stream of any vocabulary a
+        fixed one).
+
+        The penalty ``alpha`` counts once per call, as for a training set of
+        the batch alone: over ``k`` batches of equal size, ``alpha / k`` trains
+        as ``fit`` on their concatenation with ``alpha``. With
+        ``shuffle=False``, a given ``eta0`` (or a solver other than SGD) and
+        a layout that does not depend on the data (a SequenceMatrix with
+        ``all_possible_states=True``), calls over batches give bit for bit
+        the weights of ``fit(max_iter=1)`` on their concatenation.
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+        y : list of sequences of labels
+        classes : array-like, default=None
+            Every label the data may bring; required at the first call, where
+            it fixes ``classes_`` (a later batch may not bring another).
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Each sequence's weight, as in ``fit``.
+
+        Returns
+        -------
+        self : estimator
+            The updated estimator.
+        """
+        self._validate_params()
+        return partial_fit(self, X, y, classes, sample_weight)
+
+    def _partial_training_problem(self, data, first):
+        """The :class:`TrainingProblem` of a ``partial_fit`` batch, in the model's classes.
+
+        ``data.classes`` are the model's (fixed by the first call); ``first``
+        says whether this is the first call. By default the problem of
+        :meth:`_training_problem`, which must keep those classes.
+        """
+        problem = self._training_problem(data)
+        if not _same_values(problem.attributes["classes_"], data.classes):
+            raise ValueError(
+                "partial_fit: this batch's tags were repaired into another set of labels "
+                "(see the warning); give the tags well-formed, or drop allowed_transitions.")
+        return problem

@@ -1,4 +1,4 @@
-"""SequenceHasher: FeatureHasher for sequences of token feature dicts, a fixed width for any vocabulary."""
+"""SequenceHasher: FeatureHasher for sequences of token feature dicts (a fixed width)."""
 
 from __future__ import annotations
 
