@@ -243,7 +243,8 @@ class CRFEstimator(_online.OnlineTraining, BaseEstimator):
                 f"Training diverged: the objective or the weights became non-finite; "
                 f"{largest()}. {advice}")
         stuck = result.stop is Stop.LINE_SEARCH or result.n_iter > 0
-        if stuck and not result.w.any():  # still the starting point, zero weights
+        # an online solver may rightly end at zero (a batch it already labels right)
+        if stuck and self.solver == "lbfgs" and not result.w.any():  # still the start
             raise ValueError(
                 f"Training made no progress: the solver could not decrease the "
                 f"objective from zero weights ({result.message}); {largest()}. {advice}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.utils import check_random_state
+from sklearn.utils import _safe_indexing, check_random_state
 
 from ._parallel import kernel_exceptions, kernel_threads
 from ._queries import given_label_ids
@@ -105,8 +105,6 @@ def nonzero_weights(X, y, sample_weight, groups=None, allow_empty=False):
     """
     if sample_weight is None:
         return (X, y, None) if groups is None else (X, y, None, groups)
-    from sklearn.utils import _safe_indexing
-
     X = check_sequences(X)
     if len(X) != len(y):
         raise ValueError(f"X has {len(X)} sequences but y has {len(y)}.")
@@ -252,22 +250,22 @@ def _grown(structure, attribute, options):
         union[name], moved[name], _ = stored[name].union(batch[name])
     grown = structure.with_pairs(union)
     layout = grown.layout
-    positions = np.empty(state.n_parameters, dtype=np.int64)
-    start = 0
-    for name, shape in layout.shapes.items():
-        target = layout.slices[name]
-        if name in union:
-            size = stored[name].n_pairs
-            positions[start:start + size] = target.start + moved[name]
-        else:
-            size = target.stop - target.start
-            positions[start:start + size] = np.arange(target.start, target.stop)
-        start += size
-    if start != state.n_parameters:
+    # the stored layout: the same blocks in the same order, the pair blocks smaller
+    sizes = [stored[name].n_pairs if name in union
+             else layout.slices[name].stop - layout.slices[name].start
+             for name in layout.shapes]
+    if sum(sizes) != state.n_parameters:
         raise ValueError(
             "partial_fit cannot continue this model: its solver state holds "
-            f"{state.n_parameters} weights, but its blocks make {start}; the parameters "
+            f"{state.n_parameters} weights, but its blocks make {sum(sizes)}; the parameters "
             "that shape the model must stay as they were at the first call.")
+    positions = np.empty(state.n_parameters, dtype=np.int64)
+    start = 0
+    for name, size in zip(layout.shapes, sizes):
+        target = layout.slices[name]
+        positions[start:start + size] = (target.start + moved[name] if name in union
+                                         else np.arange(target.start, target.stop))
+        start += size
     return grown, state.grown(positions, layout.n_parameters, options.variance)
 
 
@@ -320,9 +318,9 @@ def _batch_data(estimator, X, y, classes, first):
             extra = set(np.asarray(classes).tolist()) - set(all_classes.tolist())
             if extra:
                 raise ValueError(
-                    f"classes brings {sorted(map(repr, extra))[:3]} that the first call to "
-                    f"partial_fit did not: the labels are fixed by the first call "
-                    f"(classes_ = {all_classes.tolist()[:10]!r}).")
+                    f"classes brings {', '.join(sorted(map(repr, extra))[:3])}, which the "
+                    f"first call to partial_fit did not: the labels are fixed by the first "
+                    f"call (classes_ = {all_classes.tolist()[:10]!r}).")
     if all_classes.shape[0] < 2:
         raise ValueError(
             f"classes holds a single label ({all_classes[0]!r}); a CRF needs at least two.")

@@ -273,3 +273,12 @@ def test_a_sequence_matrix_without_names_keeps_one_name_array_across_calls():
     names = model.feature_names_
     model.partial_fit(M, y)
     assert model.feature_names_ is names
+
+
+def test_a_batch_the_model_already_labels_right_leaves_zero_weights_without_error():
+    """A perceptron that makes no mistake on its first batch stays at zero: no error."""
+    X = [[{"w": "a"}, {"w": "b"}]] * 3
+    model = CRFClassifier(solver="perceptron").partial_fit(X, [["A", "A"]] * 3,
+                                                           classes=["A", "B"])
+    assert not model.coef_.any()
+    assert model.predict(X)[0].tolist() == ["A", "A"]
