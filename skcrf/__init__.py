@@ -18,6 +18,7 @@ _PUBLIC = {
     "CacheUnavailableWarning": ".inference._batch",
     "ModelVersionWarning": "._persistence",
     "SemiMarkovCRF": "._semimarkov",
+    "SequenceHasher": ".features",
     "SequenceMatrix": ".features",
     "SequenceVectorizer": ".features",
     "TokenFeaturizer": ".features",
@@ -34,7 +35,8 @@ if TYPE_CHECKING:  # what static checkers and IDEs see
     from ._persistence import ModelVersionWarning, load_model, save_model
     from ._semimarkov import SemiMarkovCRF
     from ._tree import TreeCRF
-    from .features import SequenceMatrix, SequenceVectorizer, TokenFeaturizer
+    from .features import (SequenceHasher, SequenceMatrix, SequenceVectorizer,
+                           TokenFeaturizer)
     from .inference._batch import CacheDamagedWarning, CacheUnavailableWarning
 
 

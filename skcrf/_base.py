@@ -14,7 +14,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._constraints import check_training_labels, resolve_constraints, scheme_constraints
-from ._fitted_state import (Fitted, FittedState, Integer, Labels, Names, RealList)
+from ._fitted_state import (Fitted, FittedState, IfPresent, Integer, Labels, Names, RealList,
+                            TypeOf)
 from ._parallel import effective_n_threads, kernel_exceptions, kernel_threads
 from ._queries import (check_feasible, fixed_label_ids, given_label_ids, log_probabilities,
                        nbest_count, nbest_lists)
@@ -28,7 +29,10 @@ from .features.vectorizer import SequenceVectorizer
 from ._training import (TrainingData, _is_fitted_attribute_set, _same_values,
                         _user_stacklevel, atomic_fit)
 from .learning.lbfgs import Stop, lbfgs
-from .metrics._checks import _check_sequence_weights
+from . import _online
+
+#: The solvers of every CRF estimator: batch L-BFGS and the online ones.
+SOLVERS = ("lbfgs",) + _online.ONLINE_SOLVERS
 
 
 def _vectorizer_makes_the_features(model):
@@ -38,6 +42,13 @@ def _vectorizer_makes_the_features(model):
         raise ValueError(
             f"vectorizer_ makes {len(vectorizer.feature_names_)} features, which are not "
             f"the {model.n_features_in_} of feature_names_")
+
+
+def _solver_state_is_usable(model):
+    """An online solver's ``solver_state_`` fits the model (partial_fit's kernels trust it)."""
+    state = vars(model).get("solver_state_")
+    if state is not None:
+        _online.checked_solver_state(model, state)
 
 
 def forbidden_where_not_allowed(model):
@@ -58,7 +69,7 @@ def _check_crf_params(model):
     effective_n_threads(model.n_jobs)
 
 
-class CRFEstimator(BaseEstimator):
+class CRFEstimator(_online.OnlineTraining, BaseEstimator):
     """Base class of the CRF estimators: validation, the solver and the prediction methods.
 
     A subclass builds its structure in ``fit`` and answers the prediction
@@ -97,8 +108,10 @@ class CRFEstimator(BaseEstimator):
          "feature_names_": Names("n_features"),
          "vectorizer_": Fitted(SequenceVectorizer, none_ok=True),
          "n_iter_": Integer(),
-         "loss_curve_": RealList()},
-        rules=[_vectorizer_makes_the_features], check_params=_check_crf_params)
+         "loss_curve_": RealList(),
+         "solver_state_": IfPresent(TypeOf(dict))},
+        rules=[_vectorizer_makes_the_features, _solver_state_is_usable],
+        check_params=_check_crf_params)
 
     # predict's options, asked for by default: with scikit-learn's metadata
     # routing on, a Pipeline routes them to its CRF as it passes them without it
@@ -110,26 +123,41 @@ class CRFEstimator(BaseEstimator):
         "l1_ratio": [Interval(Real, 0, 1, closed="both")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
-        "solver": [StrOptions({"lbfgs"})],
+        "solver": [StrOptions(set(SOLVERS))],
+        "learning_rate": [StrOptions({"optimal", "constant"})],
+        "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "average": [StrOptions({"auto"}), "boolean", Interval(Integral, 1, None, closed="left")],
+        "C": [Interval(Real, 0, None, closed="neither")],
+        "shuffle": ["boolean"],
+        "random_state": ["random_state"],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "all_possible_states": ["boolean"],
         "warm_start": ["boolean"],
         "n_jobs": [Integral, None],
         "verbose": ["verbose"],
     }
 
-    def _fit(self, X, y):
+    def _fit(self, X, y, sample_weight=None):
         """The body of every ``fit``: data, problem, solver, checks, fitted attributes.
 
         Runs on the shadow estimator of :func:`atomic_fit`; a subclass's ``fit``
         checks what only it knows about its parameters, then calls this.
+        Sequences of ``sample_weight`` 0 are dropped first: they train as if
+        they were not there.
         """
         previous = vars(self).pop("_previous_model", None)
+        X, y, weights = _online.nonzero_weights(X, y, sample_weight)
         data = self._training_data(X, y)
         problem = self._training_problem(data)
-        objective = problem.objective(data, l2=self._l2)
-        data.label_ids = None  # the objective has what it needs from them
         w0 = self._initial_weights(problem, data, previous)
-        result = self._solve(objective, w0)
+        if self.solver in _online.ONLINE_SOLVERS:
+            result, self.solver_state_ = _online.fit_online(self, problem, data, w0, weights)
+        else:
+            objective = problem.objective(data, l2=self._l2, sequence_weights=weights)
+            data.label_ids = None  # the objective has what it needs from them
+            result = self._solve(objective, w0)
         self._check_training(result, data, w0)
         for name, value in problem.fitted_attributes(result.w).items():
             setattr(self, name, value)
@@ -271,7 +299,8 @@ class CRFEstimator(BaseEstimator):
                 f"Training diverged: the objective or the weights became non-finite; "
                 f"{largest()}. {advice}")
         stuck = result.stop is Stop.LINE_SEARCH or result.n_iter > 0
-        if stuck and not result.w.any():  # still the starting point, zero weights
+        # an online solver may rightly end at zero (a batch it already labels right)
+        if stuck and self.solver == "lbfgs" and not result.w.any():  # still the start
             raise ValueError(
                 f"Training made no progress: the solver could not decrease the "
                 f"objective from zero weights ({result.message}); {largest()}. {advice}")
@@ -617,7 +646,7 @@ class CRFEstimator(BaseEstimator):
         Returns
         -------
         score : float
-            Fraction of tokens labelled correctly.
+            Fraction of tokens labelled correctly (weighted).
         """
         model = self._fitted_model()
         features, offsets = model._features(X)
@@ -629,7 +658,10 @@ class CRFEstimator(BaseEstimator):
         predicted = model.classes_[model._label_ids(features, offsets)]
         if sample_weight is None:
             return float(np.mean(predicted == labels))
-        weights = np.repeat(_check_sequence_weights(sample_weight, lengths), lengths)
+        weights = np.repeat(_online.check_sample_weight(sample_weight, lengths.shape[0]),
+                            lengths)
+        if not weights.sum() > 0:
+            raise ValueError("sample_weight gives no token a weight above 0.")
         return float(np.average(predicted == labels, weights=weights))
 
     def __sklearn_is_fitted__(self):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from numbers import Integral
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -15,7 +15,8 @@ from ._base import CRFEstimator, forbidden_where_not_allowed
 from ._fitted_state import Array, IfPresent, Sparse, saved_as, weights, weights_or_neginf
 from ._training import TrainingProblem
 from ._constraints import SCHEME_NAMES
-from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
+from ._typing import (AllowedTransitions, FeatureSequences, LabelSequences,
+                     SequenceWeights, Solver)
 from ._validation import check_finite_scores
 from .structures.chain import (ChainScores, ChainStructure, chain_decode,
                                chain_labelling_scores, chain_nbest, chain_posteriors)
@@ -115,9 +116,48 @@ class CRFClassifier(CRFEstimator):
         sequences a scheme's rules reject are trained as conlleval reads
         them (same spans, well-formed tags), with a warning; explicit pairs
         they break raise a ValueError. See :ref:`queries`.
-    solver : {"lbfgs"}, default="lbfgs"
-        L-BFGS; with ``l1_ratio > 0`` its orthant-wise variant OWL-QN (as in
-        CRFsuite), which yields exact zeros.
+    solver : {"lbfgs", "sgd", "perceptron", "passive_aggressive", "arow"}, default="lbfgs"
+        ``"lbfgs"``: L-BFGS over all the data, with ``l1_ratio > 0`` its
+        orthant-wise variant OWL-QN (as in CRFsuite), which yields exact
+        zeros. The others are online, one step per sequence (CRFsuite's
+        l2sgd, ap, pa and arow), and offer :meth:`partial_fit`:
+        ``"sgd"`` minimises the same objective as L-BFGS by stochastic
+        gradient descent (the L1 part by a cumulative penalty that keeps exact
+        zeros); ``"perceptron"`` is the averaged structured perceptron,
+        ``"passive_aggressive"`` PA-I with a Hamming-distance margin and
+        ``"arow"`` adaptive regularization of weights, all three on the
+        Viterbi labelling and ignoring ``alpha``: their
+        :meth:`predict_marginals` are those of a CRF with their weights,
+        not calibrated probabilities. ``max_iter`` counts epochs for them.
+        See the user guide's page on solvers.
+    learning_rate : {"optimal", "constant"}, default="optimal"
+        SGD's step size at step ``t``: ``eta0 / (1 + eta0 * alpha / n * t)``
+        (``n`` the number of training sequences), or ``eta0`` throughout.
+    eta0 : float or "auto", default="auto"
+        SGD's initial step size; ``"auto"`` tries rates on a sample of 1,000
+        sequences and keeps the best, as CRFsuite's l2sgd calibrates.
+    average : bool, int or "auto", default="auto"
+        Average the weights over the steps (from the step given by an int):
+        averaged SGD, and the averaged perceptron. ``"auto"``: True for
+        ``"perceptron"`` and ``"passive_aggressive"`` (as CRFsuite's ap and
+        pa), False for ``"sgd"`` and ``"arow"``.
+    C : float, default=1.0
+        Aggressiveness of ``"passive_aggressive"`` (the most a step may
+        move) and of ``"arow"`` (whose ``r`` is ``1 / C``).
+    shuffle : bool, default=True
+        Online solvers: visit the sequences in a new random order every epoch.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the online solvers' shuffles, calibration sample and validation
+        split.
+    n_iter_no_change : int, default=5
+        Online solvers stop once this many epochs in a row improve the best
+        loss (or validation score) by less than ``tol`` (relative); margin
+        solvers also after an epoch without mistake.
+    early_stopping : bool, default=False
+        Online solvers: hold out ``validation_fraction`` of the sequences and
+        stop on their token accuracy instead of the training loss.
+    validation_fraction : float, default=0.1
+        Share of the sequences held out by ``early_stopping``.
     all_possible_states : bool, default=False
         Whether every (feature, label) pair gets a state weight. By default
         only the pairs that occur in the training data do, as in CRFsuite
@@ -171,9 +211,15 @@ class CRFClassifier(CRFEstimator):
         The vectorizer fitted on dict input; None when ``fit`` received a
         :class:`SequenceMatrix`.
     n_iter_ : int
-        Number of solver iterations.
+        Number of solver iterations (epochs for an online solver; 1 after
+        :meth:`partial_fit`).
     loss_curve_ : list of float
-        Objective value after each iteration.
+        Objective value after each iteration (an online solver's loss of
+        each epoch, every :meth:`partial_fit` call's appended).
+    solver_state_ : dict
+        Only with an online solver: what :meth:`partial_fit` continues from
+        (the weights as the solver holds them, the step count, averages,
+        penalties, the learning rate and the layout of the weights).
 
     See Also
     --------
@@ -217,7 +263,11 @@ class CRFClassifier(CRFEstimator):
                  tol: float = _defaults.TOL, order: Literal[1, 2] = 1,
                  transition_features: Literal["all"] | Sequence[str] | None = None,
                  allowed_transitions: AllowedTransitions = None,
-                 solver: Literal["lbfgs"] = "lbfgs", all_possible_states: bool = False,
+                 solver: Solver = "lbfgs", learning_rate: str = "optimal",
+                 eta0: float | str = "auto", average: bool | int | str = "auto",
+                 C: float = 1.0, shuffle: bool = True, random_state: Any = None,
+                 n_iter_no_change: int = 5, early_stopping: bool = False,
+                 validation_fraction: float = 0.1, all_possible_states: bool = False,
                  warm_start: bool = False, n_jobs: int | None = None,
                  verbose: int = 0) -> None:
         self.alpha = alpha
@@ -228,6 +278,15 @@ class CRFClassifier(CRFEstimator):
         self.transition_features = transition_features
         self.allowed_transitions = allowed_transitions
         self.solver = solver
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.average = average
+        self.C = C
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
         self.all_possible_states = all_possible_states
         self.warm_start = warm_start
         self.n_jobs = n_jobs
@@ -244,7 +303,8 @@ class CRFClassifier(CRFEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
-    def fit(self, X: FeatureSequences, y: LabelSequences) -> CRFClassifier:
+    def fit(self, X: FeatureSequences, y: LabelSequences,
+            sample_weight: SequenceWeights = None) -> CRFClassifier:
         """Learn the weights from labelled sequences.
 
         Parameters
@@ -255,6 +315,14 @@ class CRFClassifier(CRFEstimator):
             value rules), or the output of a vectorizer.
         y : list of sequences of labels
             One label (str or int) per token.
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Each sequence's weight: its term of the loss is multiplied by it.
+            A weight of 0 trains as if the sequence were not there, an
+            integer ``k`` as if it were there ``k`` times (for the online
+            solvers: visited ``k`` times per epoch). In a
+            :class:`~sklearn.model_selection.GridSearchCV` or
+            :func:`~sklearn.model_selection.cross_validate` with metadata
+            routing, request it with ``set_fit_request(sample_weight=True)``.
 
         Returns
         -------
@@ -263,7 +331,19 @@ class CRFClassifier(CRFEstimator):
         """
         if self.order == 2 and self.transition_features is not None:
             raise ValueError("transition_features needs order=1; got order=2.")
-        return self._fit(X, y)
+        return self._fit(X, y, sample_weight)
+
+    def _partial_training_problem(self, data, first):
+        problem = super()._partial_training_problem(data, first)
+        if not first:
+            # the forbidden transitions of the first call stay forbidden, whatever
+            # scheme a later batch's tags would make "auto" read
+            structure = problem.structure
+            structure.transition_mask, structure.start_mask, structure.end_mask = (
+                np.where(np.isneginf(coef), -np.inf, 0.0) for coef in (
+                    self.transition_coef_, self.start_coef_, self.end_coef_))
+            problem.attributes["allowed_transitions_"] = self.allowed_transitions_
+        return problem
 
     def _training_problem(self, data):
         constraints = self._label_constraints(data)

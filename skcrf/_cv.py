@@ -13,13 +13,15 @@ from sklearn.base import _fit_context
 from sklearn.metrics import check_scoring
 from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
+from sklearn.utils._param_validation import StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator
 from ._training import _user_stacklevel
 from ._chain import CHAIN_STATE, CRFClassifier
 from ._fitted_state import (Array, Real, all_of, at_least, finite, saved_as)
-from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
+from ._online import nonzero_weights
+from ._typing import AllowedTransitions, FeatureSequences, LabelSequences, SequenceWeights
 from ._validation import check_sequences
 from .features.sequence_matrix import SequenceMatrix
 from .features.vectorizer import SequenceVectorizer
@@ -65,6 +67,11 @@ def default_scorer(y):
     if scheme == "plain" or all(tag == "O" for sequence in y for tag in sequence):
         return None
     return make_sequence_scorer(span_f1_score, scheme=scheme)
+
+
+def _unit_or_weights(weights):
+    """``weights``, or None when every one is 1 (the unweighted, fused path)."""
+    return None if np.all(weights == 1.0) else weights
 
 
 def _path_start(w, last_alpha, before, alpha):
@@ -149,11 +156,12 @@ class _Training:
     model stored from this set keeps it, to featurize what it predicts on.
     """
 
-    def __init__(self, estimator, X, y, vectorizer=None):
+    def __init__(self, estimator, X, y, vectorizer=None, sample_weight=None):
         self.data = estimator._training_data(X, y)
         self.data.vectorizer = vectorizer
         self.problem = estimator._training_problem(self.data)
-        self.objective = self.problem.objective(self.data, l2=estimator._l2)
+        self.objective = self.problem.objective(self.data, l2=estimator._l2,
+                                                sequence_weights=sample_weight)
         self.data.label_ids = None  # the objective has what it needs from them
         self.names = _Names(self.problem.attributes["classes_"],
                             estimator._feature_names(self.data))
@@ -359,6 +367,8 @@ class CRFClassifierCV(CRFClassifier):
     _parameter_constraints = {
         **{name: constraint for name, constraint in CRFClassifier._parameter_constraints.items()
            if name not in ("alpha", "warm_start")},
+        # the path's warm starts are L-BFGS's
+        "solver": [StrOptions({"lbfgs"})],
         "alphas": ["array-like"],
         "cv": ["cv_object"],
         "scoring": [str, callable, None],
@@ -400,8 +410,8 @@ class CRFClassifierCV(CRFClassifier):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
-    def fit(self, X: FeatureSequences, y: LabelSequences, *,
-            groups: Any = None) -> CRFClassifierCV:
+    def fit(self, X: FeatureSequences, y: LabelSequences, *, groups: Any = None,
+            sample_weight: SequenceWeights = None) -> CRFClassifierCV:
         """Fit each alpha's path on every fold, pick the best alpha, refit on all data.
 
         Parameters
@@ -413,6 +423,10 @@ class CRFClassifierCV(CRFClassifier):
         groups : array-like of shape (n_sequences,), default=None
             Group labels of the sequences, for a group splitter in ``cv``
             (:class:`~sklearn.model_selection.GroupKFold`...).
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Each sequence's weight in every fit (the folds' and the refit), as
+            for :meth:`CRFClassifier.fit`; sequences of weight 0 are left out
+            before the folds are cut. The held-out scores are not weighted.
 
         Returns
         -------
@@ -427,6 +441,10 @@ class CRFClassifierCV(CRFClassifier):
             X._check_consistency()
         if len(X) != len(y):
             raise ValueError(f"X has {len(X)} sequences but y has {len(y)}.")
+        if groups is None:
+            X, y, weights = nonzero_weights(X, y, sample_weight)
+        else:
+            X, y, weights, groups = nonzero_weights(X, y, sample_weight, groups)
         vectorizer = None
         if not isinstance(X, SequenceMatrix):
             # once for every fold and the refit: a fold's features without a
@@ -447,10 +465,10 @@ class CRFClassifierCV(CRFClassifier):
         solutions = []
         for k, (train, test) in enumerate(splits):
             scores[k], n_iter[k], solution = self._fold_path(
-                X, y, train, test, alphas, path, scorer, k, solutions)
+                X, y, train, test, alphas, path, scorer, k, solutions, weights)
             solutions.append(solution)
         best = _best_alpha(scores, alphas)
-        self._refit(X, y, float(alphas[best]), best, solutions, vectorizer)
+        self._refit(X, y, float(alphas[best]), best, solutions, vectorizer, weights)
         self.alpha_ = float(alphas[best])
         self.alphas_ = alphas
         self.scores_ = scores
@@ -458,7 +476,7 @@ class CRFClassifierCV(CRFClassifier):
         self.path_n_iter_ = n_iter
         return self
 
-    def _refit(self, X, y, alpha, best, solutions, vectorizer):
+    def _refit(self, X, y, alpha, best, solutions, vectorizer, weights=None):
         """Fit ``alpha`` on all the data from the mean of the folds' solutions, as ``fit``.
 
         Each fold's weights are placed by feature and class name in the
@@ -471,7 +489,7 @@ class CRFClassifierCV(CRFClassifier):
         """
         started = time.perf_counter()
         estimator = self._estimator(alpha)
-        training = _Training(estimator, X, y, vectorizer)
+        training = _Training(estimator, X, y, vectorizer, weights)
         w0 = training.mean_weights(solutions, best)
         result = training.solve(estimator, w0)
         training.store(self, result)
@@ -479,14 +497,16 @@ class CRFClassifierCV(CRFClassifier):
             print(f"[CRFClassifierCV] refit: alpha={alpha:.6g} iterations={result.n_iter} "
                   f"({time.perf_counter() - started:.1f} s)", flush=True)
 
-    def _fold_path(self, X, y, train, test, alphas, path, scorer, k, earlier):
+    def _fold_path(self, X, y, train, test, alphas, path, scorer, k, earlier, weights=None):
         """Scores, iterations and solutions of every alpha on fold ``k``, in ``alphas`` order.
 
         The strongest alpha starts from the mean of the ``earlier`` folds'
         solutions for it, placed by name, or from zero on the first fold.
         """
         estimator = self._estimator(alphas[path[0]])
-        fold = _Training(estimator, _safe_indexing(X, train), _safe_indexing(y, train))
+        fold_weights = None if weights is None else _unit_or_weights(weights[train])
+        fold = _Training(estimator, _safe_indexing(X, train), _safe_indexing(y, train),
+                         sample_weight=fold_weights)
         X_test = _safe_indexing(X, test)
         y_test = _safe_indexing(y, test)
         solution = _Solutions(fold)

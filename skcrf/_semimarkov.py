@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from numbers import Integral
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -17,7 +17,8 @@ from ._training import TrainingProblem
 from ._constraints import explicit_constraints
 from ._parallel import kernel_threads
 from ._segment_tags import _SegmentTags
-from ._typing import AllowedTransitions, FeatureSequences, LabelSequences
+from ._typing import (AllowedTransitions, FeatureSequences, LabelSequences,
+                     SequenceWeights, Solver)
 from .structures.semimarkov import (Segmentation, SegmentScores, SemiMarkovStructure,
                                     segment_decode, segment_nbest, segment_role_posteriors,
                                     segmentation_scores)
@@ -103,8 +104,13 @@ class SemiMarkovCRF(CRFEstimator):
     tol : float, default=1e-3
         Stop once the objective improved by less than ``tol`` (relative) over
         the last 10 iterations.
-    solver : {"lbfgs"}, default="lbfgs"
-        L-BFGS; with ``l1_ratio > 0`` its orthant-wise variant OWL-QN.
+    solver : {"lbfgs", "sgd", "perceptron", "passive_aggressive", "arow"}, default="lbfgs"
+        L-BFGS (OWL-QN with ``l1_ratio > 0``) over all the data, or an online
+        solver, one step per sequence, with :meth:`partial_fit` (see
+        :class:`CRFClassifier`'s ``solver``).
+    learning_rate, eta0, average, C, shuffle, random_state, n_iter_no_change, \
+early_stopping, validation_fraction
+        The online solvers' settings, as in :class:`CRFClassifier`.
     all_possible_states : bool, default=False
         Whether every (feature, label) pair gets a weight, for each of the
         state, first-token and last-token weights. By default only the pairs
@@ -164,6 +170,8 @@ class SemiMarkovCRF(CRFEstimator):
         Number of solver iterations.
     loss_curve_ : list of float
         Objective value after each iteration.
+    solver_state_ : dict
+        Only with an online solver: what :meth:`partial_fit` continues from.
 
     See Also
     --------
@@ -210,7 +218,11 @@ class SemiMarkovCRF(CRFEstimator):
                  allowed_transitions: AllowedTransitions = None,
                  alpha: float = _defaults.ALPHA, l1_ratio: float = _defaults.L1_RATIO,
                  max_iter: int = _defaults.MAX_ITER, tol: float = _defaults.TOL,
-                 solver: Literal["lbfgs"] = "lbfgs", all_possible_states: bool = False,
+                 solver: Solver = "lbfgs", learning_rate: str = "optimal",
+                 eta0: float | str = "auto", average: bool | int | str = "auto",
+                 C: float = 1.0, shuffle: bool = True, random_state: Any = None,
+                 n_iter_no_change: int = 5, early_stopping: bool = False,
+                 validation_fraction: float = 0.1, all_possible_states: bool = False,
                  warm_start: bool = False, n_jobs: int | None = None,
                  verbose: int = 0) -> None:
         self.max_segment_length = max_segment_length
@@ -221,6 +233,15 @@ class SemiMarkovCRF(CRFEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.solver = solver
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.average = average
+        self.C = C
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
         self.all_possible_states = all_possible_states
         self.warm_start = warm_start
         self.n_jobs = n_jobs
@@ -234,7 +255,8 @@ class SemiMarkovCRF(CRFEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
-    def fit(self, X: FeatureSequences, y: LabelSequences) -> SemiMarkovCRF:
+    def fit(self, X: FeatureSequences, y: LabelSequences,
+            sample_weight: SequenceWeights = None) -> SemiMarkovCRF:
         """Learn the weights from tagged sequences.
 
         Parameters
@@ -244,6 +266,8 @@ class SemiMarkovCRF(CRFEstimator):
             output of a vectorizer.
         y : list of sequences of str
             One tag per token, in the scheme of ``scheme``.
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Each sequence's weight, as for :meth:`CRFClassifier.fit`.
 
         Returns
         -------
@@ -255,7 +279,7 @@ class SemiMarkovCRF(CRFEstimator):
                 f"allowed_transitions={self.allowed_transitions!r}: SemiMarkovCRF always "
                 f"writes well-formed tags, so tag schemes do not apply; give allowed pairs "
                 f"of segment labels (the span types and 'O'), such as {{('PER', 'O')}}.")
-        return self._fit(X, y)
+        return self._fit(X, y, sample_weight)
 
     def _training_problem(self, data):
         offsets = data.offsets
@@ -278,6 +302,60 @@ class SemiMarkovCRF(CRFEstimator):
              "scheme_": codec.scheme, "max_segment_length_": int(max_lengths.max(initial=1)),
              "allowed_transitions_": structure.transition_mask == 0},
             _COEFFICIENT_NAMES)
+
+    def _partial_training_problem(self, data, first):
+        """A ``partial_fit`` batch's problem: the codec and longest segments of the first call.
+
+        The first call reads the scheme from its batch (for ``"auto"``) and
+        the segment labels from ``classes``; later calls keep them, and the
+        longest segment of each label (an int ``max_segment_length``, or the
+        first batch's longest), so the weights keep their layout.
+        """
+        offsets = data.offsets
+        flat = data.classes[data.label_ids].tolist()
+        if first:
+            codec, _ = _SegmentTags.fit(flat, offsets, self.scheme)
+            if not codec.plain:
+                types = {tag.partition("-")[2] for tag in map(str, data.classes.tolist())
+                         if tag != "O"}
+                codec = _SegmentTags.of_labels(codec.scheme,
+                                               types | set(codec.segment_classes[:-1]))
+            codes = codec.codes(flat, offsets)
+            segmentation = Segmentation.of_codes(codes, offsets, len(codec.segment_classes))
+            max_lengths = self._max_lengths(segmentation, offsets, codec)
+        else:
+            codec = self._codec()
+            codes = codec.codes(flat, offsets)
+            max_lengths = np.isfinite(self.length_coef_).sum(axis=1)
+            self._check_partial_lengths(codes, offsets, codec, max_lengths)
+        allowed = None
+        if self.allowed_transitions is not None:
+            allowed = explicit_constraints(self.allowed_transitions,
+                                           codec.segment_classes).allowed
+        structure = SemiMarkovStructure.for_training(
+            data.features, offsets, codes, max_lengths, allow_repeats=not codec.plain,
+            all_possible_states=self.all_possible_states, allowed_transitions=allowed)
+        return TrainingProblem(
+            structure, codes,
+            {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
+             "scheme_": codec.scheme, "max_segment_length_": int(max_lengths.max(initial=1)),
+             "allowed_transitions_": structure.transition_mask == 0},
+            _COEFFICIENT_NAMES)
+
+    def _check_partial_lengths(self, codes, offsets, codec, max_lengths):
+        """Raise if a later batch of ``partial_fit`` has a segment longer than the model takes."""
+        segmentation = Segmentation.of_codes(codes, offsets, len(codec.segment_classes))
+        first, stops, labels, sequence = segmentation.bounds(offsets)
+        too_long = np.flatnonzero(stops - first > max_lengths[labels])
+        if too_long.size:
+            k = too_long[0]
+            q = int(sequence[k])
+            raise ValueError(
+                f"Sequence {q} has a segment {codec.segment_classes[labels[k]]!r} of "
+                f"{stops[k] - first[k]} tokens, longer than the {max_lengths[labels[k]]} this "
+                f"model takes: partial_fit keeps the longest segment of each label from its "
+                f"first call (with max_segment_length=None, the first batch's longest). Set "
+                f"max_segment_length to the longest segment the stream may bring.")
 
     def _max_lengths(self, segmentation, offsets, codec, first_sequence=0):
         """Longest segment each label may take; raise if a training segment exceeds the cap.

@@ -139,10 +139,14 @@ class TrainingProblem:
     def n_parameters(self):
         return self.structure.n_parameters
 
-    def objective(self, data, l2):
-        """The :class:`NegativeLogLikelihood` of ``data`` under this problem."""
+    def objective(self, data, l2, sequence_weights=None):
+        """The :class:`NegativeLogLikelihood` of ``data`` under this problem.
+
+        ``sequence_weights`` (one per sequence, or None for all 1) weigh the
+        sequences' loss terms.
+        """
         return NegativeLogLikelihood(self.structure, data.features, data.offsets,
-                                     self.targets, l2=l2)
+                                     self.targets, l2=l2, sequence_weights=sequence_weights)
 
     def fitted_attributes(self, w):
         """The fitted attributes of the weight vector ``w``, by attribute name."""

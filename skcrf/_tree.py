@@ -58,8 +58,13 @@ class TreeCRF(CRFEstimator):
     tol : float, default=1e-3
         Stop once the objective improved by less than ``tol`` (relative) over
         the last 10 iterations.
-    solver : {"lbfgs"}, default="lbfgs"
-        L-BFGS; OWL-QN with ``l1_ratio > 0``.
+    solver : {"lbfgs", "sgd", "perceptron", "passive_aggressive", "arow"}, default="lbfgs"
+        L-BFGS (OWL-QN with ``l1_ratio > 0``) over all the data, or an online
+        solver, one step per sequence, with :meth:`partial_fit` (see
+        :class:`CRFClassifier`'s ``solver``).
+    learning_rate, eta0, average, C, shuffle, random_state, n_iter_no_change, \
+early_stopping, validation_fraction
+        The online solvers' settings, as in :class:`CRFClassifier`.
     all_possible_states : bool, default=False
         Whether every (feature, label) pair gets a state weight, or only the
         pairs seen in training (as :class:`CRFClassifier`).
@@ -98,6 +103,8 @@ class TreeCRF(CRFEstimator):
         Number of solver iterations.
     loss_curve_ : list of float
         Objective value after each iteration.
+    solver_state_ : dict
+        Only with an online solver: what :meth:`partial_fit` continues from.
 
     See Also
     --------
@@ -124,12 +131,24 @@ class TreeCRF(CRFEstimator):
 
     def __init__(self, *, alpha=_defaults.ALPHA, l1_ratio=_defaults.L1_RATIO,
                  max_iter=_defaults.MAX_ITER, tol=_defaults.TOL, solver="lbfgs",
-                 all_possible_states=False, warm_start=False, n_jobs=None, verbose=0):
+                 learning_rate="optimal", eta0="auto", average="auto", C=1.0, shuffle=True,
+                 random_state=None, n_iter_no_change=5, early_stopping=False,
+                 validation_fraction=0.1, all_possible_states=False, warm_start=False,
+                 n_jobs=None, verbose=0):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.max_iter = max_iter
         self.tol = tol
         self.solver = solver
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.average = average
+        self.C = C
+        self.shuffle = shuffle
+        self.random_state = random_state
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
         self.all_possible_states = all_possible_states
         self.warm_start = warm_start
         self.n_jobs = n_jobs
@@ -142,7 +161,7 @@ class TreeCRF(CRFEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Learn the weights from labelled trees.
 
         Parameters
@@ -152,13 +171,15 @@ class TreeCRF(CRFEstimator):
             the output of a vectorizer (see the class docstring).
         y : list of sequences of labels
             One label (str or int) per token.
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Each sequence's weight, as for :meth:`CRFClassifier.fit`.
 
         Returns
         -------
         self : TreeCRF
             The fitted estimator.
         """
-        return self._fit(X, y)
+        return self._fit(X, y, sample_weight)
 
     def _training_problem(self, data):
         if data.features.parents is None:

@@ -49,6 +49,9 @@ StrPath = Union[str, PathLike]
 #: One weight per sequence, or None.
 SequenceWeights = Union[ArrayLike, None]
 
+#: ``solver`` of the CRF estimators: batch L-BFGS or one of the online solvers.
+Solver = Literal["lbfgs", "sgd", "perceptron", "passive_aggressive", "arow"]
+
 #: ``allowed_transitions`` of the estimators: a scheme's name ("bio", "auto", ...),
 #: allowed (from, to) pairs, a dict from a label to the labels allowed after it, or a
 #: boolean matrix.

@@ -228,7 +228,7 @@ def test_bad_input_is_named(toy, make_input, error, match):
     ({"l1_ratio": 1.5}, "'l1_ratio' parameter"),
     ({"l1_ratio": -0.1}, "'l1_ratio' parameter"),
     ({"max_iter": 0}, "'max_iter' parameter"),
-    ({"solver": "sgd"}, "'solver' parameter"),
+    ({"solver": "newton"}, "'solver' parameter"),
 ])
 def test_bad_parameters_fail_at_fit(toy, params, match):
     X, y = toy

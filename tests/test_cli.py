@@ -234,6 +234,26 @@ def test_train_options_reach_the_estimators(data, tmp_path):
     assert not any(name.startswith(("-1:", "+1:")) for name in names)
 
 
+@pytest.mark.parametrize("solver", ["sgd", "perceptron", "passive_aggressive", "arow"])
+def test_train_with_an_online_solver(data, tmp_path, solver):
+    model_path = tmp_path / "m.skcrf"
+    status, out, err = _run("train", data["train"], "--model", model_path, "--solver",
+                            solver, "--max-iter", 4, "--random-state", 3, "--n-jobs", 1)
+    assert status == 0, err
+    crf = load_model(model_path)[-1]
+    assert (crf.solver, crf.random_state) == (solver, 3)
+    header = next(line for line in out.splitlines() if line.split()[:2] == ["epoch", "loss"])
+    assert "validation" not in header
+    assert out.splitlines()[-1].startswith(f"trained {crf.n_iter_} epochs in ")
+    if crf.n_iter_ == 4:  # the margin solvers may stop early, without mistakes
+        assert "stopped at --max-iter 4 epochs" in err
+    status, out, _ = _run("evaluate", "--model", model_path, data["test"])
+    assert status == 0
+    accuracy = float(next(line for line in out.splitlines()
+                          if line.startswith("token accuracy")).split()[-1])
+    assert accuracy > 0.8
+
+
 def test_structure_options_reach_the_estimator(data, tmp_path):
     model_path = tmp_path / "m.skcrf"
     status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",

@@ -188,8 +188,13 @@ def test_tokens_of_another_kind_are_named_by_position():
 
 
 @pytest.mark.parametrize("params, match", [
-    ({"algorithm": "pa"}, "algorithm='pa' is not available"),
-    ({"pa_type": 1}, "pa_type belong to CRFsuite's other training algorithms"),
+    ({"algorithm": "newton"}, "algorithm='newton' is not one of CRFsuite's trainers"),
+    ({"pa_type": 1}, "pa_type is not an option of algorithm='lbfgs'"),
+    ({"algorithm": "ap", "c2": 1.0}, "c2 is not an option of algorithm='ap'"),
+    ({"algorithm": "l2sgd", "c2": 0.0}, "l2sgd needs c2 > 0"),
+    ({"algorithm": "pa", "pa_type": 3}, "pa_type must be 0, 1 or 2"),
+    ({"algorithm": "arow", "gamma": 0.0}, "arow needs gamma > 0"),
+    ({"trainer_cls": object}, "trainer_cls is not supported"),
     ({"num_memories": 10}, "num_memories=10 is not supported"),
     ({"c1": -1.0}, "c1 and c2 must be >= 0"),
 ])
@@ -454,3 +459,49 @@ def test_the_sklearn_crfsuite_tutorial_runs_once_its_imports_change(capsys):
     assert "Top likely transitions:" in out and "Top negative:" in out
     assert all(label in out for label in namespace["sorted_labels"])
     assert isinstance(namespace["crf"], sklearn_crfsuite.CRF)
+
+
+@pytest.mark.parametrize("options, solver, expected", [
+    ({"algorithm": "l2sgd"}, "sgd", {"alpha": 2.0, "l1_ratio": 0.0, "max_iter": 1000,
+                                     "tol": 1e-6, "n_iter_no_change": 10, "average": False}),
+    ({"algorithm": "l2sgd", "c2": 0.25, "max_iterations": 7, "period": 3, "delta": 1e-4},
+     "sgd", {"alpha": 0.5, "max_iter": 7, "n_iter_no_change": 3, "tol": 1e-4}),
+    ({"algorithm": "ap"}, "perceptron", {"max_iter": 100, "average": True}),
+    ({"algorithm": "pa"}, "passive_aggressive", {"C": 1.0, "average": True}),
+    ({"algorithm": "pa", "c": 0.5, "averaging": False}, "passive_aggressive",
+     {"C": 0.5, "average": False}),
+    ({"algorithm": "arow", "gamma": 4.0}, "arow", {"C": 0.25, "max_iter": 100}),
+])
+def test_online_algorithms_map_to_skcrf_solvers(options, solver, expected):
+    crf = sklearn_crfsuite.CRF(**options)
+    classifier = crf._classifier()
+    assert classifier.solver == solver
+    for name, value in expected.items():
+        assert classifier.get_params()[name] == value, name
+
+
+def test_crfsuite_only_options_reach_the_solver():
+    """calibration_*, pa_type, error_sensitive, variance and epsilon: the solver reads them."""
+    from skcrf._online import online_options
+
+    options = online_options(sklearn_crfsuite.CRF(
+        algorithm="l2sgd", calibration_eta=0.2, calibration_rate=3.0, calibration_samples=50,
+        calibration_candidates=4, calibration_max_trials=6)._classifier())
+    calibration = options.calibration
+    assert (calibration.eta, calibration.rate, calibration.samples, calibration.candidates,
+            calibration.max_trials) == (0.2, 3.0, 50, 4, 6)
+    options = online_options(sklearn_crfsuite.CRF(
+        algorithm="pa", pa_type=2, error_sensitive=False, epsilon=0.5)._classifier())
+    assert (options.pa_type, options.error_sensitive, options.epsilon) == (2, False, 0.5)
+    assert online_options(sklearn_crfsuite.CRF(
+        algorithm="arow", variance=3.0)._classifier()).variance == 3.0
+
+
+@pytest.mark.parametrize("algorithm", ["l2sgd", "ap", "pa", "arow"])
+def test_online_algorithms_train(algorithm, corpus):
+    X, y, _, _ = corpus
+    crf = sklearn_crfsuite.CRF(algorithm=algorithm, max_iterations=5,
+                               all_possible_transitions=True).fit(X[:200], y[:200])
+    assert crf.estimator_.n_iter_ <= 5
+    assert metrics.flat_accuracy_score(y[:200], crf.predict(X[:200])) > 0.9
+    assert crf.training_log_ is None

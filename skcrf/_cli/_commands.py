@@ -113,7 +113,8 @@ def train(args):
         save_model(pipe, args.model, metadata=metadata)
     except OSError as error:
         raise CommandError(f"cannot write {args.model}: {error.strerror or error}") from None
-    print(f"trained {crf.n_iter_} iterations in {time.perf_counter() - started:.1f} s: "
+    rounds = "iterations" if args.solver == "lbfgs" else "epochs"
+    print(f"trained {crf.n_iter_} {rounds} in {time.perf_counter() - started:.1f} s: "
           f"{crf.n_features_in_} features, {len(crf.classes_)} labels; model written to "
           f"{args.model}", flush=True)
     return 0
@@ -123,7 +124,8 @@ def _estimator(args):
     """The CRF of ``--structure`` with the model options; a clash of options is an error."""
     alpha, l1_ratio = _regularization(args)
     common = dict(alpha=alpha, l1_ratio=l1_ratio, max_iter=args.max_iter,
-                  tol=args.tol, n_jobs=args.n_jobs, verbose=0 if args.quiet else 1)
+                  tol=args.tol, solver=args.solver, random_state=args.random_state,
+                  n_jobs=args.n_jobs, verbose=0 if args.quiet else 1)
     if args.structure == "semimarkov":
         chain_only = [option for option, given in (
             ("--order", args.order != 1), ("--transition-features", args.transition_features),
@@ -165,6 +167,9 @@ def _transition_features(prefixes):
 
 
 def _convergence_advice(args):
+    if args.solver != "lbfgs":
+        return (f"stopped at --max-iter {args.max_iter} epochs before the loss settled; "
+                f"the model is saved, raise --max-iter to train longer")
     return (f"stopped at --max-iter {args.max_iter} before the objective settled (relative "
             f"improvement over 10 iterations still above --tol {args.tol:g}); the model "
             f"is saved, raise --max-iter to train longer")

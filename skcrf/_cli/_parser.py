@@ -5,6 +5,7 @@ import math
 from fractions import Fraction
 
 from .. import _defaults
+from .._base import SOLVERS
 from .._chain import CRFClassifier
 from ..features.featurizer import _WORD_FEATURES, MAX_WINDOW, TokenFeaturizer
 
@@ -210,9 +211,18 @@ def _add_train(commands):
                             f"(alpha = c1 + 2*c2, l1_ratio = c1/alpha; default: {c1:g})")
     model.add_argument("--c2", type=_bounded(float, 0.0), metavar="C2",
                        help=f"CRFsuite's L2 coefficient, with --c1 (default: {c2:g})")
+    model.add_argument("--solver", choices=SOLVERS, default="lbfgs",
+                       help="lbfgs: L-BFGS (OWL-QN with L1) over all the data; the others "
+                            "take one step per sequence, as CRFsuite's l2sgd, ap, pa and "
+                            "arow: sgd minimises the same objective, perceptron (averaged), "
+                            "passive_aggressive (PA-I) and arow ignore --alpha "
+                            "(default: lbfgs)")
+    model.add_argument("--random-state", type=int, metavar="SEED",
+                       help="online solvers: seed of the order the sequences are visited in "
+                            "(and of SGD's calibration sample)")
     model.add_argument("--max-iter", type=_bounded(int, 1, name="an integer"),
                        default=_CRF["max_iter"], metavar="N",
-                       help="most L-BFGS / OWL-QN iterations")
+                       help="most L-BFGS / OWL-QN iterations, or epochs of an online solver")
     model.add_argument("--tol", type=_bounded(float, 0.0), default=_CRF["tol"], metavar="T",
                        help="stop once the objective improved by less than T (relative) "
                             "over 10 iterations")

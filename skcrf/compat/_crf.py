@@ -16,17 +16,38 @@ from .._fitted_state import Fitted, FittedState, Integer, TypeOf, saved_as
 from ..features.vectorizer import SequenceVectorizer
 from ..metrics import flat_accuracy_score
 
-#: Options of CRFsuite's other training algorithms, which L-BFGS does not take.
-_OTHER_ALGORITHMS = ("calibration_eta", "calibration_rate", "calibration_samples",
-                     "calibration_candidates", "calibration_max_trials", "pa_type", "c",
-                     "error_sensitive", "averaging", "variance", "gamma", "trainer_cls")
+#: Each CRFsuite trainer's options (sklearn-crfsuite's names), and skcrf's solver for it.
+_ALGORITHM_OPTIONS = {
+    "lbfgs": ("c1", "c2", "max_iterations", "num_memories", "epsilon", "period", "delta",
+              "linesearch", "max_linesearch"),
+    "l2sgd": ("c2", "max_iterations", "period", "delta", "calibration_eta",
+              "calibration_rate", "calibration_samples", "calibration_candidates",
+              "calibration_max_trials"),
+    "ap": ("max_iterations", "epsilon"),
+    "pa": ("pa_type", "c", "error_sensitive", "averaging", "max_iterations", "epsilon"),
+    "arow": ("variance", "gamma", "max_iterations", "epsilon"),
+}
+_SOLVERS = {"lbfgs": "lbfgs", "l2sgd": "sgd", "ap": "perceptron", "pa": "passive_aggressive",
+            "arow": "arow"}
+
+#: Options no CRFsuite trainer of skcrf's takes.
+_UNSUPPORTED = ("trainer_cls",)
 
 #: L-BFGS options skcrf fixes at CRFsuite's defaults: any other value is refused.
 _FIXED_LBFGS = {"num_memories": 6, "epsilon": 1e-5, "period": 10, "linesearch": "MoreThuente",
                 "max_linesearch": 20}
 
-#: max_iterations=None means "until convergence" in CRFsuite.
+#: max_iterations=None means "until convergence" in CRFsuite's L-BFGS.
 _UNLIMITED_ITERATIONS = 10_000
+
+#: CRFsuite's default max_iterations of its online trainers.
+_DEFAULT_EPOCHS = {"l2sgd": 1000, "ap": 100, "pa": 100, "arow": 100}
+
+#: calibration_* option -> skcrf's Calibration field, with CRFsuite's defaults.
+_CALIBRATION = {"calibration_eta": ("eta", 0.1), "calibration_rate": ("rate", 2.0),
+                "calibration_samples": ("samples", 1000),
+                "calibration_candidates": ("candidates", 10),
+                "calibration_max_trials": ("max_trials", 20)}
 
 
 def _token_dict(token, q, i):
@@ -118,17 +139,24 @@ def _check_params(crf):
 class CRF(BaseEstimator):
     """sklearn-crfsuite's ``CRF``: same arguments, attributes and methods, trained by skcrf.
 
-    A drop-in for ``sklearn_crfsuite.CRF`` with the L-BFGS trainer: the
-    tokens' feature dicts go through a :class:`~skcrf.SequenceVectorizer`
-    (string values become ``"key:value"`` attributes, as in CRFsuite) into a
-    :class:`~skcrf.CRFClassifier` with ``alpha = c1 + 2 * c2`` and
-    ``l1_ratio = c1 / alpha``, the same objective as CRFsuite's.
+    A drop-in for ``sklearn_crfsuite.CRF``: the tokens' feature dicts go
+    through a :class:`~skcrf.SequenceVectorizer` (string values become
+    ``"key:value"`` attributes, as in CRFsuite) into a
+    :class:`~skcrf.CRFClassifier` trained by skcrf's solver of CRFsuite's
+    ``algorithm``; for L-BFGS with ``alpha = c1 + 2 * c2`` and ``l1_ratio =
+    c1 / alpha``, the same objective as CRFsuite's.
 
     Parameters
     ----------
-    algorithm : {"lbfgs"} or None, default=None
-        Only L-BFGS (OWL-QN with ``c1 > 0``), CRFsuite's default. Another
-        value raises a ValueError.
+    algorithm : {"lbfgs", "l2sgd", "ap", "pa", "arow"} or None, default=None
+        CRFsuite's trainer, run by skcrf's solver of the same algorithm:
+        ``"lbfgs"`` (None; OWL-QN with ``c1 > 0``) by L-BFGS, ``"l2sgd"`` by
+        ``solver="sgd"`` (``alpha = 2 * c2``, pure L2, the learning rate
+        calibrated as CRFsuite does), ``"ap"`` by the averaged
+        ``"perceptron"``, ``"pa"`` by ``"passive_aggressive"`` and
+        ``"arow"`` by ``"arow"`` (``C = 1 / gamma``). Each takes its own
+        options below, as CRFsuite does; an option of another trainer
+        raises a ValueError.
     min_freq : int or float, default=None
         Drop attributes seen in fewer than this many training tokens (a
         float counts as the next whole number: 0.5 keeps every attribute,
@@ -139,22 +167,42 @@ class CRF(BaseEstimator):
         Accepted for compatibility: skcrf always learns a weight for every
         pair of labels, as CRFsuite does with True.
     c1, c2 : float, default=None
-        L1 and L2 coefficients; None means CRFsuite's 0 and 1.
+        L1 and L2 coefficients; None means CRFsuite's 0 and 1 (l2sgd: ``c2``
+        only).
     max_iterations : int, default=None
-        Most L-BFGS iterations; None trains until convergence. Reaching it is
-        silent, as in CRFsuite (:class:`~skcrf.CRFClassifier` warns).
+        Most L-BFGS iterations (None: until convergence), or epochs of an
+        online trainer (None: CRFsuite's 1000 for l2sgd, 100 for the others).
+        Reaching it is silent, as in CRFsuite (:class:`~skcrf.CRFClassifier`
+        warns).
     num_memories, epsilon, period, linesearch, max_linesearch : default=None
         CRFsuite's L-BFGS settings. skcrf runs with CRFsuite's defaults (6,
         1e-5, 10, "MoreThuente", 20 — a line search of its own kind); another
-        value raises a ValueError.
+        value raises a ValueError. For ap, pa and arow, ``epsilon`` stops
+        training once an epoch's mean loss falls below it (CRFsuite's rule;
+        default 0: never); for l2sgd, ``period`` epochs in a row improving by
+        less than ``delta`` stop it (``n_iter_no_change`` and ``tol``).
     delta : float, default=None
         Stop when the objective improved by less than this (relative) over
-        the last ``period`` iterations; None is 1e-5.
+        the last ``period`` iterations; None is 1e-5 (l2sgd: 1e-6).
     calibration_eta, calibration_rate, calibration_samples, \
-calibration_candidates, calibration_max_trials, pa_type, c, error_sensitive, \
-averaging, variance, gamma, trainer_cls : default=None
-        Options of CRFsuite's other algorithms: anything but None raises a
-        ValueError.
+calibration_candidates, calibration_max_trials : default=None
+        l2sgd's calibration of the learning rate: the first rate tried, the
+        factor between rates, the sequences of the sample, the rates tried
+        in each direction and in all (see
+        ``skcrf.learning.online.Calibration``); None is CRFsuite's
+        0.1, 2, 1000, 10, 20.
+    pa_type : {0, 1, 2}, default=None
+        pa's update: 0 without slack, 1 PA-I (None), 2 PA-II.
+    c : float, default=None
+        pa's aggressiveness (None: 1).
+    error_sensitive : bool, default=None
+        pa's margin grows with the square root of the wrong labels (None: True).
+    averaging : bool, default=None
+        pa averages its weights (None: True).
+    variance, gamma : float, default=None
+        arow's initial variance and trade-off (None: 1 and 1).
+    trainer_cls : default=None
+        Anything but None raises a ValueError.
     verbose : bool, default=False
         Print the objective every iteration.
     model_filename : str, default=None
@@ -254,14 +302,28 @@ averaging, variance, gamma, trainer_cls : default=None
 
     def _classifier(self):
         """The CRFClassifier these arguments describe; unsupported ones raise ValueError."""
-        if self.algorithm not in (None, "lbfgs"):
+        algorithm = "lbfgs" if self.algorithm is None else self.algorithm
+        if algorithm not in _ALGORITHM_OPTIONS:
             raise ValueError(
-                f"algorithm={self.algorithm!r} is not available: skcrf trains with L-BFGS "
-                f"(algorithm='lbfgs', OWL-QN when c1 > 0).")
-        other = [name for name in _OTHER_ALGORITHMS if getattr(self, name) is not None]
+                f"algorithm={self.algorithm!r} is not one of CRFsuite's trainers skcrf runs: "
+                f"{', '.join(map(repr, _ALGORITHM_OPTIONS))}.")
+        unsupported = [name for name in _UNSUPPORTED if getattr(self, name) is not None]
+        if unsupported:
+            raise ValueError(f"{', '.join(unsupported)} is not supported by skcrf.")
+        own = _ALGORITHM_OPTIONS[algorithm]
+        other = [name for options in _ALGORITHM_OPTIONS.values() for name in options
+                 if name not in own and getattr(self, name) is not None]
         if other:
-            raise ValueError(f"{', '.join(other)} belong to CRFsuite's other training "
-                             f"algorithms; skcrf trains with L-BFGS only.")
+            names = list(dict.fromkeys(other))
+            raise ValueError(f"{', '.join(names)} "
+                             f"{'is not an option' if len(names) == 1 else 'are not options'} "
+                             f"of algorithm={algorithm!r} (CRFsuite refuses them too); its "
+                             f"options are {', '.join(own)}.")
+        if algorithm == "lbfgs":
+            return self._lbfgs_classifier()
+        return self._online_classifier(algorithm)
+
+    def _lbfgs_classifier(self):
         for name, default in _FIXED_LBFGS.items():
             value = getattr(self, name)
             if value is not None and value != default:
@@ -279,6 +341,51 @@ averaging, variance, gamma, trainer_cls : default=None
             tol=1e-5 if self.delta is None else self.delta,
             all_possible_states=bool(self.all_possible_states),
             verbose=int(bool(self.verbose)))
+
+    def _online_classifier(self, algorithm):
+        """The CRFClassifier of an online trainer, CRFsuite's defaults where None."""
+        epochs = (_DEFAULT_EPOCHS[algorithm] if self.max_iterations is None
+                  else int(self.max_iterations))
+        params = {"solver": _SOLVERS[algorithm], "max_iter": epochs,
+                  "all_possible_states": bool(self.all_possible_states),
+                  "verbose": int(bool(self.verbose))}
+        extra = {}
+        if algorithm == "l2sgd":
+            c2 = 1.0 if self.c2 is None else float(self.c2)
+            if not c2 > 0:
+                raise ValueError(f"l2sgd needs c2 > 0 (its learning rate is 1 / (c2 * t)); "
+                                 f"got c2={c2}.")
+            params.update(alpha=2.0 * c2, l1_ratio=0.0, average=False,
+                          tol=1e-6 if self.delta is None else float(self.delta),
+                          n_iter_no_change=10 if self.period is None else int(self.period))
+            extra["calibration"] = {
+                field: default if getattr(self, name) is None else getattr(self, name)
+                for name, (field, default) in _CALIBRATION.items()}
+        else:
+            # CRFsuite's epsilon rule (mean loss below it) replaces the stall rule
+            params.update(tol=0.0, n_iter_no_change=epochs, average=False)
+            extra["epsilon"] = 0.0 if self.epsilon is None else float(self.epsilon)
+        if algorithm == "ap":
+            params["average"] = True
+        elif algorithm == "pa":
+            pa_type = 1 if self.pa_type is None else int(self.pa_type)
+            if pa_type not in (0, 1, 2):
+                raise ValueError(f"pa_type must be 0, 1 or 2; got {self.pa_type!r}.")
+            params.update(C=1.0 if self.c is None else float(self.c),
+                          average=True if self.averaging is None else bool(self.averaging))
+            extra.update(pa_type=pa_type, error_sensitive=(
+                True if self.error_sensitive is None else bool(self.error_sensitive)))
+        elif algorithm == "arow":
+            gamma = 1.0 if self.gamma is None else float(self.gamma)
+            variance = 1.0 if self.variance is None else float(self.variance)
+            if not (gamma > 0 and variance > 0):
+                raise ValueError(f"arow needs gamma > 0 and variance > 0; got gamma={gamma}, "
+                                 f"variance={variance}.")
+            params["C"] = 1.0 / gamma
+            extra["variance"] = variance
+        classifier = CRFClassifier(**params)
+        classifier._crfsuite_options = extra
+        return classifier
 
     def fit(self, X, y, X_dev=None, y_dev=None):
         """Train on feature-dict sequences ``X`` and label sequences ``y``.

@@ -20,7 +20,7 @@ from ._fit import fit as _fit_body
 from ._predict import predict, predict_marginals
 
 
-def fit(estimator, X, y, *, client=None, timeout=None):
+def fit(estimator, X, y, *, sample_weight=None, client=None, timeout=None):
     """Train ``estimator`` on dask bags, the data staying on the workers.
 
     Parameters
@@ -35,6 +35,10 @@ def fit(estimator, X, y, *, client=None, timeout=None):
     y : dask.bag.Bag
         One element per sequence: its labels, partitioned as ``X`` (the
         simplest: both plucked from one bag of ``(x, y)`` pairs).
+    sample_weight : dask.bag.Bag, default=None
+        One number per sequence, partitioned as ``X``: each sequence's
+        weight, as for the estimator's ``fit`` (0 leaves it out). The
+        estimator's ``solver`` must be ``"lbfgs"``.
     client : distributed.Client, default=None
         The client to run on; by default the current one
         (``distributed.default_client()``).
@@ -67,7 +71,8 @@ def fit(estimator, X, y, *, client=None, timeout=None):
     >>> pairs = db.from_sequence(list(zip(X, y)), npartitions=4)  # doctest: +SKIP
     >>> crf = skcrf.dask.fit(CRFClassifier(), pairs.pluck(0), pairs.pluck(1))  # doctest: +SKIP
     """
-    return _fit_body(estimator, X, y, client=client, timeout=timeout)
+    return _fit_body(estimator, X, y, sample_weight=sample_weight, client=client,
+                     timeout=timeout)
 
 
 def warmup(client=None, kinds=None):

@@ -136,22 +136,25 @@ def require_dask():
     return dask.bag, distributed
 
 
-def check_bags(X, y):
-    """Raise if ``X`` and ``y`` are not two dask bags of as many partitions."""
+def check_bags(X, y, sample_weight=None):
+    """Raise if ``X``, ``y`` (and ``sample_weight``) are not dask bags of as many partitions."""
     require_dask()
     import dask.bag as db
 
-    for name, bag in (("X", X), ("y", y)):
+    bags = (("X", X), ("y", y)) + ((("sample_weight", sample_weight),)
+                                   if sample_weight is not None else ())
+    for name, bag in bags:
         if not isinstance(bag, db.Bag):
             raise TypeError(
                 f"{name} must be a dask.bag.Bag of sequences (one element per sequence); "
                 f"got {type(bag).__name__}. dask.bag.from_sequence(...) or "
                 f"dask.bag.read_text(...).map(...) make one.")
-    if X.npartitions != y.npartitions:
-        raise ValueError(
-            f"X and y must be partitioned alike, sequence for sequence; X has "
-            f"{X.npartitions} partitions and y {y.npartitions}. Make them from one bag of "
-            f"(x, y) pairs: X = pairs.pluck(0), y = pairs.pluck(1).")
+    for name, bag in bags[1:]:
+        if X.npartitions != bag.npartitions:
+            raise ValueError(
+                f"X and {name} must be partitioned alike, sequence for sequence; X has "
+                f"{X.npartitions} partitions and {name} {bag.npartitions}. Make them from "
+                f"one bag of tuples: X = pairs.pluck(0), y = pairs.pluck(1), ...")
 
 
 def vectorizer_of_names(names):
@@ -184,17 +187,23 @@ class _Shape:
         self.n_features = n_features
 
 
-def fit(estimator, X, y, *, client=None, timeout=None):
+def fit(estimator, X, y, *, sample_weight=None, client=None, timeout=None):
     """The body of :func:`skcrf.dask.fit` (see there)."""
-    return fit_recorded(estimator, X, y, client=client, timeout=timeout)[0]
+    return fit_recorded(estimator, X, y, sample_weight=sample_weight, client=client,
+                        timeout=timeout)[0]
 
 
-def fit_recorded(estimator, X, y, *, client=None, timeout=None):
+def fit_recorded(estimator, X, y, *, sample_weight=None, client=None, timeout=None):
     """:func:`fit`, and its :class:`DistributedTerms` (calls, seconds, bytes moved)."""
     from distributed import default_client
 
-    check_bags(X, y)
+    check_bags(X, y, sample_weight)
     estimator._validate_params()
+    if getattr(estimator, "solver", "lbfgs") != "lbfgs":
+        raise ValueError(
+            f"skcrf.dask.fit trains with L-BFGS; solver={estimator.solver!r} is online: "
+            f"call estimator.partial_fit on each partition in turn instead "
+            f"(for part in bag.to_delayed(): ...).")
     plan = plan_of(estimator)
     plan.check()
     if client is None:
@@ -210,17 +219,20 @@ def fit_recorded(estimator, X, y, *, client=None, timeout=None):
     shadow.__dict__.update((name, value) for name, value in vars(estimator).items()
                            if not _is_fitted_attribute(name))
     with kernel_exceptions():
-        terms = _fit(shadow, plan, run, X, y)
+        terms = _fit(shadow, plan, run, X, y, sample_weight)
     estimator.__dict__ = shadow.__dict__
     return estimator, terms
 
 
-def _fit(estimator, plan, run, X, y):
+def _fit(estimator, plan, run, X, y, sample_weight=None):
     import dask
 
     x_parts, y_parts = X.to_delayed(), y.to_delayed()
-    raw = run.client.compute([dask.delayed(parts_.read_partition)(i, xp, yp)
-                              for i, (xp, yp) in enumerate(zip(x_parts, y_parts))])
+    w_parts = (sample_weight.to_delayed() if sample_weight is not None
+               else [None] * len(x_parts))
+    raw = run.client.compute([dask.delayed(parts_.read_partition)(i, xp, yp, wp)
+                              for i, (xp, yp, wp) in enumerate(zip(x_parts, y_parts,
+                                                                   w_parts))])
     summaries = run.gather(run.map(parts_.partition_summary, raw))
     n_sequences = [n for n, _, _, _ in summaries]
     if sum(n_sequences) == 0:

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 
+from .._online import nonzero_weights
 from .._parallel import kernel_threads
 from .._validation import check_finite_features, check_sequences, encode_labels
 from ..features.arrays import FeatureArrays
@@ -50,11 +51,12 @@ class RawPartition:
         Indices into ``classes``.
     """
 
-    def __init__(self, index, matrix, classes, label_ids):
+    def __init__(self, index, matrix, classes, label_ids, weights=None):
         self.index = index
         self.matrix = matrix
         self.classes = classes
         self.label_ids = label_ids
+        self.weights = weights
 
     @property
     def n_sequences(self):
@@ -68,11 +70,19 @@ class RawPartition:
         return self.n_sequences, int(self.matrix.offsets[-1]), names, self.classes.tolist()
 
 
-def read_partition(index, X, y):
-    """The :class:`RawPartition` of the sequences ``X`` and labels ``y`` of one partition."""
+def read_partition(index, X, y, sample_weight=None):
+    """The :class:`RawPartition` of the sequences ``X`` and labels ``y`` of one partition.
+
+    With ``sample_weight`` (one per sequence), the sequences of weight 0 are
+    left out, as a local ``fit`` leaves them out; the others' weights are
+    kept (None when all are 1).
+    """
+    weights = None
     try:
         X = check_sequences(list(X), matrix_ok=False)
         y = list(y)
+        if sample_weight is not None:
+            X, y, weights = nonzero_weights(X, y, list(sample_weight), allow_empty=True)
         if len(X) == 0:
             if len(y):
                 raise ValueError(f"X has no sequence but y has {len(y)}.")
@@ -81,7 +91,7 @@ def read_partition(index, X, y):
         classes, label_ids = encode_labels(y, matrix.lengths)
     except (ValueError, TypeError) as error:
         raise _in_partition(index, None, error) from error
-    return RawPartition(index, matrix, classes, label_ids)
+    return RawPartition(index, matrix, classes, label_ids, weights)
 
 
 def partition_summary(raw):
@@ -103,12 +113,13 @@ class EncodedPartition:
         has :func:`relabelled` the partition.
     """
 
-    def __init__(self, index, first, features, offsets, label_ids):
+    def __init__(self, index, first, features, offsets, label_ids, weights=None):
         self.index = index
         self.first = first
         self.features = features
         self.offsets = offsets
         self.label_ids = label_ids
+        self.weights = weights
 
     @property
     def empty(self):
@@ -134,7 +145,7 @@ def encoded_partition(raw, first, vectorizer, classes):
     remap = np.fromiter((index[label] for label in raw.classes.tolist()), dtype=np.int64,
                         count=raw.classes.shape[0])
     return EncodedPartition(raw.index, first, FeatureArrays.of_sequences(matrix),
-                            matrix.offsets, remap[raw.label_ids])
+                            matrix.offsets, remap[raw.label_ids], raw.weights)
 
 
 def _array_bytes(*objects):
@@ -145,7 +156,8 @@ def _array_bytes(*objects):
 
 def relabelled(part, label_ids):
     """``part`` with other label ids (after tags were repaired), sharing its features."""
-    return EncodedPartition(part.index, part.first, part.features, part.offsets, label_ids)
+    return EncodedPartition(part.index, part.first, part.features, part.offsets, label_ids,
+                            part.weights)
 
 
 def observed_pairs(part, label_ids, n_labels, columns=None):
@@ -187,7 +199,8 @@ class PartitionObjective:
         if not part.empty:
             try:  # the gold statistics check the targets against the structure
                 self.objective = NegativeLogLikelihood(structure, part.features, part.offsets,
-                                                       part.label_ids, l2=0.0)
+                                                       part.label_ids, l2=0.0,
+                                                       sequence_weights=part.weights)
             except ValueError as error:
                 raise _in_partition(part.index, part.first, error) from error
 

@@ -8,6 +8,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 _PUBLIC = {
+    "SequenceHasher": ".hasher",
     "SequenceMatrix": ".sequence_matrix",
     "SequenceVectorizer": ".vectorizer",
     "TokenFeaturizer": ".featurizer",
@@ -17,6 +18,7 @@ __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:  # what static checkers and IDEs see
     from .featurizer import TokenFeaturizer
+    from .hasher import SequenceHasher
     from .sequence_matrix import SequenceMatrix
     from .vectorizer import SequenceVectorizer
 

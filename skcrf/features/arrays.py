@@ -75,3 +75,53 @@ def csr_times_dense(X, dense):
     data, indices, indptr, binary = as_feature_arrays(X).kernel_args()
     return csr_dot_dense(data, indices, indptr,
                          np.ascontiguousarray(dense, dtype=np.float64), binary)
+
+
+def take_sequences(features, offsets, sequence_ids):
+    """The FeatureArrays and offsets of the given sequences, in the given order (copies).
+
+    Parameters
+    ----------
+    features : FeatureArrays
+    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    sequence_ids : array-like of int
+
+    Returns
+    -------
+    taken : FeatureArrays
+        The sequences' rows, with their trees' parents (local to each
+        sequence, so unchanged) when ``features`` has them.
+    taken_offsets : ndarray of int64 of shape (len(sequence_ids) + 1,)
+    rows : ndarray of int64 of shape (n_taken_tokens,)
+        The row of ``features`` each taken row comes from.
+    """
+    sequence_ids = np.asarray(sequence_ids, dtype=np.int64).ravel()
+    starts = offsets[sequence_ids]
+    lengths = offsets[sequence_ids + 1] - starts
+    taken_offsets = np.zeros(sequence_ids.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=taken_offsets[1:])
+    rows = np.arange(taken_offsets[-1]) - np.repeat(taken_offsets[:-1] - starts, lengths)
+    row_starts = features.indptr[rows]
+    counts = features.indptr[rows + 1] - row_starts
+    indptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    entries = np.arange(indptr[-1]) - np.repeat(indptr[:-1] - row_starts, counts)
+    parents = None
+    if features.parents is not None:
+        # read-only, as checked parents are: the tree kernels compile once for those
+        parents = features.parents[rows]
+        parents.flags.writeable = False
+    taken = FeatureArrays(None if features.data is None else features.data[entries],
+                          features.indices[entries], indptr, features.n_features, parents)
+    return taken, taken_offsets, rows
+
+
+def sequence_view(features, offsets, q):
+    """The FeatureArrays of sequence ``q`` alone and its offsets ``[0, n]``, as views."""
+    lo, hi = int(offsets[q]), int(offsets[q + 1])
+    a, b = int(features.indptr[lo]), int(features.indptr[hi])
+    indptr = features.indptr[lo:hi + 1] - a
+    parents = None if features.parents is None else features.parents[lo:hi]
+    view = FeatureArrays(None if features.data is None else features.data[a:b],
+                         features.indices[a:b], indptr, features.n_features, parents)
+    return view, np.array([0, hi - lo], dtype=np.int64)

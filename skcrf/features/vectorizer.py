@@ -325,6 +325,22 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         return tags
 
 
+def vectorizer_with_names(names, *, separator="=", dtype=np.float64):
+    """A fitted :class:`SequenceVectorizer` whose columns are ``names``, in that order.
+
+    For a vocabulary that grows by appending (a model trained in parts with
+    ``partial_fit``): the names keep their columns, so weights learned for
+    them stay where they are. ``sort`` is False, since the names need not be.
+    """
+    vectorizer = SequenceVectorizer(dtype=dtype, separator=separator, sort=False)
+    vectorizer.feature_names_ = list(names)
+    vectorizer.vocabulary_ = dict(zip(vectorizer.feature_names_,
+                                      range(len(vectorizer.feature_names_))))
+    vectorizer._names_out = np.asarray(vectorizer.feature_names_, dtype=object)
+    vectorizer._names_out.flags.writeable = False
+    return vectorizer
+
+
 def _check_no_parent_names(vocabulary, separator):
     """Raise if some token gave its parent while the first token of its sequence did not."""
     prefix = PARENT_KEY + separator

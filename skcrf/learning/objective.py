@@ -2,6 +2,8 @@
 
 import numpy as np
 
+from ..features.arrays import take_sequences
+
 
 class NegativeLogLikelihood:
     """``sum_q -log p(y_q | x_q) + l2 / 2 * ||w||^2`` and its gradient, for one structure.
@@ -25,16 +27,26 @@ class NegativeLogLikelihood:
         ``0.5 * l2 * ||w||^2`` with ``l2 = alpha * (1 - l1_ratio)``.
     fused : bool, default=True
         Whether to use the structure's fused kernel, where it has one.
+    sequence_weights : ndarray of shape (n_sequences,), default=None
+        Each sequence's weight in the sum (``sample_weight``): its loss term
+        is multiplied by it. None weighs every sequence 1. See
+        :func:`sequence_weighted_terms`.
     """
 
-    def __init__(self, structure, features, offsets, label_ids, l2, fused=True):
+    def __init__(self, structure, features, offsets, label_ids, l2, fused=True,
+                 sequence_weights=None):
         offsets = np.asarray(offsets, dtype=np.int64)
+        label_ids = np.asarray(label_ids, dtype=np.int64)
         self.structure = structure
         self.l2 = l2
-        self.empirical = structure.gold_statistics(features, offsets,
-                                                   np.asarray(label_ids, dtype=np.int64))
-        #: ``w -> (log_z, expected statistics)``, from the structure
-        self.terms = structure.expectation_terms(features, offsets, fused=fused)
+        if sequence_weights is None:
+            self.empirical = structure.gold_statistics(features, offsets, label_ids)
+            #: ``w -> (log_z, expected statistics)``, from the structure
+            self.terms = structure.expectation_terms(features, offsets, fused=fused)
+        else:
+            self.terms = sequence_weighted_terms(structure, features, offsets, label_ids,
+                                                 sequence_weights)
+            self.empirical = self.terms.empirical
 
     @classmethod
     def of_terms(cls, structure, empirical, terms, l2):
@@ -67,3 +79,61 @@ class NegativeLogLikelihood:
             # overflow (huge feature values or weights): the solver backs off
             return np.inf, grad
         return loss, grad
+
+
+def sequence_weighted_terms(structure, features, offsets, label_ids, sequence_weights):
+    """The terms of a weighted sum over sequences: the one place weights leave the fused path.
+
+    The structures' fused kernels add every sequence's log Z and expected
+    statistics alike, so weighted sequences go through the unfused path
+    (potentials, inference, expectations) in groups of equal weight: each
+    group's statistics are computed as one training set's and scaled by the
+    group's weight. The cost over an unweighted fit is the unfused path's,
+    plus one pass over the parameters per distinct weight per evaluation:
+    cheap for a few distinct weights (class weights, repetition counts),
+    slow for thousands of distinct ones.
+
+    When the fused kernels take per-sequence weights, this is what to
+    replace: ``structure.expectation_terms(features, offsets, fused=True,
+    sequence_weights=w)`` returning ``w -> (w_q * log Z_q per sequence,
+    sum_q w_q * E_q[Phi])``, and ``structure.gold_statistics(...,
+    sequence_weights=w)`` returning ``sum_q w_q * Phi(x_q, y_q)``.
+
+    Returns
+    -------
+    terms : callable
+        ``w -> (weighted log Z per sequence, weighted expected statistics)``,
+        with the attribute ``empirical``: the weighted gold statistics.
+    """
+    return _WeightedGroups(structure, features, offsets, label_ids, sequence_weights)
+
+
+class _WeightedGroups:
+    """Sequences grouped by weight, each group's unfused terms scaled by its weight."""
+
+    def __init__(self, structure, features, offsets, label_ids, sequence_weights):
+        weights = np.asarray(sequence_weights, dtype=np.float64)
+        self.n_sequences = offsets.shape[0] - 1
+        self.n_parameters = structure.n_parameters
+        values, group_of = np.unique(weights, return_inverse=True)
+        self.groups = []
+        self.empirical = np.zeros(structure.n_parameters)
+        for k, value in enumerate(values.tolist()):
+            ids = np.flatnonzero(group_of == k)
+            if ids.shape[0] == self.n_sequences:
+                part, part_offsets, rows = features, offsets, slice(None)
+            else:
+                part, part_offsets, rows = take_sequences(features, offsets, ids)
+            self.empirical += value * structure.gold_statistics(part, part_offsets,
+                                                                label_ids[rows])
+            terms = structure.expectation_terms(part, part_offsets, fused=False)
+            self.groups.append((value, ids, terms))
+
+    def __call__(self, w):
+        log_z = np.zeros(self.n_sequences)
+        expected = np.zeros(self.n_parameters)
+        for value, ids, terms in self.groups:
+            part_log_z, part_expected = terms(w)
+            log_z[ids] = value * part_log_z
+            expected += value * part_expected
+        return log_z, expected

@@ -9,6 +9,10 @@ from ..features.arrays import as_feature_arrays
 #: through a dense boolean pattern rather than by sorting codes.
 _DENSE_PATTERN_LIMIT = 1 << 26
 
+#: ... and at most this many times the number of stored values: a small batch of
+#: a wide (hashed) matrix finds its few pairs faster by sorting their codes.
+_DENSE_PATTERN_PER_VALUE = 16
+
 #: Partial sums of :func:`~skcrf.features._kernels.pair_expectations` kept per
 #: chunk of tokens, in float64 values; the chunk count is fixed by the data.
 _EXPECTATION_BUDGET = 1 << 22
@@ -78,7 +82,9 @@ class StatePairs:
         """
         X = as_feature_arrays(X)
         label_ids = np.asarray(label_ids, dtype=np.int64)
-        if columns is None and X.n_features * n_labels <= _DENSE_PATTERN_LIMIT:
+        dense = X.n_features * n_labels <= min(_DENSE_PATTERN_LIMIT,
+                                               _DENSE_PATTERN_PER_VALUE * X.indices.shape[0])
+        if columns is None and dense:
             seen = pair_pattern(X.indices, X.indptr, label_ids, X.n_features, n_labels)
             features, labels = np.nonzero(seen)
         else:
@@ -119,6 +125,10 @@ class StatePairs:
         return self.feature_ptr.shape[0] - 1
 
     def feature_of_pairs(self):
+        """The feature of every pair, (n_pairs,) int64."""
+        if self.n_pairs < self.n_features:
+            # few pairs over many features (a hashed width): by bisection, not per feature
+            return np.searchsorted(self.feature_ptr, np.arange(self.n_pairs), side="right") - 1
         return np.repeat(np.arange(self.n_features), np.diff(self.feature_ptr))
 
     def empirical_counts(self, X, label_ids):
@@ -145,6 +155,28 @@ class StatePairs:
         n_chunks = max(2, min(16, _EXPECTATION_BUDGET // max(self.n_pairs, 1)))
         return pair_expectations(*features.kernel_args(), self.feature_ptr, self.labels,
                                  np.ascontiguousarray(marginals), n_chunks)
+
+    def codes(self):
+        """``feature * n_labels + label`` of every pair, increasing (the pairs' order)."""
+        return self.feature_of_pairs().astype(np.int64) * self.n_labels + self.labels
+
+    def union(self, other):
+        """The pairs of ``self`` or ``other`` (over as many labels), and where theirs went.
+
+        Returns ``(union, positions, other_positions)``: pair ``p`` of
+        ``self`` is pair ``positions[p]`` of the union, and likewise for
+        ``other``. The union has the features of the wider of the two.
+        """
+        if other.n_labels != self.n_labels:
+            raise ValueError(f"pairs over {self.n_labels} and {other.n_labels} labels "
+                             f"cannot be merged.")
+        mine, theirs = self.codes(), other.codes()
+        codes = np.union1d(mine, theirs)
+        features, labels = np.divmod(codes, self.n_labels)
+        union = StatePairs.from_coordinates(features, labels,
+                                            max(self.n_features, other.n_features),
+                                            self.n_labels)
+        return union, np.searchsorted(codes, mine), np.searchsorted(codes, theirs)
 
     def to_dense(self, pair_weights):
         """Weights as a (n_labels, n_features) array, 0 for absent pairs.
@@ -198,3 +230,37 @@ def weights_of_blocks(layout, blocks, masks=()):
         if name in masks:
             view[np.isneginf(masks[name])] = 0.0
     return w
+
+
+class TokenStatistics:
+    """Statistics ``Phi`` of some sequences in token form, before they are summed into ``w``.
+
+    What online solvers read of one visited sequence (its gold or predicted
+    labelling, or its expected statistics): they add it to a sparse step
+    themselves, which a dense vector of every parameter per sequence would
+    make as costly as the whole model.
+
+    Parameters
+    ----------
+    rows : dict of str to ndarray of shape (n_tokens, n_labels)
+        For each block of ``w`` laid out by a :class:`StatePairs` (a
+        structure's ``pair_blocks()``), each token's coefficient per label:
+        the statistic of pair ``p`` is the sum over tokens of the pair's
+        feature value times ``rows[token, labels[p]]``.
+    dense : dict of str to ndarray
+        For every other block of ``w``, its statistics summed over the
+        sequences, in the block's shape.
+    """
+
+    def __init__(self, rows, dense):
+        self.rows = rows
+        self.dense = dense
+
+    def flatten(self, layout, pair_blocks, features):
+        """The statistics as one vector in the layout of ``w`` (what tests compare)."""
+        flat = layout.zeros()
+        for name, rows in self.rows.items():
+            flat[layout.slices[name]] = pair_blocks[name].expectations(features, rows)
+        for name, values in self.dense.items():
+            flat[layout.slices[name]] = np.ravel(values)
+        return flat

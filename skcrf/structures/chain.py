@@ -29,7 +29,8 @@ from ..inference.chain_edges import forward_backward_edges, viterbi_edges
 from ..inference.chain_nbest import nbest_paths, nbest_paths2
 from ._chain_edges_fused import edge_chunk_count, edge_nll_terms
 from ._chain_fused import FusedChainTerms
-from ._parameters import ParameterLayout, StatePairs, same_shapes, weights_of_blocks
+from ._parameters import (ParameterLayout, StatePairs, TokenStatistics, same_shapes,
+                          weights_of_blocks)
 
 #: Partial sums of :func:`~skcrf.features._kernels.pair_expectations` kept per
 #: chunk of tokens, in float64 values; the chunk count is fixed by the data.
@@ -430,6 +431,125 @@ class ChainStructure:
         return weights_of_blocks(self.layout, blocks, {
             "transitions": self.transition_mask, "start": self.start_mask,
             "end": self.end_mask})
+
+
+    # --- online learning: one sequence's statistics in token form ---------------------
+
+    def pair_blocks(self):
+        """The blocks of ``w`` laid out by :class:`StatePairs`, by name."""
+        blocks = {"state": self.state_pairs}
+        if self.edge_pairs is not None:
+            blocks["edge"] = self.edge_pairs
+        return blocks
+
+    def with_pairs(self, pairs):
+        """The same chain with other pairs for the blocks of :meth:`pair_blocks`.
+
+        For a model trained in parts (``partial_fit``), whose later parts bring
+        (feature, label) pairs the first did not.
+        """
+        structure = ChainStructure(self.n_classes, pairs["state"], order=self.order,
+                                   edge_pairs=pairs.get("edge"))
+        structure.transition_mask, structure.start_mask, structure.end_mask = (
+            self.transition_mask, self.start_mask, self.end_mask)
+        return structure
+
+    def plain_layout(self):
+        """Where a plain order-1 chain keeps its weights, or None for another chain.
+
+        For kernels that read ``w`` itself: the online solvers' epoch over an
+        order-1 chain without transition features runs in one such kernel.
+        """
+        if self.order != 1 or self.edge_pairs is not None:
+            return None
+        slices = self.layout.slices
+        return PlainChainLayout(self.state_pairs, slices["transitions"].start,
+                                slices["start"].start, slices["end"].start,
+                                np.ascontiguousarray(self.transition_mask),
+                                np.ascontiguousarray(self.start_mask),
+                                np.ascontiguousarray(self.end_mask))
+
+    def statistics_rows(self, features, offsets, label_ids):
+        """``Phi(x, y)`` of the labellings ``label_ids`` as :class:`TokenStatistics`.
+
+        Flattened, the same as :meth:`gold_statistics` of those labels.
+        """
+        C = self.n_classes
+        n_tokens = label_ids.shape[0]
+        tokens = np.arange(n_tokens)
+        state = np.zeros((n_tokens, C))
+        state[tokens, label_ids] = 1.0
+        rows = {"state": state}
+        pair_ids = edge_label_ids(label_ids, offsets, C)
+        to = np.flatnonzero(pair_ids >= 0)
+        if self.edge_pairs is not None:
+            edge = np.zeros((n_tokens, C * C))
+            edge[to, pair_ids[to]] = 1.0
+            rows["edge"] = edge
+        transitions = np.zeros((C, C))
+        np.add.at(transitions, (label_ids[to - 1], label_ids[to]), 1.0)
+        dense = {"transitions": transitions}
+        if self.order == 2:
+            third = to[pair_ids[to - 1] >= 0]
+            trigram = np.zeros((C, C, C))
+            np.add.at(trigram,
+                      (label_ids[third - 2], label_ids[third - 1], label_ids[third]), 1.0)
+            dense["trigram"] = trigram
+        nonempty = np.diff(offsets) > 0
+        first, last = offsets[:-1][nonempty], offsets[1:][nonempty] - 1
+        dense["start"] = np.bincount(label_ids[first], minlength=C).astype(np.float64)
+        dense["end"] = np.bincount(label_ids[last], minlength=C).astype(np.float64)
+        return TokenStatistics(rows, dense)
+
+    def expected_rows(self, features, offsets, w, scale=1.0):
+        """``(log_z, E_p[Phi])`` under the weights ``scale * w``, in token form.
+
+        Flattened, the expected statistics are :meth:`expected_statistics`.
+        """
+        scores = self.scores(features, w)
+        if scale != 1.0:
+            scores = ChainScores(*(None if block is None else block * scale for block in (
+                scores.unary, scores.transitions, scores.start, scores.end, scores.trigram,
+                scores.edges)))
+        posteriors = chain_posteriors(scores, offsets, True)
+        rows = {"state": posteriors.marginals}
+        if self.edge_pairs is not None:
+            rows["edge"] = posteriors.pair_marginals.reshape(-1, self.n_classes ** 2)
+        dense = {"transitions": posteriors.transition_counts}
+        if self.order == 2:
+            dense["trigram"] = posteriors.trigram_counts
+        nonempty = np.diff(offsets) > 0
+        dense["start"] = posteriors.marginals[offsets[:-1][nonempty]].sum(axis=0)
+        dense["end"] = posteriors.marginals[offsets[1:][nonempty] - 1].sum(axis=0)
+        return posteriors.log_z, TokenStatistics(rows, dense)
+
+    def decode_targets(self, features, offsets, w):
+        """The best labelling under the weights ``w``: label ids (n_tokens,)."""
+        return chain_decode(self.scores(features, w), offsets)
+
+
+@dataclass
+class PlainChainLayout:
+    """The blocks of a plain order-1 chain's ``w``, as a kernel reads them.
+
+    Attributes
+    ----------
+    state_pairs : StatePairs
+        The state weights, from position 0 of ``w``.
+    transitions_at, start_at, end_at : int
+        Where the (C, C) transition weights (row-major, [from, to]) and the
+        start and end weights begin in ``w``.
+    transition_mask, start_mask, end_mask : ndarray
+        0 or ``-inf`` (forbidden), added to the weights' scores.
+    """
+
+    state_pairs: StatePairs
+    transitions_at: int
+    start_at: int
+    end_at: int
+    transition_mask: np.ndarray
+    start_mask: np.ndarray
+    end_mask: np.ndarray
 
 
 class _FusedExpectations:

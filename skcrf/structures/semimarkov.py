@@ -30,7 +30,8 @@ from ..inference.semimarkov import (COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGL
                                     segment_posteriors, segment_viterbi)
 from ..inference.semimarkov_queries import (CUT, NO_REPEAT, fixed_segment_posteriors,
                                             nbest_segmentations)
-from ._parameters import ParameterLayout, StatePairs, same_shapes, weights_of_blocks
+from ._parameters import (ParameterLayout, StatePairs, TokenStatistics, same_shapes,
+                          weights_of_blocks)
 
 #: The token weights' roles, in the order of their label blocks.
 TOKEN_ROLES = ("state", "first", "last")
@@ -469,3 +470,64 @@ class SemiMarkovStructure:
             "transitions": named["transitions"], "start": named["start"],
             "end": named["end"]},
             {"length": self.length_mask, "transitions": self.transition_mask})
+
+    # --- online learning: one sequence's statistics in token form ---------------------
+
+    def pair_blocks(self):
+        """The blocks of ``w`` laid out by :class:`StatePairs`, by name."""
+        return {"token": self.token_pairs}
+
+    def with_pairs(self, pairs):
+        """The same structure with other token pairs (see :meth:`pair_blocks`).
+
+        For a model trained in parts (``partial_fit``), whose later parts bring
+        (feature, role label) pairs the first did not.
+        """
+        structure = SemiMarkovStructure(pairs["token"], self.max_lengths,
+                                        allow_repeats=self.allow_repeats)
+        structure.transition_mask = self.transition_mask
+        return structure
+
+    def statistics_rows(self, features, offsets, codes):
+        """``Phi(x, y)`` of the segmentations ``codes`` as :class:`TokenStatistics`.
+
+        Flattened, the same as :meth:`gold_statistics` of those codes (which
+        also checks them).
+        """
+        C = self.n_labels
+        segmentation = Segmentation.of_codes(codes, offsets, C)
+        first, stops, labels, sequence = segmentation.bounds(offsets)
+        roles = segmentation.role_indicators(offsets, C)
+        length = np.zeros((C, self.max_length))
+        np.add.at(length, (labels, stops - first - 1), 1.0)
+        follows = sequence[1:] == sequence[:-1]
+        transitions = np.zeros((C, C))
+        np.add.at(transitions, (labels[:-1][follows], labels[1:][follows]), 1.0)
+        opens = np.ones(first.shape[0], dtype=bool)
+        opens[1:] = ~follows
+        closes = np.ones(first.shape[0], dtype=bool)
+        closes[:-1] = ~follows
+        return TokenStatistics(
+            {"token": self._token_marginals(roles)},
+            {"length": length, "transitions": transitions,
+             "start": np.bincount(labels[opens], minlength=C).astype(np.float64),
+             "end": np.bincount(labels[closes], minlength=C).astype(np.float64)})
+
+    def expected_rows(self, features, offsets, w, scale=1.0):
+        """``(log_z, E_p[Phi])`` under the weights ``scale * w``, in token form.
+
+        Flattened, the expected statistics are :meth:`expected_statistics`.
+        """
+        scores = self.scores(features, w)
+        if scale != 1.0:
+            scores = SegmentScores(*(block * scale for block in scores.kernel_args()))
+        posteriors = SegmentPosteriors.of_scores(scores, offsets)
+        return posteriors.log_z, TokenStatistics(
+            {"token": self._token_marginals(posteriors.roles)},
+            {"length": posteriors.length_counts, "transitions": posteriors.transition_counts,
+             "start": posteriors.start_counts, "end": posteriors.end_counts})
+
+    def decode_targets(self, features, offsets, w):
+        """The best segmentation under the weights ``w``, as :func:`segment_codes`."""
+        segmentation = segment_decode(self.scores(features, w), offsets)
+        return segment_codes(segmentation.label_ids, segmentation.starts, self.n_labels)

@@ -20,7 +20,8 @@ import numpy as np
 
 from ..features.arrays import csr_times_dense
 from ..inference.tree import tree_forward_backward, tree_viterbi
-from ._parameters import ParameterLayout, StatePairs, same_shapes, weights_of_blocks
+from ._parameters import (ParameterLayout, StatePairs, TokenStatistics, same_shapes,
+                          weights_of_blocks)
 from .chain import pin_labels
 from ._tree_fused import FusedTreeTerms
 
@@ -219,3 +220,48 @@ class TreeStructure:
         return weights_of_blocks(self.layout, {
             "state": self.state_pairs.from_dense(named["coef"]),
             "transitions": named["transitions"], "root": named["root"]})
+
+    # --- online learning: one sequence's statistics in token form ---------------------
+
+    def pair_blocks(self):
+        """The blocks of ``w`` laid out by :class:`StatePairs`, by name."""
+        return {"state": self.state_pairs}
+
+    def with_pairs(self, pairs):
+        """The same structure with other state pairs (see :meth:`pair_blocks`)."""
+        return TreeStructure(self.n_classes, pairs["state"])
+
+    def statistics_rows(self, features, offsets, label_ids):
+        """``Phi(x, y)`` of the labellings ``label_ids`` as :class:`TokenStatistics`.
+
+        Flattened, the same as :meth:`gold_statistics` of those labels.
+        """
+        C = self.n_classes
+        n_tokens = label_ids.shape[0]
+        state = np.zeros((n_tokens, C))
+        state[np.arange(n_tokens), label_ids] = 1.0
+        parents = _absolute_parents(features.parents, offsets)
+        child = np.flatnonzero(parents >= 0)
+        transitions = np.zeros((C, C))
+        np.add.at(transitions, (label_ids[parents[child]], label_ids[child]), 1.0)
+        root = np.bincount(label_ids[parents < 0], minlength=C).astype(np.float64)
+        return TokenStatistics({"state": state}, {"transitions": transitions, "root": root})
+
+    def expected_rows(self, features, offsets, w, scale=1.0):
+        """``(log_z, E_p[Phi])`` under the weights ``scale * w``, in token form.
+
+        Flattened, the expected statistics are :meth:`expected_statistics`.
+        """
+        scores = self.scores(features, w)
+        if scale != 1.0:
+            scores = TreeScores(scores.unary * scale, scores.transitions * scale,
+                                scores.root * scale)
+        posteriors = tree_posteriors(scores, features.parents, offsets, True)
+        return posteriors.log_z, TokenStatistics(
+            {"state": posteriors.marginals},
+            {"transitions": posteriors.link_counts,
+             "root": posteriors.marginals[features.parents < 0].sum(axis=0)})
+
+    def decode_targets(self, features, offsets, w):
+        """The best labelling under the weights ``w``: label ids (n_tokens,)."""
+        return tree_decode(self.scores(features, w), features.parents, offsets)
