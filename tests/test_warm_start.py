@@ -54,6 +54,7 @@ CASES = {
     "chain": (CRFClassifier, {}, _chain_corpus),
     "chain-l1": (CRFClassifier, {"l1_ratio": 0.5}, _chain_corpus),
     "order2": (CRFClassifier, {"order": 2}, _chain_corpus),
+    "order3": (CRFClassifier, {"order": 3}, _chain_corpus),
     "transition-features": (CRFClassifier, {"transition_features": "all"}, _chain_corpus),
     "constrained": (CRFClassifier, {"allowed_transitions": "bio"}, _span_corpus),
     "semimarkov": (SemiMarkovCRF, {}, _span_corpus),

@@ -28,7 +28,10 @@ _REPEATS = 8
 #: model's fit and prediction paths.
 _MODELS = [
     ("chain", lambda: CRFClassifier(max_iter=1), _X, True),
-    ("chain, order 2", lambda: CRFClassifier(order=2, max_iter=1), _X, True),
+    # every label triple: the dense order-2 kernels; order 3: the pattern automaton's
+    ("chain, order 2", lambda: CRFClassifier(order=2, all_possible_transitions=True,
+                                             max_iter=1), _X, True),
+    ("chain, order 3", lambda: CRFClassifier(order=3, max_iter=1), _X, True),
     ("chain, transition features", lambda: CRFClassifier(transition_features="all",
                                                          max_iter=1), _X, True),
     ("semi-Markov", lambda: SemiMarkovCRF(max_iter=1), _X, True),
