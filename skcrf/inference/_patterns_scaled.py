@@ -267,7 +267,8 @@ def group_counts(graph, potentials, agg_t, arc_t, inner_t, counts, nk, dot, shar
 
     ``agg_t`` (n_states, T, m) holds each transition's subtree masses of the
     token before, ``arc_t`` (n_slots, T, m) and ``inner_t`` (n_inner, T, m)
-    the move values of the backward pass. A move ``e`` of state ``s``
+    the move values of the backward pass: each row's values over the
+    transitions are contiguous, for the sums. A move ``e`` of state ``s``
     counts ``sum_t value_t(e) * agg_t(s)`` plus what its holes carry beyond
     their share of its value (``nk``, per slot); a leaf's value is its
     parent's times ``rho``. ``counts`` (n_arcs, m) is overwritten; ``nk``,
@@ -364,6 +365,8 @@ def scaled_lanes(emission, n, log_shift, graph, potentials, with_counts, margina
     failed = work[7][:m]
     following = work[8][:n_classes * m].reshape(n_classes, m)
     inner_values = work[9][:n_inner * m].reshape(n_inner, m)
+    # with counts, each transition's subtree masses and move values are kept
+    # where the passes compute them, for group_counts
     n_t = max(n - 1, 1) if with_counts else 0
     agg_t = work[10][:n_states * n_t * m].reshape(n_states, n_t, m)
     arc_t = work[11][:n_slots * n_t * m].reshape(n_slots, n_t, m)
@@ -385,6 +388,10 @@ def scaled_lanes(emission, n, log_shift, graph, potentials, with_counts, margina
         if r > 0:
             forward_step(alpha[r - 1], emission[r], graph, potentials, agg, slot, alpha[r],
                          norm[r])
+            if with_counts:
+                for s in range(n_states):
+                    for lane in range(m):
+                        agg_t[s, r - 1, lane] = agg[s, lane]
         for lane in range(m):
             total = norm[r, lane]
             if not (total > FLOOR and total < HUGE):
@@ -425,12 +432,7 @@ def scaled_lanes(emission, n, log_shift, graph, potentials, with_counts, margina
         backward_step(following, beta[nxt], graph, potentials, arcv, inner_values, dsum,
                       beta[cur], failed)
         if with_counts:
-            # what the counts of the moves between tokens r - 1 and r need
-            _subtree_sums(alpha[r - 1], graph[1], n_classes, agg)
             t = r - 1
-            for s in range(n_states):
-                for lane in range(m):
-                    agg_t[s, t, lane] = agg[s, lane]
             for k in range(n_slots):
                 for lane in range(m):
                     arc_t[k, t, lane] = arcv[k, lane]

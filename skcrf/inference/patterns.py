@@ -174,10 +174,22 @@ def length_groups(offsets, lo, hi, per_token):
     per token and lane) fits :data:`LANE_BUDGET`. The grouping depends on
     the data only.
     """
+    # a counting sort by length, stable (np.argsort would compile a merge sort)
     lengths = np.empty(hi - lo, np.int64)
+    longest = 0
     for q in range(lo, hi):
         lengths[q - lo] = offsets[q + 1] - offsets[q]
-    order = np.argsort(lengths, kind="mergesort") + lo
+        longest = max(longest, lengths[q - lo])
+    starts = np.zeros(longest + 2, np.int64)
+    for k in range(hi - lo):
+        starts[lengths[k] + 1] += 1
+    for n in range(longest + 1):
+        starts[n + 1] += starts[n]
+    order = np.empty(hi - lo, np.int64)
+    for q in range(lo, hi):
+        n = lengths[q - lo]
+        order[starts[n]] = q
+        starts[n] += 1
     group_ends = np.empty(hi - lo, np.int64)
     n_groups = 0
     at = 0
