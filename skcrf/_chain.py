@@ -344,10 +344,21 @@ class CRFClassifier(CRFEstimator):
     def _pattern_potentials(self, features, offsets, fixed):
         """The :class:`PatternScores` of a model of order 2 or more."""
         n_classes = self.classes_.shape[0]
-        patterns, index = fitted_patterns(self.label_patterns_, n_classes,
-                                          self.label_patterns_.shape[1] - 1)
+        rows, weights = self.label_patterns_, self.pattern_coef_
+        if np.ndim(rows) != 2 or np.shape(rows)[1] != self.order + 1:
+            raise ValueError(
+                f"label_patterns_ must have order + 1 = {self.order + 1} columns; it has "
+                f"shape {np.shape(rows)}.")
+        weights = np.asarray(weights)
+        if weights.shape != (rows.shape[0],) or not np.isfinite(weights).all():
+            raise ValueError(
+                f"pattern_coef_ must hold one finite weight per row of label_patterns_ "
+                f"({rows.shape[0]}); it has shape {weights.shape}"
+                + ("" if weights.shape != (rows.shape[0],) else " and non-finite values")
+                + ".")
+        patterns, index = fitted_patterns(rows, n_classes, self.order)
         pattern_weights = np.zeros(patterns.n_patterns)
-        pattern_weights[index] = self.pattern_coef_
+        pattern_weights[index] = weights
         scores = PatternScores.of_coefficients(
             features, self.coef_, self.transition_coef_, self.start_coef_, self.end_coef_,
             patterns, pattern_weights)

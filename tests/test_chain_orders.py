@@ -134,12 +134,24 @@ def test_model_files_and_pickles_keep_the_patterns(third, tmp_path):
             np.testing.assert_array_equal(a, b)
 
 
-def test_bad_pattern_rows_are_refused_by_name(third):
+@pytest.mark.parametrize("edit, match", [
+    (lambda m: m.label_patterns_.__setitem__((0, -1), 7), "label pattern 0 is"),  # no class 7
+    (lambda m: m.label_patterns_.__setitem__((1, 0), 5), "label pattern 1 is"),
+    (lambda m: setattr(m, "label_patterns_", m.label_patterns_[:, 1:]), "4 columns"),
+    (lambda m: m.pattern_coef_.__setitem__(0, np.nan), "non-finite"),
+    (lambda m: setattr(m, "pattern_coef_", m.pattern_coef_[1:]), "one finite weight per row"),
+    (lambda m: setattr(m, "label_patterns_", np.vstack([m.label_patterns_[:1]] * 2)),
+     "repeats pattern 0"),
+])
+def test_bad_fitted_patterns_are_refused_by_name(third, edit, match):
     crf, X, _ = third
     broken = pickle.loads(pickle.dumps(crf))
     broken.label_patterns_ = broken.label_patterns_.copy()
-    broken.label_patterns_[0, -1] = 7  # no such class
-    with pytest.raises(ValueError, match="label pattern 0 is"):
+    broken.pattern_coef_ = broken.pattern_coef_.copy()
+    if "repeats" in match:
+        broken.pattern_coef_ = broken.pattern_coef_[:2]
+    edit(broken)
+    with pytest.raises(ValueError, match=match):
         broken.predict(X[:1])
 
 
