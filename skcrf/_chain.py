@@ -1,4 +1,4 @@
-"""CRFClassifier: the linear-chain CRF estimator (order 1 or 2, transition features)."""
+"""CRFClassifier: the linear-chain CRF estimator (any order, transition features)."""
 
 from __future__ import annotations
 
@@ -20,32 +20,45 @@ from ._typing import (AllowedTransitions, FeatureSequences, LabelSequences,
 from ._validation import check_finite_scores
 from .structures.chain import (ChainScores, ChainStructure, chain_decode,
                                chain_labelling_scores, chain_nbest, chain_posteriors)
+from .structures.pattern_chain import PatternChainStructure, PatternScores, fitted_patterns
 
 
 def _blocks_follow_the_parameters(model):
-    """The weight blocks ``order`` and ``transition_features`` add are there, and only then."""
+    """The weight blocks ``order`` and ``transition_features`` add are there, and only then.
+
+    A model of order 2 or more holds its kept label patterns (``label_patterns_``
+    and ``pattern_coef_``); one of order 2 saved before patterns existed holds
+    the dense ``transition2_coef_`` instead.
+    """
     state = vars(model)
-    for attribute, parameter, expected in (
-            ("transition2_coef_", "order", model.order == 2),
-            ("transition_feature_coef_", "transition_features",
-             model.transition_features is not None)):
-        if (attribute in state) != expected:
-            raise ValueError(
-                f"{parameter}={getattr(model, parameter)!r} "
-                + ("needs" if expected else "has no") + f" {attribute}")
+    patterns = "label_patterns_" in state
+    if patterns != ("pattern_coef_" in state):
+        raise ValueError("label_patterns_ and pattern_coef_ come together: a model has "
+                         "both or neither")
+    if patterns and "transition2_coef_" in state:
+        raise ValueError("a model holds label_patterns_ or transition2_coef_, not both")
+    high_order = patterns or "transition2_coef_" in state
+    if high_order != (model.order > 1):
+        raise ValueError(f"order={model.order!r} "
+                         + ("needs label_patterns_" if model.order > 1
+                            else "has no label_patterns_ or transition2_coef_"))
+    if "transition2_coef_" in state and model.order != 2:
+        raise ValueError(f"order={model.order!r} has no transition2_coef_ (order 2 only)")
+    expected = model.transition_features is not None
+    if ("transition_feature_coef_" in state) != expected:
+        raise ValueError(f"transition_features={model.transition_features!r} "
+                         + ("needs" if expected else "has no") + " transition_feature_coef_")
 
 
-#: The state of an order-1 or order-2 chain, with or without transition features.
-CHAIN_STATE = CRFEstimator._fitted_state.extended(
-    {"allowed_transitions_": Array(("n_classes", "n_classes"), bool),
-     "coef_": Array(("n_classes", "n_features"), values=weights),
-     "transition_coef_": Array(("n_classes", "n_classes"), values=weights_or_neginf),
-     "transition2_coef_": IfPresent(Array(("n_classes",) * 3, values=weights_or_neginf)),
-     "transition_feature_coef_": IfPresent(Sparse(("n_features", "n_class_pairs"))),
-     "start_coef_": Array(("n_classes",), values=weights_or_neginf),
-     "end_coef_": Array(("n_classes",), values=weights_or_neginf)},
-    derived={"n_class_pairs": lambda dims: dims["n_classes"] ** 2},
-    rules=[forbidden_where_not_allowed, _blocks_follow_the_parameters])
+def _patterns_are_label_ngrams(model):
+    """Each kept pattern is an (order + 1)-gram of class ids, left-padded with -1, once."""
+    rows = vars(model).get("label_patterns_")
+    if rows is None:
+        return
+    if rows.shape[1] != model.order + 1:
+        raise ValueError(f"label_patterns_ must have order + 1 = {model.order + 1} columns; "
+                         f"it has shape {rows.shape}")
+    fitted_patterns(rows, model.classes_.shape[0], model.order)
 
 
 @saved_as("skcrf.CRFClassifier")
@@ -84,11 +97,29 @@ class CRFClassifier(CRFEstimator):
         the last 10 iterations, as CRFsuite's ``delta`` (whose default is
         1e-5: the last digits of the objective take hundreds more iterations
         and do not change the predictions).
-    order : {1, 2}, default=1
-        Markov order of the label chain. 2 adds a weight for every label
-        trigram ``(y[i-2], y[i-1], y[i])`` (``transition2_coef_``); exact
-        inference then runs over label pairs and costs about ``n_classes``
-        times as much per token.
+    order : int, default=1
+        Markov order of the label chain: ``d >= 2`` adds weights for label
+        n-grams of 3 to ``d + 1`` consecutive labels, *patterns*
+        (``label_patterns_``, ``pattern_coef_``): those seen in the training
+        labels (at least ``min_pattern_freq`` times), or all of them with
+        ``all_possible_transitions``. Inference stays exact; it runs over the
+        automaton whose states are the prefixes of the patterns, so its cost
+        per token grows with the number of patterns, not with
+        ``n_classes ** d``. See :ref:`higher-order`.
+    all_possible_transitions : bool, default=False
+        With ``order >= 2``, whether every label n-gram of 3 to ``order + 1``
+        labels gets a weight (except those with a pair ``allowed_transitions``
+        forbids), rather than only those seen in training: ``n_classes ** 3``
+        trigrams at order 2, which the dense order-2 kernels handle; beyond,
+        fitting raises a ValueError when there would be more than 2,097,152
+        patterns. Label pairs always all get a weight, at every order
+        (CRFsuite's ``all_possible_transitions=True``).
+    min_pattern_freq : int, default=1
+        With ``order >= 2`` (and not ``all_possible_transitions``), the
+        fewest times a label n-gram must occur in the training labels to get
+        a weight. Raising it drops the rare patterns, which makes training
+        and prediction faster (their cost is about proportional to the
+        number of patterns) and may cost some accuracy.
     transition_features : None, "all" or list of str, default=None
         Features that also weight the transitions, making them depend on the
         token: the score of labels ``(a, b)`` at tokens ``(i - 1, i)`` becomes
@@ -192,8 +223,18 @@ class CRFClassifier(CRFEstimator):
     allowed_transitions_ : ndarray of bool of shape (n_classes, n_classes)
         Which label may follow which, [from, to] (all True without
         ``allowed_transitions``).
-    transition2_coef_ : ndarray of shape (n_classes, n_classes, n_classes)
-        Trigram weights [y[i-2], y[i-1], y[i]]; only with ``order=2``.
+    label_patterns_ : ndarray of int64 of shape (n_patterns, order + 1)
+        With ``order >= 2``: the label n-grams of 3 to ``order + 1`` labels
+        that carry a weight, as class ids (indices into ``classes_``), oldest
+        label first, left-padded with -1 (the trigram ``(a, b, c)`` of an
+        order-3 model is ``[-1, a, b, c]``), sorted by length then labels.
+        Only the patterns whose fitted weight is not 0 are kept: with
+        ``l1_ratio > 0`` many are exactly 0, and leaving them out makes
+        prediction faster with the same results. See
+        :func:`skcrf.inspection.pattern_features`.
+    pattern_coef_ : ndarray of shape (n_patterns,)
+        With ``order >= 2``: the weight of each row of ``label_patterns_``,
+        added to a labelling's score each time the n-gram occurs in it.
     transition_feature_coef_ : scipy.sparse.csr_matrix of shape (n_features, n_classes ** 2)
         Weights of the transition features: row ``f``, column ``a * n_classes + b``
         is ``V[f, a, b]``. Only with ``transition_features``; see
@@ -252,7 +293,9 @@ class CRFClassifier(CRFEstimator):
 
     _parameter_constraints = {
         **CRFEstimator._parameter_constraints,
-        "order": [Interval(Integral, 1, 2, closed="both")],
+        "order": [Interval(Integral, 1, None, closed="left")],
+        "all_possible_transitions": ["boolean"],
+        "min_pattern_freq": [Interval(Integral, 1, None, closed="left")],
         "transition_features": [None, StrOptions({"all"}), list, tuple],
         "allowed_transitions": [None, StrOptions(set(SCHEME_NAMES)), set, frozenset, list,
                                 tuple, dict, np.ndarray],
@@ -260,7 +303,8 @@ class CRFClassifier(CRFEstimator):
 
     def __init__(self, *, alpha: float = _defaults.ALPHA,
                  l1_ratio: float = _defaults.L1_RATIO, max_iter: int = _defaults.MAX_ITER,
-                 tol: float = _defaults.TOL, order: Literal[1, 2] = 1,
+                 tol: float = _defaults.TOL, order: int = 1,
+                 all_possible_transitions: bool = False, min_pattern_freq: int = 1,
                  transition_features: Literal["all"] | Sequence[str] | None = None,
                  allowed_transitions: AllowedTransitions = None,
                  solver: Solver = "lbfgs", learning_rate: str = "optimal",
@@ -275,6 +319,8 @@ class CRFClassifier(CRFEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.order = order
+        self.all_possible_transitions = all_possible_transitions
+        self.min_pattern_freq = min_pattern_freq
         self.transition_features = transition_features
         self.allowed_transitions = allowed_transitions
         self.solver = solver
@@ -299,6 +345,8 @@ class CRFClassifier(CRFEstimator):
         state.setdefault("transition_features", None)
         state.setdefault("allowed_transitions", None)
         state.setdefault("warm_start", False)
+        state.setdefault("all_possible_transitions", False)
+        state.setdefault("min_pattern_freq", 1)
         super().__setstate__(state)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -329,8 +377,8 @@ class CRFClassifier(CRFEstimator):
         self : CRFClassifier
             The fitted estimator.
         """
-        if self.order == 2 and self.transition_features is not None:
-            raise ValueError("transition_features needs order=1; got order=2.")
+        if self.order > 1 and self.transition_features is not None:
+            raise ValueError(f"transition_features needs order=1; got order={self.order}.")
         return self._fit(X, y, sample_weight)
 
     def _partial_training_problem(self, data, first):
@@ -345,20 +393,33 @@ class CRFClassifier(CRFEstimator):
             problem.attributes["allowed_transitions_"] = self.allowed_transitions_
         return problem
 
+    #: Fitted attribute of each block of a structure's coefficients.
+    _coefficient_names = {"coef": "coef_", "transitions": "transition_coef_",
+                          "trigram": "transition2_coef_",
+                          "edge_coef": "transition_feature_coef_",
+                          "label_patterns": "label_patterns_", "pattern_coef": "pattern_coef_",
+                          "start": "start_coef_", "end": "end_coef_"}
+
     def _training_problem(self, data):
         constraints = self._label_constraints(data)
-        structure = ChainStructure.for_training(
-            data.features, data.offsets, data.label_ids, data.classes.shape[0],
-            order=self.order, all_possible_states=self.all_possible_states,
-            transition_columns=self._transition_columns(data.feature_names,
-                                                        data.features.n_features),
-            constraints=constraints)
+        n_classes = data.classes.shape[0]
+        if self.order == 1:
+            structure = ChainStructure.for_training(
+                data.features, data.offsets, data.label_ids, n_classes,
+                all_possible_states=self.all_possible_states,
+                transition_columns=self._transition_columns(data.feature_names,
+                                                            data.features.n_features),
+                constraints=constraints)
+        else:
+            structure = PatternChainStructure.for_training(
+                data.features, data.offsets, data.label_ids, n_classes, self.order,
+                all_possible_states=self.all_possible_states,
+                all_possible_transitions=self.all_possible_transitions,
+                min_pattern_freq=self.min_pattern_freq, constraints=constraints)
         return TrainingProblem(
             structure, data.label_ids,
             {"classes_": data.classes, "allowed_transitions_": constraints.allowed.copy()},
-            {"coef": "coef_", "transitions": "transition_coef_",
-             "trigram": "transition2_coef_", "edge_coef": "transition_feature_coef_",
-             "start": "start_coef_", "end": "end_coef_"})
+            self._coefficient_names)
 
     def _transition_columns(self, feature_names, n_features):
         """Boolean mask of the features named by ``transition_features``, or None."""
@@ -385,6 +446,8 @@ class CRFClassifier(CRFEstimator):
         return mask
 
     def _potentials(self, features, offsets, fixed=None):
+        if "label_patterns_" in self.__dict__:
+            return self._pattern_potentials(features, offsets, fixed)
         scores = ChainScores.of_coefficients(
             features, self.coef_, self.transition_coef_, self.start_coef_, self.end_coef_,
             trigram=getattr(self, "transition2_coef_", None),
@@ -400,14 +463,46 @@ class CRFClassifier(CRFEstimator):
             scores.fix_labels(fixed)
         return scores
 
+    def _pattern_potentials(self, features, offsets, fixed):
+        """The :class:`PatternScores` of a model of order 2 or more."""
+        n_classes = self.classes_.shape[0]
+        rows, weights = self.label_patterns_, self.pattern_coef_
+        if np.ndim(rows) != 2 or np.shape(rows)[1] != self.order + 1:
+            raise ValueError(
+                f"label_patterns_ must have order + 1 = {self.order + 1} columns; it has "
+                f"shape {np.shape(rows)}.")
+        weights = np.asarray(weights)
+        if weights.shape != (rows.shape[0],) or not np.isfinite(weights).all():
+            raise ValueError(
+                f"pattern_coef_ must hold one finite weight per row of label_patterns_ "
+                f"({rows.shape[0]}); it has shape {weights.shape}"
+                + ("" if weights.shape != (rows.shape[0],) else " and non-finite values")
+                + ".")
+        patterns, index = fitted_patterns(rows, n_classes, self.order)
+        pattern_weights = np.zeros(patterns.n_patterns)
+        pattern_weights[index] = weights
+        scores = PatternScores.of_coefficients(
+            features, self.coef_, self.transition_coef_, self.start_coef_, self.end_coef_,
+            patterns, pattern_weights)
+        check_finite_scores(scores.unary, offsets)
+        if fixed is not None:
+            scores.fix_labels(fixed)
+        return scores
+
     def _viterbi(self, potentials, offsets):
+        if isinstance(potentials, PatternScores):
+            return potentials.decode(offsets)
         return chain_decode(potentials, offsets)
 
     def _posteriors(self, potentials, offsets):
+        if isinstance(potentials, PatternScores):
+            return potentials.posteriors(offsets)[:2]
         posteriors = chain_posteriors(potentials, offsets)
         return posteriors.log_z, posteriors.marginals
 
     def _nbest(self, potentials, offsets, n):
+        if isinstance(potentials, PatternScores):
+            return potentials.nbest(offsets, n)
         return chain_nbest(potentials, offsets, n)
 
     def _nbest_states(self):
@@ -415,4 +510,6 @@ class CRFClassifier(CRFEstimator):
         return len(self.classes_) ** (2 if hasattr(self, "transition2_coef_") else 1)
 
     def _labelling_scores(self, potentials, offsets, label_ids):
+        if isinstance(potentials, PatternScores):
+            return potentials.labelling_scores(offsets, label_ids)
         return chain_labelling_scores(potentials, offsets, label_ids)

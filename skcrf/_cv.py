@@ -123,7 +123,12 @@ class _Names:
         classes = _positions(target.classes, self.classes)
         features = _positions(target.feature_names, self.feature_names)
         reindexed = {}
+        if "label_patterns" in named:
+            reindexed["label_patterns"], reindexed["pattern_coef"] = self._reindex_patterns(
+                named["label_patterns"], named["pattern_coef"], target)
         for block, values in named.items():
+            if block in ("label_patterns", "pattern_coef"):
+                continue
             if block == "edge_coef":
                 values = self._reindex_edges(values, classes, features)
             elif block == "coef":
@@ -134,6 +139,17 @@ class _Names:
                 values = np.where(np.isfinite(values), values, 0.0)
             reindexed[block] = values
         return reindexed
+
+    def _reindex_patterns(self, rows, weights, target):
+        """Pattern rows (class ids, -1 padding) in ``target``'s class ids, and their weights.
+
+        A pattern with a class ``target`` lacks is dropped.
+        """
+        ids = np.append(_positions(self.classes, target.classes), -1)  # -1 stays -1
+        rows = np.asarray(rows, dtype=np.int64)
+        moved = ids[rows]
+        kept = ((moved >= 0) | (rows < 0)).all(axis=1)
+        return moved[kept], np.asarray(weights)[kept]
 
     def _reindex_edges(self, edge_coef, classes, features):
         """Transition-feature weights (n_features, n_classes ** 2) by feature and label pair."""
@@ -302,8 +318,12 @@ class CRFClassifierCV(CRFClassifier):
         Maximum number of L-BFGS iterations of each fit.
     tol : float, default=1e-3
         Stopping tolerance of each fit, as in :class:`CRFClassifier`.
-    order : {1, 2}, default=1
+    order : int, default=1
         Markov order of the label chain, as in :class:`CRFClassifier`.
+    all_possible_transitions : bool, default=False
+        As in :class:`CRFClassifier`.
+    min_pattern_freq : int, default=1
+        As in :class:`CRFClassifier`.
     transition_features : None, "all" or list of str, default=None
         As in :class:`CRFClassifier`.
     allowed_transitions : None, str, set, list, dict or ndarray, default=None
@@ -377,7 +397,8 @@ class CRFClassifierCV(CRFClassifier):
     def __init__(self, *, alphas: Sequence[float] = DEFAULT_ALPHAS,
                  l1_ratio: float = _defaults.L1_RATIO, cv: Any = None,
                  scoring: str | Any | None = None, max_iter: int = _defaults.MAX_ITER,
-                 tol: float = _defaults.TOL, order: Literal[1, 2] = 1,
+                 tol: float = _defaults.TOL, order: int = 1,
+                 all_possible_transitions: bool = False, min_pattern_freq: int = 1,
                  transition_features: Literal["all"] | Sequence[str] | None = None,
                  allowed_transitions: AllowedTransitions = None,
                  solver: Literal["lbfgs"] = "lbfgs", all_possible_states: bool = False,
@@ -389,6 +410,8 @@ class CRFClassifierCV(CRFClassifier):
         self.max_iter = max_iter
         self.tol = tol
         self.order = order
+        self.all_possible_transitions = all_possible_transitions
+        self.min_pattern_freq = min_pattern_freq
         self.transition_features = transition_features
         self.allowed_transitions = allowed_transitions
         self.solver = solver
@@ -434,8 +457,8 @@ class CRFClassifierCV(CRFClassifier):
             The fitted estimator.
         """
         alphas = check_alphas(self.alphas)
-        if self.order == 2 and self.transition_features is not None:
-            raise ValueError("transition_features needs order=1; got order=2.")
+        if self.order > 1 and self.transition_features is not None:
+            raise ValueError(f"transition_features needs order=1; got order={self.order}.")
         X = check_sequences(X)
         if isinstance(X, SequenceMatrix):
             X._check_consistency()

@@ -3,6 +3,7 @@
 :func:`state_features` lists the strongest (feature, label) weights,
 :func:`transition_features` the (label, next label) weights,
 :func:`trigram_features` the label-trigram weights of an order-2 chain,
+:func:`pattern_features` the label-pattern weights of a chain of any order,
 :func:`edge_features` the strongest transition-feature weights, and for a
 :class:`~skcrf.SemiMarkovCRF` :func:`boundary_features` the weights of a
 segment's first and last token and :func:`length_weights` those of its
@@ -21,9 +22,10 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["BoundaryFeature", "EdgeFeature", "SegmentLength", "StateFeature", "Transition",
-           "Trigram", "boundary_features", "edge_features", "format_table",
-           "length_weights", "state_features", "transition_features", "trigram_features"]
+__all__ = ["BoundaryFeature", "EdgeFeature", "LabelPattern", "SegmentLength", "StateFeature",
+           "Transition", "Trigram", "boundary_features", "edge_features", "format_table",
+           "length_weights", "pattern_features", "state_features", "transition_features",
+           "trigram_features"]
 
 StateFeature = namedtuple("StateFeature", ["feature", "label", "weight"])
 StateFeature.__doc__ = """Weight of one feature for one label (a cell of ``coef_``)."""
@@ -35,6 +37,10 @@ Transition.__doc__ = """Weight of label ``to_label`` following ``from_label``
 Trigram = namedtuple("Trigram", ["first_label", "second_label", "third_label", "weight"])
 Trigram.__doc__ = """Weight of the label trigram (first, second, third) on consecutive
 tokens (a cell of ``transition2_coef_``)."""
+
+LabelPattern = namedtuple("LabelPattern", ["labels", "weight"])
+LabelPattern.__doc__ = """Weight of a label n-gram (``labels``, oldest first) each time it
+occurs on consecutive tokens: a row of ``label_patterns_`` and its ``pattern_coef_``."""
 
 EdgeFeature = namedtuple("EdgeFeature", ["feature", "from_label", "to_label", "weight"])
 EdgeFeature.__doc__ = """Weight a token's feature adds to the transition from
@@ -254,13 +260,69 @@ def transition_features(crf: BaseEstimator, *, top: int | None = None) -> list[T
             for i in order.tolist()]
 
 
-def trigram_features(crf: BaseEstimator, *, top: int | None = 20) -> list[Trigram]:
-    """The strongest label-trigram weights of an order-2 chain.
+def _pattern_weights(crf):
+    """(rows of class ids, left-padded with -1; weights) of a model's label patterns."""
+    if "label_patterns_" in vars(crf):
+        return np.asarray(crf.label_patterns_), np.asarray(crf.pattern_coef_)
+    if hasattr(crf, "transition2_coef_"):  # a model fitted before label patterns
+        trigram = np.asarray(crf.transition2_coef_)
+        codes = np.flatnonzero(trigram)
+        rows = np.stack(np.unravel_index(codes, trigram.shape), axis=1)
+        return rows, trigram.ravel()[codes]
+    raise ValueError("This model has no label-pattern weights: fit it with order=2 or more.")
+
+
+def pattern_features(crf: BaseEstimator, *, top: int | None = 20,
+                     length: int | None = None) -> list[LabelPattern]:
+    """The strongest label-pattern weights of a chain of order 2 or more.
 
     Parameters
     ----------
     crf : CRFClassifier
-        A model fitted with ``order=2``.
+        A model fitted with ``order >= 2``.
+    top : int or None, default=20
+        Number of patterns listed, by decreasing absolute weight; None lists
+        every pattern the model keeps (those of weight 0 are not kept).
+    length : int or None, default=None
+        List only the n-grams of this many labels (3 to ``order + 1``).
+
+    Returns
+    -------
+    rows : list of LabelPattern
+        Named tuples ``(labels, weight)``, ``labels`` a tuple of labels from
+        ``classes_``, oldest first; equal weights in the model's order.
+
+    Examples
+    --------
+    >>> from skcrf import CRFClassifier
+    >>> from skcrf.inspection import pattern_features
+    >>> X = [[{"w": "a"}, {"w": "b"}, {"w": "c"}]] * 3
+    >>> y = [["x", "y", "x"]] * 3
+    >>> crf = CRFClassifier(alpha=0.1, l1_ratio=0, order=2).fit(X, y)
+    >>> [row.labels for row in pattern_features(crf)]
+    [('x', 'y', 'x')]
+    """
+    check_is_fitted(crf, ["classes_"])
+    _check_top(top)
+    rows, weights = _pattern_weights(crf)
+    lengths = rows.shape[1] - (rows < 0).sum(axis=1)
+    chosen = np.ones(rows.shape[0], dtype=bool) if length is None else lengths == length
+    labels = crf.classes_.tolist()
+    order = np.flatnonzero(chosen)
+    order = order[np.argsort(-np.abs(weights[order]), kind="stable")]
+    if top is not None:
+        order = order[:top]
+    return [LabelPattern(tuple(labels[k] for k in rows[i] if k >= 0), float(weights[i]))
+            for i in order.tolist()]
+
+
+def trigram_features(crf: BaseEstimator, *, top: int | None = 20) -> list[Trigram]:
+    """The strongest label-trigram weights of a chain of order 2 or more.
+
+    Parameters
+    ----------
+    crf : CRFClassifier
+        A model fitted with ``order >= 2``.
     top : int or None, default=20
         Number of trigrams listed, by decreasing absolute weight; None lists
         every nonzero one.
@@ -269,20 +331,17 @@ def trigram_features(crf: BaseEstimator, *, top: int | None = 20) -> list[Trigra
     -------
     rows : list of Trigram
         Named tuples ``(first_label, second_label, third_label, weight)``.
+        See :func:`pattern_features` for the longer patterns of higher orders.
     """
     check_is_fitted(crf, ["classes_"])
     _check_top(top)
-    if not hasattr(crf, "transition2_coef_"):
-        raise ValueError("This model has no trigram weights: fit it with order=2.")
-    labels = crf.classes_.tolist()
-    n_classes = len(labels)
-    flat = crf.transition2_coef_.ravel()
-    rows = []
-    for i in _strongest(flat, top).tolist():
-        a, rest = divmod(i, n_classes * n_classes)
-        b, c = divmod(rest, n_classes)
-        rows.append(Trigram(labels[a], labels[b], labels[c], float(flat[i])))
-    return rows
+    try:
+        patterns = pattern_features(crf, top=None, length=3)
+    except ValueError:
+        raise ValueError("This model has no trigram weights: fit it with order=2 or "
+                         "more.") from None
+    rows = [Trigram(*row.labels, row.weight) for row in patterns if row.weight != 0.0]
+    return rows if top is None else rows[:top]
 
 
 def edge_features(crf: BaseEstimator, *, top: int | None = 20) -> list[EdgeFeature]:

@@ -276,8 +276,8 @@ def test_order_2_learns_what_order_1_cannot():
     X, y = _trigram_corpus()
     first = CRFClassifier(alpha=0.01, max_iter=300).fit(X, y)
     second = CRFClassifier(alpha=0.01, order=2, max_iter=300).fit(X, y)
-    assert second.transition2_coef_.shape == (2, 2, 2)
-    assert not hasattr(first, "transition2_coef_")
+    assert second.label_patterns_.shape[1] == 3
+    assert not hasattr(first, "label_patterns_")
     assert second.score(X, y) == 1.0
     assert first.score(X, y) < 0.95
     for marginals in second.predict_marginals(X):
@@ -294,9 +294,9 @@ def test_order_2_pickles_clones_and_searches(toy):
     search = GridSearchCV(CRFClassifier(alpha=0.1, max_iter=30), {"order": [1, 2]},
                           cv=2).fit(X, y)
     assert search.best_params_["order"] in (1, 2)
-    # refitting with order 1 drops the trigram block
+    # refitting with order 1 drops the patterns
     crf.set_params(order=1).fit(X, y)
-    assert not hasattr(crf, "transition2_coef_")
+    assert not hasattr(crf, "label_patterns_") and not hasattr(crf, "pattern_coef_")
 
 
 def test_transition_features_by_prefix(toy):
@@ -339,7 +339,7 @@ def test_transition_features_equal_plain_chain_when_their_weights_are_zero(toy):
 
 
 @pytest.mark.parametrize("params, error, match", [
-    ({"order": 3}, ValueError, "'order' parameter"),
+    ({"order": 0}, ValueError, "'order' parameter"),
     ({"transition_features": "some"}, ValueError, "'transition_features' parameter"),
     ({"transition_features": ["zzz="]}, ValueError, "No feature name starts with"),
     ({"transition_features": [1]}, ValueError, "prefixes"),
@@ -363,7 +363,8 @@ def test_transition_feature_prefixes_need_feature_names(toy):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
-@pytest.mark.parametrize("params", [{"order": 2}, {"transition_features": "all"}])
+@pytest.mark.parametrize("params", [{"order": 2}, {"order": 3},
+                                    {"transition_features": "all"}])
 def test_structures_fit_bitwise_identical_for_thread_counts(toy, params):
     X, y = toy
     one = CRFClassifier(alpha=0.1, n_jobs=1, max_iter=20, **params).fit(X, y)

@@ -257,10 +257,11 @@ def test_train_with_an_online_solver(data, tmp_path, solver):
 def test_structure_options_reach_the_estimator(data, tmp_path):
     model_path = tmp_path / "m.skcrf"
     status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
-                          "--max-iter", 10, "--order", 2)
+                          "--max-iter", 10, "--order", 3, "--min-pattern-freq", 2)
     assert status == 0, err
     crf = load_model(model_path)[-1]
-    assert crf.order == 2 and crf.transition2_coef_.shape[0] == len(crf.classes_)
+    assert crf.order == 3 and crf.min_pattern_freq == 2
+    assert crf.label_patterns_.shape[1] == 4
     status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
                           "--max-iter", 10, "--transition-features", "word=,bias")
     assert status == 0, err
@@ -270,8 +271,8 @@ def test_structure_options_reach_the_estimator(data, tmp_path):
     assert all(name.startswith(("word=", "bias")) for name in names)
     status, _, err = _run("evaluate", "--model", model_path, data["test"])
     assert status == 0, err
-    status, _, err = _run("train", data["train"], "--model", model_path, "--order", 3)
-    assert status == 2 and "--order" in err
+    status, _, err = _run("train", data["train"], "--model", model_path, "--order", 0)
+    assert status == 2 and "--order" in err and "'0' is not an integer >= 1" in err
 
 
 def test_semimarkov_structure_trains_tags_and_evaluates(data, tmp_path):
@@ -586,7 +587,8 @@ def test_warmup_readies_every_structure():
     assert status == 0, err
     lines = out.splitlines()
     assert [line.split(":")[0] for line in lines[:-1]] == [
-        "chain", "chain, order 2", "chain, transition features", "semi-Markov", "tree"]
+        "chain", "chain, order 2", "chain, order 3", "chain, transition features",
+        "semi-Markov", "tree"]
     assert lines[-1].startswith("kernels ready in")
     status, out, _ = _run("warmup", "--quiet")
     assert status == 0 and len(out.splitlines()) == 1

@@ -238,7 +238,27 @@ def _class_axes(block):
     return {"transitions": 2, "start": 1, "end": 1, "trigram": 3}[block]
 
 
-@pytest.mark.parametrize("params", [{}, {"order": 2}, {"transition_features": "all"}],
+def test_names_place_patterns_by_their_classes():
+    rng = np.random.default_rng(0)
+    y = [list(rng.choice(["A", "B", "C"], size=6)) for _ in range(20)]
+    X = [[{"w": label.lower()} for label in labels] for labels in y]
+    model = CRFClassifier(order=3, l1_ratio=0, max_iter=30).fit(X, y)
+    named = {"label_patterns": model.label_patterns_, "pattern_coef": model.pattern_coef_}
+    source = _Names(model.classes_, model.feature_names_)
+    classes = np.array(["C", "X", "A"])  # reordered, one new, B dropped
+    placed = source.reindex(named, _Names(classes, model.feature_names_))
+
+    def by_labels(rows, weights, labels):
+        return {tuple(labels[row[row >= 0]].tolist()): w for row, w in zip(rows, weights)}
+
+    expected = {labels: w for labels, w in by_labels(
+        model.label_patterns_, model.pattern_coef_, model.classes_).items() if "B" not in labels}
+    assert model.label_patterns_.shape[0] > len(expected) > 0
+    assert by_labels(placed["label_patterns"], placed["pattern_coef"], classes) == expected
+
+
+@pytest.mark.parametrize("params", [{}, {"order": 2, "all_possible_transitions": True},
+                                    {"transition_features": "all"}],
                          ids=["order1", "order2", "transition_features"])
 def test_names_place_each_weight_by_feature_and_class(params):
     model = CRFClassifier(max_iter=30, **params).fit(TOY_X, TOY_Y)

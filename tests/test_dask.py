@@ -90,7 +90,8 @@ def _assert_same_model(local, dist, rtol=1e-9):
 @pytest.mark.parametrize("params", [
     {},
     {"transition_features": ["pos="], "allowed_transitions": "auto"},
-], ids=["plain", "edges-auto"])
+    {"order": 3, "min_pattern_freq": 2},
+], ids=["plain", "edges-auto", "order3"])
 def test_chain_distributed_fit_equals_local_fit(client, ner, params):
     X, y, X_test = ner
     local = _quiet_fit(CRFClassifier(max_iter=40, **params).fit, X, y)

@@ -2,7 +2,7 @@
 
 n-best lists, sequence probabilities, decoding with fixed labels (argmax and
 conditional marginals over the labellings that keep them), posterior
-decoding, constraints, for order 1, order 2 and transition features. The
+decoding, constraints, for orders 1 to 3 and transition features. The
 oracle scores labellings from the fitted coefficients alone
 (``tests/naive*.py``), never through the estimator's kernels.
 """
@@ -17,8 +17,9 @@ from scipy.special import logsumexp
 from skcrf import CRFClassifier
 from skcrf._base import CRFEstimator
 from tests.naive import path_score
-from tests.naive_chain2 import path_score2
 from tests.naive_edges import edge_path_score
+from tests.naive_patterns import path_score as pattern_path_score
+from tests.naive_patterns import pattern_table
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning",
                                         "ignore::UserWarning")
@@ -60,6 +61,8 @@ VARIANTS = {
     "edges": dict(transition_features="all"),
     "order1-bio": dict(allowed_transitions="bio"),
     "order2-bio": dict(order=2, allowed_transitions="bio"),
+    "order3": dict(order=3),
+    "order3-bio": dict(order=3, allowed_transitions="bio"),
     "edges-bio": dict(transition_features="all", allowed_transitions="bio"),
 }
 
@@ -82,10 +85,12 @@ def _enumeration(crf, X):
     result = []
     for lo, hi in zip(offsets[:-1], offsets[1:]):
         x, u = dense[lo:hi], unary[lo:hi]
-        if hasattr(crf, "transition2_coef_"):
-            def score(p, u=u):
-                return path_score2(u, crf.transition_coef_, crf.transition2_coef_,
-                                   crf.start_coef_, crf.end_coef_, p)
+        if hasattr(crf, "label_patterns_"):
+            table = pattern_table(crf.label_patterns_, crf.pattern_coef_)
+
+            def score(p, u=u, table=table):
+                return pattern_path_score(u, crf.transition_coef_, table, crf.start_coef_,
+                                          crf.end_coef_, p)
         elif hasattr(crf, "transition_feature_coef_"):
             edges = crf.transition_coef_ + (x @ crf.transition_feature_coef_).reshape(
                 -1, n_classes, n_classes)

@@ -12,6 +12,7 @@ CASES = {
     "chain": (CRFClassifier, {}, chain_corpus),
     "chain-l1": (CRFClassifier, {"l1_ratio": 0.5}, chain_corpus),
     "order2": (CRFClassifier, {"order": 2}, chain_corpus),
+    "order3": (CRFClassifier, {"order": 3}, chain_corpus),
     "transition-features": (CRFClassifier, {"transition_features": "all"}, chain_corpus),
     "constrained": (CRFClassifier, {"allowed_transitions": "bio"}, span_corpus),
     "semimarkov": (SemiMarkovCRF, {}, span_corpus),

@@ -128,7 +128,8 @@ def _estimator(args):
                   n_jobs=args.n_jobs, verbose=0 if args.quiet else 1)
     if args.structure == "semimarkov":
         chain_only = [option for option, given in (
-            ("--order", args.order != 1), ("--transition-features", args.transition_features),
+            ("--order", args.order != 1), ("--min-pattern-freq", args.min_pattern_freq != 1),
+            ("--transition-features", args.transition_features),
             ("--constraints", args.constraints is not None))
             if given]
         if chain_only:
@@ -137,7 +138,7 @@ def _estimator(args):
         return SemiMarkovCRF(max_segment_length=args.max_segment_length, **common)
     if args.max_segment_length is not None:
         raise CommandError("--max-segment-length applies to --structure semimarkov")
-    return CRFClassifier(order=args.order,
+    return CRFClassifier(order=args.order, min_pattern_freq=args.min_pattern_freq,
                          transition_features=_transition_features(args.transition_features),
                          allowed_transitions=args.constraints, **common)
 

@@ -226,10 +226,15 @@ def _add_train(commands):
     model.add_argument("--tol", type=_bounded(float, 0.0), default=_CRF["tol"], metavar="T",
                        help="stop once the objective improved by less than T (relative) "
                             "over 10 iterations")
-    model.add_argument("--order", type=int, choices=(1, 2), default=_CRF["order"],
-                       metavar="{1,2}",
-                       help="Markov order of the labels: 2 adds label-trigram weights, "
-                            "about as many times slower as there are labels")
+    model.add_argument("--order", type=_bounded(int, 1, name="an integer"),
+                       default=_CRF["order"], metavar="D",
+                       help="Markov order of the labels: D >= 2 adds weights for the label "
+                            "n-grams of 3 to D + 1 labels seen in training (slower about in "
+                            "proportion to their number)")
+    model.add_argument("--min-pattern-freq", type=_bounded(int, 1, name="an integer"),
+                       default=_CRF["min_pattern_freq"], metavar="N",
+                       help="with --order 2 or more: the fewest times a label n-gram must "
+                            "occur in training to get a weight (default: %(default)s)")
     model.add_argument("--transition-features", type=_split, metavar="PREFIXES",
                        help="comma-separated feature-name prefixes (e.g. 'pos=,shape=') "
                             "whose features also weight the transitions into their token; "
@@ -249,7 +254,7 @@ def _add_warmup(commands):
     warmup = commands.add_parser(
         "warmup", formatter_class=_HelpFormatter,
         help="compile the kernels ahead of first use",
-        description="Compile every numba kernel (chains of order 1 and 2, transition "
+        description="Compile every numba kernel (chains of orders 1 to 3, transition "
                     "features,\nsemi-Markov, trees) by fitting and applying a toy model of "
                     "each. Otherwise the first\nfit of each kind of model after an install "
                     "pays it (and says so); numba keeps\nthe compiled kernels on disk, so "

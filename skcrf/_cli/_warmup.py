@@ -57,7 +57,10 @@ def _tree():
 #: offers predict_nbest)
 KINDS = {
     "chain": ("chain", lambda: _chain(), False, True),
-    "order2": ("chain, order 2", lambda: _chain(order=2), False, True),
+    # every label triple: the dense order-2 kernels; order 3: the pattern automaton's
+    "order2": ("chain, order 2", lambda: _chain(order=2, all_possible_transitions=True),
+               False, True),
+    "order3": ("chain, order 3", lambda: _chain(order=3), False, True),
     "transition-features": ("chain, transition features",
                             lambda: _chain(transition_features="all"), False, True),
     "semi-markov": ("semi-Markov", _semi_markov, False, True),

@@ -26,6 +26,8 @@ from .._tree import _NO_TREES, TreeCRF
 from .._validation import _label_array
 from ..structures._parameters import StatePairs
 from ..structures.chain import ChainStructure, edge_label_ids
+from ..structures.label_patterns import MIN_LENGTH, LabelPatterns, check_code_range, ngram_codes
+from ..structures.pattern_chain import PatternChainStructure
 from ..structures.semimarkov import (TOKEN_ROLES, Segmentation, SemiMarkovStructure,
                                      observed_token_pairs)
 from ..structures.tree import TreeStructure
@@ -72,21 +74,41 @@ def _label_pair_codes(part, n_classes):
     return observed_pairs(part, part.label_ids, n_classes)
 
 
-class ChainPlan:
-    """:class:`~skcrf.CRFClassifier`: orders 1 and 2, transition features, constraints."""
+def _partition_ngrams(part, n_classes, order):
+    """The partition's label n-grams of 3 to ``order + 1`` labels: length -> (codes, counts)."""
+    found = {}
+    for length in range(MIN_LENGTH, order + 2):
+        codes = ngram_codes(part.label_ids, part.offsets, n_classes, length)
+        found[length] = np.unique(codes[codes >= 0], return_counts=True)
+    return found
 
-    coefficient_names = {"coef": "coef_", "transitions": "transition_coef_",
-                         "trigram": "transition2_coef_",
-                         "edge_coef": "transition_feature_coef_", "start": "start_coef_",
-                         "end": "end_coef_"}
+
+def _seen_patterns(run, parts, n_classes, order, min_freq):
+    """The patterns seen at least ``min_freq`` times over all the partitions."""
+    check_code_range(n_classes, order)
+    found = run.gather(run.map(_partition_ngrams, parts, n_classes, order))
+    kept = {}
+    for length in range(MIN_LENGTH, order + 2):
+        codes = np.concatenate([np.zeros(0, np.int64)] + [f[length][0] for f in found])
+        counts = np.concatenate([np.zeros(0, np.int64)] + [f[length][1] for f in found])
+        unique, inverse = np.unique(codes, return_inverse=True)
+        total = np.bincount(inverse, weights=counts, minlength=unique.shape[0])
+        kept[length] = unique[total >= min_freq]
+    return LabelPatterns(n_classes, order, kept)
+
+
+class ChainPlan:
+    """:class:`~skcrf.CRFClassifier`: any order, transition features, constraints."""
+
+    coefficient_names = CRFClassifier._coefficient_names
 
     def __init__(self, estimator):
         self.estimator = estimator
 
     def check(self):
         est = self.estimator
-        if est.order == 2 and est.transition_features is not None:
-            raise ValueError("transition_features needs order=1; got order=2.")
+        if est.order > 1 and est.transition_features is not None:
+            raise ValueError(f"transition_features needs order=1; got order={est.order}.")
 
     def problem(self, run, parts, classes, vectorizer):
         est = self.estimator
@@ -106,8 +128,15 @@ class ChainPlan:
             else:
                 codes = run.gather(run.map(_edge_pair_codes, parts, n_classes, columns))
                 edge_pairs = union_pairs(codes, n_features, n_pairs)
-        structure = ChainStructure(n_classes, state_pairs, order=est.order,
-                                   edge_pairs=edge_pairs, constraints=constraints)
+        if est.order == 1:
+            structure = ChainStructure(n_classes, state_pairs, edge_pairs=edge_pairs,
+                                       constraints=constraints)
+        else:
+            patterns = (LabelPatterns.every(n_classes, est.order, constraints.allowed)
+                        if est.all_possible_transitions else
+                        _seen_patterns(run, parts, n_classes, est.order, est.min_pattern_freq))
+            structure = PatternChainStructure(n_classes, state_pairs, patterns,
+                                              constraints=constraints)
         return TrainingProblem(
             structure, None,
             {"classes_": classes, "allowed_transitions_": constraints.allowed.copy()},
