@@ -74,19 +74,23 @@ def norm_floor(max_length):
 
 
 @compiled()
-def scaled_workspace(rows, n_labels, max_length):
-    """Scratch for sequences of up to ``rows - 1`` tokens (see :func:`scaled_sequence_posteriors`)."""
+def scaled_workspace(rows, n_labels, max_length, span_length):
+    """Scratch for sequences of up to ``rows - 1`` tokens (see :func:`scaled_sequence_posteriors`).
+
+    ``span_length`` is that of the span scores (0 for none).
+    """
     tokens = np.empty((5, rows, n_labels))  # es, scaled es, exp first, exp last, cover
     bounds = np.empty((4, rows, n_labels))  # alpha, enter, beta, leave
     reach = np.zeros((2, rows, n_labels), np.bool_)  # alpha, enter
     blocked = np.zeros((rows, n_labels), np.int64)
     norm = np.empty(rows)
     counts = np.empty((n_labels, max_length + 2 * n_labels + 2))
-    return tokens, bounds, reach, blocked, norm, counts
+    exp_spans = np.empty((rows if span_length else 0, span_length, n_labels))
+    return tokens, bounds, reach, blocked, norm, counts, exp_spans
 
 
 @compiled()
-def _feasible_end(state, first, last, length, longest, lo, b, y, blocked, enter_reach):
+def _feasible_end(state, first, last, length, spans, longest, lo, b, y, blocked, enter_reach):
     """Whether some segment of label y ending at b has a finite score from a reached entry.
 
     ``blocked[r, y]`` counts the ``-inf`` state scores of label y before local token r.
@@ -97,25 +101,29 @@ def _feasible_end(state, first, last, length, longest, lo, b, y, blocked, enter_
         a = b - d
         if blocked[b, y] != blocked[a, y]:
             break  # a forbidden token lies inside every longer segment too
-        if enter_reach[a, y] and first[lo + a, y] > -np.inf and length[y, d - 1] > -np.inf:
+        if (enter_reach[a, y] and first[lo + a, y] > -np.inf and length[y, d - 1] > -np.inf
+                and (d > spans.shape[1] or spans[lo + a, d - 1, y] > -np.inf)):
             return True
     return False
 
 
 @compiled()
-def scaled_sequence_posteriors(state, first, last, length, transitions, start, end, longest,
-                               exp_length, exp_transitions, exp_start, exp_end, smallest_norm,
-                               lo, hi, roles, workspace):
+def scaled_sequence_posteriors(state, first, last, length, spans, transitions, start, end,
+                               longest, exp_length, exp_transitions, exp_start, exp_end,
+                               smallest_norm, lo, hi, roles, span_marginals, workspace):
     """Scaled forward-backward of tokens lo..hi-1.
 
-    Returns log Z and adds the role marginals of the tokens to ``roles`` and
-    the sequence's expected counts to the counts block of ``workspace``
-    (``counts[:, :L]`` lengths, then transitions, then start and end as
-    columns), or returns NaN when a precision check fails or the sequence may
-    be infeasible. After NaN, ``roles[lo:hi]`` may be partly written: the
-    caller zeroes it and runs the exact pass.
+    Returns log Z and adds the role marginals of the tokens to ``roles``, the
+    probability of each scored segment to ``span_marginals`` (unless it is
+    empty) and the sequence's expected counts to the counts block of
+    ``workspace`` (``counts[:, :L]`` lengths, then transitions, then start and
+    end as columns), or returns NaN when a precision check fails or the
+    sequence may be infeasible. After NaN, ``roles[lo:hi]`` and
+    ``span_marginals[lo:hi]`` may be partly written: the caller zeroes them
+    and runs the exact pass. A span score's exponential must stay below
+    FACTOR_CAP, as those of the first and last scores.
     """
-    tokens, bounds, reach, blocked, norm, counts = workspace
+    tokens, bounds, reach, blocked, norm, counts, esp = workspace
     es, esc, ef, el, cover = tokens[0], tokens[1], tokens[2], tokens[3], tokens[4]
     alpha, enter, beta, leave = bounds[0], bounds[1], bounds[2], bounds[3]
     alpha_reach, enter_reach = reach[0], reach[1]
@@ -141,6 +149,15 @@ def scaled_sequence_posteriors(state, first, last, length, transitions, start, e
             if ef[r, y] > FACTOR_CAP or el[r, y] > FACTOR_CAP:
                 return np.nan
             blocked[r + 1, y] = blocked[r, y] + (state[lo + r, y] == -np.inf)
+    n_scored = spans.shape[1]
+    with_marginals = span_marginals.shape[0] > 0
+    for r in range(n):
+        for d in range(min(n_scored, n - r)):
+            for y in range(n_labels):
+                v = np.exp(spans[lo + r, d, y])
+                if v > FACTOR_CAP:
+                    return np.nan
+                esp[r, d, y] = v
 
     # forward: alpha[b] normalized, enter[b] on the same scale
     for y in range(n_labels):
@@ -158,11 +175,14 @@ def scaled_sequence_posteriors(state, first, last, length, transitions, start, e
                     p *= esc[a, y]
                 if p == 0.0:
                     break
-                acc += enter[a, y] * ef[a, y] * exp_length[y, d - 1] * p
+                term = enter[a, y] * ef[a, y] * exp_length[y, d - 1] * p
+                if d <= n_scored:
+                    term *= esp[a, d - 1, y]
+                acc += term
             acc *= el[b - 1, y]
             if acc < CELL_FLOOR:
-                if _feasible_end(state, first, last, length, longest, lo, b, y, blocked,
-                                 enter_reach):
+                if _feasible_end(state, first, last, length, spans, longest, lo, b, y,
+                                 blocked, enter_reach):
                     return np.nan
                 alpha_reach[b, y] = False
             else:
@@ -216,9 +236,13 @@ def scaled_sequence_posteriors(state, first, last, length, transitions, start, e
                 if p == 0.0:
                     break
                 term = ef[a, y] * exp_length[y, d - 1] * p * el[b - 1, y] * beta[b, y]
+                if d <= n_scored:
+                    term *= esp[a, d - 1, y]
                 acc += term
                 segment = enter[a, y] * term
                 if segment > 0.0:
+                    if with_marginals and d <= n_scored:
+                        span_marginals[lo + a, d - 1, y] += segment
                     opened += segment
                     roles[lo + b - 1, LAST, y] += segment
                     if d == 1:
