@@ -50,6 +50,9 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
     ``X`` may also be a :class:`SequenceMatrix` with ``feature_names`` (what
     :class:`TokenFeaturizer` emits): its columns are then matched to the fitted
     vocabulary by name, one lookup per distinct name, with no per-token dicts.
+    Its features of candidate segments (:attr:`SequenceMatrix.segments`, for
+    :class:`SemiMarkovCRF`) get a vocabulary of their own, learned by a
+    vectorizer of the same parameters (``segment_vectorizer_``).
 
     The output is a :class:`SequenceMatrix`: one CSR matrix over all tokens plus
     sequence offsets, which :class:`CRFClassifier` consumes directly.
@@ -80,6 +83,9 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Feature name to column index.
     feature_names_ : list of str
         Column index to feature name.
+    segment_vectorizer_ : SequenceVectorizer or None
+        The vectorizer of the features of candidate segments, when ``fit``
+        received a SequenceMatrix with ``segments``; None otherwise.
 
     See Also
     --------
@@ -149,7 +155,15 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Xt : SequenceMatrix
             One row per token, one column per kept feature name.
         """
-        return self._to_matrix(*self._fit_arrays(X))
+        matrix = self._to_matrix(*self._fit_arrays(X))
+        segments = X.segments if isinstance(X, SequenceMatrix) else None
+        self.segment_vectorizer_ = None
+        if segments is not None:
+            self.segment_vectorizer_ = SequenceVectorizer(
+                dtype=self.dtype, separator=self.separator, sort=self.sort,
+                min_freq=self.min_freq)
+            matrix.segments = self.segment_vectorizer_.fit_transform(segments)
+        return matrix
 
     def _fit_arrays(self, X):
         """Fit, and return the output's arrays in the compact form of ``_vectorize_compact``.
@@ -225,7 +239,12 @@ class SequenceVectorizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=
         Xt : SequenceMatrix
             One row per token, the columns of ``feature_names_``.
         """
-        return self._to_matrix(*self._transform_arrays(X))
+        matrix = self._to_matrix(*self._transform_arrays(X))
+        # fitted without segments (or by an earlier skcrf): there is no vocabulary for them
+        vectorizer = getattr(self, "segment_vectorizer_", None)
+        if vectorizer is not None and isinstance(X, SequenceMatrix) and X.segments is not None:
+            matrix.segments = vectorizer.transform(X.segments)
+        return matrix
 
     def _transform_arrays(self, X):
         """:meth:`transform`'s arrays in the compact form of ``_vectorize_compact``."""
