@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator
-from ._training import TrainingProblem
+from ._training import TrainingProblem, _same_values
 from ._constraints import explicit_constraints
 from ._parallel import kernel_threads
 from ._segment_tags import _SegmentTags
@@ -24,8 +24,14 @@ from .tags import SCHEMES, Segment
 
 #: Attribute name of each block of :meth:`SemiMarkovStructure.coefficients`.
 _COEFFICIENT_NAMES = {"coef": "coef_", "first_coef": "first_coef_", "last_coef": "last_coef_",
-                      "length": "length_coef_", "transitions": "transition_coef_",
-                      "start": "start_coef_", "end": "end_coef_"}
+                      "segment_coef": "segment_coef_", "length": "length_coef_",
+                      "transitions": "transition_coef_", "start": "start_coef_",
+                      "end": "end_coef_"}
+
+_NO_SEGMENTS = (
+    "This SemiMarkovCRF was fitted with features of segments (X.segments, from "
+    "TokenFeaturizer(segment_features=...)), but X carries none: featurize X as for "
+    "fit (a Pipeline does).")
 
 
 class SemiMarkovCRF(CRFEstimator):
@@ -37,8 +43,15 @@ class SemiMarkovCRF(CRFEstimator):
     start and end weights. A segment of label ``y`` over tokens ``a:b``
     scores the state weights of its tokens for ``y`` (as a chain's), plus a
     weight for its label and length, plus separate weights for the features
-    of its first and of its last token. Training minimises the same objective
-    as :class:`CRFClassifier`, exactly, over all segmentations.
+    of its first and of its last token, plus, when ``X`` carries features of
+    candidate segments (:attr:`SequenceMatrix.segments`, from
+    ``TokenFeaturizer(segment_features=...)``), a weight per (segment
+    feature, label) for each feature of the whole segment: its words, its
+    shape, a gazetteer match... Training minimises the same objective as
+    :class:`CRFClassifier`, exactly, over all segmentations. From raw tokens::
+
+        make_pipeline(TokenFeaturizer(segment_features=True), SequenceVectorizer(),
+                      SemiMarkovCRF())
 
     ``fit`` takes tag sequences, as :class:`CRFClassifier` does, and ``predict``
     returns tags in the same scheme. The tags are read as segments by the
@@ -119,6 +132,14 @@ class SemiMarkovCRF(CRFEstimator):
         for the segment's label.
     first_coef_, last_coef_ : ndarray of shape (n_labels, n_features)
         Weights of the features of a segment's first and last token.
+    segment_coef_ : ndarray of shape (n_labels, n_segment_features)
+        Weights of the features of a whole segment; only when ``fit``
+        received features of segments.
+    segment_feature_names_ : ndarray of str of shape (n_segment_features,)
+        Name of every feature of segments (column of ``segment_coef_``);
+        only with them.
+    n_segment_features_in_ : int
+        Number of features of segments; only with them.
     length_coef_ : ndarray of shape (n_labels, n_lengths)
         ``length_coef_[y, d - 1]`` scores a segment of ``d`` tokens; ``-inf``
         where a label may not take that length (beyond its longest). ``n_lengths``
@@ -235,12 +256,26 @@ class SemiMarkovCRF(CRFEstimator):
         structure = SemiMarkovStructure.for_training(
             data.features, offsets, codes, max_lengths, allow_repeats=not codec.plain,
             all_possible_states=self.all_possible_states, allowed_transitions=allowed)
-        return TrainingProblem(
-            structure, codes,
-            {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
-             "scheme_": codec.scheme, "max_segment_length_": int(max_lengths.max(initial=1)),
-             "allowed_transitions_": structure.transition_mask == 0},
-            _COEFFICIENT_NAMES)
+        attributes = {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
+                      "scheme_": codec.scheme,
+                      "max_segment_length_": int(max_lengths.max(initial=1)),
+                      "allowed_transitions_": structure.transition_mask == 0}
+        segments = data.features.segments
+        if segments is not None:
+            attributes["n_segment_features_in_"] = segments.n_features
+            names = data.segment_feature_names
+            attributes["segment_feature_names_"] = np.asarray(
+                [f"x{j}" for j in range(segments.n_features)] if names is None else names,
+                dtype=object)
+        return TrainingProblem(structure, codes, attributes, _COEFFICIENT_NAMES)
+
+    def _same_layout(self, problem, data, previous):
+        # the features of segments must be the same too, with or without
+        return super()._same_layout(problem, data, previous) and (
+            getattr(previous, "segment_feature_names_", None) is None
+            if "segment_feature_names_" not in problem.attributes else
+            _same_values(getattr(previous, "segment_feature_names_", None),
+                         problem.attributes["segment_feature_names_"]))
 
     def _max_lengths(self, segmentation, offsets, codec, first_sequence=0):
         """Longest segment each label may take; raise if a training segment exceeds the cap.
@@ -281,9 +316,17 @@ class SemiMarkovCRF(CRFEstimator):
         return _SegmentTags(self.scheme_, self.segment_classes_)
 
     def _scores(self, features):
+        segment_coef = getattr(self, "segment_coef_", None)
+        if segment_coef is not None:
+            if features.segments is None:
+                raise ValueError(_NO_SEGMENTS)
+            if features.segments.n_features != self.n_segment_features_in_:
+                raise ValueError(
+                    f"X.segments has {features.segments.n_features} features, but "
+                    f"SemiMarkovCRF was fitted with {self.n_segment_features_in_}.")
         return SegmentScores.of_coefficients(
             features, self.coef_, self.first_coef_, self.last_coef_, self.length_coef_,
-            self.transition_coef_, self.start_coef_, self.end_coef_)
+            self.transition_coef_, self.start_coef_, self.end_coef_, segment_coef)
 
     def _potentials(self, features, offsets, fixed=None):
         scores = self._scores(features)

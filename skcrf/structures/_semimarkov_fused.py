@@ -1,0 +1,247 @@
+"""The semi-Markov CRF's fused training kernel: features x weights, inference and scatter in one pass.
+
+The segment counterpart of :mod:`._chain_fused`, built on its per-sequence
+helpers and its feature layout (frequent features as dense rows, merged
+pairs of them, the others as pair streams): per sequence, the token scores of
+the three roles (every token, first token, last token of a segment: ``3 *
+n_labels`` columns) and the span scores of its candidate segments are summed
+into per-chunk scratch rows, the scaled semi-Markov forward-backward of
+:mod:`~skcrf.inference._semimarkov_scaled` turns them into role and span
+marginals (the exact log-space pass where the scaled one gives up), and those
+are scattered into the chunk's expected counts. Training never holds the
+(n_tokens, 3 * n_labels) token scores, the (n_tokens, N_ROLES, n_labels)
+role marginals or the (n_tokens, L, n_labels) span scores and marginals of
+the unfused path. Tested against that path on random problems.
+"""
+
+import numpy as np
+
+from ..inference._batch import chunk_bounds, compiled, longest_sequence, run_chunks
+from ..inference._semimarkov_scaled import (exp_factors, norm_floor,
+                                            scaled_sequence_posteriors, scaled_workspace)
+from ..inference._segment_roles import COVERED, FIRST, LAST, N_ROLES
+from ..inference.semimarkov import _sequence_posteriors, longest_segments
+from ._chain_fused import (FusedChainTerms, hot_state_rows, scatter_expected, sequence_unary,
+                           summed_pair_partials)
+
+#: The roles whose marginals the token weights' role labels read, in their order
+#: (``TOKEN_ROLES`` of :mod:`.semimarkov`: state, first, last).
+_WEIGHTED_ROLES = np.array([COVERED, FIRST, LAST], dtype=np.int64)
+
+
+class FusedSemiMarkovTerms:
+    """The fused loss terms of a semi-Markov structure, bound to one training set.
+
+    Parameters
+    ----------
+    features : FeatureArrays
+        The token features, with ``segments`` when ``segment_pairs`` is given.
+    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    token_pairs : StatePairs
+        (feature, role label) pairs, role labels in ``[0, 3 * n_labels)``.
+    segment_pairs : StatePairs or None
+        (segment feature, label) pairs.
+    n_labels : int
+    """
+
+    def __init__(self, features, offsets, token_pairs, segment_pairs, n_labels):
+        self.offsets = offsets
+        self.n_labels = n_labels
+        self.tokens = FusedChainTerms(features, offsets, token_pairs, 3 * n_labels)
+        n_chunks = self.tokens.n_chunks
+        self.spans = None
+        self.span_length = 0
+        if segment_pairs is not None:
+            self.span_length = int(features.segment_length)
+            self.spans = FusedChainTerms(features.segments, offsets * self.span_length,
+                                         segment_pairs, n_labels)
+            # one chunking for both; with fewer chunks the dense rows of the other
+            # take less memory than its budget allows
+            n_chunks = min(n_chunks, self.spans.n_chunks)
+            self.spans.n_chunks = n_chunks
+        self.tokens.n_chunks = n_chunks
+        self.n_chunks = n_chunks
+
+    def __call__(self, token_weights, segment_weights, length, transitions, start, end):
+        """``(log_z, expected_tokens, expected_segments, length_counts, transition_counts,
+        start_counts, end_counts)`` at the weights; ``expected_segments`` is empty
+        without segment features."""
+        C = self.n_labels
+        tokens, spans = self.tokens, self.spans
+        token_weights = np.ascontiguousarray(token_weights)
+        token_hot = hot_state_rows(tokens.hot_features, tokens.merged_parts,
+                                   tokens.pairs.feature_ptr, tokens.pairs.labels,
+                                   token_weights, 3 * C)
+        token_partial, token_hot_partial = tokens.workspace()
+        token_args = tokens.kernel_args()
+        if spans is None:
+            # the same types, never read: one compiled kernel serves both cases
+            span_args = tuple(a[:0] if isinstance(a, np.ndarray) else a for a in token_args)
+            segment_weights = np.zeros(0)
+            span_hot = np.zeros((0, C))
+            span_partial = np.zeros((self.n_chunks, 0))
+            span_hot_partial = np.zeros((self.n_chunks, 0, C))
+        else:
+            span_args = spans.kernel_args()
+            segment_weights = np.ascontiguousarray(segment_weights)
+            span_hot = hot_state_rows(spans.hot_features, spans.merged_parts,
+                                      spans.pairs.feature_ptr, spans.pairs.labels,
+                                      segment_weights, C)
+            span_partial, span_hot_partial = spans.workspace()
+        length = np.ascontiguousarray(length)
+        transitions = np.ascontiguousarray(transitions)
+        start = np.ascontiguousarray(start)
+        end = np.ascontiguousarray(end)
+        max_length = length.shape[1]
+        offsets = self.offsets
+        n_chunks = self.n_chunks
+        bounds = chunk_bounds(offsets, n_chunks)
+        longest = longest_segments(length)
+        scalable, exp_length, exp_transitions, exp_start, exp_end = exp_factors(
+            length, transitions, start, end)
+        log_z = np.zeros(offsets.shape[0] - 1)
+        chunk_lengths = np.zeros((n_chunks, C, max_length))
+        chunk_transitions = np.zeros((n_chunks, C, C))
+        chunk_start = np.zeros((n_chunks, C))
+        chunk_end = np.zeros((n_chunks, C))
+        run_chunks(_semimarkov_nll_chunks, n_chunks, bounds, offsets, *token_args, token_hot,
+                   token_weights, *span_args, span_hot, segment_weights,
+                   np.bool_(spans is not None), np.int64(self.span_length), length,
+                   transitions, start, end, longest, scalable, exp_length, exp_transitions,
+                   exp_start, exp_end, norm_floor(max_length), _WEIGHTED_ROLES, log_z,
+                   token_partial, token_hot_partial, span_partial, span_hot_partial,
+                   chunk_lengths, chunk_transitions, chunk_start, chunk_end)
+
+        expected_tokens = summed_pair_partials(token_partial, token_hot_partial,
+                                               tokens.hot_features, tokens.merged_parts,
+                                               tokens.pairs.feature_ptr, tokens.pairs.labels)
+        expected_segments = np.zeros(0)
+        if spans is not None:
+            expected_segments = summed_pair_partials(span_partial, span_hot_partial,
+                                                     spans.hot_features, spans.merged_parts,
+                                                     spans.pairs.feature_ptr,
+                                                     spans.pairs.labels)
+        # chunk partial sums added in chunk order: the thread count changes nothing
+        length_counts = np.zeros((C, max_length))
+        transition_counts = np.zeros((C, C))
+        start_counts = np.zeros(C)
+        end_counts = np.zeros(C)
+        for c in range(n_chunks):
+            length_counts += chunk_lengths[c]
+            transition_counts += chunk_transitions[c]
+            start_counts += chunk_start[c]
+            end_counts += chunk_end[c]
+        return (log_z, expected_tokens, expected_segments, length_counts, transition_counts,
+                start_counts, end_counts)
+
+
+@compiled()
+def _semimarkov_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_ptr,
+                           cold_ptr, cold_pairs, cold_labels, cold_values, binary, max_entries,
+                           token_hot, token_weights, span_values, span_entries, span_hot_ptr,
+                           span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
+                           span_binary, span_max_entries, span_hot, segment_weights,
+                           with_spans, span_length, length, transitions, start, end, longest,
+                           scalable, exp_length, exp_transitions, exp_start, exp_end,
+                           smallest_norm, weighted_roles, log_z, token_partial,
+                           token_hot_partial, span_partial, span_hot_partial, chunk_lengths,
+                           chunk_transitions, chunk_start, chunk_end):
+    """log Z and the chunks' partial sums of :meth:`FusedSemiMarkovTerms.__call__`."""
+    C = transitions.shape[0]
+    max_length = length.shape[1]
+    n_roles = weighted_roles.shape[0]
+    for c in range(chunk_lo, chunk_hi):
+        # the chunk's rows of the partial sums, taken once (see _chain_fused)
+        partial = token_partial[c]
+        hot_partial = token_hot_partial[c]
+        partial[:] = 0.0
+        hot_partial[:] = 0.0
+        if with_spans:
+            span_partial[c] = 0.0
+            span_hot_partial[c] = 0.0
+        rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
+        workspace = scaled_workspace(rows, C, max_length, span_length)
+        sequence_counts = workspace[5]
+        unary = np.empty((rows, n_roles * C))
+        state = np.empty((rows, C))
+        first = np.empty((rows, C))
+        last = np.empty((rows, C))
+        roles = np.empty((rows, N_ROLES, C))
+        role_rows = np.empty((rows, n_roles * C))
+        span_rows = np.empty(((rows - 1) * span_length if with_spans else 0, C))
+        span_marginals = np.empty(((rows - 1) * span_length if with_spans else 0, C))
+        no_spans = np.zeros((0, 0, C))
+        cum = np.empty((rows, C))
+        blocked = np.empty((rows, C), np.int64)
+        alpha = np.empty((rows, C))
+        enter = np.empty((rows, C))
+        beta = np.empty((rows, C))
+        leave = np.empty((rows, C))
+        cover = np.empty((rows, C))
+        for q in range(bounds[c], bounds[c + 1]):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            n = hi - lo
+            if n == 0:
+                continue
+            sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
+                           cold_values, binary, token_hot, token_weights, lo, hi, unary)
+            for r in range(n):
+                for y in range(C):
+                    state[r, y] = unary[r, y]
+                    first[r, y] = unary[r, C + y]
+                    last[r, y] = unary[r, 2 * C + y]
+                for k in range(N_ROLES):
+                    for y in range(C):
+                        roles[r, k, y] = 0.0
+            spans = no_spans
+            marginals = no_spans
+            if with_spans:
+                sequence_unary(span_values, span_entries, span_hot_ptr, span_cold_ptr,
+                               span_cold_pairs, span_cold_labels, span_cold_values,
+                               span_binary, span_hot, segment_weights, lo * span_length,
+                               hi * span_length, span_rows)
+                spans = span_rows[:n * span_length].reshape((n, span_length, C))
+                marginals = span_marginals[:n * span_length].reshape((n, span_length, C))
+                marginals[:] = 0.0
+            value = np.nan
+            if scalable:
+                value = scaled_sequence_posteriors(
+                    state, first, last, length, spans, transitions, start, end, longest,
+                    exp_length, exp_transitions, exp_start, exp_end, smallest_norm,
+                    np.int64(0), n, roles, marginals, workspace)
+            if value == value:
+                for y in range(C):
+                    for d in range(max_length):
+                        chunk_lengths[c, y, d] += sequence_counts[y, d]
+                    for x in range(C):
+                        chunk_transitions[c, y, x] += sequence_counts[y, max_length + x]
+                    chunk_start[c, y] += sequence_counts[y, max_length + C]
+                    chunk_end[c, y] += sequence_counts[y, max_length + C + 1]
+            else:
+                for r in range(n):
+                    for k in range(N_ROLES):
+                        for y in range(C):
+                            roles[r, k, y] = 0.0
+                if with_spans:
+                    marginals[:] = 0.0
+                value = _sequence_posteriors(
+                    state, first, last, length, spans, transitions, start, end, longest,
+                    np.int64(0), n, roles, marginals, chunk_lengths[c], chunk_transitions[c],
+                    chunk_start[c], chunk_end[c], cum, blocked, alpha, enter, beta, leave,
+                    cover)
+            log_z[q] = value
+            if not np.isfinite(value):
+                continue  # no marginals (the loss is not finite anyway)
+            for r in range(n):
+                for k in range(n_roles):
+                    role = weighted_roles[k]
+                    for y in range(C):
+                        role_rows[r, k * C + y] = roles[r, role, y]
+            scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
+                             cold_values, binary, lo, hi, role_rows, hot_partial, partial)
+            if with_spans:
+                scatter_expected(span_values, span_entries, span_hot_ptr, span_cold_ptr,
+                                 span_cold_pairs, span_cold_labels, span_cold_values,
+                                 span_binary, lo * span_length, hi * span_length,
+                                 span_marginals, span_hot_partial[c], span_partial[c])
