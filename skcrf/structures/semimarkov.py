@@ -81,6 +81,24 @@ class Segmentation:
         sequence = np.searchsorted(offsets, first, side="right") - 1
         return first, stops, self.label_ids[first], sequence
 
+    def token_role_labels(self, offsets, n_labels):
+        """The role label of each token for each weighted role of :data:`TOKEN_ROLES`.
+
+        Returns a list of three (n_tokens,) int64 arrays: the label ``y`` of
+        the token's segment (``state``), ``C + y`` on the first token of a
+        segment and -1 elsewhere (``first``), ``2 * C + y`` on its last token
+        (``last``): the labels of the token weights' pairs, with no
+        (n_tokens, N_ROLES, n_labels) array of indicators.
+        """
+        first, stops, labels, _ = self.bounds(offsets)
+        n_tokens = self.label_ids.shape[0]
+        role_labels = [self.label_ids.astype(np.int64)]
+        for k, tokens in ((1, first), (2, stops - 1)):
+            row = np.full(n_tokens, -1, dtype=np.int64)
+            row[tokens] = labels + k * n_labels
+            role_labels.append(row)
+        return role_labels
+
     def role_indicators(self, offsets, n_labels):
         """(n_tokens, N_ROLES, n_labels) 0/1 roles of this segmentation (see the kernels)."""
         first, stops, labels, sequence = self.bounds(offsets)
@@ -269,12 +287,8 @@ def observed_token_pairs(features, offsets, codes, n_labels):
     """
     n_role_labels = len(TOKEN_ROLES) * n_labels
     segmentation = Segmentation.of_codes(codes, offsets, n_labels)
-    roles = segmentation.role_indicators(offsets, n_labels)
     feature_ids, labels = [], []
-    for k, role in enumerate((COVERED, FIRST, LAST)):
-        holder, label = np.nonzero(roles[:, role])
-        role_labels = np.full(roles.shape[0], -1, dtype=np.int64)
-        role_labels[holder] = label + k * n_labels
+    for role_labels in segmentation.token_role_labels(offsets, n_labels):
         pairs = StatePairs.observed(features, role_labels, n_role_labels)
         feature_ids.append(pairs.feature_of_pairs())
         labels.append(pairs.labels.astype(np.int64))
@@ -282,6 +296,24 @@ def observed_token_pairs(features, offsets, codes, n_labels):
     return StatePairs.from_coordinates(np.concatenate(feature_ids)[order],
                                        np.concatenate(labels)[order],
                                        features.n_features, n_role_labels)
+
+
+def _without_single_token_boundaries(token_pairs, max_lengths):
+    """``token_pairs`` without the first- and last-token pairs of labels of one-token segments.
+
+    A segment of one token is its own first and last token: first and last
+    weights of such a label would only add to its state weights, feature by
+    feature (the ``"O"`` of a scheme, two thirds of whose token weights they
+    would be), so such labels get state weights alone.
+    """
+    C = max_lengths.shape[0]
+    role, label = np.divmod(token_pairs.labels.astype(np.int64), C)
+    keep = (role == 0) | (max_lengths[label] > 1)
+    if keep.all():
+        return token_pairs
+    return StatePairs.from_coordinates(token_pairs.feature_of_pairs()[keep],
+                                       token_pairs.labels[keep], token_pairs.n_features,
+                                       token_pairs.n_labels)
 
 
 def span_array(rows, features):
@@ -341,13 +373,13 @@ class SemiMarkovStructure:
         if segment_pairs is not None and segment_pairs.n_labels != C:
             raise ValueError(f"segment_pairs must have {C} labels, got "
                              f"{segment_pairs.n_labels}.")
-        self.token_pairs = token_pairs
+        self.token_pairs = _without_single_token_boundaries(token_pairs, self.max_lengths)
         self.segment_pairs = segment_pairs
         self.allow_repeats = allow_repeats
         self.max_length = int(self.max_lengths.max(initial=1))
         segment = [] if segment_pairs is None else [("segment", (segment_pairs.n_pairs,))]
         self.layout = ParameterLayout([
-            ("token", (token_pairs.n_pairs,)), *segment, ("length", (C, self.max_length)),
+            ("token", (self.token_pairs.n_pairs,)), *segment, ("length", (C, self.max_length)),
             ("transitions", (C, C)), ("start", (C,)), ("end", (C,))])
         # fixed -inf: lengths a label may not take, and repeats if forbidden
         self.length_mask = np.where(
@@ -410,8 +442,9 @@ class SemiMarkovStructure:
         self._check_gold(first, stops, labels, sequence, offsets)
         counts = self.layout.zeros()
         blocks = self.layout.views(counts)
-        roles = segmentation.role_indicators(offsets, C)
-        blocks["token"][:] = self._token_expectations(features, self._token_marginals(roles))
+        # the gold marginals are 0/1: each role's labels counted without a dense array
+        for role_labels in segmentation.token_role_labels(offsets, C):
+            blocks["token"] += self.token_pairs.empirical_counts(features, role_labels)
         if self.segment_pairs is not None:
             blocks["segment"][:] = self.segment_pairs.empirical_counts(
                 features.segments, gold_segment_rows(features, offsets, codes, C))
