@@ -21,6 +21,12 @@ from ..inference.tree_edges import (exact_tree_edge_posteriors, exp_edge_blocks,
 _PAIR_BUDGET = 1 << 19
 _MIN_CHUNKS = 4
 
+#: The exponentiated link blocks are products of exponentiated weights while
+#: every weight magnitude times the most link-feature entries of a token stays
+#: below this: no product then leaves float64's normal range (as the chain's
+#: PRODUCT_EXPONENT_BOUND).
+PRODUCT_EXPONENT_BOUND = 600.0
+
 
 @compiled()
 def _add_pair_rows(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights, lo, hi,
@@ -49,6 +55,35 @@ def _scatter_pair_rows(data, indices, indptr, binary, pair_ptr, pair_labels, par
                 expected[p] += value * rows[r, pair_labels[p]]
 
 
+@compiled()
+def _multiply_pair_factors(data, indices, indptr, binary, pair_ptr, pair_labels, exp_pairs,
+                           pair_weights, parents, lo, hi, rows):
+    """``rows[r, label of p] *= exp(value * w_p)`` over the link features of the non-roots."""
+    for r in range(hi - lo):
+        if parents[lo + r] < 0:
+            continue
+        for k in range(indptr[lo + r], indptr[lo + r + 1]):
+            col = indices[k]
+            for p in range(pair_ptr[col], pair_ptr[col + 1]):
+                if binary:
+                    rows[r, pair_labels[p]] *= exp_pairs[p]
+                else:
+                    rows[r, pair_labels[p]] *= np.exp(data[k] * pair_weights[p])
+
+
+@compiled()
+def _most_link_entries(indices, indptr, pair_ptr):
+    """The most entries of features with link pairs any token has."""
+    most = 0
+    for t in range(indptr.shape[0] - 1):
+        count = 0
+        for k in range(indptr[t], indptr[t + 1]):
+            if pair_ptr[indices[k] + 1] > pair_ptr[indices[k]]:
+                count += 1
+        most = max(most, count)
+    return most
+
+
 def tree_edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state_weights,
                         edge_ptr, edge_labels, edge_weights, transitions, root, parents, offsets,
                         n_chunks):
@@ -59,6 +94,12 @@ def tree_edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, 
     :class:`~skcrf.structures._parameters.StatePairs`. Each chunk of forests
     sums its counts on its own and the chunks are added in order, so the
     result does not depend on the thread count.
+
+    A link's block of exponentials is ``exp(T - max T)`` times the
+    exponentials of its link features' weights (their products, computed
+    once per call), not ``n_classes ** 2`` exponentials per link, unless
+    some weight is large enough for the products to leave float64's range
+    (:data:`PRODUCT_EXPONENT_BOUND`) or ``T`` forbids a pair.
 
     Returns
     -------
@@ -77,10 +118,17 @@ def tree_edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, 
     chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
     chunk_root = np.zeros((n_chunks, n_classes))
     root_shift, exp_root, root_forbidden = root_factors(root)
+    largest = float(np.abs(edge_weights).max(initial=0.0))
+    trans_max = float(transitions.max())
+    by_products = bool(np.isfinite(transitions).all() and largest * _most_link_entries(
+        indices, indptr, edge_ptr) < PRODUCT_EXPONENT_BOUND)
+    exp_trans = np.exp(transitions - trans_max) if by_products else transitions[:0]
+    exp_pairs = np.exp(edge_weights) if by_products else edge_weights[:0]
     run_chunks(_tree_edge_nll_chunks, n_chunks, bounds, data, indices, indptr, binary,
                state_ptr, state_labels, state_weights, edge_ptr, edge_labels, edge_weights,
-               transitions, root, root_shift, exp_root, root_forbidden, parents, offsets, log_z,
-               state_partial, edge_partial, chunk_counts, chunk_root)
+               transitions, root, root_shift, exp_root, root_forbidden, by_products, exp_trans,
+               trans_max, exp_pairs, parents, offsets, log_z, state_partial, edge_partial,
+               chunk_counts, chunk_root)
     # chunk partial sums added in chunk order: the thread count changes nothing
     expected_state = np.zeros(state_labels.shape[0])
     expected_edge = np.zeros(edge_labels.shape[0])
@@ -98,8 +146,9 @@ def tree_edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, 
 def _tree_edge_nll_chunks(chunk_lo, chunk_hi, bounds, data, indices, indptr, binary,
                           state_ptr, state_labels, state_weights, edge_ptr, edge_labels,
                           edge_weights, transitions, root, root_shift, exp_root,
-                          root_forbidden, parents, offsets, log_z, state_partial, edge_partial,
-                          chunk_counts, chunk_root):
+                          root_forbidden, by_products, exp_trans, trans_max, exp_pairs, parents,
+                          offsets, log_z, state_partial, edge_partial, chunk_counts,
+                          chunk_root):
     """log Z and the chunks' partial counts of :func:`tree_edge_nll_terms`."""
     n_classes = transitions.shape[0]
     n_label_pairs = n_classes * n_classes
@@ -112,6 +161,7 @@ def _tree_edge_nll_chunks(chunk_lo, chunk_hi, bounds, data, indices, indptr, bin
         marginals = np.empty((longest, n_classes))
         pair_marginals = np.empty((longest, n_classes, n_classes))
         edge_rows = edges.reshape((longest, n_label_pairs))
+        exp_rows = exp_edges.reshape((longest, n_label_pairs))
         pair_rows = pair_marginals.reshape((longest, n_label_pairs))
         work = tree_edge_workspace(longest, n_classes)
         child_ptr, children, order, cursor = work[4], work[5], work[6], work[7]
@@ -126,21 +176,33 @@ def _tree_edge_nll_chunks(chunk_lo, chunk_hi, bounds, data, indices, indptr, bin
             for r in range(n):
                 for a in range(n_classes):
                     unary[r, a] = 0.0
-                    for b in range(n_classes):
-                        edges[r, a, b] = transitions[a, b]
             _add_pair_rows(data, indices, indptr, binary, state_ptr, state_labels,
                            state_weights, lo, hi, unary)
-            _add_pair_rows(data, indices, indptr, binary, edge_ptr, edge_labels, edge_weights,
-                           lo, hi, edge_rows)
             tree_layout(local_parents, np.int64(0), n, child_ptr, children, order, cursor)
+            with_log_blocks = not by_products
+            if by_products:
+                for r in range(n):
+                    edge_shift[r] = trans_max
+                    for a in range(n_classes):
+                        for b in range(n_classes):
+                            exp_edges[r, a, b] = exp_trans[a, b]
+                _multiply_pair_factors(data, indices, indptr, binary, edge_ptr, edge_labels,
+                                       exp_pairs, edge_weights, parents, lo, hi, exp_rows)
+            else:
+                _link_log_blocks(data, indices, indptr, binary, edge_ptr, edge_labels,
+                                 edge_weights, transitions, lo, hi, edges, edge_rows)
             value = np.nan
-            if not root_forbidden and exp_edge_blocks(edges, np.int64(0), local_parents,
-                                                      np.int64(0), n, exp_edges, edge_shift):
+            if not root_forbidden and (by_products or exp_edge_blocks(
+                    edges, np.int64(0), local_parents, np.int64(0), n, exp_edges,
+                    edge_shift)):
                 value = scaled_tree_edge_posteriors(
                     unary, exp_edges, edge_shift, exp_root, root_shift, local_parents,
                     np.int64(0), n, np.bool_(True), marginals, pair_marginals, np.int64(0),
                     work)
             if np.isnan(value):
+                if not with_log_blocks:
+                    _link_log_blocks(data, indices, indptr, binary, edge_ptr, edge_labels,
+                                     edge_weights, transitions, lo, hi, edges, edge_rows)
                 value = exact_tree_edge_posteriors(
                     unary, edges, np.int64(0), root, local_parents, np.int64(0), n,
                     np.bool_(True), marginals, pair_marginals, np.int64(0), work)
@@ -159,6 +221,19 @@ def _tree_edge_nll_chunks(chunk_lo, chunk_hi, bounds, data, indices, indptr, bin
                                lo, hi, np.bool_(False), marginals, state_partial[c])
             _scatter_pair_rows(data, indices, indptr, binary, edge_ptr, edge_labels, parents,
                                lo, hi, np.bool_(True), pair_rows, edge_partial[c])
+
+
+@compiled()
+def _link_log_blocks(data, indices, indptr, binary, edge_ptr, edge_labels, edge_weights,
+                     transitions, lo, hi, edges, edge_rows):
+    """``edges[r] = T + the link features' weights`` of tokens lo + r (log space)."""
+    n_classes = transitions.shape[0]
+    for r in range(hi - lo):
+        for a in range(n_classes):
+            for b in range(n_classes):
+                edges[r, a, b] = transitions[a, b]
+    _add_pair_rows(data, indices, indptr, binary, edge_ptr, edge_labels, edge_weights, lo, hi,
+                   edge_rows)
 
 
 def tree_edge_chunk_count(offsets, n_pairs):
