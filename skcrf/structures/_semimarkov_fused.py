@@ -104,13 +104,19 @@ class FusedSemiMarkovTerms:
         chunk_transitions = np.zeros((n_chunks, C, C))
         chunk_start = np.zeros((n_chunks, C))
         chunk_end = np.zeros((n_chunks, C))
-        run_chunks(_semimarkov_nll_chunks, n_chunks, bounds, offsets, *token_args, token_hot,
-                   token_weights, *span_args, span_hot, segment_weights,
-                   np.bool_(spans is not None), np.int64(self.span_length), length,
-                   transitions, start, end, longest, scalable, exp_length, exp_transitions,
-                   exp_start, exp_end, norm_floor(max_length), _WEIGHTED_ROLES, log_z,
-                   token_partial, token_hot_partial, span_partial, span_hot_partial,
-                   chunk_lengths, chunk_transitions, chunk_start, chunk_end)
+        scores = (*token_args, token_hot, token_weights, *span_args, span_hot,
+                  segment_weights, np.bool_(spans is not None), np.int64(self.span_length),
+                  _WEIGHTED_ROLES)
+        partials = (token_partial, token_hot_partial, span_partial, span_hot_partial,
+                    chunk_lengths, chunk_transitions, chunk_start, chunk_end)
+        exact = np.zeros(offsets.shape[0] - 1, np.bool_)
+        run_chunks(_scaled_nll_chunks, n_chunks, bounds, offsets, *scores, length, transitions,
+                   start, end, longest, scalable, exp_length, exp_transitions, exp_start,
+                   exp_end, norm_floor(max_length), log_z, exact, *partials)
+        if exact.any():
+            # the sequences whose numbers left the scaled pass's range: in log space
+            run_chunks(_exact_nll_chunks, n_chunks, bounds, offsets, *scores, length,
+                       transitions, start, end, longest, log_z, exact, *partials)
 
         expected_tokens = summed_pair_partials(token_partial, token_hot_partial,
                                                tokens.hot_features, tokens.merged_parts,
@@ -136,20 +142,89 @@ class FusedSemiMarkovTerms:
 
 
 @compiled()
-def _semimarkov_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_ptr,
-                           cold_ptr, cold_pairs, cold_labels, cold_values, binary, max_entries,
-                           token_hot, token_weights, span_values, span_entries, span_hot_ptr,
-                           span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
-                           span_binary, span_max_entries, span_hot, segment_weights,
-                           with_spans, span_length, length, transitions, start, end, longest,
-                           scalable, exp_length, exp_transitions, exp_start, exp_end,
-                           smallest_norm, weighted_roles, log_z, token_partial,
-                           token_hot_partial, span_partial, span_hot_partial, chunk_lengths,
-                           chunk_transitions, chunk_start, chunk_end):
-    """log Z and the chunks' partial sums of :meth:`FusedSemiMarkovTerms.__call__`."""
+def _chunk_scratch(rows, n_labels, n_roles, span_length, with_spans):
+    """Scratch rows for the sequences of a chunk, none longer than ``rows - 1`` tokens."""
+    span_rows = (rows - 1) * span_length if with_spans else 0
+    return (np.empty((rows, n_roles * n_labels)), np.empty((rows, n_labels)),
+            np.empty((rows, n_labels)), np.empty((rows, n_labels)),
+            np.empty((rows, N_ROLES, n_labels)), np.empty((rows, n_roles * n_labels)),
+            np.empty((span_rows, n_labels)), np.empty((span_rows, n_labels)),
+            np.zeros((0, 0, n_labels)))
+
+
+@compiled()
+def _sequence_scores(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                     binary, token_hot, token_weights, span_values, span_entries, span_hot_ptr,
+                     span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
+                     span_binary, span_hot, segment_weights, with_spans, span_length, lo, hi,
+                     scratch):
+    """The token and span scores of tokens lo..hi-1 in the scratch; roles and span marginals zeroed.
+
+    Returns ``(spans, span_marginals)``: views of the scratch as (n, L, C)
+    arrays, or empty ones without segment features.
+    """
+    unary, state, first, last, roles, _, span_rows, span_marginals, no_spans = scratch
+    C = state.shape[1]
+    n = hi - lo
+    sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                   binary, token_hot, token_weights, lo, hi, unary)
+    for r in range(n):
+        for y in range(C):
+            state[r, y] = unary[r, y]
+            first[r, y] = unary[r, C + y]
+            last[r, y] = unary[r, 2 * C + y]
+        for k in range(N_ROLES):
+            for y in range(C):
+                roles[r, k, y] = 0.0
+    if not with_spans:
+        return no_spans, no_spans
+    sequence_unary(span_values, span_entries, span_hot_ptr, span_cold_ptr, span_cold_pairs,
+                   span_cold_labels, span_cold_values, span_binary, span_hot, segment_weights,
+                   lo * span_length, hi * span_length, span_rows)
+    marginals = span_marginals[:n * span_length].reshape((n, span_length, C))
+    marginals[:] = 0.0
+    return span_rows[:n * span_length].reshape((n, span_length, C)), marginals
+
+
+@compiled()
+def _scatter_sequence(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                      binary, span_values, span_entries, span_hot_ptr, span_cold_ptr,
+                      span_cold_pairs, span_cold_labels, span_cold_values, span_binary,
+                      with_spans, span_length, weighted_roles, lo, hi, scratch, token_partial,
+                      token_hot_partial, span_partial, span_hot_partial):
+    """Add the sequence's role and span marginals, times its features, to the partial sums."""
+    _, state, _, _, roles, role_rows, _, span_marginals, _ = scratch
+    C = state.shape[1]
+    n_roles = weighted_roles.shape[0]
+    for r in range(hi - lo):
+        for k in range(n_roles):
+            role = weighted_roles[k]
+            for y in range(C):
+                role_rows[r, k * C + y] = roles[r, role, y]
+    scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                     binary, lo, hi, role_rows, token_hot_partial, token_partial)
+    if with_spans:
+        scatter_expected(span_values, span_entries, span_hot_ptr, span_cold_ptr,
+                         span_cold_pairs, span_cold_labels, span_cold_values, span_binary,
+                         lo * span_length, hi * span_length, span_marginals, span_hot_partial,
+                         span_partial)
+
+
+@compiled()
+def _scaled_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_ptr,
+                       cold_ptr, cold_pairs, cold_labels, cold_values, binary, max_entries,
+                       token_hot, token_weights, span_values, span_entries, span_hot_ptr,
+                       span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
+                       span_binary, span_max_entries, span_hot, segment_weights, with_spans,
+                       span_length, weighted_roles, length, transitions, start, end, longest,
+                       scalable, exp_length, exp_transitions, exp_start, exp_end,
+                       smallest_norm, log_z, exact, token_partial, token_hot_partial,
+                       span_partial, span_hot_partial, chunk_lengths, chunk_transitions,
+                       chunk_start, chunk_end):
+    """The scaled pass of the chunks' sequences and their partial sums (see
+    :meth:`FusedSemiMarkovTerms.__call__`); ``exact`` flags the sequences it cannot do."""
     C = transitions.shape[0]
     max_length = length.shape[1]
-    n_roles = weighted_roles.shape[0]
     for c in range(chunk_lo, chunk_hi):
         # the chunk's rows of the partial sums, taken once (see _chain_fused)
         partial = token_partial[c]
@@ -162,15 +237,63 @@ def _semimarkov_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries,
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         workspace = scaled_workspace(rows, C, max_length, span_length)
         sequence_counts = workspace[5]
-        unary = np.empty((rows, n_roles * C))
-        state = np.empty((rows, C))
-        first = np.empty((rows, C))
-        last = np.empty((rows, C))
-        roles = np.empty((rows, N_ROLES, C))
-        role_rows = np.empty((rows, n_roles * C))
-        span_rows = np.empty(((rows - 1) * span_length if with_spans else 0, C))
-        span_marginals = np.empty(((rows - 1) * span_length if with_spans else 0, C))
-        no_spans = np.zeros((0, 0, C))
+        scratch = _chunk_scratch(rows, C, weighted_roles.shape[0], span_length, with_spans)
+        state, first, last, roles = scratch[1], scratch[2], scratch[3], scratch[4]
+        for q in range(bounds[c], bounds[c + 1]):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            n = hi - lo
+            if n == 0:
+                continue
+            if not scalable:
+                exact[q] = True
+                continue
+            spans, marginals = _sequence_scores(
+                values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                binary, token_hot, token_weights, span_values, span_entries, span_hot_ptr,
+                span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
+                span_binary, span_hot, segment_weights, with_spans, span_length, lo, hi,
+                scratch)
+            value = scaled_sequence_posteriors(
+                state, first, last, length, spans, transitions, start, end, longest,
+                exp_length, exp_transitions, exp_start, exp_end, smallest_norm, np.int64(0), n,
+                roles, marginals, workspace)
+            if value != value:
+                exact[q] = True
+                continue
+            log_z[q] = value
+            for y in range(C):
+                for d in range(max_length):
+                    chunk_lengths[c, y, d] += sequence_counts[y, d]
+                for x in range(C):
+                    chunk_transitions[c, y, x] += sequence_counts[y, max_length + x]
+                chunk_start[c, y] += sequence_counts[y, max_length + C]
+                chunk_end[c, y] += sequence_counts[y, max_length + C + 1]
+            _scatter_sequence(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
+                              cold_values, binary, span_values, span_entries, span_hot_ptr,
+                              span_cold_ptr, span_cold_pairs, span_cold_labels,
+                              span_cold_values, span_binary, with_spans, span_length,
+                              weighted_roles, lo, hi, scratch, partial, hot_partial,
+                              span_partial[c], span_hot_partial[c])
+
+
+@compiled()
+def _exact_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_ptr, cold_ptr,
+                      cold_pairs, cold_labels, cold_values, binary, max_entries, token_hot,
+                      token_weights, span_values, span_entries, span_hot_ptr, span_cold_ptr,
+                      span_cold_pairs, span_cold_labels, span_cold_values, span_binary,
+                      span_max_entries, span_hot, segment_weights, with_spans, span_length,
+                      weighted_roles, length, transitions, start, end, longest, log_z, exact,
+                      token_partial, token_hot_partial, span_partial, span_hot_partial,
+                      chunk_lengths, chunk_transitions, chunk_start, chunk_end):
+    """The exact log-space pass of the sequences ``exact`` flags, added to their chunks' sums."""
+    C = transitions.shape[0]
+    for c in range(chunk_lo, chunk_hi):
+        if not exact[bounds[c]:bounds[c + 1]].any():
+            continue
+        rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
+        scratch = _chunk_scratch(rows, C, weighted_roles.shape[0], span_length, with_spans)
+        state, first, last, roles = scratch[1], scratch[2], scratch[3], scratch[4]
         cum = np.empty((rows, C))
         blocked = np.empty((rows, C), np.int64)
         alpha = np.empty((rows, C))
@@ -179,69 +302,26 @@ def _semimarkov_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries,
         leave = np.empty((rows, C))
         cover = np.empty((rows, C))
         for q in range(bounds[c], bounds[c + 1]):
+            if not exact[q]:
+                continue
             lo = offsets[q]
             hi = offsets[q + 1]
-            n = hi - lo
-            if n == 0:
-                continue
-            sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
-                           cold_values, binary, token_hot, token_weights, lo, hi, unary)
-            for r in range(n):
-                for y in range(C):
-                    state[r, y] = unary[r, y]
-                    first[r, y] = unary[r, C + y]
-                    last[r, y] = unary[r, 2 * C + y]
-                for k in range(N_ROLES):
-                    for y in range(C):
-                        roles[r, k, y] = 0.0
-            spans = no_spans
-            marginals = no_spans
-            if with_spans:
-                sequence_unary(span_values, span_entries, span_hot_ptr, span_cold_ptr,
-                               span_cold_pairs, span_cold_labels, span_cold_values,
-                               span_binary, span_hot, segment_weights, lo * span_length,
-                               hi * span_length, span_rows)
-                spans = span_rows[:n * span_length].reshape((n, span_length, C))
-                marginals = span_marginals[:n * span_length].reshape((n, span_length, C))
-                marginals[:] = 0.0
-            value = np.nan
-            if scalable:
-                value = scaled_sequence_posteriors(
-                    state, first, last, length, spans, transitions, start, end, longest,
-                    exp_length, exp_transitions, exp_start, exp_end, smallest_norm,
-                    np.int64(0), n, roles, marginals, workspace)
-            if value == value:
-                for y in range(C):
-                    for d in range(max_length):
-                        chunk_lengths[c, y, d] += sequence_counts[y, d]
-                    for x in range(C):
-                        chunk_transitions[c, y, x] += sequence_counts[y, max_length + x]
-                    chunk_start[c, y] += sequence_counts[y, max_length + C]
-                    chunk_end[c, y] += sequence_counts[y, max_length + C + 1]
-            else:
-                for r in range(n):
-                    for k in range(N_ROLES):
-                        for y in range(C):
-                            roles[r, k, y] = 0.0
-                if with_spans:
-                    marginals[:] = 0.0
-                value = _sequence_posteriors(
-                    state, first, last, length, spans, transitions, start, end, longest,
-                    np.int64(0), n, roles, marginals, chunk_lengths[c], chunk_transitions[c],
-                    chunk_start[c], chunk_end[c], cum, blocked, alpha, enter, beta, leave,
-                    cover)
+            spans, marginals = _sequence_scores(
+                values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                binary, token_hot, token_weights, span_values, span_entries, span_hot_ptr,
+                span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
+                span_binary, span_hot, segment_weights, with_spans, span_length, lo, hi,
+                scratch)
+            value = _sequence_posteriors(
+                state, first, last, length, spans, transitions, start, end, longest,
+                np.int64(0), hi - lo, roles, marginals, chunk_lengths[c], chunk_transitions[c],
+                chunk_start[c], chunk_end[c], cum, blocked, alpha, enter, beta, leave, cover)
             log_z[q] = value
             if not np.isfinite(value):
                 continue  # no marginals (the loss is not finite anyway)
-            for r in range(n):
-                for k in range(n_roles):
-                    role = weighted_roles[k]
-                    for y in range(C):
-                        role_rows[r, k * C + y] = roles[r, role, y]
-            scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
-                             cold_values, binary, lo, hi, role_rows, hot_partial, partial)
-            if with_spans:
-                scatter_expected(span_values, span_entries, span_hot_ptr, span_cold_ptr,
-                                 span_cold_pairs, span_cold_labels, span_cold_values,
-                                 span_binary, lo * span_length, hi * span_length,
-                                 span_marginals, span_hot_partial[c], span_partial[c])
+            _scatter_sequence(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
+                              cold_values, binary, span_values, span_entries, span_hot_ptr,
+                              span_cold_ptr, span_cold_pairs, span_cold_labels,
+                              span_cold_values, span_binary, with_spans, span_length,
+                              weighted_roles, lo, hi, scratch, token_partial[c],
+                              token_hot_partial[c], span_partial[c], span_hot_partial[c])
