@@ -79,7 +79,8 @@ def scaled_workspace(rows, n_labels, max_length, span_length):
 
     ``span_length`` is that of the span scores (0 for none).
     """
-    tokens = np.empty((5, rows, n_labels))  # es, scaled es, exp first, exp last, cover
+    # es, scaled es, exp first, exp last, cover, entry factors, exit factors, closing
+    tokens = np.empty((8, rows, n_labels))
     bounds = np.empty((4, rows, n_labels))  # alpha, enter, beta, leave
     reach = np.zeros((2, rows, n_labels), np.bool_)  # alpha, enter
     blocked = np.zeros((rows, n_labels), np.int64)
@@ -125,6 +126,10 @@ def scaled_sequence_posteriors(state, first, last, length, spans, transitions, s
     """
     tokens, bounds, reach, blocked, norm, counts, esp = workspace
     es, esc, ef, el, cover = tokens[0], tokens[1], tokens[2], tokens[3], tokens[4]
+    # opening[a, y] = enter[a, y] * ef[a, y], the weight of a y-segment opening at a;
+    # exit[b, y] = el[b - 1, y] * beta[b, y], that of one closing at b; closing[b, y]
+    # sums the segments that close at b (taken once per segment, both are per token)
+    opening, exit_, closing = tokens[5], tokens[6], tokens[7]
     alpha, enter, beta, leave = bounds[0], bounds[1], bounds[2], bounds[3]
     alpha_reach, enter_reach = reach[0], reach[1]
     n_labels = state.shape[1]
@@ -163,6 +168,7 @@ def scaled_sequence_posteriors(state, first, last, length, spans, transitions, s
     for y in range(n_labels):
         enter[0, y] = exp_start[y]
         enter_reach[0, y] = start[y] > -np.inf
+        opening[0, y] = enter[0, y] * ef[0, y]
     for b in range(1, n + 1):
         total = 0.0
         for y in range(n_labels):
@@ -175,7 +181,7 @@ def scaled_sequence_posteriors(state, first, last, length, spans, transitions, s
                     p *= esc[a, y]
                 if p == 0.0:
                     break
-                term = enter[a, y] * ef[a, y] * exp_length[y, d - 1] * p
+                term = opening[a, y] * exp_length[y, d - 1] * p
                 if d <= n_scored:
                     term *= esp[a, d - 1, y]
                 acc += term
@@ -209,6 +215,7 @@ def scaled_sequence_posteriors(state, first, last, length, spans, transitions, s
                     entered = entered or (alpha_reach[b, x] and transitions[x, y] > -np.inf)
                 enter[b, y] = acc
                 enter_reach[b, y] = entered
+                opening[b, y] = acc * ef[b, y]
     final = 0.0
     for y in range(n_labels):
         final += alpha[n, y] * exp_end[y]
@@ -223,37 +230,40 @@ def scaled_sequence_posteriors(state, first, last, length, spans, transitions, s
     for r in range(n + 1):
         for y in range(n_labels):
             cover[r, y] = 0.0
+            closing[r, y] = 0.0
     for y in range(n_labels):
         beta[n, y] = exp_end[y] / final
+        exit_[n, y] = el[n - 1, y] * beta[n, y]
     for a in range(n - 1, -1, -1):
         for y in range(n_labels):
             p = 1.0
             acc = 0.0
-            opened = 0.0
+            weight = opening[a, y]
             for d in range(1, min(n - a, longest[y]) + 1):
                 b = a + d
                 p *= esc[b - 1, y]
                 if p == 0.0:
                     break
-                term = ef[a, y] * exp_length[y, d - 1] * p * el[b - 1, y] * beta[b, y]
+                term = exp_length[y, d - 1] * p * exit_[b, y]
                 if d <= n_scored:
                     term *= esp[a, d - 1, y]
                 acc += term
-                segment = enter[a, y] * term
-                if segment > 0.0:
-                    if with_marginals and d <= n_scored:
-                        span_marginals[lo + a, d - 1, y] += segment
-                    opened += segment
-                    roles[lo + b - 1, LAST, y] += segment
-                    if d == 1:
-                        roles[lo + a, SINGLE, y] += segment
-                    # coverage as a difference array, summed below
-                    cover[b, y] -= segment
-                    lengths_[y, d - 1] += segment
-            if not acc < HUGE:
+                # the segment's marginal; a NaN from an overflow here is caught
+                # below by the check of leave, and the caller discards the pass
+                segment = weight * term
+                if with_marginals and d <= n_scored:
+                    span_marginals[lo + a, d - 1, y] += segment
+                if d == 1:
+                    roles[lo + a, SINGLE, y] += segment
+                closing[b, y] += segment
+                lengths_[y, d - 1] += segment
+            value = ef[a, y] * acc
+            if not value < HUGE:
                 return np.nan
-            leave[a, y] = acc
+            leave[a, y] = value
+            opened = weight * acc
             roles[lo + a, FIRST, y] += opened
+            # coverage as a difference array, summed below
             cover[a, y] += opened
         if a > 0:
             for x in range(n_labels):
@@ -263,21 +273,23 @@ def scaled_sequence_posteriors(state, first, last, length, spans, transitions, s
                 if not acc < HUGE:
                     return np.nan
                 beta[a, x] = acc
+                exit_[a, x] = el[a - 1, x] * acc
                 for y in range(n_labels):
                     pair = alpha[a, x] * exp_transitions[x, y] * leave[a, y]
                     pairs[x, y] += pair
                     if x == y:
                         roles[lo + a, REPEAT, y] += pair
-    opening = 0.0
+    first_labels = 0.0
     for y in range(n_labels):
         counts[y, max_length + n_labels] = exp_start[y] * leave[0, y]
         counts[y, max_length + n_labels + 1] = alpha[n, y] * exp_end[y] / final
-        opening += counts[y, max_length + n_labels]
-    if not abs(opening - 1.0) <= IDENTITY_TOLERANCE:
+        first_labels += counts[y, max_length + n_labels]
+    if not abs(first_labels - 1.0) <= IDENTITY_TOLERANCE:
         return np.nan
     for y in range(n_labels):
         covered = 0.0
         for r in range(n):
-            covered += cover[r, y]
+            covered += cover[r, y] - closing[r, y]
             roles[lo + r, COVERED, y] = covered
+            roles[lo + r, LAST, y] += closing[r + 1, y]
     return log_z
