@@ -124,6 +124,71 @@ def scaled_sequence_posteriors(state, first, last, length, spans, transitions, s
     and runs the exact pass. A span score's exponential must stay below
     FACTOR_CAP, as those of the first and last scores.
     """
+    log_shift = token_factors(state, first, last, spans, lo, hi, workspace)
+    if log_shift != log_shift:
+        return np.nan
+    return scaled_factor_posteriors(state, first, last, length, spans, transitions, start,
+                                    longest, exp_length, exp_transitions, exp_start, exp_end,
+                                    smallest_norm, lo, hi, log_shift, roles, span_marginals,
+                                    workspace)
+
+
+@compiled()
+def token_factors(state, first, last, spans, lo, hi, workspace):
+    """The exponentiated scores of tokens lo..hi-1 into ``workspace``; their log shift.
+
+    ``es[r] = exp(state[lo + r] - max)``, ``ef`` and ``el`` the exponentials
+    of ``first`` and ``last``, ``esp`` those of the span scores, and
+    ``blocked`` the running count of ``-inf`` state scores per label. Returns
+    the sum of the per-token maxima (what the scaled pass adds to log Z), or
+    NaN when some token has no finite state score or a factor exceeds
+    FACTOR_CAP.
+    """
+    tokens, _, _, blocked, _, _, esp = workspace
+    es, ef, el = tokens[0], tokens[2], tokens[3]
+    n_labels = state.shape[1]
+    n = hi - lo
+    log_shift = 0.0
+    for y in range(n_labels):
+        blocked[0, y] = 0
+    for r in range(n):
+        top = -np.inf
+        for y in range(n_labels):
+            if state[lo + r, y] > top:
+                top = state[lo + r, y]
+        if top == -np.inf:
+            return np.nan
+        log_shift += top
+        for y in range(n_labels):
+            es[r, y] = np.exp(state[lo + r, y] - top)
+            ef[r, y] = np.exp(first[lo + r, y])
+            el[r, y] = np.exp(last[lo + r, y])
+            if ef[r, y] > FACTOR_CAP or el[r, y] > FACTOR_CAP:
+                return np.nan
+            blocked[r + 1, y] = blocked[r, y] + (state[lo + r, y] == -np.inf)
+    n_scored = spans.shape[1]
+    for r in range(n):
+        for d in range(min(n_scored, n - r)):
+            for y in range(n_labels):
+                v = np.exp(spans[lo + r, d, y])
+                if v > FACTOR_CAP:
+                    return np.nan
+                esp[r, d, y] = v
+    return log_shift
+
+
+@compiled()
+def scaled_factor_posteriors(state, first, last, length, spans, transitions, start, longest,
+                             exp_length, exp_transitions, exp_start, exp_end, smallest_norm,
+                             lo, hi, log_shift, roles, span_marginals, workspace):
+    """The scaled pass of :func:`scaled_sequence_posteriors` on factors ready in ``workspace``.
+
+    ``es``, ``ef``, ``el``, ``esp`` and ``blocked`` as :func:`token_factors`
+    makes them (a caller may compute them otherwise, e.g. as products of
+    exponentiated weights), ``log_shift`` what the scaling of ``es`` took
+    out. ``state``, ``first``, ``last`` and ``spans`` are read only to tell
+    a ``-inf`` score (forbidden) from an underflow.
+    """
     tokens, bounds, reach, blocked, norm, counts, esp = workspace
     es, esc, ef, el, cover = tokens[0], tokens[1], tokens[2], tokens[3], tokens[4]
     # opening[a, y] = enter[a, y] * ef[a, y], the weight of a y-segment opening at a;
@@ -135,34 +200,9 @@ def scaled_sequence_posteriors(state, first, last, length, spans, transitions, s
     n_labels = state.shape[1]
     max_length = length.shape[1]
     n = hi - lo
-
-    log_z = 0.0
-    for y in range(n_labels):
-        blocked[0, y] = 0
-    for r in range(n):
-        top = -np.inf
-        for y in range(n_labels):
-            if state[lo + r, y] > top:
-                top = state[lo + r, y]
-        if top == -np.inf:
-            return np.nan
-        log_z += top
-        for y in range(n_labels):
-            es[r, y] = np.exp(state[lo + r, y] - top)
-            ef[r, y] = np.exp(first[lo + r, y])
-            el[r, y] = np.exp(last[lo + r, y])
-            if ef[r, y] > FACTOR_CAP or el[r, y] > FACTOR_CAP:
-                return np.nan
-            blocked[r + 1, y] = blocked[r, y] + (state[lo + r, y] == -np.inf)
     n_scored = spans.shape[1]
     with_marginals = span_marginals.shape[0] > 0
-    for r in range(n):
-        for d in range(min(n_scored, n - r)):
-            for y in range(n_labels):
-                v = np.exp(spans[lo + r, d, y])
-                if v > FACTOR_CAP:
-                    return np.nan
-                esp[r, d, y] = v
+    log_z = log_shift
 
     # forward: alpha[b] normalized, enter[b] on the same scale
     for y in range(n_labels):

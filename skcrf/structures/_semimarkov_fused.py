@@ -17,7 +17,8 @@ the unfused path. Tested against that path on random problems.
 import numpy as np
 
 from ..inference._batch import chunk_bounds, compiled, longest_sequence, run_chunks
-from ..inference._semimarkov_scaled import (exp_factors, norm_floor,
+from ..inference._semimarkov_scaled import (FACTOR_CAP, exp_factors, norm_floor,
+                                            scaled_factor_posteriors,
                                             scaled_sequence_posteriors, scaled_workspace)
 from ..inference._segment_roles import COVERED, FIRST, LAST, N_ROLES
 from ..inference.semimarkov import _sequence_posteriors, longest_segments
@@ -27,6 +28,12 @@ from ._chain_fused import (FusedChainTerms, hot_state_rows, scatter_expected, se
 #: The roles whose marginals the token weights' role labels read, in their order
 #: (``TOKEN_ROLES`` of :mod:`.semimarkov`: state, first, last).
 _WEIGHTED_ROLES = np.array([COVERED, FIRST, LAST], dtype=np.int64)
+
+#: With binary features and every weight magnitude times the most entries of a
+#: token (or segment) row below this, the exponentiated scores are products of
+#: exponentiated weights, which no product of a row can take out of float64's
+#: normal range (as the chain's kernel does).
+PRODUCT_EXPONENT_BOUND = 600.0
 
 
 class FusedSemiMarkovTerms:
@@ -107,12 +114,13 @@ class FusedSemiMarkovTerms:
         scores = (*token_args, token_hot, token_weights, *span_args, span_hot,
                   segment_weights, np.bool_(spans is not None), np.int64(self.span_length),
                   _WEIGHTED_ROLES)
+        products = self._product_factors(token_hot, token_weights, span_hot, segment_weights)
         partials = (token_partial, token_hot_partial, span_partial, span_hot_partial,
                     chunk_lengths, chunk_transitions, chunk_start, chunk_end)
         exact = np.zeros(offsets.shape[0] - 1, np.bool_)
-        run_chunks(_scaled_nll_chunks, n_chunks, bounds, offsets, *scores, length, transitions,
-                   start, end, longest, scalable, exp_length, exp_transitions, exp_start,
-                   exp_end, norm_floor(max_length), log_z, exact, *partials)
+        run_chunks(_scaled_nll_chunks, n_chunks, bounds, offsets, *scores, *products, length,
+                   transitions, start, end, longest, scalable, exp_length, exp_transitions,
+                   exp_start, exp_end, norm_floor(max_length), log_z, exact, *partials)
         if exact.any():
             # the sequences whose numbers left the scaled pass's range: in log space
             run_chunks(_exact_nll_chunks, n_chunks, bounds, offsets, *scores, length,
@@ -139,6 +147,106 @@ class FusedSemiMarkovTerms:
             end_counts += chunk_end[c]
         return (log_z, expected_tokens, expected_segments, length_counts, transition_counts,
                 start_counts, end_counts)
+
+    def _product_factors(self, token_hot, token_weights, span_hot, segment_weights):
+        """``(by_products, exp rows and pairs of the tokens, of the spans)``.
+
+        With binary features and moderate weights (:data:`PRODUCT_EXPONENT_BOUND`)
+        the kernel multiplies these exponentials instead of exponentiating every
+        token's and segment's scores; otherwise they are empty and unused.
+        """
+        tokens, spans = self.tokens, self.spans
+        binary = tokens.features.binary and (spans is None or spans.features.binary)
+        largest = max(np.abs(token_weights).max(initial=0.0),
+                      np.abs(segment_weights).max(initial=0.0))
+        most = max(tokens.max_entries, 0 if spans is None else spans.max_entries)
+        # NaN weights fail the test: the other route then reports them
+        by_products = bool(binary and largest * most < PRODUCT_EXPONENT_BOUND)
+        if not by_products:
+            return (np.bool_(False), token_hot[:0], token_weights[:0], span_hot[:0],
+                    segment_weights[:0])
+        span_rows = (span_hot if spans is None
+                     else _exp_slot_rows(span_hot, spans.merged_parts))
+        return (np.bool_(True), _exp_slot_rows(token_hot, tokens.merged_parts),
+                np.exp(token_weights), span_rows, np.exp(segment_weights))
+
+
+@compiled()
+def _exp_slot_rows(hot_state, merged_parts):
+    """``exp`` of the slots' rows; a merged slot's is the product of its parts' (no exp)."""
+    n_hot = hot_state.shape[0] - merged_parts.shape[0]
+    exp_hot = np.empty_like(hot_state)
+    for slot in range(n_hot):
+        for j in range(hot_state.shape[1]):
+            exp_hot[slot, j] = np.exp(hot_state[slot, j])
+    for m in range(merged_parts.shape[0]):
+        row = exp_hot[n_hot + m]
+        a = exp_hot[merged_parts[m, 0]]
+        b = exp_hot[merged_parts[m, 1]]
+        for j in range(row.shape[0]):
+            row[j] = a[j] * b[j]
+    return exp_hot
+
+
+@compiled()
+def _row_products(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, exp_hot, exp_pairs,
+                  row_index, out):
+    """``out[:] = exp(scores of row row_index)`` as the product of its weights' exponentials."""
+    for j in range(out.shape[0]):
+        out[j] = 1.0
+    for k in range(hot_ptr[row_index], hot_ptr[row_index + 1]):
+        hot = exp_hot[entries[k]]
+        for j in range(out.shape[0]):
+            out[j] *= hot[j]
+    for i in range(cold_ptr[row_index], cold_ptr[row_index + 1]):
+        out[cold_labels[i]] *= exp_pairs[cold_pairs[i]]
+
+
+@compiled()
+def _product_token_factors(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, exp_hot,
+                           exp_pairs, span_entries, span_hot_ptr, span_cold_ptr,
+                           span_cold_pairs, span_cold_labels, exp_span_hot, exp_span_pairs,
+                           with_spans, span_length, lo, hi, products, workspace):
+    """The scaled pass's factors of tokens lo..hi-1, as products (see :func:`token_factors`).
+
+    ``products`` is scratch of (at least) hi - lo rows of the token roles'
+    width. Returns the log shift of the state factors, or NaN when a first,
+    last or span factor exceeds FACTOR_CAP.
+    """
+    tokens, _, _, blocked, _, _, esp = workspace
+    es, ef, el = tokens[0], tokens[2], tokens[3]
+    C = es.shape[1]
+    n = hi - lo
+    log_shift = 0.0
+    for y in range(C):
+        blocked[0, y] = 0
+    for r in range(n):
+        row = products[r]
+        _row_products(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, exp_hot, exp_pairs,
+                      lo + r, row)
+        top = row[0]
+        for y in range(1, C):
+            top = max(top, row[y])
+        log_shift += np.log(top)
+        scale = 1.0 / top
+        for y in range(C):
+            es[r, y] = row[y] * scale
+            ef[r, y] = row[C + y]
+            el[r, y] = row[2 * C + y]
+            if ef[r, y] > FACTOR_CAP or el[r, y] > FACTOR_CAP:
+                return np.nan
+            blocked[r + 1, y] = 0
+    if with_spans:
+        for r in range(n):
+            for d in range(min(span_length, n - r)):
+                factors = esp[r, d]
+                _row_products(span_entries, span_hot_ptr, span_cold_ptr, span_cold_pairs,
+                              span_cold_labels, exp_span_hot, exp_span_pairs,
+                              (lo + r) * span_length + d, factors)
+                for y in range(C):
+                    if factors[y] > FACTOR_CAP:
+                        return np.nan
+    return log_shift
 
 
 @compiled()
@@ -216,9 +324,10 @@ def _scaled_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot
                        token_hot, token_weights, span_values, span_entries, span_hot_ptr,
                        span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
                        span_binary, span_max_entries, span_hot, segment_weights, with_spans,
-                       span_length, weighted_roles, length, transitions, start, end, longest,
-                       scalable, exp_length, exp_transitions, exp_start, exp_end,
-                       smallest_norm, log_z, exact, token_partial, token_hot_partial,
+                       span_length, weighted_roles, by_products, exp_token_hot,
+                       exp_token_pairs, exp_span_hot, exp_span_pairs, length, transitions,
+                       start, end, longest, scalable, exp_length, exp_transitions, exp_start,
+                       exp_end, smallest_norm, log_z, exact, token_partial, token_hot_partial,
                        span_partial, span_hot_partial, chunk_lengths, chunk_transitions,
                        chunk_start, chunk_end):
     """The scaled pass of the chunks' sequences and their partial sums (see
@@ -238,7 +347,13 @@ def _scaled_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot
         workspace = scaled_workspace(rows, C, max_length, span_length)
         sequence_counts = workspace[5]
         scratch = _chunk_scratch(rows, C, weighted_roles.shape[0], span_length, with_spans)
-        state, first, last, roles = scratch[1], scratch[2], scratch[3], scratch[4]
+        unary, state, first, last, roles = (scratch[0], scratch[1], scratch[2], scratch[3],
+                                            scratch[4])
+        if by_products:
+            # never written on this route: finite scores for the pass's -inf tests
+            state[:] = 0.0
+            first[:] = 0.0
+            last[:] = 0.0
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -248,16 +363,42 @@ def _scaled_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot
             if not scalable:
                 exact[q] = True
                 continue
-            spans, marginals = _sequence_scores(
-                values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
-                binary, token_hot, token_weights, span_values, span_entries, span_hot_ptr,
-                span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
-                span_binary, span_hot, segment_weights, with_spans, span_length, lo, hi,
-                scratch)
-            value = scaled_sequence_posteriors(
-                state, first, last, length, spans, transitions, start, end, longest,
-                exp_length, exp_transitions, exp_start, exp_end, smallest_norm, np.int64(0), n,
-                roles, marginals, workspace)
+            if by_products:
+                for r in range(n):
+                    for k in range(N_ROLES):
+                        for y in range(C):
+                            roles[r, k, y] = 0.0
+                log_shift = _product_token_factors(
+                    entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, exp_token_hot,
+                    exp_token_pairs, span_entries, span_hot_ptr, span_cold_ptr,
+                    span_cold_pairs, span_cold_labels, exp_span_hot, exp_span_pairs,
+                    with_spans, span_length, lo, hi, unary, workspace)
+                if log_shift != log_shift:
+                    exact[q] = True
+                    continue
+                spans = scratch[8]
+                marginals = scratch[8]
+                if with_spans:
+                    # the factors stand in for the span scores where the pass asks
+                    # whether one is -inf: none is
+                    spans = workspace[6][:n]
+                    marginals = scratch[7][:n * span_length].reshape((n, span_length, C))
+                    marginals[:] = 0.0
+                value = scaled_factor_posteriors(
+                    state, first, last, length, spans, transitions, start, longest,
+                    exp_length, exp_transitions, exp_start, exp_end, smallest_norm,
+                    np.int64(0), n, log_shift, roles, marginals, workspace)
+            else:
+                spans, marginals = _sequence_scores(
+                    values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                    binary, token_hot, token_weights, span_values, span_entries, span_hot_ptr,
+                    span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
+                    span_binary, span_hot, segment_weights, with_spans, span_length, lo, hi,
+                    scratch)
+                value = scaled_sequence_posteriors(
+                    state, first, last, length, spans, transitions, start, end, longest,
+                    exp_length, exp_transitions, exp_start, exp_end, smallest_norm,
+                    np.int64(0), n, roles, marginals, workspace)
             if value != value:
                 exact[q] = True
                 continue
