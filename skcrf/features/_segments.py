@@ -31,7 +31,8 @@ from ._words import word_shape
 from .gazetteer import FEATURE_PREFIXES, MATCH_KINDS, Gazetteer, token_features
 
 #: The built-in kinds of segment features, and what ``segment_features=True`` takes.
-SEGMENT_KINDS = ("words", "shape", "length", "first", "last", "before", "after", "gazetteer")
+SEGMENT_KINDS = ("words", "shape", "columns", "length", "first", "last", "before", "after",
+                 "gazetteer")
 
 #: The gazetteer of each parameter value already read (by its repr), most recent last.
 _GAZETTEERS = {}
@@ -146,60 +147,90 @@ def segment_matrix(featurizer, tokens):
     L = int(featurizer.max_segment_length)
     offsets = tokens.offsets
     n_tokens = tokens.n_tokens
-    n_rows = n_tokens * L
     word_ids, words = tokens.column_codes(featurizer.word_column)
     lower_of_word, lowers = factorize([word.lower() for word in words])
     lower_ids = lower_of_word[word_ids] if n_tokens else np.zeros(0, dtype=np.int64)
     room = np.repeat(offsets[1:], np.diff(offsets)) - np.arange(n_tokens)
+    # the candidates, in the order of their rows: by first token, then length
+    starts, lengths = _candidates(room, L)
     kinds = segment_kinds(featurizer)
-    blocks = []  # (rows, columns, names) of each kind
+    single = []  # (column of each candidate or -1, names) of the kinds of one feature each
     if "words" in kinds:
-        blocks.append(_ngrams(lower_ids, lowers, room, L, "words="))
+        single.append(_ngrams(lower_ids, lowers, starts, lengths, "words="))
     if "shape" in kinds:
         shape_of_word, shapes = factorize([word_shape(word) for word in words])
         shape_ids = shape_of_word[word_ids] if n_tokens else np.zeros(0, dtype=np.int64)
-        blocks.append(_ngrams(shape_ids, shapes, room, L, "shape="))
-    starts, lengths = _candidates(room, L)
-    rows = starts * L + lengths - 1
+        single.append(_ngrams(shape_ids, shapes, starts, lengths, "shape="))
+    if "columns" in kinds:
+        # the values of the other token columns joined: a segment's POS pattern
+        for column, name in _other_columns(featurizer, tokens.n_columns):
+            ids, values = tokens.column_codes(column)
+            single.append(_ngrams(ids, values, starts, lengths, f"{name}="))
     if "length" in kinds:
-        blocks.append(_compact(rows, lengths - 1, [f"length={d}" for d in range(1, L + 1)]))
+        single.append((lengths - 1, [f"length={d}" for d in range(1, L + 1)]))
+    # a segment of one token is its own first and last word: "words" says it
+    longer = lengths > 1 if "words" in kinds else np.ones(starts.shape[0], dtype=bool)
     if "first" in kinds:
-        blocks.append(_compact(rows, lower_ids[starts], ["first=" + w for w in lowers]))
+        single.append((np.where(longer, lower_ids[starts], -1), ["first=" + w for w in lowers]))
     if "last" in kinds:
-        blocks.append(_compact(rows, lower_ids[starts + lengths - 1],
-                               ["last=" + w for w in lowers]))
+        single.append((np.where(longer, lower_ids[starts + lengths - 1], -1),
+                       ["last=" + w for w in lowers]))
     if "before" in kinds:
-        opens = starts == np.repeat(offsets[:-1], np.diff(offsets))[starts]
+        opens = room[starts] == np.repeat(np.diff(offsets), np.diff(offsets))[starts]
         before = np.where(opens, len(lowers), lower_ids[np.maximum(starts - 1, 0)])
-        blocks.append(_compact(rows, before, ["before=" + w for w in lowers] + ["BOS"]))
+        single.append((before, ["before=" + w for w in lowers] + ["BOS"]))
     if "after" in kinds:
         closes = lengths == room[starts]
         stops = np.minimum(starts + lengths, max(n_tokens - 1, 0))
-        after = np.where(closes, len(lowers), lower_ids[stops])
-        blocks.append(_compact(rows, after, ["after=" + w for w in lowers] + ["EOS"]))
+        single.append((np.where(closes, len(lowers), lower_ids[stops]),
+                       ["after=" + w for w in lowers] + ["EOS"]))
+    extra = []  # (candidate, column, names) of the kinds of several features each
     if "gazetteer" in kinds:
         gazetteer = gazetteer_of(featurizer)
         for kind in MATCH_KINDS:
             found = gazetteer.matches(words, word_ids, offsets, kind)
             short = found.lengths <= L
+            # the candidate of (start, length): its row's rank among the candidate rows
+            candidate = (np.cumsum(np.minimum(room, L)) - np.minimum(room, L))[
+                found.starts[short]] + found.lengths[short] - 1
             prefix = FEATURE_PREFIXES[kind]
-            blocks.append(_compact(found.starts[short] * L + found.lengths[short] - 1,
-                                   found.type_ids[short],
-                                   [f"{prefix}={t}" for t in gazetteer.types]))
-    matrix, names = _stacked(blocks, n_rows)
+            extra.append((candidate, found.type_ids[short],
+                          [f"{prefix}={t}" for t in gazetteer.types]))
+    indices, candidate_ptr, names = _candidate_entries(single, extra, starts.shape[0])
+    # spread the candidates' entries over all rows (empty past a sequence's end)
+    counts = np.zeros(n_tokens * L, dtype=np.int64)
+    counts[starts * L + lengths - 1] = np.diff(candidate_ptr)
+    indptr = np.zeros(n_tokens * L + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
     segment_offsets = offsets * L
     custom = featurizer.segment_features
     if callable(custom) and not isinstance(custom, bool):
-        custom_matrix, custom_names = _custom_segment_features(custom, tokens, starts, lengths,
-                                                               rows, n_rows)
-        matrix = sp.hstack([matrix, custom_matrix], format="csr")
+        built_in = sp.csr_matrix((np.ones(indices.shape[0]), indices, indptr),
+                                 shape=(n_tokens * L, len(names)))
+        custom_matrix, custom_names = _custom_segment_features(
+            custom, tokens, starts, lengths, starts * L + lengths - 1, n_tokens * L)
         # sorted and merged by name: a callable's feature named like a built-in one
         # adds to its column
-        return SequenceVectorizer().fit_transform(
-            SequenceMatrix(matrix, segment_offsets, names + custom_names))
-    return SequenceMatrix._from_arrays(None, matrix.indices.astype(np.int32, copy=False),
-                                       matrix.indptr.astype(np.int64, copy=False),
-                                       len(names), segment_offsets, names)
+        return SequenceVectorizer().fit_transform(SequenceMatrix(
+            sp.hstack([built_in, custom_matrix], format="csr"), segment_offsets,
+            names + custom_names))
+    return SequenceMatrix._from_arrays(None, indices, indptr, len(names), segment_offsets,
+                                       names)
+
+
+def _other_columns(featurizer, n_columns):
+    """(column, name) of the token columns other than the word (and head) the featurizer uses.
+
+    Those of its ``columns`` parameter, named as in its token features.
+    """
+    f = featurizer
+    if f.columns == "auto":
+        columns = [c for c in range(n_columns) if c not in (f.word_column, f.head_column)]
+    else:
+        columns = sorted(f.columns or {})
+    names = (list(f.column_names) if f.column_names is not None
+             else [f"col{c}" for c in range(n_columns)])
+    return [(c, names[c]) for c in columns if c < n_columns]
 
 
 def _candidates(room, L):
@@ -213,63 +244,85 @@ def _candidates(room, L):
     return starts, lengths.astype(np.int64)
 
 
-def _ngrams(ids, values, room, L, prefix):
-    """The n-grams of ``values`` (one id per token) of up to L tokens, joined by spaces.
+def _ngrams(ids, values, starts, lengths, prefix):
+    """The n-gram of ``values`` (one id per token) of each candidate, joined by spaces.
 
     Numbered a length at a time: the n-gram of d tokens from t is the pair
     (n-gram of d - 1 tokens from t, value of token t + d - 1), numbered with
-    ``np.unique``, so that each distinct n-gram's name is built once.
+    ``np.unique``, so that each distinct n-gram's name is built once. Returns
+    (column of each candidate, names).
     """
-    n_tokens = ids.shape[0]
-    rows, columns, names = [], [], []
-    codes = ids.copy()
-    level_names = list(values)
+    columns = np.zeros(starts.shape[0], dtype=np.int64)
+    names = []
     n_values = max(len(values), 1)
-    for d in range(1, L + 1):
-        fits = np.flatnonzero(room >= d)
-        if not fits.size:
-            break
-        if d > 1:
-            pairs = codes[fits] * n_values + ids[fits + d - 1]
-            distinct, inverse = np.unique(pairs, return_inverse=True)
-            previous, last = np.divmod(distinct, n_values)
-            level_names = [level_names[p] + " " + values[w]
-                           for p, w in zip(previous.tolist(), last.tolist())]
-            codes = np.full(n_tokens, -1, dtype=np.int64)
-            codes[fits] = inverse.reshape(-1)
+    previous_codes = None
+    for d in range(1, int(lengths.max(initial=0)) + 1):
+        here = np.flatnonzero(lengths == d)
+        if d == 1:
+            distinct, codes = np.unique(ids[starts[here]], return_inverse=True)
+            level_names = [values[w] for w in distinct.tolist()]
         else:
-            distinct_ids, inverse = np.unique(ids, return_inverse=True)
-            level_names = [values[w] for w in distinct_ids.tolist()]
-            codes = inverse.reshape(-1).astype(np.int64)
-        rows.append(fits * L + d - 1)
-        columns.append(len(names) + codes[fits])
+            # the candidates of length d - 1 from the same tokens come just before
+            pairs = previous_codes[here - 1] * n_values + ids[starts[here] + d - 1]
+            distinct, codes = np.unique(pairs, return_inverse=True)
+            before, last = np.divmod(distinct, n_values)
+            level_names = [level_names[p] + " " + values[w]
+                           for p, w in zip(before.tolist(), last.tolist())]
+        codes = codes.reshape(-1)
+        columns[here] = len(names) + codes
         names += [prefix + name for name in level_names]
-    if not rows:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), []
-    return np.concatenate(rows), np.concatenate(columns), names
+        previous_codes = np.zeros(starts.shape[0], dtype=np.int64)
+        previous_codes[here] = codes
+    return columns, names
 
 
-def _compact(rows, columns, names):
-    """``(rows, columns, names)`` keeping only the names some entry uses."""
-    used, local = np.unique(columns, return_inverse=True)
-    return rows, local.reshape(-1), [names[k] for k in used.tolist()]
+def _candidate_entries(single, extra, n_candidates):
+    """CSR arrays over the candidates of the kinds' features, and the names of their columns.
 
-
-def _stacked(blocks, n_rows):
-    """One CSR matrix (n_rows, all names) of the kinds' entries, and its column names."""
-    rows, columns, names = [], [], []
-    for block_rows, block_columns, block_names in blocks:
-        rows.append(block_rows)
-        columns.append(block_columns + len(names))
-        names += block_names
-    if not rows:
-        return sp.csr_matrix((n_rows, 0)), []
-    rows = np.concatenate(rows)
-    columns = np.concatenate(columns)
-    matrix = sp.csr_matrix((np.ones(rows.shape[0]), (rows, columns)),
-                           shape=(n_rows, len(names)))
-    matrix.sum_duplicates()  # sorts the rows' columns; each kind has one entry per cell
-    return matrix, names
+    ``single`` holds, per kind of one feature each, the column of each
+    candidate (-1 for none) and the names; ``extra``, per kind of several,
+    (candidate, column) entries and the names. Only the names some entry uses
+    are kept; columns come in the order of the kinds, so each candidate's
+    entries are sorted. Returns (int32 indices, int64 candidate pointers, names).
+    """
+    names = []
+    table = np.full((n_candidates, len(single)), -1, dtype=np.int32)
+    for k, (columns, kind_names) in enumerate(single):
+        present = columns >= 0
+        used, local = np.unique(columns[present], return_inverse=True)
+        table[present, k] = len(names) + local.reshape(-1)
+        names += [kind_names[j] for j in used.tolist()]
+    extra_candidates, extra_columns = [np.zeros(0, dtype=np.int64)], [np.zeros(0, np.int64)]
+    for candidates, columns, kind_names in extra:
+        used, local = np.unique(columns, return_inverse=True)
+        extra_candidates.append(candidates)
+        extra_columns.append(len(names) + local.reshape(-1))
+        names += [kind_names[j] for j in used.tolist()]
+    extra_candidates = np.concatenate(extra_candidates)
+    extra_columns = np.concatenate(extra_columns)
+    order = np.lexsort((extra_columns, extra_candidates))
+    extra_candidates, extra_columns = extra_candidates[order], extra_columns[order]
+    present = table >= 0
+    single_counts = present.sum(axis=1)
+    extra_counts = np.bincount(extra_candidates, minlength=n_candidates)
+    candidate_ptr = np.zeros(n_candidates + 1, dtype=np.int64)
+    np.cumsum(single_counts + extra_counts, out=candidate_ptr[1:])
+    indices = np.empty(candidate_ptr[-1], dtype=np.int32)
+    if present.all():
+        # every kind for every candidate: the table's rows are the entries
+        at = (candidate_ptr[:-1, None] + np.arange(table.shape[1])).ravel()
+        indices[at] = table.ravel()
+    else:
+        owner = np.repeat(np.arange(n_candidates), single_counts)
+        rank = np.arange(owner.shape[0]) - np.repeat(np.cumsum(single_counts) - single_counts,
+                                                      single_counts)
+        indices[candidate_ptr[owner] + rank] = table[present]
+    if extra_candidates.shape[0]:
+        group = np.cumsum(extra_counts) - extra_counts
+        rank = np.arange(extra_candidates.shape[0]) - group[extra_candidates]
+        indices[candidate_ptr[extra_candidates] + single_counts[extra_candidates]
+                + rank] = extra_columns
+    return indices, candidate_ptr, names
 
 
 def _custom_segment_features(function, tokens, starts, lengths, rows, n_rows):

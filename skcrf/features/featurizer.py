@@ -136,7 +136,9 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         :attr:`~SequenceMatrix.segments`. True emits every built-in kind
         (``"gazetteer"`` when a gazetteer is given): ``"words"`` (its words
         lowercased and joined, ``words=nueva york``), ``"shape"`` (its words'
-        shapes joined, ``shape=Xx Xx``), ``"length"`` (``length=2``),
+        shapes joined, ``shape=Xx Xx``), ``"columns"`` (the values of the
+        other token columns in use joined, named as their token features:
+        ``col1=DT JJ NN``, a segment's POS pattern), ``"length"`` (``length=2``),
         ``"first"`` and ``"last"`` (its first and last word, lowercased),
         ``"before"`` and ``"after"`` (the words just outside it, or ``BOS`` /
         ``EOS`` at the sequence's edges) and ``"gazetteer"`` (its matches of

@@ -60,6 +60,18 @@ def test_every_candidate_segment_gets_its_features(L):
     assert len(set(segments.feature_names)) == segments.n_features
 
 
+def test_columns_join_the_other_token_columns():
+    tokens = [[("The", "DT"), ("big", "JJ"), ("dog", "NN")]]
+    featurizer = TokenFeaturizer(segment_features=["columns"], max_segment_length=3,
+                                 column_names=("w", "pos"))
+    rows = _rows(featurizer.fit_transform(tokens).segments, 3)
+    assert rows == {(0, 0): {"pos=DT"}, (0, 1): {"pos=DT JJ"}, (0, 2): {"pos=DT JJ NN"},
+                    (1, 0): {"pos=JJ"}, (1, 1): {"pos=JJ NN"}, (2, 0): {"pos=NN"}}
+    none = TokenFeaturizer(segment_features=["columns", "length"], columns=None,
+                           max_segment_length=1)
+    assert _rows(none.fit_transform(tokens).segments, 1)[(0, 0)] == {"length=1"}
+
+
 def test_a_list_of_kinds_and_a_callable():
     kinds = TokenFeaturizer(segment_features=["shape", "first"], max_segment_length=2)
     rows = _rows(kinds.fit_transform(X).segments, 2)
