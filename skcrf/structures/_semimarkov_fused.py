@@ -1,11 +1,14 @@
 """The semi-Markov CRF's fused training kernel: features x weights, inference and scatter in one pass.
 
 The segment counterpart of :mod:`._chain_fused`, built on its per-sequence
-helpers and its feature layout (frequent features as dense rows, merged
-pairs of them, the others as pair streams): per sequence, the token scores of
-the three roles (every token, first token, last token of a segment: ``3 *
-n_labels`` columns) and the span scores of its candidate segments are summed
-into per-chunk scratch rows, the scaled semi-Markov forward-backward of
+helpers and its layout of the token features (frequent features as dense
+rows, merged pairs of them, the others as pair streams): per sequence, the
+token scores of the three roles (every token, first token, last token of a
+segment: ``3 * n_labels`` columns) and the span scores of its candidate
+segments (read from the features of segments as they come, a CSR row per
+candidate, each feature's few (feature, label) pairs in turn: no layout of
+their own, which would cost pointers per candidate) are summed into
+per-chunk scratch rows, the scaled semi-Markov forward-backward of
 :mod:`~skcrf.inference._semimarkov_scaled` turns them into role and span
 marginals (the exact log-space pass where the scaled one gives up), and those
 are scattered into the chunk's expected counts. Training never holds the
@@ -55,46 +58,46 @@ class FusedSemiMarkovTerms:
         self.offsets = offsets
         self.n_labels = n_labels
         self.tokens = FusedChainTerms(features, offsets, token_pairs, 3 * n_labels)
-        n_chunks = self.tokens.n_chunks
-        self.spans = None
-        self.span_length = 0
+        self.n_chunks = self.tokens.n_chunks
+        self.segment_pairs = segment_pairs
+        self.segments = features.segments if segment_pairs is not None else None
+        self.span_length = 0 if segment_pairs is None else int(features.segment_length)
+        self.span_max_entries = 0
+        self._span_partial = None
         if segment_pairs is not None:
-            self.span_length = int(features.segment_length)
-            self.spans = FusedChainTerms(features.segments, offsets * self.span_length,
-                                         segment_pairs, n_labels)
-            # one chunking for both; with fewer chunks the dense rows of the other
-            # take less memory than its budget allows
-            n_chunks = min(n_chunks, self.spans.n_chunks)
-            self.spans.n_chunks = n_chunks
-        self.tokens.n_chunks = n_chunks
-        self.n_chunks = n_chunks
+            self.span_max_entries = int(np.diff(self.segments.indptr).max(initial=0))
+
+    def _span_args(self, token_args, segment_weights):
+        """(data, indices, indptr, binary, pair_ptr, pair_labels, weights) of the segment
+        features; empty arrays of the same types without them (one compiled kernel)."""
+        if self.segments is None:
+            empty = np.zeros(0)
+            index = token_args[1][:0]
+            return (empty, index, np.zeros(1, np.int64), np.bool_(True),
+                    np.zeros(1, np.int32), np.zeros(0, np.int32), empty)
+        data, indices, indptr, binary = self.segments.kernel_args()
+        pairs = self.segment_pairs
+        return (data, indices, indptr, np.bool_(binary), pairs.feature_ptr, pairs.labels,
+                np.ascontiguousarray(segment_weights))
 
     def __call__(self, token_weights, segment_weights, length, transitions, start, end):
         """``(log_z, expected_tokens, expected_segments, length_counts, transition_counts,
         start_counts, end_counts)`` at the weights; ``expected_segments`` is empty
         without segment features."""
         C = self.n_labels
-        tokens, spans = self.tokens, self.spans
+        tokens = self.tokens
         token_weights = np.ascontiguousarray(token_weights)
         token_hot = hot_state_rows(tokens.hot_features, tokens.merged_parts,
                                    tokens.pairs.feature_ptr, tokens.pairs.labels,
                                    token_weights, 3 * C)
         token_partial, token_hot_partial = tokens.workspace()
         token_args = tokens.kernel_args()
-        if spans is None:
-            # the same types, never read: one compiled kernel serves both cases
-            span_args = tuple(a[:0] if isinstance(a, np.ndarray) else a for a in token_args)
-            segment_weights = np.zeros(0)
-            span_hot = np.zeros((0, C))
-            span_partial = np.zeros((self.n_chunks, 0))
-            span_hot_partial = np.zeros((self.n_chunks, 0, C))
-        else:
-            span_args = spans.kernel_args()
-            segment_weights = np.ascontiguousarray(segment_weights)
-            span_hot = hot_state_rows(spans.hot_features, spans.merged_parts,
-                                      spans.pairs.feature_ptr, spans.pairs.labels,
-                                      segment_weights, C)
-            span_partial, span_hot_partial = spans.workspace()
+        span_args = self._span_args(token_args, segment_weights)
+        n_segment_pairs = span_args[5].shape[0]
+        if self._span_partial is None or self._span_partial.shape[1] != n_segment_pairs:
+            # kept between calls, as the token partial sums (see FusedChainTerms)
+            self._span_partial = np.empty((self.n_chunks, n_segment_pairs))
+        span_partial = self._span_partial
         length = np.ascontiguousarray(length)
         transitions = np.ascontiguousarray(transitions)
         start = np.ascontiguousarray(start)
@@ -111,12 +114,12 @@ class FusedSemiMarkovTerms:
         chunk_transitions = np.zeros((n_chunks, C, C))
         chunk_start = np.zeros((n_chunks, C))
         chunk_end = np.zeros((n_chunks, C))
-        scores = (*token_args, token_hot, token_weights, *span_args, span_hot,
-                  segment_weights, np.bool_(spans is not None), np.int64(self.span_length),
+        scores = (*token_args, token_hot, token_weights, *span_args,
+                  np.bool_(self.segments is not None), np.int64(self.span_length),
                   _WEIGHTED_ROLES)
-        products = self._product_factors(token_hot, token_weights, span_hot, segment_weights)
-        partials = (token_partial, token_hot_partial, span_partial, span_hot_partial,
-                    chunk_lengths, chunk_transitions, chunk_start, chunk_end)
+        products = self._product_factors(token_hot, token_weights, span_args)
+        partials = (token_partial, token_hot_partial, span_partial, chunk_lengths,
+                    chunk_transitions, chunk_start, chunk_end)
         exact = np.zeros(offsets.shape[0] - 1, np.bool_)
         run_chunks(_scaled_nll_chunks, n_chunks, bounds, offsets, *scores, *products, length,
                    transitions, start, end, longest, scalable, exp_length, exp_transitions,
@@ -129,18 +132,14 @@ class FusedSemiMarkovTerms:
         expected_tokens = summed_pair_partials(token_partial, token_hot_partial,
                                                tokens.hot_features, tokens.merged_parts,
                                                tokens.pairs.feature_ptr, tokens.pairs.labels)
-        expected_segments = np.zeros(0)
-        if spans is not None:
-            expected_segments = summed_pair_partials(span_partial, span_hot_partial,
-                                                     spans.hot_features, spans.merged_parts,
-                                                     spans.pairs.feature_ptr,
-                                                     spans.pairs.labels)
         # chunk partial sums added in chunk order: the thread count changes nothing
+        expected_segments = np.zeros(n_segment_pairs)
         length_counts = np.zeros((C, max_length))
         transition_counts = np.zeros((C, C))
         start_counts = np.zeros(C)
         end_counts = np.zeros(C)
         for c in range(n_chunks):
+            expected_segments += span_partial[c]
             length_counts += chunk_lengths[c]
             transition_counts += chunk_transitions[c]
             start_counts += chunk_start[c]
@@ -148,27 +147,25 @@ class FusedSemiMarkovTerms:
         return (log_z, expected_tokens, expected_segments, length_counts, transition_counts,
                 start_counts, end_counts)
 
-    def _product_factors(self, token_hot, token_weights, span_hot, segment_weights):
-        """``(by_products, exp rows and pairs of the tokens, of the spans)``.
+    def _product_factors(self, token_hot, token_weights, span_args):
+        """``(by_products, exp rows and pairs of the tokens, exp pairs of the segments)``.
 
         With binary features and moderate weights (:data:`PRODUCT_EXPONENT_BOUND`)
         the kernel multiplies these exponentials instead of exponentiating every
         token's and segment's scores; otherwise they are empty and unused.
         """
-        tokens, spans = self.tokens, self.spans
-        binary = tokens.features.binary and (spans is None or spans.features.binary)
+        tokens = self.tokens
+        segment_weights = span_args[6]
+        binary = tokens.features.binary and bool(span_args[3])
         largest = max(np.abs(token_weights).max(initial=0.0),
                       np.abs(segment_weights).max(initial=0.0))
-        most = max(tokens.max_entries, 0 if spans is None else spans.max_entries)
+        most = max(tokens.max_entries, self.span_max_entries)
         # NaN weights fail the test: the other route then reports them
         by_products = bool(binary and largest * most < PRODUCT_EXPONENT_BOUND)
         if not by_products:
-            return (np.bool_(False), token_hot[:0], token_weights[:0], span_hot[:0],
-                    segment_weights[:0])
-        span_rows = (span_hot if spans is None
-                     else _exp_slot_rows(span_hot, spans.merged_parts))
+            return (np.bool_(False), token_hot[:0], token_weights[:0], segment_weights[:0])
         return (np.bool_(True), _exp_slot_rows(token_hot, tokens.merged_parts),
-                np.exp(token_weights), span_rows, np.exp(segment_weights))
+                np.exp(token_weights), np.exp(segment_weights))
 
 
 @compiled()
@@ -202,16 +199,44 @@ def _row_products(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, exp_hot, 
         out[cold_labels[i]] *= exp_pairs[cold_pairs[i]]
 
 
+# the features of segments, as the kernels take them (see _span_args)
+@compiled()
+def _span_rows(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights, first_row,
+               n_rows, rows):
+    """``rows[r] = sum of row first_row + r's features' pair weights``, for r < n_rows."""
+    for r in range(n_rows):
+        row = rows[r]
+        for j in range(row.shape[0]):
+            row[j] = 0.0
+        for k in range(indptr[first_row + r], indptr[first_row + r + 1]):
+            value = 1.0 if binary else data[k]
+            col = indices[k]
+            for p in range(pair_ptr[col], pair_ptr[col + 1]):
+                row[pair_labels[p]] += value * pair_weights[p]
+
+
+@compiled()
+def _scatter_span_rows(data, indices, indptr, binary, pair_ptr, pair_labels, first_row, n_rows,
+                       rows, expected):
+    """``expected[p] += value * rows[r, label of p]`` over rows first_row + r, r < n_rows."""
+    for r in range(n_rows):
+        for k in range(indptr[first_row + r], indptr[first_row + r + 1]):
+            value = 1.0 if binary else data[k]
+            col = indices[k]
+            for p in range(pair_ptr[col], pair_ptr[col + 1]):
+                expected[p] += value * rows[r, pair_labels[p]]
+
+
 @compiled()
 def _product_token_factors(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, exp_hot,
-                           exp_pairs, span_entries, span_hot_ptr, span_cold_ptr,
-                           span_cold_pairs, span_cold_labels, exp_span_hot, exp_span_pairs,
-                           with_spans, span_length, lo, hi, products, workspace):
+                           exp_pairs, span_indices, span_indptr, span_pair_ptr,
+                           span_pair_labels, exp_span_pairs, with_spans, span_length, lo, hi,
+                           products, workspace):
     """The scaled pass's factors of tokens lo..hi-1, as products (see :func:`token_factors`).
 
     ``products`` is scratch of (at least) hi - lo rows of the token roles'
     width. Returns the log shift of the state factors, or NaN when a first,
-    last or span factor exceeds FACTOR_CAP.
+    last or span factor exceeds FACTOR_CAP. Binary features only.
     """
     tokens, _, _, blocked, _, _, esp = workspace
     es, ef, el = tokens[0], tokens[2], tokens[3]
@@ -240,9 +265,13 @@ def _product_token_factors(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, 
         for r in range(n):
             for d in range(min(span_length, n - r)):
                 factors = esp[r, d]
-                _row_products(span_entries, span_hot_ptr, span_cold_ptr, span_cold_pairs,
-                              span_cold_labels, exp_span_hot, exp_span_pairs,
-                              (lo + r) * span_length + d, factors)
+                for y in range(C):
+                    factors[y] = 1.0
+                segment = (lo + r) * span_length + d
+                for k in range(span_indptr[segment], span_indptr[segment + 1]):
+                    col = span_indices[k]
+                    for p in range(span_pair_ptr[col], span_pair_ptr[col + 1]):
+                        factors[span_pair_labels[p]] *= exp_span_pairs[p]
                 for y in range(C):
                     if factors[y] > FACTOR_CAP:
                         return np.nan
@@ -262,10 +291,9 @@ def _chunk_scratch(rows, n_labels, n_roles, span_length, with_spans):
 
 @compiled()
 def _sequence_scores(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
-                     binary, token_hot, token_weights, span_values, span_entries, span_hot_ptr,
-                     span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
-                     span_binary, span_hot, segment_weights, with_spans, span_length, lo, hi,
-                     scratch):
+                     binary, token_hot, token_weights, span_data, span_indices, span_indptr,
+                     span_binary, span_pair_ptr, span_pair_labels, segment_weights, with_spans,
+                     span_length, lo, hi, scratch):
     """The token and span scores of tokens lo..hi-1 in the scratch; roles and span marginals zeroed.
 
     Returns ``(spans, span_marginals)``: views of the scratch as (n, L, C)
@@ -286,9 +314,8 @@ def _sequence_scores(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels
                 roles[r, k, y] = 0.0
     if not with_spans:
         return no_spans, no_spans
-    sequence_unary(span_values, span_entries, span_hot_ptr, span_cold_ptr, span_cold_pairs,
-                   span_cold_labels, span_cold_values, span_binary, span_hot, segment_weights,
-                   lo * span_length, hi * span_length, span_rows)
+    _span_rows(span_data, span_indices, span_indptr, span_binary, span_pair_ptr,
+               span_pair_labels, segment_weights, lo * span_length, n * span_length, span_rows)
     marginals = span_marginals[:n * span_length].reshape((n, span_length, C))
     marginals[:] = 0.0
     return span_rows[:n * span_length].reshape((n, span_length, C)), marginals
@@ -296,10 +323,9 @@ def _sequence_scores(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels
 
 @compiled()
 def _scatter_sequence(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
-                      binary, span_values, span_entries, span_hot_ptr, span_cold_ptr,
-                      span_cold_pairs, span_cold_labels, span_cold_values, span_binary,
-                      with_spans, span_length, weighted_roles, lo, hi, scratch, token_partial,
-                      token_hot_partial, span_partial, span_hot_partial):
+                      binary, span_data, span_indices, span_indptr, span_binary, span_pair_ptr,
+                      span_pair_labels, with_spans, span_length, weighted_roles, lo, hi,
+                      scratch, token_partial, token_hot_partial, span_partial):
     """Add the sequence's role and span marginals, times its features, to the partial sums."""
     _, state, _, _, roles, role_rows, _, span_marginals, _ = scratch
     C = state.shape[1]
@@ -312,24 +338,21 @@ def _scatter_sequence(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_label
     scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
                      binary, lo, hi, role_rows, token_hot_partial, token_partial)
     if with_spans:
-        scatter_expected(span_values, span_entries, span_hot_ptr, span_cold_ptr,
-                         span_cold_pairs, span_cold_labels, span_cold_values, span_binary,
-                         lo * span_length, hi * span_length, span_marginals, span_hot_partial,
-                         span_partial)
+        _scatter_span_rows(span_data, span_indices, span_indptr, span_binary, span_pair_ptr,
+                           span_pair_labels, lo * span_length, (hi - lo) * span_length,
+                           span_marginals, span_partial)
 
 
 @compiled()
 def _scaled_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_ptr,
                        cold_ptr, cold_pairs, cold_labels, cold_values, binary, max_entries,
-                       token_hot, token_weights, span_values, span_entries, span_hot_ptr,
-                       span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
-                       span_binary, span_max_entries, span_hot, segment_weights, with_spans,
-                       span_length, weighted_roles, by_products, exp_token_hot,
-                       exp_token_pairs, exp_span_hot, exp_span_pairs, length, transitions,
-                       start, end, longest, scalable, exp_length, exp_transitions, exp_start,
-                       exp_end, smallest_norm, log_z, exact, token_partial, token_hot_partial,
-                       span_partial, span_hot_partial, chunk_lengths, chunk_transitions,
-                       chunk_start, chunk_end):
+                       token_hot, token_weights, span_data, span_indices, span_indptr,
+                       span_binary, span_pair_ptr, span_pair_labels, segment_weights,
+                       with_spans, span_length, weighted_roles, by_products, exp_token_hot,
+                       exp_token_pairs, exp_span_pairs, length, transitions, start, end,
+                       longest, scalable, exp_length, exp_transitions, exp_start, exp_end,
+                       smallest_norm, log_z, exact, token_partial, token_hot_partial,
+                       span_partial, chunk_lengths, chunk_transitions, chunk_start, chunk_end):
     """The scaled pass of the chunks' sequences and their partial sums (see
     :meth:`FusedSemiMarkovTerms.__call__`); ``exact`` flags the sequences it cannot do."""
     C = transitions.shape[0]
@@ -338,11 +361,10 @@ def _scaled_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot
         # the chunk's rows of the partial sums, taken once (see _chain_fused)
         partial = token_partial[c]
         hot_partial = token_hot_partial[c]
+        spans_partial = span_partial[c]
         partial[:] = 0.0
         hot_partial[:] = 0.0
-        if with_spans:
-            span_partial[c] = 0.0
-            span_hot_partial[c] = 0.0
+        spans_partial[:] = 0.0
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         workspace = scaled_workspace(rows, C, max_length, span_length)
         sequence_counts = workspace[5]
@@ -370,9 +392,9 @@ def _scaled_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot
                             roles[r, k, y] = 0.0
                 log_shift = _product_token_factors(
                     entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, exp_token_hot,
-                    exp_token_pairs, span_entries, span_hot_ptr, span_cold_ptr,
-                    span_cold_pairs, span_cold_labels, exp_span_hot, exp_span_pairs,
-                    with_spans, span_length, lo, hi, unary, workspace)
+                    exp_token_pairs, span_indices, span_indptr, span_pair_ptr,
+                    span_pair_labels, exp_span_pairs, with_spans, span_length, lo, hi, unary,
+                    workspace)
                 if log_shift != log_shift:
                     exact[q] = True
                     continue
@@ -391,10 +413,9 @@ def _scaled_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot
             else:
                 spans, marginals = _sequence_scores(
                     values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
-                    binary, token_hot, token_weights, span_values, span_entries, span_hot_ptr,
-                    span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
-                    span_binary, span_hot, segment_weights, with_spans, span_length, lo, hi,
-                    scratch)
+                    binary, token_hot, token_weights, span_data, span_indices, span_indptr,
+                    span_binary, span_pair_ptr, span_pair_labels, segment_weights,
+                    with_spans, span_length, lo, hi, scratch)
                 value = scaled_sequence_posteriors(
                     state, first, last, length, spans, transitions, start, end, longest,
                     exp_length, exp_transitions, exp_start, exp_end, smallest_norm,
@@ -411,21 +432,19 @@ def _scaled_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot
                 chunk_start[c, y] += sequence_counts[y, max_length + C]
                 chunk_end[c, y] += sequence_counts[y, max_length + C + 1]
             _scatter_sequence(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
-                              cold_values, binary, span_values, span_entries, span_hot_ptr,
-                              span_cold_ptr, span_cold_pairs, span_cold_labels,
-                              span_cold_values, span_binary, with_spans, span_length,
-                              weighted_roles, lo, hi, scratch, partial, hot_partial,
-                              span_partial[c], span_hot_partial[c])
+                              cold_values, binary, span_data, span_indices, span_indptr,
+                              span_binary, span_pair_ptr, span_pair_labels, with_spans,
+                              span_length, weighted_roles, lo, hi, scratch, partial,
+                              hot_partial, spans_partial)
 
 
 @compiled()
 def _exact_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_ptr, cold_ptr,
                       cold_pairs, cold_labels, cold_values, binary, max_entries, token_hot,
-                      token_weights, span_values, span_entries, span_hot_ptr, span_cold_ptr,
-                      span_cold_pairs, span_cold_labels, span_cold_values, span_binary,
-                      span_max_entries, span_hot, segment_weights, with_spans, span_length,
-                      weighted_roles, length, transitions, start, end, longest, log_z, exact,
-                      token_partial, token_hot_partial, span_partial, span_hot_partial,
+                      token_weights, span_data, span_indices, span_indptr, span_binary,
+                      span_pair_ptr, span_pair_labels, segment_weights, with_spans,
+                      span_length, weighted_roles, length, transitions, start, end, longest,
+                      log_z, exact, token_partial, token_hot_partial, span_partial,
                       chunk_lengths, chunk_transitions, chunk_start, chunk_end):
     """The exact log-space pass of the sequences ``exact`` flags, added to their chunks' sums."""
     C = transitions.shape[0]
@@ -449,10 +468,9 @@ def _exact_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_
             hi = offsets[q + 1]
             spans, marginals = _sequence_scores(
                 values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
-                binary, token_hot, token_weights, span_values, span_entries, span_hot_ptr,
-                span_cold_ptr, span_cold_pairs, span_cold_labels, span_cold_values,
-                span_binary, span_hot, segment_weights, with_spans, span_length, lo, hi,
-                scratch)
+                binary, token_hot, token_weights, span_data, span_indices, span_indptr,
+                span_binary, span_pair_ptr, span_pair_labels, segment_weights, with_spans,
+                span_length, lo, hi, scratch)
             value = _sequence_posteriors(
                 state, first, last, length, spans, transitions, start, end, longest,
                 np.int64(0), hi - lo, roles, marginals, chunk_lengths[c], chunk_transitions[c],
@@ -461,8 +479,7 @@ def _exact_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_
             if not np.isfinite(value):
                 continue  # no marginals (the loss is not finite anyway)
             _scatter_sequence(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
-                              cold_values, binary, span_values, span_entries, span_hot_ptr,
-                              span_cold_ptr, span_cold_pairs, span_cold_labels,
-                              span_cold_values, span_binary, with_spans, span_length,
-                              weighted_roles, lo, hi, scratch, token_partial[c],
-                              token_hot_partial[c], span_partial[c], span_hot_partial[c])
+                              cold_values, binary, span_data, span_indices, span_indptr,
+                              span_binary, span_pair_ptr, span_pair_labels, with_spans,
+                              span_length, weighted_roles, lo, hi, scratch, token_partial[c],
+                              token_hot_partial[c], span_partial[c])
