@@ -87,7 +87,8 @@ def scaled_workspace(rows, n_labels, max_length, span_length):
     norm = np.empty(rows)
     counts = np.empty((n_labels, max_length + 2 * n_labels + 2))
     exp_spans = np.empty((rows if span_length else 0, span_length, n_labels))
-    return tokens, bounds, reach, blocked, norm, counts, exp_spans
+    labels = np.empty((2, n_labels))  # per label: the running product, the cell's sum
+    return tokens, bounds, reach, blocked, norm, counts, exp_spans, labels
 
 
 @compiled()
@@ -144,7 +145,7 @@ def token_factors(state, first, last, spans, lo, hi, workspace):
     NaN when some token has no finite state score or a factor exceeds
     FACTOR_CAP.
     """
-    tokens, _, _, blocked, _, _, esp = workspace
+    tokens, _, _, blocked, _, _, esp, _ = workspace
     es, ef, el = tokens[0], tokens[2], tokens[3]
     n_labels = state.shape[1]
     n = hi - lo
@@ -189,7 +190,11 @@ def scaled_factor_posteriors(state, first, last, length, spans, transitions, sta
     out. ``state``, ``first``, ``last`` and ``spans`` are read only to tell
     a ``-inf`` score (forbidden) from an underflow.
     """
-    tokens, bounds, reach, blocked, norm, counts, esp = workspace
+    tokens, bounds, reach, blocked, norm, counts, esp, labels = workspace
+    product, cell = labels[0], labels[1]
+    longest_of_all = 0
+    for y in range(longest.shape[0]):
+        longest_of_all = max(longest_of_all, longest[y])
     es, esc, ef, el, cover = tokens[0], tokens[1], tokens[2], tokens[3], tokens[4]
     # opening[a, y] = enter[a, y] * ef[a, y], the weight of a y-segment opening at a;
     # exit[b, y] = el[b - 1, y] * beta[b, y], that of one closing at b; closing[b, y]
@@ -211,21 +216,25 @@ def scaled_factor_posteriors(state, first, last, length, spans, transitions, sta
         opening[0, y] = enter[0, y] * ef[0, y]
     for b in range(1, n + 1):
         total = 0.0
+        # every label's cell at once, the lengths outermost: the labels' running
+        # products (the segment's tokens a..b-2 divided by norm[a+1..b-1]) are
+        # independent chains of multiplies, which the processor overlaps
         for y in range(n_labels):
-            # p: the segment's token product, tokens a..b-2 divided by norm[a+1..b-1]
-            p = es[b - 1, y]
-            acc = 0.0
-            for d in range(1, min(b, longest[y]) + 1):
-                a = b - d
+            product[y] = es[b - 1, y]
+            cell[y] = 0.0
+        for d in range(1, min(b, longest_of_all) + 1):
+            a = b - d
+            for y in range(n_labels):
+                if d > longest[y]:
+                    continue
                 if d > 1:
-                    p *= esc[a, y]
-                if p == 0.0:
-                    break
-                term = opening[a, y] * exp_length[y, d - 1] * p
+                    product[y] *= esc[a, y]
+                term = opening[a, y] * exp_length[y, d - 1] * product[y]
                 if d <= n_scored:
                     term *= esp[a, d - 1, y]
-                acc += term
-            acc *= el[b - 1, y]
+                cell[y] += term
+        for y in range(n_labels):
+            acc = cell[y] * el[b - 1, y]
             if acc < CELL_FLOOR:
                 if _feasible_end(state, first, last, length, spans, longest, lo, b, y,
                                  blocked, enter_reach):
@@ -275,33 +284,35 @@ def scaled_factor_posteriors(state, first, last, length, spans, transitions, sta
         beta[n, y] = exp_end[y] / final
         exit_[n, y] = el[n - 1, y] * beta[n, y]
     for a in range(n - 1, -1, -1):
+        # as in the forward pass: every label at once, the lengths outermost
         for y in range(n_labels):
-            p = 1.0
-            acc = 0.0
-            weight = opening[a, y]
-            for d in range(1, min(n - a, longest[y]) + 1):
-                b = a + d
-                p *= esc[b - 1, y]
-                if p == 0.0:
-                    break
-                term = exp_length[y, d - 1] * p * exit_[b, y]
+            product[y] = 1.0
+            cell[y] = 0.0
+        for d in range(1, min(n - a, longest_of_all) + 1):
+            b = a + d
+            for y in range(n_labels):
+                if d > longest[y]:
+                    continue
+                product[y] *= esc[b - 1, y]
+                term = exp_length[y, d - 1] * product[y] * exit_[b, y]
                 if d <= n_scored:
                     term *= esp[a, d - 1, y]
-                acc += term
+                cell[y] += term
                 # the segment's marginal; a NaN from an overflow here is caught
                 # below by the check of leave, and the caller discards the pass
-                segment = weight * term
+                segment = opening[a, y] * term
                 if with_marginals and d <= n_scored:
                     span_marginals[lo + a, d - 1, y] += segment
                 if d == 1:
                     roles[lo + a, SINGLE, y] += segment
                 closing[b, y] += segment
                 lengths_[y, d - 1] += segment
-            value = ef[a, y] * acc
+        for y in range(n_labels):
+            value = ef[a, y] * cell[y]
             if not value < HUGE:
                 return np.nan
             leave[a, y] = value
-            opened = weight * acc
+            opened = opening[a, y] * cell[y]
             roles[lo + a, FIRST, y] += opened
             # coverage as a difference array, summed below
             cover[a, y] += opened
