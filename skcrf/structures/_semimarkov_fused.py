@@ -238,7 +238,7 @@ def _product_token_factors(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, 
     width. Returns the log shift of the state factors, or NaN when a first,
     last or span factor exceeds FACTOR_CAP. Binary features only.
     """
-    tokens, _, _, blocked, _, _, esp = workspace
+    tokens, _, _, blocked, _, _, esp, _ = workspace
     es, ef, el = tokens[0], tokens[2], tokens[3]
     C = es.shape[1]
     n = hi - lo
