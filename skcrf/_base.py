@@ -220,12 +220,14 @@ class CRFEstimator(_online.OnlineTraining, BaseEstimator):
         classes, label_ids = encode_labels(y, lengths)
         if offsets[-1] == 0:
             raise ValueError("X has no tokens: every sequence is empty.")
-        check_finite_features(X)
+        _check_finite_features(X)
         if classes.shape[0] < 2:
             raise ValueError(
                 f"y holds a single class ({classes[0]!r}); a CRF needs at least two.")
-        return TrainingData(FeatureArrays.of_sequences(X), offsets, classes, label_ids,
+        data = TrainingData(FeatureArrays.of_sequences(X), offsets, classes, label_ids,
                             X.feature_names, vectorizer)
+        data.segment_feature_names = None if X.segments is None else X.segments.feature_names
+        return data
 
     def _label_constraints(self, data):
         """The :class:`~skcrf._constraints.TransitionConstraints` of ``allowed_transitions``.
@@ -363,7 +365,7 @@ class CRFEstimator(_online.OnlineTraining, BaseEstimator):
                 raise ValueError(
                     f"X has {X.n_features} features, but {type(self).__name__} was fitted "
                     f"with {self.n_features_in_}.")
-            check_finite_features(X)
+            _check_finite_features(X)
             return FeatureArrays.of_sequences(X), X.offsets
         if self.vectorizer_ is None:
             raise TypeError(
@@ -679,3 +681,15 @@ class CRFEstimator(_online.OnlineTraining, BaseEstimator):
         tags.input_tags.dict = True
         tags.target_tags.required = True
         return tags
+
+
+def _check_finite_features(X):
+    """:func:`check_finite_features` of ``X`` and of its features of segments."""
+    check_finite_features(X)
+    if X.segments is not None:
+        try:
+            check_finite_features(X.segments)
+        except ValueError as error:
+            raise ValueError(
+                f"X.segments, the features of candidate segments (a sequence's row "
+                f"t * L + d - 1 is its segment of d tokens from token t): {error}") from None

@@ -11,9 +11,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator, forbidden_where_not_allowed
-from ._fitted_state import (Array, Integer, Labels, OneOf, saved_as, weights,
+from ._fitted_state import (Array, IfPresent, Integer, Labels, Names, OneOf, saved_as, weights,
                             weights_or_neginf)
-from ._training import TrainingProblem
+from ._training import TrainingProblem, _same_values
 from ._constraints import explicit_constraints
 from ._parallel import kernel_threads
 from ._segment_tags import _SegmentTags
@@ -27,8 +27,14 @@ from .tags import SCHEMES, Segment
 
 #: Attribute name of each block of :meth:`SemiMarkovStructure.coefficients`.
 _COEFFICIENT_NAMES = {"coef": "coef_", "first_coef": "first_coef_", "last_coef": "last_coef_",
-                      "length": "length_coef_", "transitions": "transition_coef_",
-                      "start": "start_coef_", "end": "end_coef_"}
+                      "segment_coef": "segment_coef_", "length": "length_coef_",
+                      "transitions": "transition_coef_", "start": "start_coef_",
+                      "end": "end_coef_"}
+
+_NO_SEGMENTS = (
+    "This SemiMarkovCRF was fitted with features of segments (X.segments, from "
+    "TokenFeaturizer(segment_features=...)), but X carries none: featurize X as for "
+    "fit (a Pipeline does).")
 
 
 def _tags_are_the_segments(model):
@@ -50,6 +56,16 @@ def _tags_are_the_segments(model):
                          f"{model.scheme_!r} writes for segment_classes_")
 
 
+def _segment_weights_come_together(model):
+    """A model fitted on segment features has their count, names and weights, or none."""
+    names = ("n_segment_features_in_", "segment_feature_names_", "segment_coef_")
+    present = [name in vars(model) for name in names]
+    if any(present) and not all(present):
+        raise ValueError(f"{names[present.index(True)]} needs "
+                         f"{names[present.index(False)]}: a model fitted on segment "
+                         f"features has all of {', '.join(names)}")
+
+
 @saved_as("skcrf.SemiMarkovCRF")
 class SemiMarkovCRF(CRFEstimator):
     """Semi-Markov (segment) conditional random field trained by L-BFGS.
@@ -60,8 +76,15 @@ class SemiMarkovCRF(CRFEstimator):
     start and end weights. A segment of label ``y`` over tokens ``a:b``
     scores the state weights of its tokens for ``y`` (as a chain's), plus a
     weight for its label and length, plus separate weights for the features
-    of its first and of its last token. Training minimises the same objective
-    as :class:`CRFClassifier`, exactly, over all segmentations.
+    of its first and of its last token, plus, when ``X`` carries features of
+    candidate segments (:attr:`SequenceMatrix.segments`, from
+    ``TokenFeaturizer(segment_features=...)``), a weight per (segment
+    feature, label) for each feature of the whole segment: its words, its
+    shape, a gazetteer match... Training minimises the same objective as
+    :class:`CRFClassifier`, exactly, over all segmentations. From raw tokens::
+
+        make_pipeline(TokenFeaturizer(segment_features=True), SequenceVectorizer(),
+                      SemiMarkovCRF())
 
     ``fit`` takes tag sequences, as :class:`CRFClassifier` does, and ``predict``
     returns tags in the same scheme. The tags are read as segments by the
@@ -147,6 +170,14 @@ early_stopping, validation_fraction
         for the segment's label.
     first_coef_, last_coef_ : ndarray of shape (n_labels, n_features)
         Weights of the features of a segment's first and last token.
+    segment_coef_ : ndarray of shape (n_labels, n_segment_features)
+        Weights of the features of a whole segment; only when ``fit``
+        received features of segments.
+    segment_feature_names_ : ndarray of str of shape (n_segment_features,)
+        Name of every feature of segments (column of ``segment_coef_``);
+        only with them.
+    n_segment_features_in_ : int
+        Number of features of segments; only with them.
     length_coef_ : ndarray of shape (n_labels, n_lengths)
         ``length_coef_[y, d - 1]`` scores a segment of ``d`` tokens; ``-inf``
         where a label may not take that length (beyond its longest). ``n_lengths``
@@ -202,8 +233,12 @@ early_stopping, validation_fraction
          "length_coef_": Array(("n_labels", "n_lengths"), values=weights_or_neginf),
          "transition_coef_": Array(("n_labels", "n_labels"), values=weights_or_neginf),
          "start_coef_": Array(("n_labels",), values=weights_or_neginf),
-         "end_coef_": Array(("n_labels",), values=weights_or_neginf)},
-        rules=[_tags_are_the_segments, forbidden_where_not_allowed])
+         "end_coef_": Array(("n_labels",), values=weights_or_neginf),
+         "n_segment_features_in_": IfPresent(Integer(dim="n_segment_features")),
+         "segment_feature_names_": IfPresent(Names("n_segment_features")),
+         "segment_coef_": IfPresent(Array(("n_labels", "n_segment_features"), values=weights))},
+        rules=[_tags_are_the_segments, forbidden_where_not_allowed,
+               _segment_weights_come_together])
 
     _parameter_constraints = {
         **CRFEstimator._parameter_constraints,
@@ -335,12 +370,26 @@ early_stopping, validation_fraction
         structure = SemiMarkovStructure.for_training(
             data.features, offsets, codes, max_lengths, allow_repeats=not codec.plain,
             all_possible_states=self.all_possible_states, allowed_transitions=allowed)
-        return TrainingProblem(
-            structure, codes,
-            {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
-             "scheme_": codec.scheme, "max_segment_length_": int(max_lengths.max(initial=1)),
-             "allowed_transitions_": structure.transition_mask == 0},
-            _COEFFICIENT_NAMES)
+        attributes = {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
+                      "scheme_": codec.scheme,
+                      "max_segment_length_": int(max_lengths.max(initial=1)),
+                      "allowed_transitions_": structure.transition_mask == 0}
+        segments = data.features.segments
+        if segments is not None:
+            attributes["n_segment_features_in_"] = segments.n_features
+            names = data.segment_feature_names
+            attributes["segment_feature_names_"] = np.asarray(
+                [f"x{j}" for j in range(segments.n_features)] if names is None else names,
+                dtype=object)
+        return TrainingProblem(structure, codes, attributes, _COEFFICIENT_NAMES)
+
+    def _same_layout(self, problem, data, previous):
+        # the features of segments must be the same too, with or without
+        return super()._same_layout(problem, data, previous) and (
+            getattr(previous, "segment_feature_names_", None) is None
+            if "segment_feature_names_" not in problem.attributes else
+            _same_values(getattr(previous, "segment_feature_names_", None),
+                         problem.attributes["segment_feature_names_"]))
 
     def _check_partial_lengths(self, codes, offsets, codec, max_lengths):
         """Raise if a later batch of ``partial_fit`` has a segment longer than the model takes."""
@@ -396,9 +445,17 @@ early_stopping, validation_fraction
         return _SegmentTags(self.scheme_, self.segment_classes_)
 
     def _scores(self, features):
+        segment_coef = getattr(self, "segment_coef_", None)
+        if segment_coef is not None:
+            if features.segments is None:
+                raise ValueError(_NO_SEGMENTS)
+            if features.segments.n_features != self.n_segment_features_in_:
+                raise ValueError(
+                    f"X.segments has {features.segments.n_features} features, but "
+                    f"SemiMarkovCRF was fitted with {self.n_segment_features_in_}.")
         return SegmentScores.of_coefficients(
             features, self.coef_, self.first_coef_, self.last_coef_, self.length_coef_,
-            self.transition_coef_, self.start_coef_, self.end_coef_)
+            self.transition_coef_, self.start_coef_, self.end_coef_, segment_coef)
 
     def _potentials(self, features, offsets, fixed=None):
         scores = self._scores(features)

@@ -95,6 +95,8 @@ class TrainingData:
     feature_names : ndarray of object or None
     vectorizer : SequenceVectorizer or None
         The vectorizer fitted on dict input; None for a SequenceMatrix.
+    segment_feature_names : ndarray of object or None
+        Names of the features of candidate segments (``features.segments``).
     """
 
     def __init__(self, features, offsets, classes, label_ids, feature_names, vectorizer):
@@ -104,6 +106,7 @@ class TrainingData:
         self.label_ids = label_ids
         self.feature_names = feature_names
         self.vectorizer = vectorizer
+        self.segment_feature_names = None
 
     @property
     def lengths(self):

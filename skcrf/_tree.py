@@ -1,20 +1,36 @@
 """TreeCRF: the tree-structured CRF estimator, over trees given with the input."""
 
+import numpy as np
 from sklearn.base import _fit_context
+from sklearn.utils._param_validation import StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator
-from ._fitted_state import Array, saved_as, weights
+from ._fitted_state import Array, IfPresent, Sparse, saved_as, weights
+from ._chain import transition_columns
 from ._training import TrainingProblem
 from ._validation import check_finite_scores
+from .features.arrays import FeatureArrays
 from .structures.tree import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
                               tree_posteriors)
+
+#: Link scores (n_tokens * n_classes ** 2 values) prediction builds at a time
+#: with link features: sequences are taken in batches of about this size.
+_PREDICT_LINK_BUDGET = 1 << 22
 
 _NO_TREES = (
     "{name} needs each sequence's tree, but X carries none: give dict tokens the "
     "'__parent__' key (the parent's index within the sequence, -1 or None for a "
     "root), a SequenceMatrix its parents=, or tokens with a head column to "
     "TokenFeaturizer(head_column=...) (what skcrf.datasets.load_conllu returns).")
+
+
+def _link_weights_follow_the_parameters(model):
+    """``transition_feature_coef_`` is there exactly when ``transition_features`` asks for it."""
+    expected = model.transition_features is not None
+    if ("transition_feature_coef_" in vars(model)) != expected:
+        raise ValueError(f"transition_features={model.transition_features!r} "
+                         + ("needs" if expected else "has no") + " transition_feature_coef_")
 
 
 @saved_as("skcrf.TreeCRF")
@@ -29,7 +45,11 @@ class TreeCRF(CRFEstimator):
     label, child's label) of a link, and a weight for the label of each root.
     Inference is exact belief propagation (upward and downward passes, in
     ``O(n_tokens * n_classes ** 2)``), decoding max-product with
-    back-pointers; both hold for trees of any depth. A tree whose parents are
+    back-pointers; both hold for trees of any depth. With
+    ``transition_features``, a link's weights also depend on the child's
+    features (and, through head features such as those of
+    ``TokenFeaturizer(head_column=...)``, on the head's), as
+    :class:`CRFClassifier`'s transition features do. A tree whose parents are
     ``-1, 0, 1, ...`` is a chain: the model is then :class:`CRFClassifier`
     with ``start_coef_ = root_coef_`` and no end weights.
 
@@ -65,6 +85,16 @@ class TreeCRF(CRFEstimator):
     learning_rate, eta0, average, C, shuffle, random_state, n_iter_no_change, \
 early_stopping, validation_fraction
         The online solvers' settings, as in :class:`CRFClassifier`.
+    transition_features : None, "all" or list of str, default=None
+        Features of a token that also weight its link to its parent (link
+        features): the link of a child ``v`` with label ``b`` to a parent
+        with label ``a`` scores ``transition_coef_[a, b] + sum_f x[v, f] *
+        V[f, a, b]``. ``"all"`` takes every feature; a list takes the
+        features whose names start with one of its strings (e.g.
+        ``["col1=", "head:col1=", "head:dir="]``: the child's POS, its
+        head's, the link's side). As for state weights, ``V`` has weights
+        only for the (feature, label pair) combinations seen on training
+        links unless ``all_possible_states``.
     all_possible_states : bool, default=False
         Whether every (feature, label) pair gets a state weight, or only the
         pairs seen in training (as :class:`CRFClassifier`).
@@ -90,6 +120,9 @@ early_stopping, validation_fraction
         State weights.
     transition_coef_ : ndarray of shape (n_classes, n_classes)
         Link weights, indexed [parent's label, child's label].
+    transition_feature_coef_ : scipy.sparse.csr_matrix of shape (n_features, n_classes ** 2)
+        Weights of the link features: row ``f``, column ``a * n_classes + b``
+        is ``V[f, a, b]``. Only with ``transition_features``.
     root_coef_ : ndarray of shape (n_classes,)
         Weights of the label of a root.
     n_features_in_ : int
@@ -127,13 +160,22 @@ early_stopping, validation_fraction
     _fitted_state = CRFEstimator._fitted_state.extended(
         {"coef_": Array(("n_classes", "n_features"), values=weights),
          "transition_coef_": Array(("n_classes", "n_classes"), values=weights),
-         "root_coef_": Array(("n_classes",), values=weights)})
+         "root_coef_": Array(("n_classes",), values=weights),
+         "transition_feature_coef_": IfPresent(Sparse(("n_features", "n_class_pairs")))},
+        derived={"n_class_pairs": lambda dims: dims["n_classes"] ** 2},
+        rules=[_link_weights_follow_the_parameters])
+
+    _parameter_constraints = {
+        **CRFEstimator._parameter_constraints,
+        "transition_features": [None, StrOptions({"all"}), list, tuple],
+    }
 
     def __init__(self, *, alpha=_defaults.ALPHA, l1_ratio=_defaults.L1_RATIO,
                  max_iter=_defaults.MAX_ITER, tol=_defaults.TOL, solver="lbfgs",
                  learning_rate="optimal", eta0="auto", average="auto", C=1.0, shuffle=True,
                  random_state=None, n_iter_no_change=5, early_stopping=False,
-                 validation_fraction=0.1, all_possible_states=False, warm_start=False,
+                 validation_fraction=0.1, transition_features=None,
+                 all_possible_states=False, warm_start=False,
                  n_jobs=None, verbose=0):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -149,14 +191,16 @@ early_stopping, validation_fraction
         self.n_iter_no_change = n_iter_no_change
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
+        self.transition_features = transition_features
         self.all_possible_states = all_possible_states
         self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.verbose = verbose
 
     def __setstate__(self, state):
-        # models pickled before warm_start existed had none
+        # models pickled before warm_start and transition_features existed had none
         state.setdefault("warm_start", False)
+        state.setdefault("transition_features", None)
         super().__setstate__(state)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -186,21 +230,64 @@ early_stopping, validation_fraction
             raise ValueError(_NO_TREES.format(name=type(self).__name__))
         structure = TreeStructure.for_training(
             data.features, data.label_ids, data.classes.shape[0],
-            all_possible_states=self.all_possible_states)
+            all_possible_states=self.all_possible_states,
+            transition_columns=transition_columns(self.transition_features,
+                                                  data.feature_names,
+                                                  data.features.n_features),
+            offsets=data.offsets)
         return TrainingProblem(
             structure, data.label_ids, {"classes_": data.classes},
-            {"coef": "coef_", "transitions": "transition_coef_", "root": "root_coef_"})
+            {"coef": "coef_", "transitions": "transition_coef_", "root": "root_coef_",
+             "edge_coef": "transition_feature_coef_"})
 
     def _potentials(self, features, offsets, fixed=None):
         if features.parents is None:
             raise ValueError(_NO_TREES.format(name=type(self).__name__))
-        scores = TreeScores.of_coefficients(features, self.coef_, self.transition_coef_,
-                                            self.root_coef_)
+        scores = TreeScores.of_coefficients(
+            features, self.coef_, self.transition_coef_, self.root_coef_,
+            getattr(self, "transition_feature_coef_", None))
         # scores past float64 would silently decode to nothing
         check_finite_scores(scores.unary, offsets)
+        if scores.edges is not None:
+            check_finite_scores(scores.edges, offsets,
+                                allowed=np.isneginf(self.transition_coef_))
         if fixed is not None:
             scores.fix_labels(fixed)
         return scores, features.parents
+
+    def _decode(self, features, offsets):
+        if getattr(self, "transition_feature_coef_", None) is None:
+            return super()._decode(features, offsets)
+        # link scores are n_classes ** 2 per token: a batch of sequences at a time
+        return np.concatenate([super(TreeCRF, self)._decode(part, part_offsets)
+                               for part, part_offsets in self._batches(features, offsets)]
+                              + [np.zeros(0, dtype=np.int64)])
+
+    def _token_marginals(self, features, offsets):
+        if getattr(self, "transition_feature_coef_", None) is None:
+            return super()._token_marginals(features, offsets)
+        return np.concatenate([super(TreeCRF, self)._token_marginals(part, part_offsets)
+                               for part, part_offsets in self._batches(features, offsets)]
+                              + [np.zeros((0, self.classes_.shape[0]))])
+
+    def _batches(self, features, offsets):
+        """(features, offsets) of consecutive batches of sequences of about
+        _PREDICT_LINK_BUDGET link scores each."""
+        per_token = self.classes_.shape[0] ** 2
+        bounds = [0]
+        budget = max(_PREDICT_LINK_BUDGET // per_token, 1)
+        for q in range(1, offsets.shape[0]):
+            if offsets[q] - offsets[bounds[-1]] > budget and q - 1 > bounds[-1]:
+                bounds.append(q - 1)
+        bounds.append(offsets.shape[0] - 1)
+        for first, last in zip(bounds[:-1], bounds[1:]):
+            lo, hi = offsets[first], offsets[last]
+            start, stop = features.indptr[lo], features.indptr[hi]
+            yield (FeatureArrays(None if features.data is None else features.data[start:stop],
+                                 features.indices[start:stop],
+                                 features.indptr[lo:hi + 1] - start, features.n_features,
+                                 features.parents[lo:hi]),
+                   offsets[first:last + 1] - lo)
 
     def _viterbi(self, potentials, offsets):
         scores, parents = potentials

@@ -18,13 +18,20 @@ import numpy as np
 from scipy.special import logsumexp
 
 
-def labelling_score(unary, transitions, root, parents, labels):
-    """Log score of one labelling of one forest (unary: (n, n_classes))."""
+def labelling_score(unary, transitions, root, parents, labels, edges=None):
+    """Log score of one labelling of one forest (unary: (n, n_classes)).
+
+    With ``edges`` (n, n_classes, n_classes), the link into v scores
+    ``edges[v, parent's label, v's label]`` instead of ``transitions``.
+    """
     score = 0.0
     for v, label in enumerate(labels):
         score += unary[v, label]
         p = parents[v]
-        score += root[label] if p < 0 else transitions[labels[p], label]
+        if p < 0:
+            score += root[label]
+        else:
+            score += (transitions if edges is None else edges[v])[labels[p], label]
     return score
 
 
@@ -192,3 +199,41 @@ def batch_of_forests(rng, lengths, shapes):
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     parents = [random_forest(rng, n, shape) for n, shape in zip(lengths, shapes)]
     return np.concatenate([np.zeros(0, dtype=np.int64)] + parents), offsets
+
+
+def enumerate_forest_edges(unary, edges, root, parents):
+    """Brute force with a score per link: (log Z, marginals, pair marginals, best, best score).
+
+    ``edges[v]`` scores the link into node v [parent label, v's label] (ignored
+    for a root); the pair marginals are per link, zero for a root.
+    """
+    n, n_classes = unary.shape
+    marginals = np.zeros((n, n_classes))
+    pairs = np.zeros((n, n_classes, n_classes))
+    if n == 0:
+        return 0.0, marginals, pairs, np.zeros(0, dtype=np.int64), 0.0
+    labellings = all_labellings(n, n_classes)
+    scores = unary[np.arange(n), labellings].sum(axis=1)
+    for v in range(n):
+        p = parents[v]
+        scores = scores + (root[labellings[:, v]] if p < 0
+                           else edges[v][labellings[:, p], labellings[:, v]])
+    log_z = logsumexp(scores)
+    top = int(np.argmax(scores))
+    if log_z == -np.inf:
+        return log_z, marginals, pairs, labellings[top], scores[top]
+    probs = np.exp(scores - log_z)
+    for v in range(n):
+        np.add.at(marginals[v], labellings[:, v], probs)
+        if parents[v] >= 0:
+            np.add.at(pairs[v], (labellings[:, parents[v]], labellings[:, v]), probs)
+    return log_z, marginals, pairs, labellings[top], scores[top]
+
+
+def edge_feature_counts(x, parents, labels, n_classes):
+    """Phi of one labelling's link features: (n_features, n_classes ** 2), x of the child."""
+    counts = np.zeros((x.shape[1], n_classes * n_classes))
+    for v, label in enumerate(labels):
+        if parents[v] >= 0:
+            counts[:, labels[parents[v]] * n_classes + label] += x[v]
+    return counts

@@ -26,6 +26,8 @@ from ..features.vectorizer import SequenceVectorizer
 from ._columns import ColumnFile, Layout, nbest_text, output_file, pick, tagged_text
 from ._errors import CommandError
 from ._scores import StreamingScores
+from ._trees import (ConlluLayout, check_tree_options, n_words, token_accuracy_report,
+                     tree_estimator)
 from ._warmup import warmup
 
 
@@ -75,6 +77,8 @@ def train(args):
     _check_not_an_input(args.model, "--model", [("training file", args.train_file)])
     _check_writable(args.model, "--model")
     _estimator(args)  # option clashes fail before the file is read
+    if args.structure == "tree":
+        return _train_tree(args)
     started = time.perf_counter()
     source = ColumnFile(args.train_file, args.separator, args.encoding)
     layout = Layout.resolve(source.n_columns, args.columns, args.label_column,
@@ -90,14 +94,35 @@ def train(args):
                f"{','.join(map(str, layout.token_columns))}, label column "
                f"{layout.label_column} of {source.n_columns})")
 
-    pipe = make_pipeline(
-        TokenFeaturizer(window=args.window, word_features=args.word_features,
-                        context_features=args.context_features, prefixes=args.prefixes,
-                        suffixes=args.suffixes, bias=not args.no_bias,
-                        boundary=not args.no_boundary),
-        SequenceVectorizer(min_freq=args.min_freq),
-        _estimator(args),
-    )
+    metadata = {"layout": asdict(layout), "command": ["skcrf", *args.argv]}
+    return _fit_and_save(args, X, y, _featurizer(args), metadata, started)
+
+
+def _train_tree(args):
+    """``train --structure tree``: a TreeCRF on the dependency trees of a CoNLL-U file."""
+    started = time.perf_counter()
+    layout = ConlluLayout.of_args(args)
+    X, y = layout.read(args.train_file)
+    _say(args, f"read {args.train_file}: {len(X)} sentences, {n_words(y)} words, "
+               f"{len({label for labels in y for label in labels})} labels of "
+               f"{layout.label} (CoNLL-U; token columns "
+               f"{','.join(map(str, layout.token_columns))} and the head)")
+    metadata = {"conllu": layout.metadata(), "command": ["skcrf", *args.argv]}
+    featurizer = _featurizer(args, head_column=len(layout.token_columns))
+    return _fit_and_save(args, X, y, featurizer, metadata, started)
+
+
+def _featurizer(args, head_column=None):
+    return TokenFeaturizer(window=args.window, word_features=args.word_features,
+                           context_features=args.context_features, prefixes=args.prefixes,
+                           suffixes=args.suffixes, bias=not args.no_bias,
+                           boundary=not args.no_boundary, head_column=head_column)
+
+
+def _fit_and_save(args, X, y, featurizer, metadata, started):
+    """Fit the pipeline of ``featurizer``, a vectorizer and the CRF; save it with ``metadata``."""
+    pipe = make_pipeline(featurizer, SequenceVectorizer(min_freq=args.min_freq),
+                         _estimator(args))
     # the steps one by one, as Pipeline.fit runs them, to report the feature count
     # before the iterations start
     Xt = pipe[:-1].fit_transform(X)
@@ -108,7 +133,6 @@ def train(args):
     crf = pipe[-1]
     # progress was for this run; a user refitting the loaded model asks for it anew
     crf.set_params(verbose=0)
-    metadata = {"layout": asdict(layout), "command": ["skcrf", *args.argv]}
     try:
         save_model(pipe, args.model, metadata=metadata)
     except OSError as error:
@@ -126,6 +150,9 @@ def _estimator(args):
     common = dict(alpha=alpha, l1_ratio=l1_ratio, max_iter=args.max_iter,
                   tol=args.tol, solver=args.solver, random_state=args.random_state,
                   n_jobs=args.n_jobs, verbose=0 if args.quiet else 1)
+    check_tree_options(args)
+    if args.structure == "tree":
+        return tree_estimator(args, common, _transition_features(args.transition_features))
     if args.structure == "semimarkov":
         chain_only = [option for option, given in (
             ("--order", args.order != 1), ("--min-pattern-freq", args.min_pattern_freq != 1),
@@ -215,7 +242,8 @@ def _load(prog, path, allow_pickle=False):
         with warnings_as_lines(prog):
             model, metadata = load_model(path, return_metadata=True,
                                          allow_pickle=allow_pickle)
-        layout = Layout.from_metadata(metadata.get("layout"))
+        layout = (ConlluLayout.from_metadata(metadata["conllu"]) if "conllu" in metadata
+                  else Layout.from_metadata(metadata.get("layout")))
     except Exception as error:  # noqa: BLE001 - see the docstring
         raise CommandError(f"cannot load model {path}: {_load_failure(path, error)}") \
             from None
@@ -322,6 +350,8 @@ def tag(args):
         _require_stdout()
     model, layout = _load("skcrf tag", args.model, args.allow_pickle)
     labeller = _Labeller(model, args.model, args.marginals)
+    if isinstance(layout, ConlluLayout):
+        return _tag_trees(args, layout, labeller)
     source, token_columns, _ = _open_for(layout, args.file, need_labels=False,
                                          encoding=args.encoding)
     separator = layout.separator if layout is not None and layout.separator else " "
@@ -342,6 +372,8 @@ def evaluate(args):
     prog = "skcrf evaluate"
     model, layout = _load(prog, args.model, args.allow_pickle)
     labeller = _Labeller(model, args.model, marginals=False)
+    if isinstance(layout, ConlluLayout):
+        return _evaluate_trees(args, layout, labeller)
     source, token_columns, label_column = _open_for(layout, args.test_file, need_labels=True,
                                                     encoding=args.encoding)
     scores = StreamingScores(args.scheme)
@@ -367,6 +399,38 @@ def evaluate(args):
     labels = {true for true, _ in scores.label_pairs} - {"O"}
     print("Tokens" + (" (labels other than O):" if labels else ":"))
     print(token_report, flush=True)
+    return 0
+
+
+def _tag_trees(args, layout, labeller):
+    """``tag`` with a tree model: one line per word of the CoNLL-U file, a blank line
+    between sentences: its token columns, its HEAD (1-based, 0 for a root) and the
+    predicted label (and its probability with ``--marginals``), tab-separated."""
+    if args.nbest is not None:
+        raise CommandError(f"{args.model}: a TreeCRF gives no n-best labellings")
+    X, _ = layout.read(args.file, with_labels=False)
+    y_pred, probabilities = labeller(X)
+    lines = []
+    for q, (tokens, labels) in enumerate(zip(X, y_pred)):
+        for i, (token, label) in enumerate(zip(tokens, labels)):
+            fields = [*token[:-1], str(token[-1] + 1), str(label)]
+            if probabilities is not None:
+                fields.append(f"{probabilities[q][i]:.4f}")
+            lines.append("\t".join(fields))
+        lines.append("")
+    with output_file(args.output, "utf-8") as output:
+        output.write("\n".join(lines) + ("\n" if lines else ""))
+    return 0
+
+
+def _evaluate_trees(args, layout, labeller):
+    """``evaluate`` with a tree model: token accuracy and the per-label report."""
+    X, y = layout.read(args.test_file)
+    y_pred, _ = labeller(X)
+    accuracy, report = token_accuracy_report(y, y_pred)
+    print(f"{args.test_file}: {len(X)} sentences, {n_words(y)} words ({layout.label})")
+    print(f"token accuracy: {accuracy:.4f}\n")
+    print(report, flush=True)
     return 0
 
 

@@ -66,6 +66,22 @@ def _length_list(text):
     return lengths
 
 
+def _conllu_column(text):
+    """A CoNLL-U column: a name (deprel) or a number (7)."""
+    text = text.strip()
+    return int(text) if text.isdigit() else text
+
+
+def _conllu_columns(text):
+    """'form,upos' -> ['form', 'upos']: CoNLL-U columns by name or number."""
+    columns = [_conllu_column(part) for part in _split(text)]
+    if not columns:
+        raise argparse.ArgumentTypeError("give at least one token column, such as form")
+    if len(set(columns)) != len(columns):
+        raise argparse.ArgumentTypeError(f"{text!r} names a column twice")
+    return columns
+
+
 def _feature_list(text):
     """'lower,suffix' -> ('lower', 'suffix'): word feature names."""
     names = tuple(_split(text))
@@ -188,11 +204,24 @@ def _add_train(commands):
     features.add_argument("--no-boundary", action="store_true",
                           help="leave out the BOS/EOS features of the first/last token")
 
-    model = train.add_argument_group("model (CRFClassifier or SemiMarkovCRF)")
-    model.add_argument("--structure", choices=("chain", "semimarkov"), default="chain",
+    trees = train.add_argument_group("CoNLL-U (--structure tree)")
+    trees.add_argument("--label", type=_conllu_column, default="deprel", metavar="COLUMN",
+                       help="the CoNLL-U column to learn: deprel, upos, xpos, feats, ... "
+                            "or its number (default: deprel)")
+    trees.add_argument("--token-columns", type=_conllu_columns, metavar="COLUMNS",
+                       help="comma-separated CoNLL-U columns that form a token, the word "
+                            "first (default: form,upos without the label); the head makes "
+                            "the tree and gives each token features of its head")
+    trees.add_argument("--deprel-subtypes", action="store_true",
+                       help="keep DEPREL's subtypes (nmod:poss); by default only the "
+                            "universal relation (nmod) is kept")
+
+    model = train.add_argument_group("model (CRFClassifier, SemiMarkovCRF or TreeCRF)")
+    model.add_argument("--structure", choices=("chain", "semimarkov", "tree"), default="chain",
                        help="chain: a label per token (CRFClassifier); semimarkov: labelled "
                             "segments of tokens (SemiMarkovCRF), for B-/I- (or other scheme) "
-                            "tags or runs of plain labels (default: chain)")
+                            "tags or runs of plain labels; tree: a label per word of the "
+                            "dependency trees of a CoNLL-U file (TreeCRF) (default: chain)")
     model.add_argument("--max-segment-length", type=_bounded(int, 1, name="an integer"),
                        metavar="L",
                        help="semimarkov: longest segment of any label (default: each "
@@ -237,8 +266,9 @@ def _add_train(commands):
                             "occur in training to get a weight (default: %(default)s)")
     model.add_argument("--transition-features", type=_split, metavar="PREFIXES",
                        help="comma-separated feature-name prefixes (e.g. 'pos=,shape=') "
-                            "whose features also weight the transitions into their token; "
-                            "'all' for every feature (order 1 only)")
+                            "whose features also weight the transitions into their token "
+                            "(tree: the link to its head); 'all' for every feature (order 1 "
+                            "only)")
     model.add_argument("--constraints", choices=("bio", "bioes", "auto"),
                        help="chain: forbid the transitions the tagging scheme forbids (bio: "
                             "no I-X after O or another type, none first; bioes: also the "

@@ -136,6 +136,11 @@ def encoded_partition(raw, first, vectorizer, classes):
     if raw.matrix is None:
         return EncodedPartition(raw.index, first, None, np.zeros(1, dtype=np.int64),
                                 np.empty(0, dtype=np.int64))
+    if raw.matrix.segments is not None:
+        raise _in_partition(raw.index, first, ValueError(
+            "X carries features of segments (TokenFeaturizer(segment_features=...)), "
+            "which skcrf.dask.fit does not take yet: fit on one machine, or featurize "
+            "without segment_features."))
     try:
         matrix = vectorizer.transform(raw.matrix)
         check_finite_features(matrix)

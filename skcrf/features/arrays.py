@@ -23,14 +23,23 @@ class FeatureArrays:
     parents : ndarray of int64 of shape (n_tokens,) or None, default=None
         The trees of the sequences, checked (see :attr:`SequenceMatrix.parents`):
         they travel with the features to the tree structure.
+    segments : FeatureArrays or None, default=None
+        The features of candidate segments (see :attr:`SequenceMatrix.segments`),
+        ``n_tokens * segment_length`` rows: they travel with the features to
+        the semi-Markov structure.
+    segment_length : int, default=0
+        Rows of ``segments`` per token.
     """
 
-    def __init__(self, data, indices, indptr, n_features, parents=None):
+    def __init__(self, data, indices, indptr, n_features, parents=None, segments=None,
+                 segment_length=0):
         self.data = data
         self.indices = indices
         self.indptr = indptr
         self.n_features = n_features
         self.parents = parents
+        self.segments = segments
+        self.segment_length = segment_length
 
     @classmethod
     def from_sparse(cls, X):
@@ -46,9 +55,13 @@ class FeatureArrays:
         """The arrays of a SequenceMatrix, with no array of ones read or built."""
         pattern = X._indicator_pattern()
         if pattern is not None:
-            return cls(None, *pattern, X.n_features, X.parents)
-        arrays = cls.from_sparse(X.matrix)
-        arrays.parents = X.parents
+            arrays = cls(None, *pattern, X.n_features, X.parents)
+        else:
+            arrays = cls.from_sparse(X.matrix)
+            arrays.parents = X.parents
+        if X.segments is not None:
+            arrays.segments = cls.of_sequences(X.segments)
+            arrays.segment_length = X.segment_length
         return arrays
 
     @property

@@ -12,6 +12,7 @@ there the fixed cost of the numpy calls would be most of the time.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from itertools import chain, compress, repeat
 from operator import add, lt
@@ -29,6 +30,8 @@ from .._typing import LabelSequences, TokenSequences
 from .._validation import _locate, check_sequences
 from ._dict_arrays import FeatureValueError, _vectorize
 from ._heads import head_matrix
+from ._segments import (adds_features, check_segment_params, gazetteer_token_dicts,
+                        with_segment_features)
 from ._plan import checked_plan
 from ._small import transform_small
 from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_features
@@ -135,6 +138,43 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         str stands for ``str(key)``, which must differ from the built-in
         keys). It is called once per distinct token, so it must depend on the
         token only. Tokens made of lists are passed as tuples.
+    segment_features : bool, list of str or callable, default=False
+        Also emit features of candidate segments, for :class:`SemiMarkovCRF`
+        (which scores a segment by them; other estimators ignore them): every
+        run of up to ``max_segment_length`` tokens within a sequence gets
+        features of the whole run, carried by the output's
+        :attr:`~SequenceMatrix.segments`. True emits every built-in kind
+        (``"gazetteer"`` when a gazetteer is given): ``"words"`` (its words
+        lowercased and joined, ``words=nueva york``), ``"shape"`` (its words'
+        shapes joined, ``shape=Xx Xx``), ``"columns"`` (the values of the
+        other token columns in use joined, named as their token features:
+        ``col1=DT JJ NN``, a segment's POS pattern), ``"length"`` (``length=2``),
+        ``"first"`` and ``"last"`` (its first and last word, lowercased),
+        ``"before"`` and ``"after"`` (the words just outside it, or ``BOS`` /
+        ``EOS`` at the sequence's edges) and ``"gazetteer"`` (its matches of
+        ``gazetteer``: ``gaz=LOC``, ``gaz.lower=LOC``, ``gaz~=LOC``); a list
+        emits the kinds it names; a callable ``f(tokens, start, stop)``
+        returns a dict of features (value rules as for ``custom``) of the
+        segment ``tokens[start:stop]`` of the sequence ``tokens``, called once
+        per candidate segment.
+    max_segment_length : int, default=6
+        Longest candidate segment that gets segment features. Longer
+        segments may still be labelled by a :class:`SemiMarkovCRF` (scored
+        by their tokens, length and boundaries), without segment features.
+    gazetteer : dict or path, default=None
+        Phrases with their types: a mapping from a phrase (words separated
+        by spaces) to a type or a list of types (``{"Nueva York": "LOC"}``),
+        or the path of a UTF-8 file of ``phrase<TAB>type`` lines (a phrase
+        may have several lines). Matched on whole runs of tokens, exactly,
+        case-folded, and fuzzily (each word equal once case-folded and
+        stripped of accents, or one edit away for words of 4 characters or
+        more, as the soft dictionary matches of Sarawagi and Cohen), a match
+        gives each token BIO-style features (``gaz:B-LOC`` on its first
+        token, ``gaz:I-LOC`` on the others; ``gaz.lower:`` and ``gaz~:`` for
+        the weaker kinds), and with ``segment_features`` the matching
+        segment the features of the ``"gazetteer"`` kind. Every kind that
+        holds is emitted: an exact match is also a case-folded and a fuzzy
+        one. A file is read once per distinct parameter value.
 
     See Also
     --------
@@ -181,6 +221,9 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         "head_column": [Interval(Integral, 0, None, closed="left"), None],
         "head_features": [tuple, list],
         "custom": [callable, None],
+        "segment_features": ["boolean", list, tuple, callable],
+        "max_segment_length": [Interval(Integral, 1, None, closed="left")],
+        "gazetteer": [None, Mapping, str, os.PathLike],
     }
 
     # it learns nothing: its parameters are its whole state
@@ -191,7 +234,8 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
                  context_features=("lower", "isupper", "istitle"), prefixes=(2, 3),
                  suffixes=(2, 3), word_column=0, columns="auto", column_prefixes=(2,),
                  column_names=None, bias=True, boundary=True, head_column=None,
-                 head_features=("lower", "columns", "link"), custom=None):
+                 head_features=("lower", "columns", "link"), custom=None,
+                 segment_features=False, max_segment_length=6, gazetteer=None):
         self.window = window
         self.word_features = word_features
         self.context_features = context_features
@@ -206,6 +250,9 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         self.head_column = head_column
         self.head_features = head_features
         self.custom = custom
+        self.segment_features = segment_features
+        self.max_segment_length = max_segment_length
+        self.gazetteer = gazetteer
 
     def fit(self, X: TokenSequences,
             y: Optional[LabelSequences] = None) -> TokenFeaturizer:
@@ -243,7 +290,8 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         """
         plan = self._checked_plan
         X = check_sequences(X, tokens="str tokens or tuples of str", matrix_ok=False)
-        if self.head_column is None and not isinstance(X, SequenceMatrix):
+        if (self.head_column is None and not isinstance(X, SequenceMatrix)
+                and not adds_features(self)):
             # a sentence or a few: the same output without the general path's
             # numpy calls, whose fixed cost is most of one sentence's time
             small = transform_small(plan, X)
@@ -254,9 +302,14 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         with kernel_exceptions():
             tokens = _Tokens(X, self.head_column)
             if tokens.n_tokens == 0:
-                return SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [],
-                                      parents=tokens.parents)
-            return _featurize(plan(tokens.n_columns), tokens)
+                features = SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [],
+                                          parents=tokens.parents)
+            else:
+                features = _featurize(plan(tokens.n_columns), tokens)
+            if adds_features(self):
+                # segment features and the gazetteer's token features (see _segments.py)
+                features = with_segment_features(self, tokens, features)
+        return features
 
     def fit_transform(self, X: TokenSequences,
                       y: Optional[LabelSequences] = None) -> SequenceMatrix:
@@ -303,10 +356,17 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
         plan = plan(tokens.n_columns)
         columns = [tokens.column(c) for c in range(tokens.n_columns)]
         offsets = tokens.offsets.tolist()
-        return [[_token_dict(plan, tokens.tokens, columns, sequence, start, stop, position,
-                             tokens.parents)
-                 for position in range(stop - start)]
-                for sequence, (start, stop) in enumerate(zip(offsets[:-1], offsets[1:]))]
+        dicts = [[_token_dict(plan, tokens.tokens, columns, sequence, start, stop, position,
+                              tokens.parents)
+                  for position in range(stop - start)]
+                 for sequence, (start, stop) in enumerate(zip(offsets[:-1], offsets[1:]))]
+        if self.gazetteer is not None:
+            # the gazetteer's token features (segment features are not per token)
+            flags = iter(gazetteer_token_dicts(self, tokens))
+            for sequence in dicts:
+                for token in sequence:
+                    token.update(next(flags))
+        return dicts
 
     @property
     def _checked_plan(self):
@@ -366,6 +426,7 @@ class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=Non
                 or len(set(self.column_names)) != len(self.column_names)):
             raise ValueError(
                 f"column_names must be distinct str; got {self.column_names!r}.")
+        check_segment_params(self)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

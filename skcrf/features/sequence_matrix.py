@@ -85,6 +85,13 @@ class SequenceMatrix:
         token), -1 for a root. A sequence may hold several trees. Checked:
         every parent must be -1 or a token of the same sequence, and the
         links may not form a cycle.
+    segments : SequenceMatrix, default=None
+        Features of candidate segments, for :class:`SemiMarkovCRF` (what
+        ``TokenFeaturizer(segment_features=...)`` emits): the same sequences,
+        with ``L`` rows per token, row ``t * L + d - 1`` of the stacked rows
+        holding the features of the segment of ``d`` tokens from token ``t``
+        (``segments.offsets`` is ``offsets * L``). Other estimators ignore
+        them.
 
     Attributes
     ----------
@@ -97,6 +104,10 @@ class SequenceMatrix:
     parents : ndarray of int64 of shape (n_tokens,) or None
         Read-only; assigning new parents (or None) is checked like the
         constructor's. Splitting the sequences splits their parents too.
+    segments : SequenceMatrix or None
+        Checked like the constructor's; split with the sequences.
+    segment_length : int
+        ``L``, the longest candidate segment of :attr:`segments` (0 for none).
     shape : tuple of (int,)
         ``(n_sequences,)``: scikit-learn reads the number of samples from it.
 
@@ -120,9 +131,10 @@ class SequenceMatrix:
     [3]
     """
 
-    def __init__(self, matrix, offsets, feature_names=None, parents=None):
+    def __init__(self, matrix, offsets, feature_names=None, parents=None, segments=None):
         self._offsets = _checked_offsets(offsets)
         self._parents = None
+        self._segments = None
         self.feature_names = None
         self.matrix = matrix  # checked against the offsets
         self.parents = parents
@@ -133,10 +145,11 @@ class SequenceMatrix:
                     f"feature_names has {feature_names.shape[0]} entries for "
                     f"{self.n_features} feature columns.")
         self.feature_names = feature_names
+        self.segments = segments
 
     @classmethod
     def _from_arrays(cls, data, indices, indptr, n_features, offsets, feature_names,
-                     dtype=np.float64, parents=None):
+                     dtype=np.float64, parents=None, segments=None):
         """A SequenceMatrix of canonical CSR arrays, made by skcrf's own transformers.
 
         ``data`` is None when every value is 1; ``indices`` are int32 and
@@ -156,6 +169,8 @@ class SequenceMatrix:
             trusted = (isinstance(parents, np.ndarray) and parents.dtype == np.int64
                        and not parents.flags.writeable)
             self._parents = parents if trusted else checked_parents(parents, self._offsets)
+        self._segments = None if segments is None else checked_segments(segments,
+                                                                        self._offsets)
         return self
 
     @property
@@ -174,6 +189,8 @@ class SequenceMatrix:
         _check_rows(offsets, self._shape[0])
         if self._parents is not None:
             checked_parents(self._parents, offsets)  # the same links, new sequences
+        if self._segments is not None:
+            checked_segments(self._segments, offsets)
         self._offsets = offsets
 
     @property
@@ -187,6 +204,21 @@ class SequenceMatrix:
     @parents.setter
     def parents(self, parents):
         self._parents = None if parents is None else checked_parents(parents, self._offsets)
+
+    @property
+    def segments(self):
+        """Features of candidate segments (a SequenceMatrix), or None."""
+        return self._segments
+
+    @segments.setter
+    def segments(self, segments):
+        self._segments = None if segments is None else checked_segments(segments,
+                                                                        self._offsets)
+
+    @property
+    def segment_length(self):
+        """Rows of :attr:`segments` per token: the longest candidate segment (0 for none)."""
+        return segment_length(self._segments, self._offsets)
 
     @property
     def matrix(self):
@@ -252,6 +284,7 @@ class SequenceMatrix:
         parents = state.get("_parents")  # absent before trees existed
         state["_parents"] = (None if parents is None
                              else _read_only(np.array(parents, dtype=np.int64)))
+        state.setdefault("_segments", None)  # absent before segment features existed
         self.__dict__.update(state)
 
     def _check_consistency(self):
@@ -262,6 +295,8 @@ class SequenceMatrix:
         first: offsets against the number of rows, and the CSR structure
         (column indices in range, row pointers non-decreasing).
         """
+        if self._segments is not None:
+            self._segments._check_consistency()
         arrays = self._canonical_arrays()
         if arrays is not None:
             return  # skcrf's own arrays, never exposed for writing
@@ -337,10 +372,12 @@ class SequenceMatrix:
         rows = np.arange(offsets[-1]) - np.repeat(offsets[:-1] - starts, lengths)
         # parent indices are local to each sequence: they move with it unchanged
         parents = None if self._parents is None else _read_only(self._parents[rows])
+        segments = None if self._segments is None else self._segments.take(sequence_ids)
         arrays = self._canonical_arrays()
         if arrays is None:
             taken = SequenceMatrix(self.matrix[rows], offsets, self.feature_names)
             taken._parents = parents
+            taken._segments = segments
             return taken
         # the same gather on the arrays: cross-validation splits make no array of ones
         data, indices, indptr = arrays
@@ -349,17 +386,55 @@ class SequenceMatrix:
         new_indptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
         np.cumsum(counts, out=new_indptr[1:])
         entries = np.arange(new_indptr[-1]) - np.repeat(new_indptr[:-1] - row_starts, counts)
-        return SequenceMatrix._from_arrays(
+        taken = SequenceMatrix._from_arrays(
             None if data is None else data[entries], indices[entries], new_indptr,
             self.n_features, offsets, self.feature_names, self._arrays[3], parents)
+        taken._segments = segments  # taken from checked segments: consistent
+        return taken
 
     def __repr__(self):
         trees = "" if self._parents is None else ", parents=..."
+        segments = ("" if self._segments is None else
+                    f", segments=<{self._segments.n_features} features of segments of up "
+                    f"to {self.segment_length} tokens>")
         return (f"SequenceMatrix(n_sequences={len(self)}, n_tokens={self.n_tokens}, "
-                f"n_features={self.n_features}, nnz={self.nnz}{trees})")
+                f"n_features={self.n_features}, nnz={self.nnz}{trees}{segments})")
 
     @property
     def nnz(self):
         """Number of stored feature values."""
         arrays = self._canonical_arrays()
         return self.matrix.nnz if arrays is None else arrays[1].shape[0]
+
+
+def segment_length(segments, offsets):
+    """Rows of ``segments`` per token of ``offsets`` (0 for no segments or no tokens)."""
+    n_tokens = int(offsets[-1])
+    if segments is None or not n_tokens:
+        return 0
+    return segments.n_tokens // n_tokens
+
+
+def checked_segments(segments, offsets):
+    """``segments`` if they fit the sequences of ``offsets``, or raise saying why."""
+    if not isinstance(segments, SequenceMatrix):
+        raise TypeError(f"segments must be a SequenceMatrix (what TokenFeaturizer("
+                        f"segment_features=...) emits); got a {type(segments).__name__}.")
+    if segments._segments is not None or segments._parents is not None:
+        raise ValueError("segments may not carry segments or parents of their own.")
+    n_sequences = offsets.shape[0] - 1
+    if len(segments) != n_sequences:
+        raise ValueError(f"segments has {len(segments)} sequences for {n_sequences}.")
+    n_tokens = int(offsets[-1])
+    rows = segments.n_tokens
+    if n_tokens == 0:
+        if rows:
+            raise ValueError(f"segments has {rows} rows for sequences with no tokens.")
+        return segments
+    if rows % n_tokens or not rows or not np.array_equal(
+            segments.offsets, offsets * (rows // n_tokens)):
+        raise ValueError(
+            f"segments must have the same number of rows, L, for each token (one per "
+            f"candidate length, segments.offsets = offsets * L); got {rows} rows for "
+            f"{n_tokens} tokens, arranged otherwise.")
+    return segments

@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .._fitted_state import FittedState, IfPresent, Names, StrList, TypeOf, saved_as
+from .._fitted_state import Fitted, FittedState, IfPresent, Names, StrList, TypeOf, saved_as
 from .._parallel import kernel_exceptions
 from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
@@ -75,6 +75,9 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     ``X`` may also be a :class:`SequenceMatrix` with ``feature_names`` (what
     :class:`TokenFeaturizer` emits): its columns are then matched to the fitted
     vocabulary by name, one lookup per distinct name, with no per-token dicts.
+    Its features of candidate segments (:attr:`SequenceMatrix.segments`, for
+    :class:`SemiMarkovCRF`) get a vocabulary of their own, learned by a
+    vectorizer of the same parameters (``segment_vectorizer_``).
 
     The output is a :class:`SequenceMatrix`: one CSR matrix over all tokens plus
     sequence offsets, which :class:`CRFClassifier` consumes directly.
@@ -105,6 +108,9 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         Feature name to column index.
     feature_names_ : list of str
         Column index to feature name.
+    segment_vectorizer_ : SequenceVectorizer or None
+        The vectorizer of the features of candidate segments, when ``fit``
+        received a SequenceMatrix with ``segments``; None otherwise.
 
     See Also
     --------
@@ -186,7 +192,15 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         # a Ctrl-C while a kernel runs comes out as KeyboardInterrupt, not as the
         # SystemError numba wraps it in
         with kernel_exceptions():
-            return self._to_matrix(*self._fit_arrays(X))
+            matrix = self._to_matrix(*self._fit_arrays(X))
+            segments = X.segments if isinstance(X, SequenceMatrix) else None
+            self.segment_vectorizer_ = None
+            if segments is not None:
+                self.segment_vectorizer_ = SequenceVectorizer(
+                    dtype=self.dtype, separator=self.separator, sort=self.sort,
+                    min_freq=self.min_freq)
+                matrix.segments = self.segment_vectorizer_.fit_transform(segments)
+        return matrix
 
     def _fit_arrays(self, X):
         """Fit, and return the output's arrays in the compact form of ``_vectorize_compact``.
@@ -263,7 +277,13 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
             One row per token, the columns of ``feature_names_``.
         """
         with kernel_exceptions():  # as in fit_transform
-            return self._to_matrix(*self._transform_arrays(X))
+            matrix = self._to_matrix(*self._transform_arrays(X))
+            # fitted without segments (or by an earlier skcrf): no vocabulary for them
+            vectorizer = getattr(self, "segment_vectorizer_", None)
+            if (vectorizer is not None and isinstance(X, SequenceMatrix)
+                    and X.segments is not None):
+                matrix.segments = vectorizer.transform(X.segments)
+        return matrix
 
     def _transform_arrays(self, X):
         """:meth:`transform`'s arrays in the compact form of ``_vectorize_compact``."""
@@ -470,3 +490,9 @@ def _canonical(data, indices, indptr, n_columns):
     matrix.sum_duplicates()  # rows are sorted: this only adds up neighbours
     return (values_or_none(matrix.data), matrix.indices.astype(np.int32, copy=False),
             matrix.indptr.astype(np.int64, copy=False))
+
+
+# the vocabulary of segment features (SequenceMatrix.segments) is a vectorizer of
+# the same class, declared once the class exists
+SequenceVectorizer._fitted_state = SequenceVectorizer._fitted_state.extended(
+    {"segment_vectorizer_": IfPresent(Fitted(SequenceVectorizer, none_ok=True))})

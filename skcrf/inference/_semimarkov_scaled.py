@@ -73,19 +73,25 @@ def norm_floor(max_length):
 
 
 @compiled()
-def scaled_workspace(rows, n_labels, max_length):
-    """Scratch for sequences of up to ``rows - 1`` tokens (see :func:`scaled_sequence_posteriors`)."""
-    tokens = np.empty((5, rows, n_labels))  # es, scaled es, exp first, exp last, cover
+def scaled_workspace(rows, n_labels, max_length, span_length):
+    """Scratch for sequences of up to ``rows - 1`` tokens (see :func:`scaled_sequence_posteriors`).
+
+    ``span_length`` is that of the span scores (0 for none).
+    """
+    # es, scaled es, exp first, exp last, cover, entry factors, exit factors, closing
+    tokens = np.empty((8, rows, n_labels))
     bounds = np.empty((4, rows, n_labels))  # alpha, enter, beta, leave
     reach = np.zeros((2, rows, n_labels), np.bool_)  # alpha, enter
     blocked = np.zeros((rows, n_labels), np.int64)
     norm = np.empty(rows)
     counts = np.empty((n_labels, max_length + 2 * n_labels + 2))
-    return tokens, bounds, reach, blocked, norm, counts
+    exp_spans = np.empty((rows if span_length else 0, span_length, n_labels))
+    labels = np.empty((2, n_labels))  # per label: the running product, the cell's sum
+    return tokens, bounds, reach, blocked, norm, counts, exp_spans, labels
 
 
 @compiled()
-def _feasible_end(state, first, last, length, longest, lo, b, y, blocked, enter_reach):
+def _feasible_end(state, first, last, length, spans, longest, lo, b, y, blocked, enter_reach):
     """Whether some segment of label y ending at b has a finite score from a reached entry.
 
     ``blocked[r, y]`` counts the ``-inf`` state scores of label y before local token r.
@@ -96,33 +102,53 @@ def _feasible_end(state, first, last, length, longest, lo, b, y, blocked, enter_
         a = b - d
         if blocked[b, y] != blocked[a, y]:
             break  # a forbidden token lies inside every longer segment too
-        if enter_reach[a, y] and first[lo + a, y] > -np.inf and length[y, d - 1] > -np.inf:
+        if (enter_reach[a, y] and first[lo + a, y] > -np.inf and length[y, d - 1] > -np.inf
+                and (d > spans.shape[1] or spans[lo + a, d - 1, y] > -np.inf)):
             return True
     return False
 
 
 @compiled()
-def scaled_sequence_posteriors(state, first, last, length, transitions, start, end, longest,
-                               exp_length, exp_transitions, exp_start, exp_end, smallest_norm,
-                               lo, hi, roles, workspace):
+def scaled_sequence_posteriors(state, first, last, length, spans, transitions, start, end,
+                               longest, exp_length, exp_transitions, exp_start, exp_end,
+                               smallest_norm, lo, hi, roles, span_marginals, workspace):
     """Scaled forward-backward of tokens lo..hi-1.
 
-    Returns log Z and adds the role marginals of the tokens to ``roles`` and
-    the sequence's expected counts to the counts block of ``workspace``
-    (``counts[:, :L]`` lengths, then transitions, then start and end as
-    columns), or returns NaN when a precision check fails or the sequence may
-    be infeasible. After NaN, ``roles[lo:hi]`` may be partly written: the
-    caller zeroes it and runs the exact pass.
+    Returns log Z and adds the role marginals of the tokens to ``roles``, the
+    probability of each scored segment to ``span_marginals`` (unless it is
+    empty) and the sequence's expected counts to the counts block of
+    ``workspace`` (``counts[:, :L]`` lengths, then transitions, then start and
+    end as columns), or returns NaN when a precision check fails or the
+    sequence may be infeasible. After NaN, ``roles[lo:hi]`` and
+    ``span_marginals[lo:hi]`` may be partly written: the caller zeroes them
+    and runs the exact pass. A span score's exponential must stay below
+    FACTOR_CAP, as those of the first and last scores.
     """
-    tokens, bounds, reach, blocked, norm, counts = workspace
-    es, esc, ef, el, cover = tokens[0], tokens[1], tokens[2], tokens[3], tokens[4]
-    alpha, enter, beta, leave = bounds[0], bounds[1], bounds[2], bounds[3]
-    alpha_reach, enter_reach = reach[0], reach[1]
-    n_labels = state.shape[1]
-    max_length = length.shape[1]
-    n = hi - lo
+    log_shift = token_factors(state, first, last, spans, lo, hi, workspace)
+    if log_shift != log_shift:
+        return np.nan
+    return scaled_factor_posteriors(state, first, last, length, spans, transitions, start,
+                                    longest, exp_length, exp_transitions, exp_start, exp_end,
+                                    smallest_norm, lo, hi, log_shift, roles, span_marginals,
+                                    workspace)
 
-    log_z = 0.0
+
+@compiled()
+def token_factors(state, first, last, spans, lo, hi, workspace):
+    """The exponentiated scores of tokens lo..hi-1 into ``workspace``; their log shift.
+
+    ``es[r] = exp(state[lo + r] - max)``, ``ef`` and ``el`` the exponentials
+    of ``first`` and ``last``, ``esp`` those of the span scores, and
+    ``blocked`` the running count of ``-inf`` state scores per label. Returns
+    the sum of the per-token maxima (what the scaled pass adds to log Z), or
+    NaN when some token has no finite state score or a factor exceeds
+    FACTOR_CAP.
+    """
+    tokens, _, _, blocked, _, _, esp, _ = workspace
+    es, ef, el = tokens[0], tokens[2], tokens[3]
+    n_labels = state.shape[1]
+    n = hi - lo
+    log_shift = 0.0
     for y in range(n_labels):
         blocked[0, y] = 0
     for r in range(n):
@@ -132,7 +158,7 @@ def scaled_sequence_posteriors(state, first, last, length, transitions, start, e
                 top = state[lo + r, y]
         if top == -np.inf:
             return np.nan
-        log_z += top
+        log_shift += top
         for y in range(n_labels):
             es[r, y] = np.exp(state[lo + r, y] - top)
             ef[r, y] = np.exp(first[lo + r, y])
@@ -140,28 +166,77 @@ def scaled_sequence_posteriors(state, first, last, length, transitions, start, e
             if ef[r, y] > FACTOR_CAP or el[r, y] > FACTOR_CAP:
                 return np.nan
             blocked[r + 1, y] = blocked[r, y] + (state[lo + r, y] == -np.inf)
+    n_scored = spans.shape[1]
+    for r in range(n):
+        for d in range(min(n_scored, n - r)):
+            for y in range(n_labels):
+                v = np.exp(spans[lo + r, d, y])
+                if v > FACTOR_CAP:
+                    return np.nan
+                esp[r, d, y] = v
+    return log_shift
+
+
+@compiled()
+def scaled_factor_posteriors(state, first, last, length, spans, transitions, start, longest,
+                             exp_length, exp_transitions, exp_start, exp_end, smallest_norm,
+                             lo, hi, log_shift, roles, span_marginals, workspace):
+    """The scaled pass of :func:`scaled_sequence_posteriors` on factors ready in ``workspace``.
+
+    ``es``, ``ef``, ``el``, ``esp`` and ``blocked`` as :func:`token_factors`
+    makes them (a caller may compute them otherwise, e.g. as products of
+    exponentiated weights), ``log_shift`` what the scaling of ``es`` took
+    out. ``state``, ``first``, ``last`` and ``spans`` are read only to tell
+    a ``-inf`` score (forbidden) from an underflow.
+    """
+    tokens, bounds, reach, blocked, norm, counts, esp, labels = workspace
+    product, cell = labels[0], labels[1]
+    longest_of_all = 0
+    for y in range(longest.shape[0]):
+        longest_of_all = max(longest_of_all, longest[y])
+    es, esc, ef, el, cover = tokens[0], tokens[1], tokens[2], tokens[3], tokens[4]
+    # opening[a, y] = enter[a, y] * ef[a, y], the weight of a y-segment opening at a;
+    # exit[b, y] = el[b - 1, y] * beta[b, y], that of one closing at b; closing[b, y]
+    # sums the segments that close at b (taken once per segment, both are per token)
+    opening, exit_, closing = tokens[5], tokens[6], tokens[7]
+    alpha, enter, beta, leave = bounds[0], bounds[1], bounds[2], bounds[3]
+    alpha_reach, enter_reach = reach[0], reach[1]
+    n_labels = state.shape[1]
+    max_length = length.shape[1]
+    n = hi - lo
+    n_scored = spans.shape[1]
+    with_marginals = span_marginals.shape[0] > 0
+    log_z = log_shift
 
     # forward: alpha[b] normalized, enter[b] on the same scale
     for y in range(n_labels):
         enter[0, y] = exp_start[y]
         enter_reach[0, y] = start[y] > -np.inf
+        opening[0, y] = enter[0, y] * ef[0, y]
     for b in range(1, n + 1):
         total = 0.0
+        # every label's cell at once, the lengths outermost: the labels' running
+        # products (the segment's tokens a..b-2 divided by norm[a+1..b-1]) are
+        # independent chains of multiplies, which the processor overlaps
         for y in range(n_labels):
-            # p: the segment's token product, tokens a..b-2 divided by norm[a+1..b-1]
-            p = es[b - 1, y]
-            acc = 0.0
-            for d in range(1, min(b, longest[y]) + 1):
-                a = b - d
+            product[y] = es[b - 1, y]
+            cell[y] = 0.0
+        for d in range(1, min(b, longest_of_all) + 1):
+            a = b - d
+            for y in range(n_labels):
+                if d > longest[y]:
+                    continue
                 if d > 1:
-                    p *= esc[a, y]
-                if p == 0.0:
-                    break
-                acc += enter[a, y] * ef[a, y] * exp_length[y, d - 1] * p
-            acc *= el[b - 1, y]
+                    product[y] *= esc[a, y]
+                term = opening[a, y] * exp_length[y, d - 1] * product[y]
+                if d <= n_scored:
+                    term *= esp[a, d - 1, y]
+                cell[y] += term
+        for y in range(n_labels):
+            acc = cell[y] * el[b - 1, y]
             if acc < CELL_FLOOR:
-                if _feasible_end(state, first, last, length, longest, lo, b, y, blocked,
-                                 enter_reach):
+                if _feasible_end(state, first, last, length, spans, longest, lo, b, y,
+                                 blocked, enter_reach):
                     return np.nan
                 alpha_reach[b, y] = False
             else:
@@ -188,6 +263,7 @@ def scaled_sequence_posteriors(state, first, last, length, transitions, start, e
                     entered = entered or (alpha_reach[b, x] and transitions[x, y] > -np.inf)
                 enter[b, y] = acc
                 enter_reach[b, y] = entered
+                opening[b, y] = acc * ef[b, y]
     final = 0.0
     for y in range(n_labels):
         final += alpha[n, y] * exp_end[y]
@@ -202,33 +278,42 @@ def scaled_sequence_posteriors(state, first, last, length, transitions, start, e
     for r in range(n + 1):
         for y in range(n_labels):
             cover[r, y] = 0.0
+            closing[r, y] = 0.0
     for y in range(n_labels):
         beta[n, y] = exp_end[y] / final
+        exit_[n, y] = el[n - 1, y] * beta[n, y]
     for a in range(n - 1, -1, -1):
+        # as in the forward pass: every label at once, the lengths outermost
         for y in range(n_labels):
-            p = 1.0
-            acc = 0.0
-            opened = 0.0
-            for d in range(1, min(n - a, longest[y]) + 1):
-                b = a + d
-                p *= esc[b - 1, y]
-                if p == 0.0:
-                    break
-                term = ef[a, y] * exp_length[y, d - 1] * p * el[b - 1, y] * beta[b, y]
-                acc += term
-                segment = enter[a, y] * term
-                if segment > 0.0:
-                    opened += segment
-                    roles[lo + b - 1, LAST, y] += segment
-                    if d == 1:
-                        roles[lo + a, SINGLE, y] += segment
-                    # coverage as a difference array, summed below
-                    cover[b, y] -= segment
-                    lengths_[y, d - 1] += segment
-            if not acc < HUGE:
+            product[y] = 1.0
+            cell[y] = 0.0
+        for d in range(1, min(n - a, longest_of_all) + 1):
+            b = a + d
+            for y in range(n_labels):
+                if d > longest[y]:
+                    continue
+                product[y] *= esc[b - 1, y]
+                term = exp_length[y, d - 1] * product[y] * exit_[b, y]
+                if d <= n_scored:
+                    term *= esp[a, d - 1, y]
+                cell[y] += term
+                # the segment's marginal; a NaN from an overflow here is caught
+                # below by the check of leave, and the caller discards the pass
+                segment = opening[a, y] * term
+                if with_marginals and d <= n_scored:
+                    span_marginals[lo + a, d - 1, y] += segment
+                if d == 1:
+                    roles[lo + a, SINGLE, y] += segment
+                closing[b, y] += segment
+                lengths_[y, d - 1] += segment
+        for y in range(n_labels):
+            value = ef[a, y] * cell[y]
+            if not value < HUGE:
                 return np.nan
-            leave[a, y] = acc
+            leave[a, y] = value
+            opened = opening[a, y] * cell[y]
             roles[lo + a, FIRST, y] += opened
+            # coverage as a difference array, summed below
             cover[a, y] += opened
         if a > 0:
             for x in range(n_labels):
@@ -238,21 +323,23 @@ def scaled_sequence_posteriors(state, first, last, length, transitions, start, e
                 if not acc < HUGE:
                     return np.nan
                 beta[a, x] = acc
+                exit_[a, x] = el[a - 1, x] * acc
                 for y in range(n_labels):
                     pair = alpha[a, x] * exp_transitions[x, y] * leave[a, y]
                     pairs[x, y] += pair
                     if x == y:
                         roles[lo + a, REPEAT, y] += pair
-    opening = 0.0
+    first_labels = 0.0
     for y in range(n_labels):
         counts[y, max_length + n_labels] = exp_start[y] * leave[0, y]
         counts[y, max_length + n_labels + 1] = alpha[n, y] * exp_end[y] / final
-        opening += counts[y, max_length + n_labels]
-    if not abs(opening - 1.0) <= IDENTITY_TOLERANCE:
+        first_labels += counts[y, max_length + n_labels]
+    if not abs(first_labels - 1.0) <= IDENTITY_TOLERANCE:
         return np.nan
     for y in range(n_labels):
         covered = 0.0
         for r in range(n):
-            covered += cover[r, y]
+            covered += cover[r, y] - closing[r, y]
             roles[lo + r, COVERED, y] = covered
+            roles[lo + r, LAST, y] += closing[r + 1, y]
     return log_z

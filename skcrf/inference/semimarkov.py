@@ -6,10 +6,11 @@ sequence into consecutive segments, each with one label; the score of a
 segment with label ``y`` over the tokens ``a:b`` of a sequence is::
 
     s(y, a, b) = sum(state[a:b, y]) + first[a, y] + last[b - 1, y] + length[y, b - a - 1]
+                 + spans[a, b - a - 1, y]
 
-and a segmentation scores the sum of its segments, ``transitions[y', y]``
-between consecutive segments, ``start`` of the first label and ``end`` of the
-last. The batch kernels take this layout:
+(the ``spans`` term only where a span score is given), and a segmentation
+scores the sum of its segments, ``transitions[y', y]`` between consecutive
+segments, ``start`` of the first label and ``end`` of the last. The batch kernels take this layout:
 
 - ``state``, ``first``, ``last`` : (n_tokens, n_labels) float64, log-space token
   scores of all sequences stacked; the segment sums come from per-sequence
@@ -17,6 +18,12 @@ last. The batch kernels take this layout:
 - ``length`` : (n_labels, max_length) float64, ``length[y, d - 1]`` scores a
   segment of ``d`` tokens; ``-inf`` forbids that length, and a label's
   longest segment is its last finite column;
+- ``spans`` : (n_tokens, span_length, n_labels) float64, or None for none:
+  ``spans[t, d - 1, y]`` scores the segment of label y over the ``d`` tokens
+  from t, for ``d <= span_length`` (the scores of segment features, which
+  depend on the whole segment); longer segments get no span score, and rows
+  past a sequence's end are never read. The batch kernels take an empty
+  (0, 0, n_labels) array for None;
 - ``transitions`` : (n_labels, n_labels) float64, [previous segment, next];
 - ``start``, ``end`` : (n_labels,) float64;
 - ``offsets`` : (n_sequences + 1,) int64, sequence q owns tokens
@@ -38,6 +45,7 @@ from ._semimarkov_scaled import (exp_factors, norm_floor, scaled_sequence_poster
                                  scaled_workspace)
 
 __all__ = ["COVERED", "FIRST", "LAST", "N_ROLES", "REPEAT", "SINGLE", "longest_segments",
+           "no_spans",
            "segment_posteriors", "segment_viterbi"]
 
 
@@ -77,12 +85,21 @@ def _prefix_sums(state, lo, hi, cum, blocked):
                 blocked[r + 1, y] = blocked[r, y]
 
 
+def no_spans(n_labels):
+    """The empty span scores the kernels take for "no span scores"."""
+    return np.zeros((0, 0, n_labels))
+
+
 @compiled()
-def _segment(cum, blocked, first, last, length, lo, y, a, b):
+def _segment(cum, blocked, first, last, length, spans, lo, y, a, b):
     """Score of a segment of label ``y`` over local tokens a:b."""
     if blocked[b, y] != blocked[a, y]:
         return -np.inf
-    return (cum[b, y] - cum[a, y]) + first[lo + a, y] + last[lo + b - 1, y] + length[y, b - a - 1]
+    score = ((cum[b, y] - cum[a, y]) + first[lo + a, y] + last[lo + b - 1, y]
+             + length[y, b - a - 1])
+    if b - a <= spans.shape[1]:
+        score += spans[lo + a, b - a - 1, y]
+    return score
 
 
 @compiled()
@@ -103,8 +120,8 @@ def _lse_value(acc_max, acc_sum):
 
 
 @compiled()
-def _forward(cum, blocked, first, last, length, transitions, start, longest, lo, n, alpha,
-             enter):
+def _forward(cum, blocked, first, last, length, spans, transitions, start, longest, lo, n,
+             alpha, enter):
     """Forward log scores of one sequence.
 
     ``enter[r, y]``: the prefixes ``:r`` followed by a y-segment starting at r;
@@ -122,7 +139,7 @@ def _forward(cum, blocked, first, last, length, transitions, start, longest, lo,
                 if enter[a, y] == -np.inf:
                     continue
                 m, s = _lse_add(m, s, enter[a, y] + _segment(cum, blocked, first, last,
-                                                             length, lo, y, a, b))
+                                                             length, spans, lo, y, a, b))
             alpha[b, y] = _lse_value(m, s)
         if b < n:
             for y in range(n_labels):
@@ -134,8 +151,8 @@ def _forward(cum, blocked, first, last, length, transitions, start, longest, lo,
 
 
 @compiled()
-def _backward(cum, blocked, first, last, length, transitions, end, longest, lo, n, beta,
-              leave):
+def _backward(cum, blocked, first, last, length, spans, transitions, end, longest, lo, n,
+              beta, leave):
     """Backward log scores of one sequence.
 
     ``leave[a, y]``: a y-segment starting at a and any suffix after it;
@@ -152,7 +169,7 @@ def _backward(cum, blocked, first, last, length, transitions, end, longest, lo, 
                 if beta[b, y] == -np.inf:
                     continue
                 m, s = _lse_add(m, s, beta[b, y] + _segment(cum, blocked, first, last,
-                                                            length, lo, y, a, b))
+                                                            length, spans, lo, y, a, b))
             leave[a, y] = _lse_value(m, s)
         if a > 0:
             for x in range(n_labels):
@@ -164,24 +181,29 @@ def _backward(cum, blocked, first, last, length, transitions, end, longest, lo, 
 
 
 @compiled()
-def _sequence_posteriors(state, first, last, length, transitions, start, end, longest, lo,
-                         hi, roles, length_counts, transition_counts, start_counts,
-                         end_counts, cum, blocked, alpha, enter, beta, leave, cover):
-    """log Z of tokens lo..hi-1; adds their marginals and expected counts to the outputs."""
+def _sequence_posteriors(state, first, last, length, spans, transitions, start, end, longest,
+                         lo, hi, roles, span_marginals, length_counts, transition_counts,
+                         start_counts, end_counts, cum, blocked, alpha, enter, beta, leave,
+                         cover):
+    """log Z of tokens lo..hi-1; adds their marginals and expected counts to the outputs.
+
+    ``span_marginals`` (as ``spans``, or empty for none) gets the probability
+    of each scored segment.
+    """
     n_labels = state.shape[1]
     n = hi - lo
     _prefix_sums(state, lo, hi, cum, blocked)
-    _forward(cum, blocked, first, last, length, transitions, start, longest, lo, n, alpha,
-             enter)
+    _forward(cum, blocked, first, last, length, spans, transitions, start, longest, lo, n,
+             alpha, enter)
     m, s = -np.inf, 0.0
     for y in range(n_labels):
         m, s = _lse_add(m, s, alpha[n, y] + end[y])
     log_z = _lse_value(m, s)
     if log_z == -np.inf:
         return log_z
-    _backward(cum, blocked, first, last, length, transitions, end, longest, lo, n, beta,
-              leave)
-
+    _backward(cum, blocked, first, last, length, spans, transitions, end, longest, lo, n,
+              beta, leave)
+    n_scored = span_marginals.shape[1]
     for r in range(n + 1):
         for y in range(n_labels):
             cover[r, y] = 0.0
@@ -191,11 +213,14 @@ def _sequence_posteriors(state, first, last, length, transitions, start, end, lo
                 continue
             for d in range(1, min(n - a, longest[y]) + 1):
                 b = a + d
-                v = (enter[a, y] + _segment(cum, blocked, first, last, length, lo, y, a, b)
+                v = (enter[a, y]
+                     + _segment(cum, blocked, first, last, length, spans, lo, y, a, b)
                      + beta[b, y])
                 if v == -np.inf:
                     continue
                 p = np.exp(v - log_z)
+                if d <= n_scored:
+                    span_marginals[lo + a, d - 1, y] += p
                 roles[lo + a, FIRST, y] += p
                 roles[lo + b - 1, LAST, y] += p
                 if d == 1:
@@ -226,12 +251,13 @@ def _sequence_posteriors(state, first, last, length, transitions, start, end, lo
     return log_z
 
 
-def segment_posteriors(state, first, last, length, transitions, start, end, offsets):
+def segment_posteriors(state, first, last, length, transitions, start, end, offsets,
+                       spans=None):
     """Log partition functions, per-token role marginals and expected segment counts.
 
     Parameters
     ----------
-    state, first, last, length, transitions, start, end, offsets
+    state, first, last, length, transitions, start, end, offsets, spans
         See the module docstring.
 
     Returns
@@ -250,6 +276,9 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
         Expected number of each pair of consecutive segment labels, summed.
     start_counts, end_counts : (n_labels,) float64
         Expected first and last segment labels, summed.
+    span_marginals : (n_tokens, span_length, n_labels) float64
+        Only when ``spans`` is given: the probability of each scored segment
+        (0 past a sequence's end).
     """
     n_tokens, n_labels = state.shape
     max_length = length.shape[1]
@@ -257,24 +286,28 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     longest = longest_segments(length)
+    with_spans = spans is not None
+    spans = spans if with_spans else no_spans(n_labels)
 
     log_z = np.zeros(n_sequences)
     roles = np.zeros((n_tokens, N_ROLES, n_labels))
+    span_marginals = np.zeros(spans.shape)
     chunk_lengths = np.zeros((n_chunks, n_labels, max_length))
     chunk_transitions = np.zeros((n_chunks, n_labels, n_labels))
     chunk_start = np.zeros((n_chunks, n_labels))
     chunk_end = np.zeros((n_chunks, n_labels))
 
-    sums = (log_z, roles, chunk_lengths, chunk_transitions, chunk_start, chunk_end)
+    sums = (log_z, roles, span_marginals, chunk_lengths, chunk_transitions, chunk_start,
+            chunk_end)
     scalable, *factors = exp_factors(length, transitions, start, end)
     exact = np.ones(n_sequences, np.bool_)
     if scalable:
-        run_chunks(_posterior_chunks, n_chunks, bounds, state, first, last, length,
+        run_chunks(_posterior_chunks, n_chunks, bounds, state, first, last, length, spans,
                    transitions, start, end, offsets, longest, tuple(factors),
                    norm_floor(max_length), exact, *sums)
     if exact.any():
         run_chunks(_exact_posterior_chunks, n_chunks, bounds, state, first, last, length,
-                   transitions, start, end, offsets, longest, exact, *sums)
+                   spans, transitions, start, end, offsets, longest, exact, *sums)
 
     length_counts = np.zeros((n_labels, max_length))
     transition_counts = np.zeros((n_labels, n_labels))
@@ -285,20 +318,22 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
         transition_counts += chunk_transitions[c]
         start_counts += chunk_start[c]
         end_counts += chunk_end[c]
-    return log_z, roles, length_counts, transition_counts, start_counts, end_counts
+    counts = (log_z, roles, length_counts, transition_counts, start_counts, end_counts)
+    return counts + (span_marginals,) if with_spans else counts
 
 
 @compiled()
-def _posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, transitions,
-                      start, end, offsets, longest, factors, smallest_norm, exact, log_z, roles,
-                      chunk_lengths, chunk_transitions, chunk_start, chunk_end):
+def _posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, spans,
+                      transitions, start, end, offsets, longest, factors, smallest_norm, exact,
+                      log_z, roles, span_marginals, chunk_lengths, chunk_transitions,
+                      chunk_start, chunk_end):
     """The scaled pass of the chunks' sequences; clears ``exact`` for those it did."""
     exp_length, exp_transitions, exp_start, exp_end = factors
     n_labels = state.shape[1]
     max_length = length.shape[1]
     for c in range(chunk_lo, chunk_hi):
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
-        workspace = scaled_workspace(rows, n_labels, max_length)
+        workspace = scaled_workspace(rows, n_labels, max_length, spans.shape[1])
         sequence_counts = workspace[5]
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
@@ -307,8 +342,9 @@ def _posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, tr
                 exact[q] = False
                 continue
             value = scaled_sequence_posteriors(
-                state, first, last, length, transitions, start, end, longest, exp_length,
-                exp_transitions, exp_start, exp_end, smallest_norm, lo, hi, roles, workspace)
+                state, first, last, length, spans, transitions, start, end, longest,
+                exp_length, exp_transitions, exp_start, exp_end, smallest_norm, lo, hi,
+                roles, span_marginals, workspace)
             if np.isnan(value):
                 continue
             exact[q] = False
@@ -324,9 +360,10 @@ def _posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, tr
 
 
 @compiled()
-def _exact_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length,
+def _exact_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, spans,
                             transitions, start, end, offsets, longest, exact, log_z, roles,
-                            chunk_lengths, chunk_transitions, chunk_start, chunk_end):
+                            span_marginals, chunk_lengths, chunk_transitions, chunk_start,
+                            chunk_end):
     """The exact log-space pass of the chunks' sequences that ``exact`` flags."""
     n_labels = state.shape[1]
     for c in range(chunk_lo, chunk_hi):
@@ -345,19 +382,24 @@ def _exact_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, leng
             hi = offsets[q + 1]
             if not exact[q] or hi == lo:
                 continue
+            # the scaled pass may have written some rows before giving up
             for t in range(lo, hi):
                 for role in range(roles.shape[1]):
                     for y in range(n_labels):
                         roles[t, role, y] = 0.0
+                if span_marginals.shape[0] > 0:
+                    for d in range(span_marginals.shape[1]):
+                        for y in range(n_labels):
+                            span_marginals[t, d, y] = 0.0
             log_z[q] = _sequence_posteriors(
-                state, first, last, length, transitions, start, end, longest, lo, hi, roles,
-                chunk_lengths[c], chunk_transitions[c], chunk_start[c], chunk_end[c], cum,
-                blocked, alpha, enter, beta, leave, cover)
+                state, first, last, length, spans, transitions, start, end, longest, lo, hi,
+                roles, span_marginals, chunk_lengths[c], chunk_transitions[c], chunk_start[c],
+                chunk_end[c], cum, blocked, alpha, enter, beta, leave, cover)
 
 
 @compiled()
-def _sequence_viterbi(state, first, last, length, transitions, start, end, longest, lo, hi,
-                      label_ids, starts, cum, blocked, score, enter, best_length,
+def _sequence_viterbi(state, first, last, length, spans, transitions, start, end, longest, lo,
+                      hi, label_ids, starts, cum, blocked, score, enter, best_length,
                       best_previous):
     """Best segmentation of tokens lo..hi-1 into ``label_ids`` and ``starts``."""
     n_labels = state.shape[1]
@@ -372,7 +414,8 @@ def _sequence_viterbi(state, first, last, length, transitions, start, end, longe
             best_d = 1
             for d in range(1, min(b, longest[y]) + 1):
                 a = b - d
-                v = enter[a, y] + _segment(cum, blocked, first, last, length, lo, y, a, b)
+                v = enter[a, y] + _segment(cum, blocked, first, last, length, spans, lo, y,
+                                           a, b)
                 if v > best:
                     best = v
                     best_d = d
@@ -408,7 +451,7 @@ def _sequence_viterbi(state, first, last, length, transitions, start, end, longe
         b = a
 
 
-def segment_viterbi(state, first, last, length, transitions, start, end, offsets):
+def segment_viterbi(state, first, last, length, transitions, start, end, offsets, spans=None):
     """Most likely segmentation of every sequence.
 
     Ties go to the lowest label and the shortest segment. Nothing of score
@@ -426,15 +469,16 @@ def segment_viterbi(state, first, last, length, transitions, start, end, offsets
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     longest = longest_segments(length)
+    spans = no_spans(n_labels) if spans is None else spans
     label_ids = np.zeros(n_tokens, np.int64)
     starts = np.zeros(n_tokens, np.bool_)
-    run_chunks(_viterbi_chunks, n_chunks, bounds, state, first, last, length, transitions,
-               start, end, offsets, longest, label_ids, starts)
+    run_chunks(_viterbi_chunks, n_chunks, bounds, state, first, last, length, spans,
+               transitions, start, end, offsets, longest, label_ids, starts)
     return label_ids, starts
 
 
 @compiled()
-def _viterbi_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, transitions,
+def _viterbi_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, spans, transitions,
                     start, end, offsets, longest, label_ids, starts):
     """The best segmentations of the chunks' sequences into ``label_ids`` and ``starts``."""
     n_labels = state.shape[1]
@@ -451,6 +495,6 @@ def _viterbi_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, tran
             hi = offsets[q + 1]
             if hi == lo:
                 continue
-            _sequence_viterbi(state, first, last, length, transitions, start, end, longest,
-                              lo, hi, label_ids, starts, cum, blocked, score, enter,
+            _sequence_viterbi(state, first, last, length, spans, transitions, start, end,
+                              longest, lo, hi, label_ids, starts, cum, blocked, score, enter,
                               best_length, best_previous)

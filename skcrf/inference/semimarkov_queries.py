@@ -30,7 +30,8 @@ import numpy as np
 from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from ._segment_roles import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
 from ._topn import merge_best
-from .semimarkov import _lse_add, _lse_value, _prefix_sums, _segment, longest_segments
+from .semimarkov import (_lse_add, _lse_value, _prefix_sums, _segment, longest_segments,
+                         no_spans)
 
 #: Boundary flags (see the module docstring).
 CUT = 1
@@ -40,9 +41,10 @@ __all__ = ["CUT", "NO_REPEAT", "fixed_segment_posteriors", "nbest_segmentations"
 
 
 @compiled()
-def _sequence_nbest(state, first, last, length, transitions, start, end, boundaries, longest,
-                    lo, hi, n, cum, blocked, alpha, alpha_from, alpha_rank, alpha_size, enter,
-                    enter_from, enter_rank, enter_size, final, final_label, final_rank, work):
+def _sequence_nbest(state, first, last, length, spans, transitions, start, end, boundaries,
+                    longest, lo, hi, n, cum, blocked, alpha, alpha_from, alpha_rank, alpha_size,
+                    enter, enter_from, enter_rank, enter_size, final, final_label, final_rank,
+                    work):
     """The n best segmentations of tokens lo..hi-1 into the workspace; how many there are.
 
     Row ``b * n_labels + y`` of ``alpha``: the best segmentations of tokens
@@ -71,8 +73,8 @@ def _sequence_nbest(state, first, last, length, transitions, start, end, boundar
                 a = b - d
                 if d > 1 and boundaries[lo + a + 1] & CUT:
                     break  # every longer segment also holds that fixed start
-                segment_scores[d - 1, 0] = _segment(cum, blocked, first, last, length, lo, y,
-                                                    a, b)
+                segment_scores[d - 1, 0] = _segment(cum, blocked, first, last, length, spans,
+                                                    lo, y, a, b)
                 n_lengths = d
             row = b * n_labels + y
             alpha_size[row] = merge_best(enter, enter_size, (b - 1) * n_labels + y, -n_labels,
@@ -92,12 +94,12 @@ def _sequence_nbest(state, first, last, length, transitions, start, end, boundar
 
 
 def nbest_segmentations(state, first, last, length, transitions, start, end, offsets,
-                        boundaries, n):
+                        boundaries, n, spans=None):
     """The ``n`` best segmentations of every sequence, under the fixed boundaries.
 
     Parameters
     ----------
-    state, first, last, length, transitions, start, end, offsets
+    state, first, last, length, transitions, start, end, offsets, spans
         As in :mod:`.semimarkov`.
     boundaries : (n_tokens,) int8
         Flags of :data:`CUT` and :data:`NO_REPEAT`; all 0 for none.
@@ -122,21 +124,22 @@ def nbest_segmentations(state, first, last, length, transitions, start, end, off
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     longest = longest_segments(length)
+    spans = no_spans(n_labels) if spans is None else spans
     label_ids = np.zeros((n_tokens, n), np.int64)
     starts = np.zeros((n_tokens, n), np.bool_)
     scores = np.full((n_sequences, n), -np.inf)
     counts = np.zeros(n_sequences, np.int64)
     end_column = np.ascontiguousarray(end.reshape(n_labels, 1))
-    run_chunks(_nbest_chunks, n_chunks, bounds, state, first, last, length, transitions, start,
-               end, offsets, boundaries, n, longest, end_column, label_ids, starts, scores,
-               counts)
+    run_chunks(_nbest_chunks, n_chunks, bounds, state, first, last, length, spans, transitions,
+               start, end, offsets, boundaries, n, longest, end_column, label_ids, starts,
+               scores, counts)
     return label_ids, starts, scores, counts
 
 
 @compiled()
-def _nbest_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, transitions, start,
-                  end, offsets, boundaries, n, longest, end_column, label_ids, starts, scores,
-                  counts):
+def _nbest_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, spans, transitions,
+                  start, end, offsets, boundaries, n, longest, end_column, label_ids, starts,
+                  scores, counts):
     """The n-best segmentations of the chunks' sequences into the outputs."""
     n_labels = state.shape[1]
     for c in range(chunk_lo, chunk_hi):
@@ -164,7 +167,7 @@ def _nbest_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, transi
                 counts[q] = 1
                 scores[q, 0] = 0.0
                 continue
-            kept = _sequence_nbest(state, first, last, length, transitions, start, end,
+            kept = _sequence_nbest(state, first, last, length, spans, transitions, start, end,
                                    boundaries, longest, lo, hi, n, cum, blocked, alpha,
                                    alpha_from, alpha_rank, alpha_size, enter, enter_from,
                                    enter_rank, enter_size, final, final_label, final_rank,
@@ -191,7 +194,7 @@ def _nbest_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, transi
 
 
 @compiled()
-def _fixed_forward(cum, blocked, first, last, length, transitions, start, boundaries,
+def _fixed_forward(cum, blocked, first, last, length, spans, transitions, start, boundaries,
                    longest, lo, n, alpha, enter):
     """:func:`.semimarkov._forward` under the boundary codes."""
     n_labels = cum.shape[1]
@@ -208,7 +211,7 @@ def _fixed_forward(cum, blocked, first, last, length, transitions, start, bounda
                 if enter[a, y] == -np.inf:
                     continue
                 m, s = _lse_add(m, s, enter[a, y] + _segment(cum, blocked, first, last,
-                                                             length, lo, y, a, b))
+                                                             length, spans, lo, y, a, b))
             alpha[b, y] = _lse_value(m, s)
         if b < n:
             no_repeat = boundaries[lo + b] & NO_REPEAT
@@ -221,8 +224,8 @@ def _fixed_forward(cum, blocked, first, last, length, transitions, start, bounda
 
 
 @compiled()
-def _fixed_backward(cum, blocked, first, last, length, transitions, end, boundaries, longest,
-                    lo, n, beta, leave):
+def _fixed_backward(cum, blocked, first, last, length, spans, transitions, end, boundaries,
+                    longest, lo, n, beta, leave):
     """:func:`.semimarkov._backward` under the boundary codes."""
     n_labels = cum.shape[1]
     for y in range(n_labels):
@@ -237,7 +240,7 @@ def _fixed_backward(cum, blocked, first, last, length, transitions, end, boundar
                 if beta[b, y] == -np.inf:
                     continue
                 m, s = _lse_add(m, s, beta[b, y] + _segment(cum, blocked, first, last,
-                                                            length, lo, y, a, b))
+                                                            length, spans, lo, y, a, b))
             leave[a, y] = _lse_value(m, s)
         if a > 0:
             no_repeat = boundaries[lo + a] & NO_REPEAT
@@ -250,23 +253,23 @@ def _fixed_backward(cum, blocked, first, last, length, transitions, end, boundar
 
 
 @compiled()
-def _fixed_sequence_roles(state, first, last, length, transitions, start, end, boundaries,
+def _fixed_sequence_roles(state, first, last, length, spans, transitions, start, end, boundaries,
                           longest, lo, hi, roles, cum, blocked, alpha, enter, beta, leave,
                           cover):
     """log Z of tokens lo..hi-1 under the boundary codes; their role marginals into ``roles``."""
     n_labels = state.shape[1]
     n = hi - lo
     _prefix_sums(state, lo, hi, cum, blocked)
-    _fixed_forward(cum, blocked, first, last, length, transitions, start, boundaries, longest,
-                   lo, n, alpha, enter)
+    _fixed_forward(cum, blocked, first, last, length, spans, transitions, start, boundaries,
+                   longest, lo, n, alpha, enter)
     m, s = -np.inf, 0.0
     for y in range(n_labels):
         m, s = _lse_add(m, s, alpha[n, y] + end[y])
     log_z = _lse_value(m, s)
     if log_z == -np.inf:
         return log_z
-    _fixed_backward(cum, blocked, first, last, length, transitions, end, boundaries, longest,
-                    lo, n, beta, leave)
+    _fixed_backward(cum, blocked, first, last, length, spans, transitions, end, boundaries,
+                    longest, lo, n, beta, leave)
     for r in range(n + 1):
         for y in range(n_labels):
             cover[r, y] = 0.0
@@ -278,7 +281,8 @@ def _fixed_sequence_roles(state, first, last, length, transitions, start, end, b
                 b = a + d
                 if d > 1 and boundaries[lo + b - 1] & CUT:
                     break
-                v = (enter[a, y] + _segment(cum, blocked, first, last, length, lo, y, a, b)
+                v = (enter[a, y]
+                     + _segment(cum, blocked, first, last, length, spans, lo, y, a, b)
                      + beta[b, y])
                 if v == -np.inf:
                     continue
@@ -305,7 +309,7 @@ def _fixed_sequence_roles(state, first, last, length, transitions, start, end, b
 
 
 def fixed_segment_posteriors(state, first, last, length, transitions, start, end, offsets,
-                             boundaries):
+                             boundaries, spans=None):
     """Log partition functions and token role marginals under fixed boundaries.
 
     Exact, in log space. The role marginals are those of
@@ -314,7 +318,7 @@ def fixed_segment_posteriors(state, first, last, length, transitions, start, end
 
     Parameters
     ----------
-    state, first, last, length, transitions, start, end, offsets
+    state, first, last, length, transitions, start, end, offsets, spans
         As in :mod:`.semimarkov`.
     boundaries : (n_tokens,) int8
         Flags of :data:`CUT` and :data:`NO_REPEAT`.
@@ -331,16 +335,18 @@ def fixed_segment_posteriors(state, first, last, length, transitions, start, end
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     longest = longest_segments(length)
+    spans = no_spans(n_labels) if spans is None else spans
     log_z = np.zeros(n_sequences)
     roles = np.zeros((n_tokens, N_ROLES, n_labels))
     run_chunks(_fixed_posterior_chunks, n_chunks, bounds, state, first, last, length,
-               transitions, start, end, offsets, boundaries, longest, log_z, roles)
+               spans, transitions, start, end, offsets, boundaries, longest, log_z, roles)
     return log_z, roles
 
 
 @compiled()
 def _fixed_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length,
-                            transitions, start, end, offsets, boundaries, longest, log_z, roles):
+                            spans, transitions, start, end, offsets, boundaries, longest, log_z,
+                            roles):
     """log Z and role marginals of the chunks' sequences under fixed boundaries."""
     n_labels = state.shape[1]
     for c in range(chunk_lo, chunk_hi):
@@ -357,6 +363,6 @@ def _fixed_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, leng
             hi = offsets[q + 1]
             if hi == lo:
                 continue
-            log_z[q] = _fixed_sequence_roles(state, first, last, length, transitions, start,
+            log_z[q] = _fixed_sequence_roles(state, first, last, length, spans, transitions, start,
                                              end, boundaries, longest, lo, hi, roles, cum,
                                              blocked, alpha, enter, beta, leave, cover)

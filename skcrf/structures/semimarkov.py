@@ -8,6 +8,10 @@ one of ``C`` segment labels. The weights, in the flat vector ``w`` (see
   the role label ``k * C + y`` for role ``k`` of :data:`TOKEN_ROLES`: ``state``
   weights score every token of a segment of label ``y``, ``first`` and
   ``last`` weights its first and last token only;
+- ``segment`` (with segment features) : one weight per (segment feature,
+  label) pair: the features of a candidate segment
+  (``features.segments``, row ``t * L + d - 1`` for the ``d`` tokens from
+  ``t``) score it for its label, as the span scores of the kernels;
 - ``length`` : (C, max_length), ``length[y, d - 1]`` scores a segment of ``d``
   tokens;
 - ``transitions`` : (C, C) between consecutive segments, [previous, next];
@@ -32,6 +36,7 @@ from ..inference.semimarkov_queries import (CUT, NO_REPEAT, fixed_segment_poster
                                             nbest_segmentations)
 from ._parameters import (ParameterLayout, StatePairs, TokenStatistics, same_shapes,
                           weights_of_blocks)
+from ._semimarkov_fused import FusedSemiMarkovTerms
 
 #: The token weights' roles, in the order of their label blocks.
 TOKEN_ROLES = ("state", "first", "last")
@@ -77,6 +82,24 @@ class Segmentation:
         sequence = np.searchsorted(offsets, first, side="right") - 1
         return first, stops, self.label_ids[first], sequence
 
+    def token_role_labels(self, offsets, n_labels):
+        """The role label of each token for each weighted role of :data:`TOKEN_ROLES`.
+
+        Returns a list of three (n_tokens,) int64 arrays: the label ``y`` of
+        the token's segment (``state``), ``C + y`` on the first token of a
+        segment and -1 elsewhere (``first``), ``2 * C + y`` on its last token
+        (``last``): the labels of the token weights' pairs, with no
+        (n_tokens, N_ROLES, n_labels) array of indicators.
+        """
+        first, stops, labels, _ = self.bounds(offsets)
+        n_tokens = self.label_ids.shape[0]
+        role_labels = [self.label_ids.astype(np.int64)]
+        for k, tokens in ((1, first), (2, stops - 1)):
+            row = np.full(n_tokens, -1, dtype=np.int64)
+            row[tokens] = labels + k * n_labels
+            role_labels.append(row)
+        return role_labels
+
     def role_indicators(self, offsets, n_labels):
         """(n_tokens, N_ROLES, n_labels) 0/1 roles of this segmentation (see the kernels)."""
         first, stops, labels, sequence = self.bounds(offsets)
@@ -110,6 +133,7 @@ class SegmentScores:
     start: np.ndarray
     end: np.ndarray
     boundaries: np.ndarray = None
+    spans: np.ndarray = None
 
     def kernel_args(self):
         return (self.state, self.first, self.last, self.length, self.transitions, self.start,
@@ -117,13 +141,19 @@ class SegmentScores:
 
     @classmethod
     def of_coefficients(cls, features, coef, first_coef, last_coef, length, transitions, start,
-                        end):
+                        end, segment_coef=None):
         """Potentials of a fitted model's dense weights.
 
-        The weights as :meth:`SemiMarkovStructure.coefficients` names them.
+        The weights as :meth:`SemiMarkovStructure.coefficients` names them;
+        ``segment_coef`` (n_labels, n_segment_features) weights
+        ``features.segments``.
         """
         token = csr_times_dense(features, np.vstack([coef, first_coef, last_coef]).T)
-        return cls.of_token_scores(token, coef.shape[0], length, transitions, start, end)
+        scores = cls.of_token_scores(token, coef.shape[0], length, transitions, start, end)
+        if segment_coef is not None:
+            scores.spans = span_array(csr_times_dense(features.segments, segment_coef.T),
+                                      features)
+        return scores
 
     @classmethod
     def of_token_scores(cls, token, n_labels, length, transitions, start, end):
@@ -143,10 +173,11 @@ class SegmentPosteriors:
     transition_counts: np.ndarray
     start_counts: np.ndarray
     end_counts: np.ndarray
+    span_marginals: np.ndarray = None
 
     @classmethod
     def of_scores(cls, scores, offsets):
-        return cls(*segment_posteriors(*scores.kernel_args(), offsets))
+        return cls(*segment_posteriors(*scores.kernel_args(), offsets, spans=scores.spans))
 
 
 def _fixes_boundaries(scores):
@@ -159,7 +190,8 @@ def segment_decode(scores, offsets):
     A sequence with no feasible segmentation gets one arbitrary segmentation.
     """
     if not _fixes_boundaries(scores):
-        return Segmentation(*segment_viterbi(*scores.kernel_args(), offsets))
+        return Segmentation(*segment_viterbi(*scores.kernel_args(), offsets,
+                                             spans=scores.spans))
     return segment_nbest(scores, offsets, 1)[0][0]
 
 
@@ -175,7 +207,7 @@ def segment_nbest(scores, offsets, n):
     if boundaries is None:
         boundaries = np.zeros(scores.state.shape[0], dtype=np.int8)
     label_ids, starts, path_scores, counts = nbest_segmentations(
-        *scores.kernel_args(), offsets, boundaries, n)
+        *scores.kernel_args(), offsets, boundaries, n, spans=scores.spans)
     segmentations = []
     for k in range(n):
         missing = np.repeat(counts <= k, np.diff(offsets))
@@ -189,7 +221,8 @@ def segment_role_posteriors(scores, offsets):
     if not _fixes_boundaries(scores):
         posteriors = SegmentPosteriors.of_scores(scores, offsets)
         return posteriors.log_z, posteriors.roles
-    return fixed_segment_posteriors(*scores.kernel_args(), offsets, scores.boundaries)
+    return fixed_segment_posteriors(*scores.kernel_args(), offsets, scores.boundaries,
+                                    spans=scores.spans)
 
 
 def segmentation_scores(scores, offsets, segmentation):
@@ -218,6 +251,9 @@ def segmentation_scores(scores, offsets, segmentation):
     fits = sizes <= max_length
     length[fits] = scores.length[labels[fits], sizes[fits] - 1]
     segment = scores.first[first, labels] + scores.last[stops - 1, labels] + length
+    if scores.spans is not None:
+        scored = sizes <= scores.spans.shape[1]
+        segment[scored] += scores.spans[first[scored], sizes[scored] - 1, labels[scored]]
     follows = np.zeros(first.shape[0], dtype=bool)
     follows[1:] = sequence[1:] == sequence[:-1]
     moves = np.zeros(first.shape[0])
@@ -252,12 +288,8 @@ def observed_token_pairs(features, offsets, codes, n_labels):
     """
     n_role_labels = len(TOKEN_ROLES) * n_labels
     segmentation = Segmentation.of_codes(codes, offsets, n_labels)
-    roles = segmentation.role_indicators(offsets, n_labels)
     feature_ids, labels = [], []
-    for k, role in enumerate((COVERED, FIRST, LAST)):
-        holder, label = np.nonzero(roles[:, role])
-        role_labels = np.full(roles.shape[0], -1, dtype=np.int64)
-        role_labels[holder] = label + k * n_labels
+    for role_labels in segmentation.token_role_labels(offsets, n_labels):
         pairs = StatePairs.observed(features, role_labels, n_role_labels)
         feature_ids.append(pairs.feature_of_pairs())
         labels.append(pairs.labels.astype(np.int64))
@@ -265,6 +297,44 @@ def observed_token_pairs(features, offsets, codes, n_labels):
     return StatePairs.from_coordinates(np.concatenate(feature_ids)[order],
                                        np.concatenate(labels)[order],
                                        features.n_features, n_role_labels)
+
+
+def _without_single_token_boundaries(token_pairs, max_lengths):
+    """``token_pairs`` without the first- and last-token pairs of labels of one-token segments.
+
+    A segment of one token is its own first and last token: first and last
+    weights of such a label would only add to its state weights, feature by
+    feature (the ``"O"`` of a scheme, two thirds of whose token weights they
+    would be), so such labels get state weights alone.
+    """
+    C = max_lengths.shape[0]
+    role, label = np.divmod(token_pairs.labels.astype(np.int64), C)
+    keep = (role == 0) | (max_lengths[label] > 1)
+    if keep.all():
+        return token_pairs
+    return StatePairs.from_coordinates(token_pairs.feature_of_pairs()[keep],
+                                       token_pairs.labels[keep], token_pairs.n_features,
+                                       token_pairs.n_labels)
+
+
+def span_array(rows, features):
+    """(n_tokens, L, n_labels) span scores of (n_tokens * L, n_labels) segment-row scores."""
+    L = features.segment_length
+    return np.ascontiguousarray(rows).reshape(features.n_tokens, L, rows.shape[1])
+
+
+def gold_segment_rows(features, offsets, codes, n_labels):
+    """The label of every row of ``features.segments`` that is a gold segment, -1 elsewhere.
+
+    Gold segments longer than the segment features' length have no row.
+    """
+    L = features.segment_length
+    row_labels = np.full(features.n_tokens * L, -1, dtype=np.int64)
+    first, stops, labels, _ = Segmentation.of_codes(codes, offsets, n_labels).bounds(offsets)
+    sizes = stops - first
+    scored = sizes <= L
+    row_labels[first[scored] * L + sizes[scored] - 1] = labels[scored]
+    return row_labels
 
 
 class SemiMarkovStructure:
@@ -288,10 +358,14 @@ class SemiMarkovStructure:
         ``-inf`` to it, so it gets no probability and a zero gradient.
     label_names : sequence, default=None
         The segment labels, to name them in errors (else by id).
+    segment_pairs : StatePairs, default=None
+        The (segment feature, label) pairs that carry a segment weight
+        (labels in ``[0, n_labels)``), or None for no segment features: the
+        features then have no ``segments`` to read.
     """
 
     def __init__(self, token_pairs, max_lengths, *, allow_repeats=True,
-                 allowed_transitions=None, label_names=None):
+                 allowed_transitions=None, label_names=None, segment_pairs=None):
         self.label_names = None if label_names is None else list(label_names)
         self.max_lengths = np.asarray(max_lengths, dtype=np.int64)
         if self.max_lengths.min(initial=1) < 1:
@@ -300,11 +374,16 @@ class SemiMarkovStructure:
         if token_pairs.n_labels != len(TOKEN_ROLES) * C:
             raise ValueError(f"token_pairs must have {len(TOKEN_ROLES) * C} labels, "
                              f"got {token_pairs.n_labels}.")
-        self.token_pairs = token_pairs
+        if segment_pairs is not None and segment_pairs.n_labels != C:
+            raise ValueError(f"segment_pairs must have {C} labels, got "
+                             f"{segment_pairs.n_labels}.")
+        self.token_pairs = _without_single_token_boundaries(token_pairs, self.max_lengths)
+        self.segment_pairs = segment_pairs
         self.allow_repeats = allow_repeats
         self.max_length = int(self.max_lengths.max(initial=1))
+        segment = [] if segment_pairs is None else [("segment", (segment_pairs.n_pairs,))]
         self.layout = ParameterLayout([
-            ("token", (token_pairs.n_pairs,)), ("length", (C, self.max_length)),
+            ("token", (self.token_pairs.n_pairs,)), *segment, ("length", (C, self.max_length)),
             ("transitions", (C, C)), ("start", (C,)), ("end", (C,))])
         # fixed -inf: lengths a label may not take, and repeats if forbidden
         self.length_mask = np.where(
@@ -318,13 +397,26 @@ class SemiMarkovStructure:
     @classmethod
     def for_training(cls, features, offsets, codes, max_lengths, *, allow_repeats=True,
                      all_possible_states=False, allowed_transitions=None, label_names=None):
-        """The structure of a training set: which (feature, role label) pairs get weights."""
+        """The structure of a training set: which (feature, role label) pairs get weights.
+
+        With ``features.segments``, segment features get weights too: the
+        (segment feature, label) pairs of the gold segments (every pair with
+        ``all_possible_states``).
+        """
         n_labels = len(max_lengths)
         n_role_labels = len(TOKEN_ROLES) * n_labels
-        pairs = (StatePairs.every(features.n_features, n_role_labels) if all_possible_states
-                 else observed_token_pairs(features, offsets, codes, n_labels))
-        return cls(pairs, max_lengths, allow_repeats=allow_repeats,
-                   allowed_transitions=allowed_transitions, label_names=label_names)
+        segments = features.segments
+        if all_possible_states:
+            token_pairs = StatePairs.every(features.n_features, n_role_labels)
+            segment_pairs = (None if segments is None
+                             else StatePairs.every(segments.n_features, n_labels))
+        else:
+            token_pairs = observed_token_pairs(features, offsets, codes, n_labels)
+            segment_pairs = (None if segments is None else StatePairs.observed(
+                segments, gold_segment_rows(features, offsets, codes, n_labels), n_labels))
+        return cls(token_pairs, max_lengths, allow_repeats=allow_repeats,
+                   allowed_transitions=allowed_transitions, label_names=label_names,
+                   segment_pairs=segment_pairs)
 
     def _label(self, y):
         """Segment label ``y`` as messages name it."""
@@ -359,8 +451,12 @@ class SemiMarkovStructure:
         self._check_gold(first, stops, labels, sequence, offsets)
         counts = self.layout.zeros()
         blocks = self.layout.views(counts)
-        roles = segmentation.role_indicators(offsets, C)
-        blocks["token"][:] = self._token_expectations(features, self._token_marginals(roles))
+        # the gold marginals are 0/1: each role's labels counted without a dense array
+        for role_labels in segmentation.token_role_labels(offsets, C):
+            blocks["token"] += self.token_pairs.empirical_counts(features, role_labels)
+        if self.segment_pairs is not None:
+            blocks["segment"][:] = self.segment_pairs.empirical_counts(
+                features.segments, gold_segment_rows(features, offsets, codes, C))
         np.add.at(blocks["length"], (labels, stops - first - 1), 1.0)
         follows = sequence[1:] == sequence[:-1]
         np.add.at(blocks["transitions"], (labels[:-1][follows], labels[1:][follows]), 1.0)
@@ -399,10 +495,14 @@ class SemiMarkovStructure:
         pairs = self.token_pairs
         token = pair_products(*features.kernel_args(), pairs.feature_ptr, pairs.labels,
                               np.ascontiguousarray(blocks["token"]), pairs.n_labels)
-        return SegmentScores.of_token_scores(
+        scores = SegmentScores.of_token_scores(
             token, self.n_labels, blocks["length"] + self.length_mask,
             blocks["transitions"] + self.transition_mask,
             np.ascontiguousarray(blocks["start"]), np.ascontiguousarray(blocks["end"]))
+        if self.segment_pairs is not None:
+            scores.spans = span_array(
+                self.segment_pairs.scores(features.segments, blocks["segment"]), features)
+        return scores
 
     def expected_statistics(self, features, offsets, posteriors):
         """E_p[Phi] in the layout of ``w``: the adjoint of :meth:`scores` on the marginals.
@@ -414,6 +514,10 @@ class SemiMarkovStructure:
         blocks = self.layout.views(expected)
         blocks["token"][:] = self._token_expectations(
             features, self._token_marginals(posteriors.roles))
+        if self.segment_pairs is not None:
+            marginals = posteriors.span_marginals
+            blocks["segment"][:] = self.segment_pairs.expectations(
+                features.segments, marginals.reshape(-1, marginals.shape[2]))
         blocks["length"][:] = posteriors.length_counts
         blocks["transitions"][:] = posteriors.transition_counts
         blocks["start"][:] = posteriors.start_counts
@@ -423,9 +527,26 @@ class SemiMarkovStructure:
     def expectation_terms(self, features, offsets, fused=True):
         """A function ``w -> (log_z, expected statistics)`` over one training set.
 
-        There is no fused kernel: ``fused`` is accepted for the objective's
-        interface and ignored.
+        The fused kernel (:mod:`._semimarkov_fused`) keeps no per-token arrays
+        of scores or marginals; ``fused=False`` goes through :meth:`scores`,
+        the inference kernels and :meth:`expected_statistics`.
         """
+        if fused:
+            kernel = FusedSemiMarkovTerms(features, offsets, self.token_pairs,
+                                          self.segment_pairs, self.n_labels)
+            layout = self.layout
+
+            def fused_terms(w):
+                blocks = layout.views(w)
+                log_z, *counts = kernel(
+                    blocks["token"], blocks.get("segment"), blocks["length"] + self.length_mask,
+                    blocks["transitions"] + self.transition_mask, blocks["start"],
+                    blocks["end"])
+                # the kernel returns the blocks in the layout's order (an empty
+                # segment block without segment features)
+                return log_z, np.concatenate([block.ravel() for block in counts])
+
+            return fused_terms
 
         def terms(w):
             posteriors = SegmentPosteriors.of_scores(self.scores(features, w), offsets)
@@ -439,14 +560,17 @@ class SemiMarkovStructure:
         Returns a dict with dense ``coef``, ``first_coef``, ``last_coef`` (each
         (n_labels, n_features)), ``length`` (``-inf`` at the lengths a label
         may not take), ``transitions`` (``-inf`` on the diagonal if repeats are
-        forbidden), ``start`` and ``end``: what :meth:`SegmentScores.of_coefficients`
-        takes.
+        forbidden), ``start`` and ``end``, and with segment features
+        ``segment_coef`` (n_labels, n_segment_features): what
+        :meth:`SegmentScores.of_coefficients` takes.
         """
         blocks = self.layout.views(w)
         dense = self.token_pairs.to_dense(blocks["token"])
         C = self.n_labels
         named = {("coef" if role == "state" else f"{role}_coef"): dense[k * C:(k + 1) * C]
                  for k, role in enumerate(TOKEN_ROLES)}
+        if self.segment_pairs is not None:
+            named["segment_coef"] = self.segment_pairs.to_dense(blocks["segment"])
         named.update(length=blocks["length"] + self.length_mask,
                      transitions=blocks["transitions"] + self.transition_mask,
                      start=blocks["start"].copy(), end=blocks["end"].copy())
@@ -462,19 +586,31 @@ class SemiMarkovStructure:
         roles = [("coef" if role == "state" else f"{role}_coef") for role in TOKEN_ROLES]
         shapes = {name: (C, n_features) for name in roles}
         shapes.update(length=(C, self.max_length), transitions=(C, C), start=(C,), end=(C,))
+        if self.segment_pairs is not None:
+            shapes["segment_coef"] = (C, self.segment_pairs.n_features)
         if not same_shapes(named, shapes):
             return None
         dense = np.concatenate([named[name] for name in roles])
-        return weights_of_blocks(self.layout, {
-            "token": self.token_pairs.from_dense(dense), "length": named["length"],
-            "transitions": named["transitions"], "start": named["start"],
-            "end": named["end"]},
-            {"length": self.length_mask, "transitions": self.transition_mask})
+        blocks = {"token": self.token_pairs.from_dense(dense), "length": named["length"],
+                  "transitions": named["transitions"], "start": named["start"],
+                  "end": named["end"]}
+        if self.segment_pairs is not None:
+            blocks["segment"] = self.segment_pairs.from_dense(named["segment_coef"])
+        return weights_of_blocks(self.layout, blocks,
+                                 {"length": self.length_mask,
+                                  "transitions": self.transition_mask})
 
     # --- online learning: one sequence's statistics in token form ---------------------
 
     def pair_blocks(self):
         """The blocks of ``w`` laid out by :class:`StatePairs`, by name."""
+        if self.segment_pairs is not None:
+            # the token-form statistics the online solvers step through have no
+            # segment block yet
+            raise ValueError(
+                "The online solvers do not take segment features yet: fit this "
+                "SemiMarkovCRF with solver='lbfgs', or featurize without "
+                "segment_features.")
         return {"token": self.token_pairs}
 
     def with_pairs(self, pairs):

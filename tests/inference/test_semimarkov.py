@@ -10,7 +10,7 @@ from skcrf.inference.chain import forward_backward, viterbi
 from skcrf.inference._semimarkov_scaled import (exp_factors, norm_floor,
                                                 scaled_sequence_posteriors, scaled_workspace)
 from skcrf.inference.semimarkov import (COVERED, FIRST, LAST, longest_segments,
-                                        segment_posteriors, segment_viterbi)
+                                        no_spans, segment_posteriors, segment_viterbi)
 from tests._threads import results_per_thread_count
 from tests.naive_semimarkov import enumerate_batch, segmentation_score
 
@@ -77,22 +77,26 @@ def test_matches_brute_force_with_extreme_scores(problem):
     _check_against_brute_force(problem)
 
 
-def _scaled_pass(problem):
-    """The scaled pass alone, sequence by sequence: (log_z, roles), NaN where it gives up."""
+def _scaled_pass(problem, spans=None):
+    """The scaled pass alone, sequence by sequence: (log_z, roles, span marginals), NaN
+    where it gives up."""
     state, first, last, length, transitions, start, end, offsets = problem
     n_labels, max_length = length.shape
+    spans = no_spans(n_labels) if spans is None else spans
     ok, *factors = exp_factors(length, transitions, start, end)
     assert ok
     rows = int(np.diff(offsets).max(initial=0)) + 1
-    workspace = scaled_workspace(rows, n_labels, max_length)
+    workspace = scaled_workspace(rows, n_labels, max_length, spans.shape[1])
     roles = np.zeros((state.shape[0], 5, n_labels))
+    span_marginals = np.zeros(spans.shape)
     log_z = np.zeros(offsets.shape[0] - 1)
     for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
         if hi > lo:
             log_z[q] = scaled_sequence_posteriors(
-                state, first, last, length, transitions, start, end, longest_segments(length),
-                *factors, norm_floor(max_length), lo, hi, roles, workspace)
-    return log_z, roles
+                state, first, last, length, spans, transitions, start, end,
+                longest_segments(length), *factors, norm_floor(max_length), lo, hi, roles,
+                span_marginals, workspace)
+    return log_z, roles, span_marginals
 
 
 @SETTINGS
@@ -100,7 +104,7 @@ def _scaled_pass(problem):
 def test_scaled_pass_alone_matches_brute_force(problem):
     """On moderate scores the scaled pass succeeds wherever a segmentation is feasible."""
     log_z, roles, *_ = enumerate_batch(*problem)
-    got_log_z, got_roles = _scaled_pass(problem)
+    got_log_z, got_roles, _ = _scaled_pass(problem)
     feasible = log_z > -np.inf
     assert not np.isnan(got_log_z[feasible]).any(), "the scaled pass gave up needlessly"
     assert np.isnan(got_log_z[~feasible]).all()
@@ -112,7 +116,7 @@ def test_scaled_pass_alone_matches_brute_force(problem):
 def test_scaled_pass_gives_up_on_extreme_scores():
     """Scores that underflow its products hand the sequence to the exact pass."""
     problem = _random_batch(7, n_sequences=5, scale=400.0)
-    log_z, _ = _scaled_pass(problem)
+    log_z, _, _ = _scaled_pass(problem)
     assert np.isnan(log_z[np.diff(problem[-1]) > 1]).any()
     exact_log_z, roles, *_ = segment_posteriors(*problem)
     assert np.isfinite(exact_log_z).all()
@@ -231,5 +235,103 @@ def test_bitwise_identical_for_one_and_two_threads():
     problem = _random_batch(6, n_sequences=400)
     one, two = results_per_thread_count(
         lambda: (*segment_posteriors(*problem), *segment_viterbi(*problem)))
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b)
+
+
+# --- span scores: segment features' scores of whole segments -----------------------------
+
+
+@st.composite
+def problems_with_spans(draw, scale=2.0):
+    """:func:`problems` plus span scores for segments of up to 1-3 tokens (some -inf)."""
+    problem = draw(problems(scale=scale))
+    n_tokens, n_labels = problem[0].shape
+    span_length = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    spans = rng.normal(scale=scale, size=(n_tokens, span_length, n_labels))
+    if draw(st.booleans()):
+        spans[rng.random(spans.shape) < 0.2] = -np.inf
+    return problem, spans
+
+
+def _check_spans_against_brute_force(problem, spans):
+    state, first, last, length, transitions, start, end, offsets = problem
+    (log_z, roles, length_counts, pairs, starts_, ends_, best_scores,
+     span_marginals) = enumerate_batch(*problem, spans=spans)
+    got = segment_posteriors(*problem, spans=spans)
+    assert len(got) == 7
+    for array in got:
+        assert not np.isnan(array).any()
+    np.testing.assert_allclose(got[0], log_z, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(got[1], roles, atol=1e-9)
+    for value, expected in zip(got[2:6], (length_counts, pairs, starts_, ends_)):
+        np.testing.assert_allclose(value, expected, atol=1e-8)
+    np.testing.assert_allclose(got[6], span_marginals, atol=1e-9)
+    label_ids, starts = segment_viterbi(*problem, spans=spans)
+    for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
+        if hi == lo or log_z[q] == -np.inf:
+            continue
+        segments = _segments(label_ids, starts, lo, hi)
+        score = segmentation_score(state[lo:hi], first[lo:hi], last[lo:hi], length,
+                                   transitions, start, end, segments, spans[lo:hi])
+        assert np.isfinite(score), "a forbidden score appeared in a Viterbi segmentation"
+        np.testing.assert_allclose(score, best_scores[q], rtol=1e-12, atol=1e-12)
+
+
+@SETTINGS
+@given(problems_with_spans())
+def test_span_scores_match_brute_force(case):
+    _check_spans_against_brute_force(*case)
+
+
+@SETTINGS
+@given(problems_with_spans(scale=300.0))
+def test_span_scores_match_brute_force_with_extreme_scores(case):
+    _check_spans_against_brute_force(*case)
+
+
+@SETTINGS
+@given(problems_with_spans(scale=1.0))
+def test_scaled_pass_with_span_scores_matches_brute_force(case):
+    """The scaled pass reads span scores too, and gives up only where it should."""
+    problem, spans = case
+    log_z, roles, *_, span_marginals = enumerate_batch(*problem, spans=spans)
+    got_log_z, got_roles, got_spans = _scaled_pass(problem, spans)
+    feasible = log_z > -np.inf
+    finite = np.isfinite(spans).all()
+    if finite:
+        assert not np.isnan(got_log_z[feasible]).any(), "the scaled pass gave up needlessly"
+    done = ~np.isnan(got_log_z)
+    np.testing.assert_allclose(got_log_z[done], log_z[done], rtol=1e-9, atol=1e-9)
+    tokens = np.repeat(done & feasible, np.diff(problem[-1]))
+    np.testing.assert_allclose(got_roles[tokens], roles[tokens], atol=1e-9)
+    np.testing.assert_allclose(got_spans[tokens], span_marginals[tokens], atol=1e-9)
+
+
+def test_zero_span_scores_change_nothing():
+    problem = _random_batch(3, n_sequences=30)
+    n_tokens, n_labels = problem[0].shape
+    plain = segment_posteriors(*problem)
+    spans = np.zeros((n_tokens, 2, n_labels))
+    scored = segment_posteriors(*problem, spans=spans)
+    for a, b in zip(plain, scored):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    # the span marginals are those of the segments of 1 and 2 tokens, whatever their
+    # number: their sum over lengths 1 and 2 is what the length counts say
+    lengths = plain[2]
+    np.testing.assert_allclose(scored[6].sum(axis=0).T, lengths[:, :2], atol=1e-9)
+    for a, b in zip(segment_viterbi(*problem), segment_viterbi(*problem, spans=spans)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+def test_span_scores_bitwise_identical_for_one_and_two_threads():
+    problem = _random_batch(8, n_sequences=300)
+    n_tokens, n_labels = problem[0].shape
+    spans = np.random.default_rng(1).normal(size=(n_tokens, 3, n_labels))
+    one, two = results_per_thread_count(
+        lambda: (*segment_posteriors(*problem, spans=spans),
+                 *segment_viterbi(*problem, spans=spans)))
     for a, b in zip(one, two):
         assert np.array_equal(a, b)

@@ -173,8 +173,10 @@ def test_gold_statistics_count_segments():
     np.testing.assert_array_equal(gold["start"], [0, 2])
     np.testing.assert_array_equal(gold["end"], [1, 1])
     token = structure.token_pairs.to_dense(gold["token"])[:, 0]
-    # state: 1 token of label 0, 4 of label 1; first and last: 1 and 2 segments
-    np.testing.assert_array_equal(token, [1, 4, 1, 2, 1, 2])
+    # state: 1 token of label 0, 4 of label 1; first and last: 2 segments of label 1,
+    # and no weight for label 0, whose segments are single tokens (the state weights')
+    np.testing.assert_array_equal(token, [1, 4, 0, 2, 0, 2])
+    assert structure.token_pairs.n_pairs == 4
 
 
 def test_gold_segment_longer_than_allowed_names_the_sequence():
