@@ -61,6 +61,22 @@ def _patterns_are_label_ngrams(model):
     fitted_patterns(rows, model.classes_.shape[0], model.order)
 
 
+#: The state of a chain of any order, with or without transition features.
+CHAIN_STATE = CRFEstimator._fitted_state.extended(
+    {"allowed_transitions_": Array(("n_classes", "n_classes"), bool),
+     "coef_": Array(("n_classes", "n_features"), values=weights),
+     "transition_coef_": Array(("n_classes", "n_classes"), values=weights_or_neginf),
+     "transition2_coef_": IfPresent(Array(("n_classes",) * 3, values=weights_or_neginf)),
+     "label_patterns_": IfPresent(Array(("n_patterns", "pattern_width"), np.int64)),
+     "pattern_coef_": IfPresent(Array(("n_patterns",), values=weights)),
+     "transition_feature_coef_": IfPresent(Sparse(("n_features", "n_class_pairs"))),
+     "start_coef_": Array(("n_classes",), values=weights_or_neginf),
+     "end_coef_": Array(("n_classes",), values=weights_or_neginf)},
+    derived={"n_class_pairs": lambda dims: dims["n_classes"] ** 2},
+    rules=[forbidden_where_not_allowed, _blocks_follow_the_parameters,
+           _patterns_are_label_ngrams])
+
+
 @saved_as("skcrf.CRFClassifier")
 class CRFClassifier(CRFEstimator):
     """Linear-chain conditional random field trained by L-BFGS.

@@ -9,18 +9,18 @@ from sklearn.exceptions import ConvergenceWarning
 
 from skcrf import (CRFClassifier, SemiMarkovCRF, SequenceMatrix, SequenceVectorizer, TreeCRF,
                    load_model, save_model)
-from tests.test_warm_start import _chain_corpus, _span_corpus, _tree_corpus
+from tests._toys import chain_corpus, span_corpus, tree_corpus
 
 SOLVERS = ("sgd", "perceptron", "passive_aggressive", "arow")
 
 CASES = {
-    "chain": (CRFClassifier, {}, _chain_corpus),
-    "chain-l1": (CRFClassifier, {"l1_ratio": 0.5}, _chain_corpus),
-    "order2": (CRFClassifier, {"order": 2}, _chain_corpus),
-    "transition-features": (CRFClassifier, {"transition_features": "all"}, _chain_corpus),
-    "constrained": (CRFClassifier, {"allowed_transitions": "bio"}, _span_corpus),
-    "semimarkov": (SemiMarkovCRF, {"max_segment_length": 3}, _span_corpus),
-    "tree": (TreeCRF, {}, _tree_corpus),
+    "chain": (CRFClassifier, {}, chain_corpus),
+    "chain-l1": (CRFClassifier, {"l1_ratio": 0.5}, chain_corpus),
+    "order2": (CRFClassifier, {"order": 2}, chain_corpus),
+    "transition-features": (CRFClassifier, {"transition_features": "all"}, chain_corpus),
+    "constrained": (CRFClassifier, {"allowed_transitions": "bio"}, span_corpus),
+    "semimarkov": (SemiMarkovCRF, {"max_segment_length": 3}, span_corpus),
+    "tree": (TreeCRF, {}, tree_corpus),
 }
 
 
@@ -79,7 +79,7 @@ def test_partial_fit_over_batches_is_fit_on_their_concatenation(case, solver):
 
 @pytest.mark.parametrize("solver", ("lbfgs",) + SOLVERS)
 def test_zero_weights_are_removal(solver):
-    X, y = _span_corpus()
+    X, y = span_corpus()
     weights = np.ones(len(X))
     weights[[1, 5, 6]] = 0.0
     kept = [q for q in range(len(X)) if weights[q]]
@@ -96,7 +96,7 @@ def test_zero_weights_are_removal(solver):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_integer_weights_are_repetition(solver, shuffle):
     """An online solver visits a sequence of weight k k times: bit for bit the repeated data."""
-    X, y = _chain_corpus(20)
+    X, y = chain_corpus(20)
     weights = np.tile([1.0, 2.0, 3.0, 1.0], 5)
     repeated = [q for q in range(len(X)) for _ in range(int(weights[q]))]
     params = dict(solver=solver, max_iter=3, random_state=0, shuffle=shuffle, eta0=0.05)
@@ -137,7 +137,7 @@ def test_same_weights_for_one_and_two_threads(case, solver):
 
 
 def test_partial_fit_needs_an_online_solver_and_the_classes():
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     with pytest.raises(ValueError, match="partial_fit needs an online solver"):
         CRFClassifier().partial_fit(X, y, classes=_classes(y))
     with pytest.raises(ValueError, match="classes must be passed on the first call"):
@@ -153,7 +153,7 @@ def test_partial_fit_needs_an_online_solver_and_the_classes():
 
 
 def test_partial_fit_takes_new_feature_names_and_keeps_the_old_weights():
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     # SGD: every pair of a visited sequence's features moves (a perceptron right on
     # the second batch would not move at all)
     model = CRFClassifier(solver="sgd", shuffle=False)
@@ -170,14 +170,14 @@ def test_partial_fit_takes_new_feature_names_and_keeps_the_old_weights():
 
 
 def test_partial_fit_keeps_a_matrix_width_and_the_longest_segment():
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     M = _matrix(X)
     model = CRFClassifier(solver="arow").partial_fit(M, y, classes=_classes(y))
     with pytest.raises(ValueError, match="keeps its width"):
         model.partial_fit(_matrix(X[:3] + [[{"new": 1.0}]]), y[:3] + [["N"]])
     with pytest.raises(TypeError, match="fitted on a SequenceMatrix"):
         model.partial_fit(X, y)
-    X, y = _span_corpus()
+    X, y = span_corpus()
     short = [q for q in range(len(y)) if "I-PER" not in y[q]]
     tagger = SemiMarkovCRF(solver="perceptron")
     tagger.partial_fit([X[q] for q in short], [y[q] for q in short], classes=_classes(y))
@@ -186,7 +186,7 @@ def test_partial_fit_keeps_a_matrix_width_and_the_longest_segment():
 
 
 def test_a_damaged_solver_state_is_refused_before_the_kernels_read_it():
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     model = CRFClassifier(solver="sgd", l1_ratio=0.5).partial_fit(X, y, classes=_classes(y))
     state = model.solver_state_
     for damage, match in [
@@ -209,7 +209,7 @@ def test_a_damaged_solver_state_is_refused_before_the_kernels_read_it():
 
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_solver_state_round_trips_through_a_model_file(solver):
-    X, y = _span_corpus()
+    X, y = span_corpus()
     model = CRFClassifier(solver=solver, l1_ratio=0.5, random_state=0, average=True)
     model.partial_fit(X[:20], y[:20], classes=_classes(y))
     buffer = io.BytesIO()
@@ -225,7 +225,7 @@ def test_solver_state_round_trips_through_a_model_file(solver):
 
 
 def test_early_stopping_verbose_and_convergence_warning(capsys):
-    X, y = _chain_corpus(60)
+    X, y = chain_corpus(60)
     model = CRFClassifier(solver="sgd", early_stopping=True, validation_fraction=0.25,
                           n_iter_no_change=2, max_iter=40, random_state=0, verbose=1)
     model.fit(X, y)
@@ -236,7 +236,7 @@ def test_early_stopping_verbose_and_convergence_warning(capsys):
     assert len(epochs) == model.n_iter_ < 40
     assert all(float(line.split()[2]) <= 1.0 for line in epochs)  # token accuracy
     with pytest.warns(ConvergenceWarning, match="did not converge in max_iter=2"):
-        CRFClassifier(solver="sgd", max_iter=2, random_state=0).fit(*_span_corpus())
+        CRFClassifier(solver="sgd", max_iter=2, random_state=0).fit(*span_corpus())
 
 
 @pytest.mark.parametrize("params, match", [
@@ -259,14 +259,14 @@ def test_dask_fit_refuses_an_online_solver():
 
     from skcrf.dask import fit
 
-    X, y = _chain_corpus(4)
+    X, y = chain_corpus(4)
     with pytest.raises(ValueError, match="trains with L-BFGS"):
         fit(CRFClassifier(solver="sgd"), db.from_sequence(X), db.from_sequence(y),
             client=object())
 
 
 def test_a_sequence_matrix_without_names_keeps_one_name_array_across_calls():
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     M = _matrix(X)
     M = SequenceMatrix(M.matrix, M.offsets)  # no feature names
     model = CRFClassifier(solver="perceptron").partial_fit(M, y, classes=_classes(y))

@@ -12,7 +12,7 @@ from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.chain import ChainStructure
 from skcrf.features.arrays import FeatureArrays
 from skcrf._validation import encode_labels
-from tests.test_warm_start import _chain_corpus, _span_corpus, _tree_corpus
+from tests._toys import chain_corpus, span_corpus, tree_corpus
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def _weights(n, seed=0):
 @pytest.mark.parametrize("fused", [True, False])
 def test_weighted_objective_is_the_weighted_sum_of_the_sequences_terms(fused):
     """Loss and gradient are sum_q s_q (log Z_q - w . Phi_q) (+ L2), whatever the groups."""
-    X, y = _chain_corpus(12)
+    X, y = chain_corpus(12)
     matrix = SequenceVectorizer().fit_transform(X)
     features = FeatureArrays.of_sequences(matrix)
     _, labels = encode_labels(y, matrix.lengths)
@@ -52,9 +52,9 @@ def test_weighted_objective_is_the_weighted_sum_of_the_sequences_terms(fused):
     np.testing.assert_allclose(grad, total_grad, atol=1e-10)
 
 
-@pytest.mark.parametrize("estimator, corpus", [(CRFClassifier, _chain_corpus),
-                                               (SemiMarkovCRF, _span_corpus),
-                                               (TreeCRF, _tree_corpus)])
+@pytest.mark.parametrize("estimator, corpus", [(CRFClassifier, chain_corpus),
+                                               (SemiMarkovCRF, span_corpus),
+                                               (TreeCRF, tree_corpus)])
 def test_weights_change_the_model_and_all_ones_is_no_weights(estimator, corpus):
     X, y = corpus()
     plain = estimator().fit(X, y)
@@ -65,7 +65,7 @@ def test_weights_change_the_model_and_all_ones_is_no_weights(estimator, corpus):
 
 
 def test_bad_weights_are_named():
-    X, y = _chain_corpus(4)
+    X, y = chain_corpus(4)
     with pytest.raises(ValueError, match=r"sample_weight\[1\] \(sequence 1\) is -1.0"):
         CRFClassifier().fit(X, y, sample_weight=[1.0, -1.0, 1.0, 1.0])
     with pytest.raises(ValueError, match=r"sample_weight.shape == \(2,\), X has 4"):
@@ -77,7 +77,7 @@ def test_bad_weights_are_named():
 
 
 def test_grid_search_routes_sample_weight(routing):
-    X, y = _chain_corpus(30)
+    X, y = chain_corpus(30)
     weights = _weights(len(X))
     crf = CRFClassifier(max_iter=50).set_fit_request(sample_weight=True)
     crf.set_score_request(sample_weight=False)  # unweighted scores choose alpha
@@ -93,7 +93,7 @@ def test_grid_search_routes_sample_weight(routing):
 
 
 def test_cross_validate_and_a_pipeline_route_sample_weight(routing):
-    X, y = _chain_corpus(30)
+    X, y = chain_corpus(30)
     weights = np.zeros(len(X))
     weights[::2] = 1.0  # half the sequences weigh nothing
     raw = [[token["w"] for token in sequence] for sequence in X]
@@ -123,7 +123,7 @@ def test_cross_validate_and_a_pipeline_route_sample_weight(routing):
 
 
 def test_cv_estimator_weights_its_fits_and_leaves_out_zero_weights():
-    X, y = _chain_corpus(30)
+    X, y = chain_corpus(30)
     weights = _weights(len(X))
     weights[:6] = 0.0
     cv = CRFClassifierCV(alphas=[0.1, 1.0], cv=3).fit(X, y, sample_weight=weights)
@@ -143,7 +143,7 @@ def test_dask_fit_weighs_the_sequences():
 
     from skcrf.dask import fit
 
-    X, y = _chain_corpus(24)
+    X, y = chain_corpus(24)
     weights = _weights(len(X))
     weights[3] = 0.0
     with distributed.Client(n_workers=1, threads_per_worker=1, processes=False,

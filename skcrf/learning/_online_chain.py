@@ -15,8 +15,7 @@ Python calls only then. Tested against the structures' token-form route.
 import numpy as np
 
 from ..inference._batch import compiled
-from ..inference.chain import (chain_potentials, chain_workspace, emission_posteriors,
-                               sequence_posteriors)
+from ..inference.chain import chain_workspace, log_space_sequence, scaled_from_emission
 from ._online_kernels import (AVERAGE_SCALE, FAILED, L1, L1_TOTAL, LOSS, MISTAKES, SCALE,
                               STEPS, _clip_l1, apply_direction, begin_step, end_step,
                               learning_rate, margin_loss)
@@ -121,7 +120,10 @@ def _shifted_exp_into(values, out):
 
 @compiled()
 def _scaled_chain_potentials(transitions, start, end, buffers):
-    """The potentials tuple of :func:`~skcrf.inference.chain.chain_potentials`, into ``buffers``.
+    """The scaled pass's potentials, into ``buffers``.
+
+    What :func:`~skcrf.inference._potentials.chain_scaled_potentials` makes in
+    numpy, inside the epoch kernel: the weights change at every visit.
 
     Only what the scaled pass reads is computed: the exact pass's shifted
     exponentials by column and by row (the first four items) are left as
@@ -160,14 +162,15 @@ def _scaled_chain_posteriors(unary, transitions, start, end, n, marginals, count
                              buffers):
     """log Z, marginals (rows 0..n-1) and transition counts of one sequence, or NaN.
 
-    The scaled pass of :func:`~skcrf.inference.chain.emission_posteriors` on
+    The scaled pass (:func:`~skcrf.inference.chain.scaled_from_emission`) on
     the exponentiated unary rows. NaN when its precision checks fail: the
     caller then runs the exact pass (:func:`exact_chain_visit`), a kernel of
     its own, compiled only by those whose data need it.
     """
     n_classes = unary.shape[1]
-    potentials = _scaled_chain_potentials(transitions, start, end, buffers)
-    emission = work[2]
+    (_, _, _, _, trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
+     any_forbidden) = _scaled_chain_potentials(transitions, start, end, buffers)
+    alpha, beta, emission, norm, reach, _, _, scratch = work
     log_scale = 0.0
     for r in range(n):
         top = unary[r, 0]
@@ -180,8 +183,48 @@ def _scaled_chain_posteriors(unary, transitions, start, end, n, marginals, count
     for i in range(n_classes):
         for j in range(n_classes):
             counts[i, j] = 0.0
-    return emission_posteriors(transitions, start, end, n, log_scale, potentials,
-                               np.bool_(True), marginals, counts, work)
+    # the emission rows stand in for the unary scores where the pass asks
+    # whether a score is -inf: none is
+    return scaled_from_emission(
+        emission, transitions, start, end, np.int64(0), n, exp_trans, exp_trans_t, exp_start,
+        exp_end, any_forbidden, log_scale + start_max + end_max + (n - 1) * trans_max,
+        emission, alpha, beta, norm, reach, np.bool_(True), marginals, counts, scratch)
+
+
+@compiled()
+def _exact_chain_posteriors(unary, transitions, start, end, n, marginals, counts, work):
+    """log Z, marginals and transition counts of one sequence by the exact log-space pass.
+
+    The transitions' exponentials shifted per column and per row, as
+    :func:`~skcrf.inference._potentials.shifted_exp_by_column_and_row` makes
+    them (a column or row entirely ``-inf`` shifted by 0).
+    """
+    n_classes = start.shape[0]
+    col_max = np.zeros(n_classes)
+    row_max = np.zeros(n_classes)
+    exp_by_col = np.empty((n_classes, n_classes))
+    exp_by_row = np.empty((n_classes, n_classes))
+    for j in range(n_classes):
+        top = -np.inf
+        for i in range(n_classes):
+            if transitions[i, j] > top:
+                top = transitions[i, j]
+        col_max[j] = top if top > -np.inf else 0.0
+    for i in range(n_classes):
+        top = -np.inf
+        for j in range(n_classes):
+            if transitions[i, j] > top:
+                top = transitions[i, j]
+        row_max[i] = top if top > -np.inf else 0.0
+    for i in range(n_classes):
+        for j in range(n_classes):
+            exp_by_col[i, j] = np.exp(transitions[i, j] - col_max[j])
+            exp_by_row[i, j] = np.exp(transitions[i, j] - row_max[i])
+            counts[i, j] = 0.0
+    alpha, beta, shifted, _, _, block, scaled, scratch = work
+    return log_space_sequence(unary, transitions, start, end, np.int64(0), n, col_max,
+                              exp_by_col, row_max, exp_by_row, np.bool_(True), marginals,
+                              counts, alpha, beta, shifted, block, scaled, scratch)
 
 
 @compiled()
@@ -417,7 +460,7 @@ def exact_chain_visit(settings, counters, w, l1_applied, average_sum, visit_sequ
     """Finish visit ``visit`` begun by :func:`sgd_chain_visits`, by the exact log-space pass.
 
     For the rare sequence whose scores under- or overflow the scaled pass
-    (:func:`~skcrf.inference.chain.sequence_posteriors`).
+    (:func:`_exact_chain_posteriors`).
     """
     n_classes = start_mask.shape[0]
     unary, marginals, counts, transitions, start, end, coefficients = _chain_scratch(
@@ -433,12 +476,8 @@ def exact_chain_visit(settings, counters, w, l1_applied, average_sum, visit_sequ
     _visit_potentials(w, counters[SCALE], pair_ptr, pair_labels, data, indices, indptr,
                       binary, lo, hi, trans_at, start_at, end_at, transition_mask,
                       start_mask, end_mask, unary, transitions, start, end)
-    for i in range(n_classes):
-        for j in range(n_classes):
-            counts[i, j] = 0.0
-    log_z = sequence_posteriors(unary, transitions, start, end, np.int64(0), n,
-                                chain_potentials(transitions, start, end), np.bool_(True),
-                                marginals, counts, work)
+    log_z = _exact_chain_posteriors(unary, transitions, start, end, n, marginals, counts,
+                                    work)
     gold_score = _path_score(unary, transitions, start, end, label_ids, lo, n)
     _sgd_chain_step(settings, counters, w, l1_applied, average_sum, eta, factor, log_z,
                     gold_score, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,

@@ -194,6 +194,22 @@ def hot_state_rows(hot_features, merged_parts, pair_ptr, pair_labels, pair_weigh
     return hot_state
 
 
+def product_factors(binary, max_entries, pair_weights, hot_state, merged_parts):
+    """Whether the products route holds, and its exponentiated weights if it does.
+
+    Returns ``(by_products, exp_hot, exp_pairs)``: with binary features and
+    every weight magnitude times the most entries of a token below
+    :data:`PRODUCT_EXPONENT_BOUND` (no product of a token's factors can then
+    leave float64's normal range), the exponentials of the slots' rows and of
+    the pairs' weights; else False and empty arrays. NaN weights fail the
+    test: the summed route then reports them.
+    """
+    largest = float(np.max(np.abs(pair_weights), initial=0.0))
+    if not (bool(binary) and largest * max_entries < PRODUCT_EXPONENT_BOUND):
+        return False, hot_state[:0], pair_weights[:0]
+    return True, exp_slot_rows(hot_state, merged_parts), np.exp(pair_weights)
+
+
 @compiled()
 def exp_slot_rows(hot_state, merged_parts):
     """``exp`` of the slots' rows; a merged slot's is the product of its parts' (no exp)."""
@@ -354,15 +370,10 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
     sums = (log_z, partial, hot_partial, chunk_counts, chunk_start, chunk_end)
     features = (values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
                 binary)
-    # the products route holds while no product of a token's factors can leave
-    # float64's normal range; NaN weights fail the test (the summed route then
-    # reports them)
-    largest = float(np.max(np.abs(pair_weights), initial=0.0))
-    by_products = bool(binary) and largest * max_entries < PRODUCT_EXPONENT_BOUND
+    by_products, exp_hot, exp_pairs = product_factors(binary, max_entries, pair_weights,
+                                                      hot_state, merged_parts)
     redo = np.ones(n_sequences, np.bool_)
     if by_products:
-        exp_hot = exp_slot_rows(hot_state, merged_parts)
-        exp_pairs = np.exp(pair_weights)
         if not scaled[-1] and n_classes <= LANE_MAX_CLASSES:
             run_chunks(_lane_chunks, n_chunks, bounds, offsets, *plans.grouped().kernel_args(),
                        features, exp_hot, exp_pairs, scaled, redo, *sums)
