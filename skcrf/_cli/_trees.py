@@ -9,7 +9,7 @@ files the same way.
 
 import numpy as np
 
-from .._conllu import load_conllu
+from ..datasets._conllu import load_conllu
 from .._tree import TreeCRF
 from ._errors import CommandError
 
