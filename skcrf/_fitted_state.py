@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.pipeline import Pipeline
 
-from ._persistence._registry import register_model_class
+from ._persistence._registry import model_class, register_model_class
 
 __all__ = ["Array", "FittedState", "Fitted", "IfPresent", "Integer", "Labels", "Names", "OneOf",
            "Real", "RealList", "Sparse", "StrList", "TypeOf", "all_of", "at_least", "finite",
@@ -365,22 +365,33 @@ class TypeOf(_Spec):
 class Fitted(_Spec):
     """A fitted estimator of class ``cls`` (exactly), or None if ``none_ok``.
 
+    ``cls`` may be the name a class is saved as (``"skcrf.SequenceVectorizer"``),
+    for a class whose state holds another of its own kind: the class does not
+    exist yet where it declares its state.
+
     Its own state was checked when it was loaded (the innermost first);
     here only that it is fitted.
     """
 
     def __init__(self, cls, *, none_ok=False):
-        self.cls = cls
+        self._cls = cls
         self.none_ok = none_ok
+
+    @property
+    def cls(self):
+        if isinstance(self._cls, str):
+            return model_class(self._cls)[0]
+        return self._cls
 
     def check(self, value, label, dims):
         if value is None and self.none_ok:
             return
-        if type(value) is not self.cls:
+        cls = self.cls
+        if type(value) is not cls:
             raise ValueError(f"{label} is {_describe(value)}; expected a fitted "
-                             f"{self.cls.__name__}" + (" or None" if self.none_ok else ""))
+                             f"{cls.__name__}" + (" or None" if self.none_ok else ""))
         if not type(value)._fitted_state.is_fitted(value):
-            raise ValueError(f"{label} is a {self.cls.__name__} that is not fitted")
+            raise ValueError(f"{label} is a {cls.__name__} that is not fitted")
 
 
 # --- a class's declaration ---------------------------------------------------------------------

@@ -56,6 +56,18 @@ def _tags_are_the_segments(model):
                          f"{model.scheme_!r} writes for segment_classes_")
 
 
+def _segment_attributes(data):
+    """The fitted attributes of the segment features of ``data`` (none without them)."""
+    segments = data.features.segments
+    if segments is None:
+        return {}
+    names = data.segment_feature_names
+    return {"n_segment_features_in_": segments.n_features,
+            "segment_feature_names_": np.asarray(
+                [f"x{j}" for j in range(segments.n_features)] if names is None else names,
+                dtype=object)}
+
+
 def _segment_weights_come_together(model):
     """A model fitted on segment features has their count, names and weights, or none."""
     names = ("n_segment_features_in_", "segment_feature_names_", "segment_coef_")
@@ -331,12 +343,12 @@ early_stopping, validation_fraction
             data.features, offsets, codes, max_lengths, allow_repeats=not codec.plain,
             all_possible_states=self.all_possible_states, allowed_transitions=allowed,
             label_names=codec.segment_classes.tolist())
-        return TrainingProblem(
-            structure, codes,
-            {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
-             "scheme_": codec.scheme, "max_segment_length_": int(max_lengths.max(initial=1)),
-             "allowed_transitions_": structure.transition_mask == 0},
-            _COEFFICIENT_NAMES)
+        attributes = {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
+                      "scheme_": codec.scheme,
+                      "max_segment_length_": int(max_lengths.max(initial=1)),
+                      "allowed_transitions_": structure.transition_mask == 0,
+                      **_segment_attributes(data)}
+        return TrainingProblem(structure, codes, attributes, _COEFFICIENT_NAMES)
 
     def _partial_training_problem(self, data, first):
         """A ``partial_fit`` batch's problem: the codec and longest segments of the first call.
@@ -373,14 +385,8 @@ early_stopping, validation_fraction
         attributes = {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
                       "scheme_": codec.scheme,
                       "max_segment_length_": int(max_lengths.max(initial=1)),
-                      "allowed_transitions_": structure.transition_mask == 0}
-        segments = data.features.segments
-        if segments is not None:
-            attributes["n_segment_features_in_"] = segments.n_features
-            names = data.segment_feature_names
-            attributes["segment_feature_names_"] = np.asarray(
-                [f"x{j}" for j in range(segments.n_features)] if names is None else names,
-                dtype=object)
+                      "allowed_transitions_": structure.transition_mask == 0,
+                      **_segment_attributes(data)}
         return TrainingProblem(structure, codes, attributes, _COEFFICIENT_NAMES)
 
     def _same_layout(self, problem, data, previous):

@@ -145,7 +145,10 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     _fitted_state = FittedState(
         {"feature_names_": StrList("n_features"), "vocabulary_": TypeOf(dict),
          # the names as the outputs share them (set by fit; absent from older files)
-         "_names_out": IfPresent(Names("n_features"))},
+         "_names_out": IfPresent(Names("n_features")),
+         # the vocabulary of segment features (SequenceMatrix.segments): a
+         # vectorizer of this class
+         "segment_vectorizer_": IfPresent(Fitted("skcrf.SequenceVectorizer", none_ok=True))},
         rules=[_vocabulary_numbers_the_names, _values_are_numbers])
 
     def __init__(self, *, dtype=np.float64, separator="=", sort=True, min_freq=1):
@@ -491,8 +494,3 @@ def _canonical(data, indices, indptr, n_columns):
     return (values_or_none(matrix.data), matrix.indices.astype(np.int32, copy=False),
             matrix.indptr.astype(np.int64, copy=False))
 
-
-# the vocabulary of segment features (SequenceMatrix.segments) is a vectorizer of
-# the same class, declared once the class exists
-SequenceVectorizer._fitted_state = SequenceVectorizer._fitted_state.extended(
-    {"segment_vectorizer_": IfPresent(Fitted(SequenceVectorizer, none_ok=True))})
