@@ -140,7 +140,7 @@ def test_weights_invert_coefficients(case):
 def test_a_warm_start_that_overflows_says_where_it_started():
     """A warm start from huge weights was reported as overflowing "at zero weights"
     (issue 32, item 18)."""
-    X, y = _chain_corpus()
+    X, y = chain_corpus()
     crf = CRFClassifier(warm_start=True, max_iter=20).fit(X, y)
     crf.coef_ = crf.coef_ * 1e306
     with pytest.raises(ValueError, match=r"overflows at its starting weights \(a previous "
