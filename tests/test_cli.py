@@ -586,9 +586,12 @@ def test_warmup_readies_every_structure():
     status, out, err = _run("warmup")
     assert status == 0, err
     lines = out.splitlines()
+    from skcrf._cli._warmup import KINDS
+
     assert [line.split(":")[0] for line in lines[:-1]] == [
-        "chain", "chain, order 2", "chain, order 3", "chain, transition features",
-        "semi-Markov", "tree"]
+        label for label, *_ in KINDS.values()]
+    assert {"chain", "order2", "order3", "transition-features", "semi-markov", "tree",
+            "online"} <= set(KINDS)
     assert lines[-1].startswith("kernels ready in")
     status, out, _ = _run("warmup", "--quiet")
     assert status == 0 and len(out.splitlines()) == 1

@@ -17,6 +17,7 @@ from sklearn.model_selection import cross_validate
 
 import skcrf
 from skcrf import CRFClassifier
+from skcrf.datasets._download import SourceFailed
 from skcrf.features._dict_arrays import FeatureValueError
 
 
@@ -33,7 +34,8 @@ def _exception_classes():
 
 
 # the arguments a class's constructor takes, where a message alone does not do
-_ARGUMENTS = {FeatureValueError: (3, 1, "w", object(), "a value of an unknown type")}
+_ARGUMENTS = {FeatureValueError: (3, 1, "w", object(), "a value of an unknown type"),
+              SourceFailed: ("https://example.org/esp.train", "timed out", "unreachable")}
 
 
 def test_the_exception_classes_are_found():

@@ -148,8 +148,11 @@ class ColumnFile:
             where = undecodable_at(self._source, self.encoding)
             line, offset, byte = where if where is not None else (
                 "?", "?", error.object[error.start])
+            # the reader's reason goes on to say where and how (in Python's
+            # terms); the command says that in its own
+            reason = error.reason.split("; ", 1)[0]
             raise CommandError(
-                f"{self.path}: line {line} is not valid {self.encoding} text ({error.reason}: "
+                f"{self.path}: line {line} is not valid {self.encoding} text ({reason}: "
                 f"the byte 0x{byte:02x} at byte offset {offset}); give the file's encoding "
                 f"with --encoding") from None
         except LookupError:

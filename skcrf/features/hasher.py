@@ -10,13 +10,17 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import murmurhash3_32
 from sklearn.utils._param_validation import Interval
 
+from .._fitted_state import FittedState, saved_as
 from .._typing import FeatureSequences, LabelSequences
 from .._validation import check_sequences
+from ._output import SequenceOutputMixin
 from .sequence_matrix import SequenceMatrix, values_or_none
 from .vectorizer import SequenceVectorizer, _as_names, _canonical, _named_matrix_arrays
 
 
-class SequenceHasher(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+@saved_as("skcrf.SequenceHasher")
+class SequenceHasher(SequenceOutputMixin, TransformerMixin, BaseEstimator,
+                     auto_wrap_output_keys=None):
     """Hash token feature names into a fixed number of columns.
 
     The sequence counterpart of :class:`sklearn.feature_extraction.FeatureHasher`:
@@ -55,6 +59,12 @@ class SequenceHasher(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None
     >>> Xt.lengths.tolist()
     [2]
     """
+
+    _dataframe_hint = (" A DataFrame of the features: pandas.DataFrame.sparse.from_spmatrix("
+                       "Xt.matrix).")
+
+    #: A hasher learns nothing: its parameters are its whole state.
+    _fitted_state = FittedState({})
 
     _parameter_constraints = {
         "n_features": [Interval(numbers.Integral, 1, np.iinfo(np.int32).max, closed="both")],
