@@ -34,6 +34,7 @@ X = [[{"w": "Ada", "title": True}, {"w": "Lovelace", "title": True}, {"w": "wrot
 Y = [["B-PER", "I-PER", "O"], ["O", "B-LOC"]] * 8
 TREES = [[{**token, "__parent__": head} for token, head in zip(tokens, heads)]
          for tokens, heads in zip(X, [[1, 2, -1], [1, -1]] * 8)]
+TOKENS = [["Ada", "Lovelace", "wrote"], ["in", "Paris"]] * 8
 '''
 
 #: structure name -> (constructor, X name)
@@ -41,8 +42,13 @@ STRUCTURES = {
     "chain": ("CRFClassifier(max_iter=5)", "X"),
     "chain-order2": ("CRFClassifier(order=2, max_iter=5)", "X"),
     "chain-transition-features": ("CRFClassifier(transition_features='all', max_iter=5)", "X"),
+    "chain-order3": ("CRFClassifier(order=3, max_iter=5)", "X"),
+    "chain-sgd": ("CRFClassifier(solver='sgd', max_iter=5)", "X"),
     "semi-markov": ("SemiMarkovCRF(max_iter=5)", "X"),
+    "semi-markov-segments": ("make_pipeline(TokenFeaturizer(segment_features=True), "
+                             "SequenceVectorizer(), SemiMarkovCRF(max_iter=5))", "TOKENS"),
     "tree": ("TreeCRF(max_iter=5)", "TREES"),
+    "tree-link-features": ("TreeCRF(transition_features='all', max_iter=5)", "TREES"),
 }
 
 #: Runs in the child: times each phase and counts numba's compilations.
@@ -66,7 +72,9 @@ class Count(Listener):
 count = Count()
 register("numba:compile", count)
 import skcrf
-from skcrf import CRFClassifier, SemiMarkovCRF, TreeCRF
+from skcrf import (CRFClassifier, SemiMarkovCRF, SequenceVectorizer, TokenFeaturizer,
+                   TreeCRF)
+from sklearn.pipeline import make_pipeline
 imported = time.perf_counter()
 TOY
 with warnings.catch_warnings():
