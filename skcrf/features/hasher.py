@@ -54,7 +54,7 @@ class SequenceHasher(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     >>> from skcrf import SequenceHasher
     >>> X = [[{"word": "Hello"}, {"word": "world", "len": 5}]]
     >>> Xt = SequenceHasher(n_features=16).transform(X)
-    >>> Xt.shape
+    >>> Xt.matrix.shape  # a row per token, a column per hash bucket
     (2, 16)
     >>> Xt.lengths.tolist()
     [2]
