@@ -26,7 +26,8 @@ from ..features.arrays import csr_times_dense
 from ..inference.chain2 import forward_backward2, viterbi2
 from ..inference.chain_nbest import nbest_paths2
 from ..inference.patterns import forward_backward_patterns, nbest_patterns, viterbi_patterns
-from ._parameters import ParameterLayout, StatePairs, same_shapes, weights_of_blocks
+from ._parameters import (ParameterLayout, StatePairs, TokenStatistics, same_shapes,
+                          weights_of_blocks)
 from ._pattern_fused import FusedPatternTerms
 from .chain import chain_labelling_scores, ChainScores, pin_labels
 from .label_patterns import LabelPatterns, row_codes, row_lengths
@@ -357,6 +358,60 @@ class PatternChainStructure:
         return weights_of_blocks(self.layout, blocks, {
             "transitions": self.transition_mask, "start": self.start_mask,
             "end": self.end_mask})
+
+
+    # --- online learning: one sequence's statistics in token form ---------------------
+
+    def pair_blocks(self):
+        """The blocks of ``w`` laid out by :class:`StatePairs`, by name."""
+        return {"state": self.state_pairs}
+
+    def with_pairs(self, pairs):
+        """The same chain with other state pairs (see :meth:`pair_blocks`).
+
+        For a model trained in parts (``partial_fit``), whose later parts bring
+        (feature, label) pairs the first did not; the patterns stay those of
+        the first part.
+        """
+        structure = PatternChainStructure(self.n_classes, pairs["state"], self.patterns)
+        structure.transition_mask, structure.start_mask, structure.end_mask = (
+            self.transition_mask, self.start_mask, self.end_mask)
+        return structure
+
+    def statistics_rows(self, features, offsets, label_ids):
+        """``Phi(x, y)`` of the labellings ``label_ids`` as :class:`TokenStatistics`.
+
+        Flattened, the same as :meth:`gold_statistics` of those labels.
+        """
+        C = self.n_classes
+        n_tokens = label_ids.shape[0]
+        state = np.zeros((n_tokens, C))
+        state[np.arange(n_tokens), label_ids] = 1.0
+        gold = self.layout.views(self.gold_statistics(features, offsets, label_ids))
+        return TokenStatistics({"state": state}, {
+            name: gold[name] for name in ("transitions", "patterns", "start", "end")})
+
+    def expected_rows(self, features, offsets, w, scale=1.0):
+        """``(log_z, E_p[Phi])`` under the weights ``scale * w``, in token form.
+
+        Flattened, the expected statistics are :meth:`expected_statistics`.
+        """
+        scores = self.scores(features, w)
+        if scale != 1.0:
+            scores = PatternScores(scores.unary * scale, scores.transitions * scale,
+                                   scores.pattern_weights * scale, scores.start * scale,
+                                   scores.end * scale, scores.patterns)
+        log_z, marginals, transition_counts, pattern_counts = scores.posteriors(
+            offsets, with_counts=True)
+        nonempty = np.diff(offsets) > 0
+        return log_z, TokenStatistics({"state": marginals}, {
+            "transitions": transition_counts, "patterns": pattern_counts,
+            "start": marginals[offsets[:-1][nonempty]].sum(axis=0),
+            "end": marginals[offsets[1:][nonempty] - 1].sum(axis=0)})
+
+    def decode_targets(self, features, offsets, w):
+        """The best labelling under the weights ``w``: label ids (n_tokens,)."""
+        return self.scores(features, w).decode(offsets)
 
 
 class _FusedExpectations:

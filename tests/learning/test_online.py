@@ -12,6 +12,7 @@ from skcrf.learning.online import (OnlineOptions, OnlineProblem, OnlineState, on
                                    visits_of_weights)
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain import ChainStructure
+from skcrf.structures.pattern_chain import PatternChainStructure
 from skcrf.structures.semimarkov import Segmentation, SemiMarkovStructure, segment_codes
 from skcrf.structures.tree import TreeStructure
 
@@ -185,6 +186,10 @@ def _chain_cases():
         offsets, labels
     yield "order2", ChainStructure.for_training(features, offsets, labels, 3, order=2), \
         features, offsets, labels
+    for order in (2, 3):
+        # CRFClassifier's order >= 2: the kept label patterns' automaton
+        yield f"patterns{order}", PatternChainStructure.for_training(
+            features, offsets, labels, 3, order), features, offsets, labels
     columns = np.zeros(features.n_features, dtype=bool)
     columns[::2] = True
     yield "edges", ChainStructure.for_training(features, offsets, labels, 3,
