@@ -260,7 +260,8 @@ def _final_step(model, X):
 def _oracle(crf, features, offsets):
     """Brute force from the loaded weights: (log Z, best score, marginals or None)."""
     from skcrf import SemiMarkovCRF, TreeCRF
-    from tests import naive, naive_chain2, naive_edges, naive_semimarkov, naive_tree
+    from tests import (naive, naive_chain2, naive_edges, naive_patterns, naive_semimarkov,
+                       naive_tree)
 
     x = sp.csr_matrix((features.data if features.data is not None
                        else np.ones(features.indices.shape[0]), features.indices,
@@ -288,6 +289,12 @@ def _oracle(crf, features, offsets):
             edges -= edges.max(axis=(1, 2), keepdims=True)
             log_z, marginals, _, _, best = naive_edges.enumerate_edge_batch(
                 unary, edges, start, end, offsets)
+        elif hasattr(crf, "label_patterns_"):
+            out = naive_patterns.enumerate_batch(unary, T, crf.label_patterns_,
+                                                 crf.pattern_coef_, start, end, offsets)
+            # the best labelling's score, as the other oracles give it
+            best = np.array([ranked[0][0] if ranked else -np.inf for ranked in out["ranked"]])
+            log_z, marginals = out["log_z"], out["marginals"]
         elif hasattr(crf, "transition2_coef_"):
             log_z, marginals, *_, best = naive_chain2.enumerate_batch2(
                 unary, T, crf.transition2_coef_, start, end, offsets)
