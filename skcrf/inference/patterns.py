@@ -247,7 +247,10 @@ def _scaled_chunks(chunk_lo, chunk_hi, bounds, unary, offsets, graph, n_slots, p
     per_token = workspace_size(n_states, n_slots, n_inner, with_counts)
     for c in range(chunk_lo, chunk_hi):
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        work = scaled_workspace(max(longest, LANE_BUDGET // per_token), n_states, n_classes,
+        # a group's tokens times lanes: at most the budget's, and the chunk's tokens
+        chunk_tokens = offsets[bounds[c + 1]] - offsets[bounds[c]]
+        token_lanes = max(longest, min(LANE_BUDGET // per_token, chunk_tokens))
+        work = scaled_workspace(token_lanes, n_states, n_classes,
                                 n_slots, n_inner, LANE_MAX, with_counts)
         emission = np.empty(longest * n_classes * LANE_MAX)
         lane_marginals = np.empty(longest * n_classes * LANE_MAX)

@@ -142,7 +142,10 @@ def _fused_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr
         if not fast:
             continue
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        work = scaled_workspace(max(longest, LANE_BUDGET // per_token), n_states, n_classes,
+        # a group's tokens times lanes: at most the budget's, and the chunk's tokens
+        chunk_tokens = offsets[bounds[c + 1]] - offsets[bounds[c]]
+        token_lanes = max(longest, min(LANE_BUDGET // per_token, chunk_tokens))
+        work = scaled_workspace(token_lanes, n_states, n_classes,
                                 n_slots, n_inner, LANE_MAX, np.bool_(True))
         emission = np.empty(longest * n_classes * LANE_MAX)
         lane_marginals = np.empty(longest * n_classes * LANE_MAX)
