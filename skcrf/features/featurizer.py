@@ -38,6 +38,7 @@ from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_fe
 from ._tokens import _Tokens
 from ._reference import _check_custom, _offset_prefix, _token_dict
 from ._words import _WORD_FEATURES, _one_hot_group, _word_group
+from ._output import SequenceOutputMixin
 from .sequence_matrix import SequenceMatrix
 from .vectorizer import SequenceVectorizer, _csr
 
@@ -47,7 +48,8 @@ MAX_WINDOW = 100
 
 
 @saved_as("skcrf.TokenFeaturizer")
-class TokenFeaturizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
+class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
+                      auto_wrap_output_keys=None):
     """Window features of raw tokens, with no hand-written ``word2features``.
 
     A token is a ``str`` (the word) or a tuple of str columns such as

@@ -34,8 +34,6 @@ def test_the_global_setting_leaves_the_sequence_output_alone():
         assert isinstance(TokenFeaturizer().fit_transform([["a", "b"]]), SequenceMatrix)
 
 
-@pytest.mark.xfail(strict=True, reason="TokenFeaturizer (features/featurizer.py, under "
-                                       "another change) does not yet take SequenceOutputMixin")
 def test_token_featurizer_says_why_too():
     with pytest.raises(ValueError, match="TokenFeaturizer.set_output"):
         TokenFeaturizer().set_output(transform="pandas")
