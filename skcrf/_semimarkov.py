@@ -162,6 +162,26 @@ class SemiMarkovCRF(CRFEstimator):
         a training segmentation that breaks them raises a ValueError.
         Predicted tags are always well-formed, so the tag schemes of
         :class:`CRFClassifier` (``"bio"``...) do not apply.
+    order : int, default=1
+        Markov order of the segment labels: ``d >= 2`` adds a weight for each
+        kept n-gram of 3 to ``d + 1`` consecutive segment labels, *patterns*
+        (``label_patterns_``, ``pattern_coef_``, as :class:`CRFClassifier`'s
+        over token labels): those seen in the training segmentations (at
+        least ``min_pattern_freq`` times), or all of them with
+        ``all_possible_transitions``. Inference runs over the automaton
+        whose states are the prefixes of the patterns, at a cost per token
+        that grows with the square of its number of states (at most 1024).
+        With ``"IOB1"`` and ``"IOE1"`` tags, ``predict_marginals`` and
+        ``predict_proba`` (and fixing their tags in queries) need ``order=1``;
+        ``partial_fit`` needs ``order=1``. See :ref:`semimarkov-order`.
+    all_possible_transitions : bool, default=False
+        With ``order >= 2``, whether every n-gram of 3 to ``order + 1``
+        segment labels gets a weight (but those with a pair the model
+        forbids: a repeat of ``"plain"`` labels, a pair
+        ``allowed_transitions`` forbids), instead of those seen in training.
+    min_pattern_freq : int, default=1
+        With ``order >= 2``, the fewest times a segment-label n-gram must
+        occur in the training segmentations to get a weight.
     alpha : float, default=0.3
         Regularization strength, as in :class:`CRFClassifier`.
     l1_ratio : float, default=1/3
@@ -186,7 +206,9 @@ early_stopping, validation_fraction
         When set, ``fit`` starts the solver from the weights of the previous
         fit instead of zero, provided that fit had the same parameter layout:
         the same classes, the same features (names, in the same order: the
-        same vocabulary) and the same longest segment (``max_segment_length_``). Otherwise it starts from zero, as without
+        same vocabulary) and the same longest segment (``max_segment_length_``); at
+        ``order >= 2``, the patterns of the previous fit that this one keeps start from their
+        weights, the others from 0. Otherwise it starts from zero, as without
         ``warm_start``. Useful along a path of ``alpha`` values on the same
         data; the optimum reached is the same (to the solver's ``tol``), in
         fewer iterations.
@@ -234,6 +256,13 @@ early_stopping, validation_fraction
         Which segment label may follow which, [previous, next].
     start_coef_, end_coef_ : ndarray of shape (n_labels,)
         Weights of the first and last segment's label.
+    label_patterns_ : ndarray of int64 of shape (n_patterns, order + 1)
+        With ``order >= 2``: the n-grams of 3 to ``order + 1`` consecutive
+        segment labels (ids into ``segment_classes_``, oldest first,
+        left-padded with -1) whose fitted weight is not 0.
+    pattern_coef_ : ndarray of shape (n_patterns,)
+        With ``order >= 2``: the weight of each row of ``label_patterns_``,
+        added once per occurrence among a segmentation's labels.
     n_features_in_ : int
         Number of token features.
     feature_names_ : ndarray of str of shape (n_features,)
