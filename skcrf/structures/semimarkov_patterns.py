@@ -229,7 +229,11 @@ class PatternSegmentScores:
         """(first sequence, stop sequence, first token, stop token, local offsets, scores)."""
         for q0, q1 in _blocks(offsets, self.automaton.n_states):
             lo, hi = int(offsets[q0]), int(offsets[q1])
-            yield q0, q1, lo, hi, offsets[q0:q1 + 1] - lo, self.expanded(lo, hi)
+            local = offsets[q0:q1 + 1] - lo
+            # read-only, as the estimators' checked offsets are: the kernels compile
+            # once for both (numba types a read-only array apart)
+            local.flags.writeable = False
+            yield q0, q1, lo, hi, local, self.expanded(lo, hi)
 
     def posteriors(self, offsets):
         """:class:`PatternSegmentPosteriors` of every sequence (no fixed boundaries).
