@@ -418,3 +418,55 @@ def test_a_pattern_file_without_its_order_is_refused(second, tmp_path):
 
     with pytest.raises(ValueError, match="order=1 has no label_patterns_"):
         load_model(io.BytesIO(model_files.rewritten(data, order_one)))
+
+
+def test_pattern_features_name_segment_labels(second):
+    from skcrf.inspection import pattern_features
+
+    rows = pattern_features(second, top=None)
+    assert len(rows) == second.label_patterns_.shape[0]
+    segment_labels = set(second.segment_classes_.tolist())
+    assert all(len(row.labels) == 3 and set(row.labels) <= segment_labels for row in rows)
+
+
+def test_allowed_transitions_hold_at_order_2(toy):
+    X, y = toy
+    allowed = {("O", "PER"), ("O", "ORG"), ("O", "LOC"), ("PER", "O"), ("ORG", "O"),
+               ("LOC", "O"), ("O", "O")}
+    crf = SemiMarkovCRF(alpha=0.1, order=2, all_possible_transitions=True,
+                        allowed_transitions=allowed, max_iter=30)
+    # the toy has entities right after entities: a gold segmentation the pairs forbid
+    with pytest.raises(ValueError, match="a transition allowed_transitions forbids"):
+        crf.fit(X, y)
+    keep = [q for q, tags in enumerate(y) if set(zip(_segment_labels(tags),
+                                                      _segment_labels(tags)[1:])) <= allowed]
+    X, y = [X[q] for q in keep], [y[q] for q in keep]
+    crf.fit(X, y)
+    labels = crf.segment_classes_.tolist()
+    for row in crf.label_patterns_:
+        pairs = [(labels[a], labels[b]) for a, b in zip(row, row[1:]) if a >= 0]
+        assert set(pairs) <= allowed
+    for candidates in crf.predict_nbest(X[:5], 4):
+        for tags, _ in candidates:
+            segments = _segment_labels(tags)
+            assert set(zip(segments, segments[1:])) <= allowed
+
+
+def _segment_labels(tags):
+    from skcrf.tags import tags_to_segments
+
+    found, labels, position = tags_to_segments(list(tags), "IOB2"), [], 0
+    for segment in found:  # each "O" token is a segment of its own
+        labels += ["O"] * (segment.start - position) + [segment.label]
+        position = segment.stop
+    return labels + ["O"] * (len(tags) - position)
+
+
+def test_warm_start_carries_the_patterns(toy):
+    X, y = toy
+    crf = SemiMarkovCRF(alpha=0.1, order=2, warm_start=True, max_iter=200).fit(X, y)
+    first = crf.n_iter_
+    patterns = crf.label_patterns_.copy()
+    crf.set_params(alpha=0.09).fit(X, y)
+    assert crf.n_iter_ < first
+    assert crf.label_patterns_.shape[1] == patterns.shape[1] == 3
