@@ -40,18 +40,19 @@ that need them (the marginals of the IOB1 and IOE1 schemes, and fixing their
 tags) with a ValueError.
 """
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..inference.semimarkov import REPEAT, segment_posteriors, segment_viterbi
+from ..inference.semimarkov import N_ROLES, REPEAT, segment_posteriors, segment_viterbi
 from ..inference.semimarkov_queries import (NO_REPEAT, fixed_segment_posteriors,
                                             nbest_segmentations)
 from ._parameters import ParameterLayout, TokenStatistics
 from .label_patterns import LabelPatterns, row_codes, row_lengths
 from .pattern_chain import automaton_of, move_table_of
 from .semimarkov import (Segmentation, SegmentPosteriors, SegmentScores, SemiMarkovStructure,
-                         segmentation_scores)
+                         segment_codes, segmentation_scores)
 
 #: The most automaton states an order-d semi-Markov model may have: inference
 #: visits every pair of states at every segment boundary.
@@ -146,18 +147,15 @@ class SegmentAutomaton:
         return transitions, self.automaton.pattern_counts(arc_counts)
 
 
-_segment_automata = {}
+_segment_automata = weakref.WeakKeyDictionary()
 
 
 def segment_automaton_of(patterns):
     """The :class:`SegmentAutomaton` of ``patterns``, built once per pattern set."""
-    key = id(patterns)
-    cached = _segment_automata.get(key)
-    if cached is None or cached.automaton.patterns is not patterns:
-        cached = _segment_automata[key] = SegmentAutomaton(patterns)
-        if len(_segment_automata) > 64:  # a few models at a time, not every fit's
-            _segment_automata.pop(next(iter(_segment_automata)))
-    return cached
+    automaton = _segment_automata.get(patterns)
+    if automaton is None:
+        automaton = _segment_automata[patterns] = SegmentAutomaton(patterns)
+    return automaton
 
 
 def _blocks(offsets, n_states):
@@ -245,7 +243,7 @@ class PatternSegmentScores:
         labels = self.labels
         n_tokens, C = labels.state.shape
         log_z = np.zeros(offsets.shape[0] - 1)
-        roles = np.zeros((n_tokens, 5, C))
+        roles = np.zeros((n_tokens, N_ROLES, C))
         length_counts = np.zeros(labels.length.shape)
         move_counts = np.zeros((automaton.n_states, automaton.n_states))
         start_counts, end_counts = np.zeros(C), np.zeros(C)
@@ -268,7 +266,7 @@ class PatternSegmentScores:
                                         pattern_counts)
 
     def check_no_repeat_flags(self):
-        """Raise a ValueError if fixed tags need ``NO_REPEAT`` boundaries (see the module docstring)."""
+        """Raise a ValueError if fixed tags need ``NO_REPEAT`` boundaries (module docstring)."""
         boundaries = self.labels.boundaries
         if boundaries is not None and (boundaries & NO_REPEAT).any():
             raise ValueError(
@@ -284,7 +282,7 @@ class PatternSegmentScores:
         self.check_no_repeat_flags()
         automaton = self.automaton
         log_z = np.zeros(offsets.shape[0] - 1)
-        roles = np.zeros((self.labels.state.shape[0], 5, automaton.n_labels))
+        roles = np.zeros((self.labels.state.shape[0], N_ROLES, automaton.n_labels))
         for q0, q1, lo, hi, local, scores in self._each_block(offsets):
             log_z[q0:q1], part = fixed_segment_posteriors(
                 *scores.kernel_args(), local, scores.boundaries, spans=scores.spans)
@@ -431,7 +429,7 @@ class PatternSemiMarkovStructure(SemiMarkovStructure):
         return named
 
     def weights(self, named):
-        """The inverse of :meth:`coefficients`; patterns placed by their labels (None if unusable)."""
+        """The inverse of :meth:`coefficients`, patterns placed by their labels; None if unusable."""
         base = super().weights(named)
         rows, values = named.get("label_patterns"), named.get("pattern_coef")
         if (base is None or rows is None or values is None or np.ndim(rows) != 2
@@ -473,8 +471,7 @@ class PatternSemiMarkovStructure(SemiMarkovStructure):
 
     def decode_targets(self, features, offsets, w):
         segmentation = self.scores(features, w).decode(offsets)
-        return (segmentation.label_ids.astype(np.int64)
-                + self.n_labels * segmentation.starts.astype(np.int64))
+        return segment_codes(segmentation.label_ids, segmentation.starts, self.n_labels)
 
 
 __all__ = ["MAX_STATES", "PatternSegmentPosteriors", "PatternSegmentScores",
