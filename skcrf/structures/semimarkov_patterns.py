@@ -429,7 +429,7 @@ class PatternSemiMarkovStructure(SemiMarkovStructure):
         return named
 
     def weights(self, named):
-        """The inverse of :meth:`coefficients`, patterns placed by their labels; None if unusable."""
+        """The inverse of :meth:`coefficients`, patterns placed by labels; None if unusable."""
         base = super().weights(named)
         rows, values = named.get("label_patterns"), named.get("pattern_coef")
         if (base is None or rows is None or values is None or np.ndim(rows) != 2
