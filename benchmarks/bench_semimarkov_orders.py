@@ -85,8 +85,7 @@ def report(results, n_train, n_test):
     names = list(results)
     print(f"\nCoNLL-2000 chunking: {n_train} training / {n_test} test sentences")
     print(f"{'':24s}" + "".join(f"{name:>12s}" for name in names))
-    keys = list(next(iter(results.values())))
-    keys += [k for r in results.values() for k in r if k not in keys]
+    keys = list(dict.fromkeys(k for r in results.values() for k in r))
     for key in keys:
         cells = []
         for name in names:
