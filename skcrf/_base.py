@@ -399,6 +399,10 @@ class CRFEstimator(_online.OnlineTraining, BaseEstimator):
     def _posteriors(self, potentials, offsets):
         raise NotImplementedError
 
+    def _log_z(self, potentials, offsets):
+        """(n_sequences,) log partition functions: what ``_posteriors`` gives first."""
+        return self._posteriors(potentials, offsets)[0]
+
     def _nbest(self, potentials, offsets, n):
         raise NotImplementedError
 
@@ -492,7 +496,7 @@ class CRFEstimator(_online.OnlineTraining, BaseEstimator):
                 feasible = (scores > -np.inf if decoding == "viterbi" else log_z > -np.inf)
                 check_feasible(feasible, fixed_ids, offsets, model.classes_)
             if return_proba and log_z is None:
-                log_z = model._posteriors(potentials, offsets)[0]
+                log_z = model._log_z(potentials, offsets)
         y_pred = self._split(model.classes_[label_ids], offsets)
         if not return_proba:
             return y_pred
@@ -575,7 +579,7 @@ class CRFEstimator(_online.OnlineTraining, BaseEstimator):
                                                         "n-best decoding", alternative)
         with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
             label_ids, scores, counts = model._nbest(potentials, offsets, n)
-            log_z = model._posteriors(potentials, offsets)[0]
+            log_z = model._log_z(potentials, offsets)
         if fixed_ids is not None:
             check_feasible(counts > 0, fixed_ids, offsets, model.classes_)
         return nbest_lists(model.classes_[label_ids], scores, counts, log_z, offsets)
@@ -610,7 +614,7 @@ class CRFEstimator(_online.OnlineTraining, BaseEstimator):
             "predict_marginals gives each token's label probabilities.")
         with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
             scores = model._labelling_scores(potentials, offsets, label_ids)
-            log_z = model._posteriors(potentials, offsets)[0]
+            log_z = model._log_z(potentials, offsets)
         return log_probabilities(scores, log_z)
 
     def predict_proba(self, X: FeatureSequences) -> list[NDArray[np.float64]]:

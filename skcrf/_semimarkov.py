@@ -19,9 +19,12 @@ from ._parallel import kernel_threads
 from ._segment_tags import _SegmentTags
 from ._typing import (AllowedTransitions, FeatureSequences, LabelSequences,
                      SequenceWeights, Solver)
+from .structures.pattern_chain import fitted_patterns
 from .structures.semimarkov import (Segmentation, SegmentScores, SemiMarkovStructure,
                                     segment_decode, segment_nbest, segment_role_posteriors,
                                     segmentation_scores)
+from .structures.semimarkov_patterns import (PatternSegmentScores, PatternSemiMarkovStructure,
+                                             segment_automaton_of)
 from .tags import SCHEMES, Segment
 
 
@@ -29,7 +32,12 @@ from .tags import SCHEMES, Segment
 _COEFFICIENT_NAMES = {"coef": "coef_", "first_coef": "first_coef_", "last_coef": "last_coef_",
                       "segment_coef": "segment_coef_", "length": "length_coef_",
                       "transitions": "transition_coef_", "start": "start_coef_",
-                      "end": "end_coef_"}
+                      "end": "end_coef_", "label_patterns": "label_patterns_",
+                      "pattern_coef": "pattern_coef_"}
+
+#: Schemes whose tag marginals need the probability that a segment repeats the
+#: label of the one before (the ``REPEAT`` role), which order >= 2 does not compute.
+_REPEAT_SCHEMES = ("IOB1", "IOE1")
 
 _NO_SEGMENTS = (
     "This SemiMarkovCRF was fitted with features of segments (X.segments, from "
@@ -66,6 +74,30 @@ def _segment_attributes(data):
             "segment_feature_names_": np.asarray(
                 [f"x{j}" for j in range(segments.n_features)] if names is None else names,
                 dtype=object)}
+
+
+def _patterns_follow_the_order(model):
+    """An order-d model holds its kept segment-label patterns, each an n-gram of its labels.
+
+    ``label_patterns_`` and ``pattern_coef_`` come together, exactly when
+    ``order >= 2``, with ``order + 1`` columns of segment label ids.
+    """
+    state = vars(model)
+    patterns = "label_patterns_" in state
+    if patterns != ("pattern_coef_" in state):
+        raise ValueError("label_patterns_ and pattern_coef_ come together: a model has both "
+                         "or neither")
+    order = state.get("order", 1)
+    if patterns != (order > 1):
+        raise ValueError(f"order={order!r} " + ("needs label_patterns_" if order > 1
+                                                 else "has no label_patterns_"))
+    if patterns:
+        rows = model.label_patterns_
+        if rows.shape[1] != order + 1:
+            raise ValueError(f"label_patterns_ must have order + 1 = {order + 1} columns; "
+                             f"it has shape {rows.shape}")
+        patterns, _ = fitted_patterns(rows, model.segment_classes_.shape[0], order)
+        segment_automaton_of(patterns)  # refuses more automaton states than inference takes
 
 
 def _segment_weights_come_together(model):
@@ -130,6 +162,26 @@ class SemiMarkovCRF(CRFEstimator):
         a training segmentation that breaks them raises a ValueError.
         Predicted tags are always well-formed, so the tag schemes of
         :class:`CRFClassifier` (``"bio"``...) do not apply.
+    order : int, default=1
+        Markov order of the segment labels: ``d >= 2`` adds a weight for each
+        kept n-gram of 3 to ``d + 1`` consecutive segment labels, *patterns*
+        (``label_patterns_``, ``pattern_coef_``, as :class:`CRFClassifier`'s
+        over token labels): those seen in the training segmentations (at
+        least ``min_pattern_freq`` times), or all of them with
+        ``all_possible_transitions``. Inference runs over the automaton
+        whose states are the prefixes of the patterns, at a cost per token
+        that grows with the square of its number of states (at most 1024).
+        With ``"IOB1"`` and ``"IOE1"`` tags, ``predict_marginals`` and
+        ``predict_proba`` (and fixing their tags in queries) need ``order=1``;
+        ``partial_fit`` needs ``order=1``. See :ref:`semimarkov-order`.
+    all_possible_transitions : bool, default=False
+        With ``order >= 2``, whether every n-gram of 3 to ``order + 1``
+        segment labels gets a weight (but those with a pair the model
+        forbids: a repeat of ``"plain"`` labels, a pair
+        ``allowed_transitions`` forbids), instead of those seen in training.
+    min_pattern_freq : int, default=1
+        With ``order >= 2``, the fewest times a segment-label n-gram must
+        occur in the training segmentations to get a weight.
     alpha : float, default=0.3
         Regularization strength, as in :class:`CRFClassifier`.
     l1_ratio : float, default=1/3
@@ -154,7 +206,9 @@ early_stopping, validation_fraction
         When set, ``fit`` starts the solver from the weights of the previous
         fit instead of zero, provided that fit had the same parameter layout:
         the same classes, the same features (names, in the same order: the
-        same vocabulary) and the same longest segment (``max_segment_length_``). Otherwise it starts from zero, as without
+        same vocabulary) and the same longest segment (``max_segment_length_``); at
+        ``order >= 2``, the patterns of the previous fit that this one keeps start from their
+        weights, the others from 0. Otherwise it starts from zero, as without
         ``warm_start``. Useful along a path of ``alpha`` values on the same
         data; the optimum reached is the same (to the solver's ``tol``), in
         fewer iterations.
@@ -202,6 +256,13 @@ early_stopping, validation_fraction
         Which segment label may follow which, [previous, next].
     start_coef_, end_coef_ : ndarray of shape (n_labels,)
         Weights of the first and last segment's label.
+    label_patterns_ : ndarray of int64 of shape (n_patterns, order + 1)
+        With ``order >= 2``: the n-grams of 3 to ``order + 1`` consecutive
+        segment labels (ids into ``segment_classes_``, oldest first,
+        left-padded with -1) whose fitted weight is not 0.
+    pattern_coef_ : ndarray of shape (n_patterns,)
+        With ``order >= 2``: the weight of each row of ``label_patterns_``,
+        added once per occurrence among a segmentation's labels.
     n_features_in_ : int
         Number of token features.
     feature_names_ : ndarray of str of shape (n_features,)
@@ -248,21 +309,27 @@ early_stopping, validation_fraction
          "end_coef_": Array(("n_labels",), values=weights_or_neginf),
          "n_segment_features_in_": IfPresent(Integer(dim="n_segment_features")),
          "segment_feature_names_": IfPresent(Names("n_segment_features")),
-         "segment_coef_": IfPresent(Array(("n_labels", "n_segment_features"), values=weights))},
+         "segment_coef_": IfPresent(Array(("n_labels", "n_segment_features"), values=weights)),
+         "label_patterns_": IfPresent(Array(("n_patterns", "pattern_width"), np.int64)),
+         "pattern_coef_": IfPresent(Array(("n_patterns",), values=weights))},
         rules=[_tags_are_the_segments, forbidden_where_not_allowed,
-               _segment_weights_come_together])
+               _segment_weights_come_together, _patterns_follow_the_order])
 
     _parameter_constraints = {
         **CRFEstimator._parameter_constraints,
         "max_segment_length": [Interval(Integral, 1, None, closed="left"), None],
         "scheme": [StrOptions({"auto", *SCHEMES})],
         "allowed_transitions": [None, str, set, frozenset, list, tuple, dict, np.ndarray],
+        "order": [Interval(Integral, 1, None, closed="left")],
+        "all_possible_transitions": ["boolean"],
+        "min_pattern_freq": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(self, *, max_segment_length: int | None = None,
                  scheme: Literal["auto", "IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU",
                                  "plain"] = "auto",
-                 allowed_transitions: AllowedTransitions = None,
+                 allowed_transitions: AllowedTransitions = None, order: int = 1,
+                 all_possible_transitions: bool = False, min_pattern_freq: int = 1,
                  alpha: float = _defaults.ALPHA, l1_ratio: float = _defaults.L1_RATIO,
                  max_iter: int = _defaults.MAX_ITER, tol: float = _defaults.TOL,
                  solver: Solver = "lbfgs", learning_rate: str = "optimal",
@@ -275,6 +342,9 @@ early_stopping, validation_fraction
         self.max_segment_length = max_segment_length
         self.scheme = scheme
         self.allowed_transitions = allowed_transitions
+        self.order = order
+        self.all_possible_transitions = all_possible_transitions
+        self.min_pattern_freq = min_pattern_freq
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.max_iter = max_iter
@@ -295,9 +365,13 @@ early_stopping, validation_fraction
         self.verbose = verbose
 
     def __setstate__(self, state):
-        # models pickled before allowed_transitions and warm_start existed had neither
+        # models pickled before allowed_transitions, warm_start and order existed had
+        # none of them: order-1 models
         state.setdefault("allowed_transitions", None)
         state.setdefault("warm_start", False)
+        state.setdefault("order", 1)
+        state.setdefault("all_possible_transitions", False)
+        state.setdefault("min_pattern_freq", 1)
         super().__setstate__(state)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -339,10 +413,17 @@ early_stopping, validation_fraction
         n_labels = len(codec.segment_classes)
         segmentation = Segmentation.of_codes(codes, offsets, n_labels)
         max_lengths = self._max_lengths(segmentation, offsets, codec)
-        structure = SemiMarkovStructure.for_training(
-            data.features, offsets, codes, max_lengths, allow_repeats=not codec.plain,
-            all_possible_states=self.all_possible_states, allowed_transitions=allowed,
-            label_names=codec.segment_classes.tolist())
+        options = dict(allow_repeats=not codec.plain,
+                       all_possible_states=self.all_possible_states,
+                       allowed_transitions=allowed, label_names=codec.segment_classes.tolist())
+        if self.order == 1:
+            structure = SemiMarkovStructure.for_training(data.features, offsets, codes,
+                                                         max_lengths, **options)
+        else:
+            structure = PatternSemiMarkovStructure.for_training(
+                data.features, offsets, codes, max_lengths, order=self.order,
+                all_possible_transitions=self.all_possible_transitions,
+                min_pattern_freq=self.min_pattern_freq, **options)
         attributes = {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
                       "scheme_": codec.scheme,
                       "max_segment_length_": int(max_lengths.max(initial=1)),
@@ -358,6 +439,12 @@ early_stopping, validation_fraction
         longest segment of each label (an int ``max_segment_length``, or the
         first batch's longest), so the weights keep their layout.
         """
+        if self.order > 1:
+            # the patterns a batch keeps depend on its segments: later batches would
+            # change the layout of the weights
+            raise ValueError(
+                f"partial_fit needs order=1 for a SemiMarkovCRF; got order={self.order}. "
+                f"Fit an order-{self.order} model with fit (any solver).")
         offsets = data.offsets
         flat = data.classes[data.label_ids].tolist()
         if first:
@@ -459,40 +546,87 @@ early_stopping, validation_fraction
                 raise ValueError(
                     f"X.segments has {features.segments.n_features} features, but "
                     f"SemiMarkovCRF was fitted with {self.n_segment_features_in_}.")
-        return SegmentScores.of_coefficients(
+        scores = SegmentScores.of_coefficients(
             features, self.coef_, self.first_coef_, self.last_coef_, self.length_coef_,
             self.transition_coef_, self.start_coef_, self.end_coef_, segment_coef)
+        if "label_patterns_" not in vars(self):
+            return scores
+        weights = np.asarray(self.pattern_coef_)
+        if weights.shape != (len(self.label_patterns_),) or not np.isfinite(weights).all():
+            raise ValueError(
+                f"pattern_coef_ must hold one finite weight per row of label_patterns_ "
+                f"({len(self.label_patterns_)}); it has shape {weights.shape}.")
+        patterns, index = fitted_patterns(self.label_patterns_,
+                                          self.segment_classes_.shape[0], self.order)
+        pattern_weights = np.zeros(patterns.n_patterns)
+        pattern_weights[index] = weights
+        return PatternSegmentScores(scores, patterns, pattern_weights)
 
     def _potentials(self, features, offsets, fixed=None):
         scores = self._scores(features)
         if fixed is not None:
-            self._codec().fix(scores, fixed, offsets)
+            patterns = isinstance(scores, PatternSegmentScores)
+            self._codec().fix(scores.labels if patterns else scores, fixed, offsets)
+            if patterns:
+                scores.check_no_repeat_flags()
         return scores
 
+    def _decode_segments(self, potentials, offsets):
+        if isinstance(potentials, PatternSegmentScores):
+            return potentials.decode(offsets)
+        return segment_decode(potentials, offsets)
+
     def _viterbi(self, potentials, offsets):
-        return self._codec().tag_ids(segment_decode(potentials, offsets), offsets)
+        return self._codec().tag_ids(self._decode_segments(potentials, offsets), offsets)
 
     def _posteriors(self, potentials, offsets):
-        log_z, roles = segment_role_posteriors(potentials, offsets)
+        if not isinstance(potentials, PatternSegmentScores):
+            log_z, roles = segment_role_posteriors(potentials, offsets)
+        elif self.scheme_ in _REPEAT_SCHEMES:
+            raise ValueError(
+                f"Tag marginals of scheme {self.scheme_} need the probability that a "
+                f"segment repeats the label of the one before, which a SemiMarkovCRF of "
+                f"order >= 2 does not compute; predict, predict_nbest and "
+                f"predict_segments work. Fit with order=1, or tags of another scheme "
+                f"(IOB2, BIOES...), for marginals and probabilities.")
+        else:
+            log_z, roles = potentials.role_posteriors(offsets)
         return log_z, self._codec().tag_marginals(roles, offsets)
+
+    def _log_z(self, potentials, offsets):
+        # no tag marginals: the schemes of _REPEAT_SCHEMES have a log Z at any order
+        if isinstance(potentials, PatternSegmentScores):
+            return potentials.role_posteriors(offsets)[0]
+        return segment_role_posteriors(potentials, offsets)[0]
 
     def _nbest(self, potentials, offsets, n):
         # distinct segmentations write distinct tags: the n best tag sequences
         codec = self._codec()
-        segmentations, scores, counts = segment_nbest(potentials, offsets, n)
+        if isinstance(potentials, PatternSegmentScores):
+            segmentations, scores, counts = potentials.nbest(offsets, n)
+        else:
+            segmentations, scores, counts = segment_nbest(potentials, offsets, n)
         tag_ids = np.empty((offsets[-1], n), dtype=np.int64)
         for k, segmentation in enumerate(segmentations):
             tag_ids[:, k] = codec.tag_ids(segmentation, offsets)
         return tag_ids, scores, counts
 
     def _nbest_states(self):
-        # a list per segment label for each of "a segment ends here" and "enters here"
+        # a list per segment label (automaton state at order >= 2) for each of "a
+        # segment ends here" and "enters here"
+        if "label_patterns_" in vars(self):
+            patterns, _ = fitted_patterns(self.label_patterns_,
+                                          self.segment_classes_.shape[0], self.order)
+            return 2 * segment_automaton_of(patterns).n_states
         return 2 * len(self.segment_classes_)
 
     def _labelling_scores(self, potentials, offsets, label_ids):
         # tags this model never writes (malformed ones) have probability 0
         segmentation, written = self._codec().read(label_ids, offsets)
-        scores = segmentation_scores(potentials, offsets, segmentation)
+        if isinstance(potentials, PatternSegmentScores):
+            scores = potentials.segmentation_scores(offsets, segmentation)
+        else:
+            scores = segmentation_scores(potentials, offsets, segmentation)
         scores[~written] = -np.inf
         return scores
 
@@ -515,5 +649,5 @@ early_stopping, validation_fraction
         model = self._fitted_model()
         features, offsets = model._features(X)
         with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
-            segmentation = segment_decode(model._scores(features), offsets)
+            segmentation = model._decode_segments(model._scores(features), offsets)
         return model._codec().segments(segmentation, offsets)

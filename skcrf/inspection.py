@@ -274,12 +274,13 @@ def _pattern_weights(crf):
 
 def pattern_features(crf: BaseEstimator, *, top: int | None = 20,
                      length: int | None = None) -> list[LabelPattern]:
-    """The strongest label-pattern weights of a chain of order 2 or more.
+    """The strongest label-pattern weights of a chain (or segment model) of order 2 or more.
 
     Parameters
     ----------
-    crf : CRFClassifier
-        A model fitted with ``order >= 2``.
+    crf : CRFClassifier or SemiMarkovCRF
+        A model fitted with ``order >= 2``; a SemiMarkovCRF's patterns are
+        n-grams of consecutive segments' labels (``segment_classes_``).
     top : int or None, default=20
         Number of patterns listed, by decreasing absolute weight; None lists
         every pattern the model keeps (those of weight 0 are not kept).
@@ -290,7 +291,8 @@ def pattern_features(crf: BaseEstimator, *, top: int | None = 20,
     -------
     rows : list of LabelPattern
         Named tuples ``(labels, weight)``, ``labels`` a tuple of labels from
-        ``classes_``, oldest first; equal weights in the model's order.
+        ``classes_`` (``segment_classes_``), oldest first; equal weights in the
+        model's order.
 
     Examples
     --------
@@ -307,7 +309,7 @@ def pattern_features(crf: BaseEstimator, *, top: int | None = 20,
     rows, weights = _pattern_weights(crf)
     lengths = rows.shape[1] - (rows < 0).sum(axis=1)
     chosen = np.ones(rows.shape[0], dtype=bool) if length is None else lengths == length
-    labels = crf.classes_.tolist()
+    labels = _weight_labels(crf)  # segment labels of a SemiMarkovCRF, not its tags
     order = np.flatnonzero(chosen)
     order = order[np.argsort(-np.abs(weights[order]), kind="stable")]
     if top is not None:

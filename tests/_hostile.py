@@ -90,6 +90,7 @@ def _models():
          .fit(X, TAGS), "dicts"),
         ("semimarkov", SemiMarkovCRF(**common).fit(X, TAGS), "dicts"),
         ("semimarkov-plain", SemiMarkovCRF(scheme="plain", **common).fit(X, plain), "dicts"),
+        ("semimarkov-order2", SemiMarkovCRF(order=2, **common).fit(X, TAGS), "dicts"),
         ("tree", TreeCRF(**common).fit(Xtree, TAGS), "tree"),
         ("compat", CRF(max_iterations=15, c1=0.05, c2=0.05).fit(X, TAGS), "dicts"),
         ("pipeline", make_pipeline(TokenFeaturizer(window=1), SequenceVectorizer(),
@@ -276,6 +277,8 @@ def _oracle(crf, features, offsets):
             log_z, marginals, _, _, best = naive_tree.enumerate_batch(
                 unary, crf.transition_coef_, crf.root_coef_, features.parents, offsets)
             return log_z, best, marginals
+        if isinstance(crf, SemiMarkovCRF) and "label_patterns_" in vars(crf):
+            return _semimarkov_patterns_oracle(crf, x, unary, offsets)
         if isinstance(crf, SemiMarkovCRF):
             log_z, *_, best = naive_semimarkov.enumerate_batch(
                 unary, x @ crf.first_coef_.T, x @ crf.last_coef_.T, crf.length_coef_,
@@ -301,6 +304,21 @@ def _oracle(crf, features, offsets):
         else:
             log_z, marginals, _, _, best = naive.enumerate_batch(unary, T, start, end, offsets)
     return log_z, best, marginals
+
+
+def _semimarkov_patterns_oracle(crf, x, unary, offsets):
+    """(log Z, best score, None) of an order-d SemiMarkovCRF, by enumeration."""
+    from tests.naive_semimarkov_patterns import enumerate_ordered
+
+    first, last = x @ crf.first_coef_.T, x @ crf.last_coef_.T
+    log_z, best = [], []
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        found = enumerate_ordered((unary[lo:hi], first[lo:hi], last[lo:hi], crf.length_coef_,
+                                   crf.transition_coef_, crf.start_coef_, crf.end_coef_),
+                                  crf.label_patterns_, crf.pattern_coef_)
+        log_z.append(found["log_z"])
+        best.append(found["scores"][0] if found["scores"].size else -np.inf)
+    return np.array(log_z), np.array(best), None
 
 
 #: What predict or transform may refuse by design, with a message naming the cause:

@@ -290,8 +290,13 @@ def test_semimarkov_structure_trains_tags_and_evaluates(data, tmp_path):
     assert all(line.split()[-1] in crf.classes_ for line in out.splitlines() if line)
     status, out, err = _run("evaluate", "--model", model_path, data["test"])
     assert status == 0 and "accuracy" in out, err
-    for clash in (["--structure", "semimarkov", "--order", 2],
-                  ["--structure", "semimarkov", "--transition-features", "word="],
+    status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
+                          "--max-iter", 5, "--structure", "semimarkov", "--order", 2,
+                          "--min-pattern-freq", 2)
+    assert status == 0, err
+    crf = load_model(model_path)[-1]
+    assert crf.order == 2 and crf.min_pattern_freq == 2 and crf.label_patterns_.shape[1] == 3
+    for clash in (["--structure", "semimarkov", "--transition-features", "word="],
                   ["--max-segment-length", 4]):
         status, _, err = _run("train", data["train"], "--model", model_path, *clash)
         assert status != 0 and err.count("\n") == 1

@@ -155,14 +155,14 @@ def _estimator(args):
         return tree_estimator(args, common, _transition_features(args.transition_features))
     if args.structure == "semimarkov":
         chain_only = [option for option, given in (
-            ("--order", args.order != 1), ("--min-pattern-freq", args.min_pattern_freq != 1),
             ("--transition-features", args.transition_features),
             ("--constraints", args.constraints is not None))
             if given]
         if chain_only:
             raise CommandError(f"{' and '.join(chain_only)} apply to --structure chain, not "
                                f"semimarkov")
-        return SemiMarkovCRF(max_segment_length=args.max_segment_length, **common)
+        return SemiMarkovCRF(max_segment_length=args.max_segment_length, order=args.order,
+                             min_pattern_freq=args.min_pattern_freq, **common)
     if args.max_segment_length is not None:
         raise CommandError("--max-segment-length applies to --structure semimarkov")
     return CRFClassifier(order=args.order, min_pattern_freq=args.min_pattern_freq,

@@ -257,9 +257,10 @@ def _add_train(commands):
                             "over 10 iterations")
     model.add_argument("--order", type=_bounded(int, 1, name="an integer"),
                        default=_CRF["order"], metavar="D",
-                       help="Markov order of the labels: D >= 2 adds weights for the label "
-                            "n-grams of 3 to D + 1 labels seen in training (slower about in "
-                            "proportion to their number)")
+                       help="Markov order of the labels (semimarkov: of consecutive "
+                            "segments' labels): D >= 2 adds weights for the label n-grams of "
+                            "3 to D + 1 labels seen in training (slower about in proportion "
+                            "to their number)")
     model.add_argument("--min-pattern-freq", type=_bounded(int, 1, name="an integer"),
                        default=_CRF["min_pattern_freq"], metavar="N",
                        help="with --order 2 or more: the fewest times a label n-gram must "
