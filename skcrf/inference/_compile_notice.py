@@ -26,8 +26,11 @@ logger = logging.getLogger("skcrf")
 #: Seconds a compilation must have been under way before the notice is logged.
 NOTICE_DELAY = 2.0
 
+#: The estimate is what benchmarks/bench_compile.py measures on a 2-core machine:
+#: 18 to 44 s for a kind of model's first fit, predict and predict_marginals.
 MESSAGE = ("compiling skcrf's kernels, once per installation (numba caches them on disk; "
-           "'python -m skcrf warmup' does it ahead); this first use can take a minute")
+           "'python -m skcrf warmup' does it ahead): about half a minute for each kind "
+           "of model")
 NO_CACHE_MESSAGE = ("compiling skcrf's kernels; with no writable cache (see "
                     "CacheUnavailableWarning) this happens in every process")
 
