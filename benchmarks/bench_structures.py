@@ -144,8 +144,8 @@ def report(task, results, n_classes):
     names = list(results)
     print(f"\n{task}: {n_classes} labels")
     print(f"{'':24s}" + "".join(f"{name:>12s}" for name in names))
-    keys = [k for k in next(iter(results.values()))]
-    keys += [k for r in results.values() for k in r if k not in keys]
+    # every model's keys, each once, in the order they first come
+    keys = list(dict.fromkeys(k for r in results.values() for k in r))
     for key in keys:
         cells = []
         for name in names:
