@@ -22,8 +22,9 @@ from ..inference._logspace import shifted_exp_rows
 from ..inference._patterns_exact import exact_sequence, exact_workspace
 from ..inference._patterns_scaled import scaled_lanes, scaled_workspace, workspace_size
 from ..inference.patterns import LANE_BUDGET, LANE_MAX, length_groups, scaled_potentials
-from ._chain_fused import (FusedChainTerms, hot_state_rows, product_factors, scatter_expected,
-                           sequence_emission, sequence_unary, summed_pair_partials)
+from ._chain_fused import FusedChainTerms
+from ._fused_features import (hot_state_rows, product_factors, scatter_expected,
+                              sequence_emission, sequence_unary, summed_pair_partials)
 
 
 class FusedPatternTerms:

@@ -25,8 +25,9 @@ from ..inference._semimarkov_scaled import (FACTOR_CAP, exp_factors, norm_floor,
                                             scaled_sequence_posteriors, scaled_workspace)
 from ..inference._segment_roles import COVERED, FIRST, LAST, N_ROLES
 from ..inference.semimarkov import _sequence_posteriors, longest_segments
-from ._chain_fused import (FusedChainTerms, hot_state_rows, scatter_expected, sequence_unary,
-                           summed_pair_partials)
+from ._chain_fused import FusedChainTerms
+from ._fused_features import (hot_state_rows, scatter_expected, sequence_unary,
+                              summed_pair_partials)
 
 #: The roles whose marginals the token weights' role labels read, in their order
 #: (``TOKEN_ROLES`` of :mod:`.semimarkov`: state, first, last).

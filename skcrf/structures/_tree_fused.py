@@ -12,8 +12,9 @@ import numpy as np
 from ..inference._batch import chunk_bounds, compiled, longest_sequence, run_chunks
 from ..inference._potentials import shifted_exp_by_column_and_row, tree_scaled_potentials
 from ..inference.tree import exact_tree_sequence, scaled_tree_sequence, tree_workspace
-from ._chain_fused import (FusedChainTerms, clear_chunk_sums, hot_state_rows,
-                           scatter_expected, sequence_unary, summed_pair_partials)
+from ._chain_fused import FusedChainTerms
+from ._fused_features import (clear_chunk_sums, hot_state_rows, scatter_expected,
+                              sequence_unary, summed_pair_partials)
 
 
 def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
