@@ -26,7 +26,7 @@ from ..inference._semimarkov_scaled import (FACTOR_CAP, exp_factors, norm_floor,
 from ..inference._segment_roles import COVERED, FIRST, LAST, N_ROLES
 from ..inference.semimarkov import _sequence_posteriors, longest_segments
 from ._chain_fused import FusedChainTerms
-from ._fused_features import (hot_state_rows, scatter_expected, sequence_unary,
+from ._fused_features import (exp_slot_rows, hot_state_rows, scatter_expected, sequence_unary,
                               summed_pair_partials)
 
 #: The roles whose marginals the token weights' role labels read, in their order
@@ -165,25 +165,8 @@ class FusedSemiMarkovTerms:
         by_products = bool(binary and largest * most < PRODUCT_EXPONENT_BOUND)
         if not by_products:
             return (np.bool_(False), token_hot[:0], token_weights[:0], segment_weights[:0])
-        return (np.bool_(True), _exp_slot_rows(token_hot, tokens.merged_parts),
+        return (np.bool_(True), exp_slot_rows(token_hot, tokens.merged_parts),
                 np.exp(token_weights), np.exp(segment_weights))
-
-
-@compiled()
-def _exp_slot_rows(hot_state, merged_parts):
-    """``exp`` of the slots' rows; a merged slot's is the product of its parts' (no exp)."""
-    n_hot = hot_state.shape[0] - merged_parts.shape[0]
-    exp_hot = np.empty_like(hot_state)
-    for slot in range(n_hot):
-        for j in range(hot_state.shape[1]):
-            exp_hot[slot, j] = np.exp(hot_state[slot, j])
-    for m in range(merged_parts.shape[0]):
-        row = exp_hot[n_hot + m]
-        a = exp_hot[merged_parts[m, 0]]
-        b = exp_hot[merged_parts[m, 1]]
-        for j in range(row.shape[0]):
-            row[j] = a[j] * b[j]
-    return exp_hot
 
 
 @compiled()
