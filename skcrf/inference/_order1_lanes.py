@@ -71,6 +71,60 @@ def lane_groups(offsets, lo, hi, n_classes):
     return order + lo, np.asarray(group_ends, dtype=np.int64), longest
 
 
+class LanePlan:
+    """The order in which each chunk visits its sequences, cut into groups.
+
+    ``order`` lists every sequence, chunk ``c``'s at positions
+    ``bounds[c]:bounds[c + 1]``; group ``g`` ends at position
+    ``group_ends[g]`` (exclusive) and chunk ``c``'s groups are
+    ``chunk_groups[c]:chunk_groups[c + 1]``. A group of several sequences
+    (all of one length) runs as lanes, in scratch rows of ``lane_longest[c]``
+    tokens; a group of one runs in a narrower workspace of its own.
+    """
+
+    def __init__(self, order, group_ends, chunk_groups, lane_longest):
+        self.order = order
+        self.group_ends = group_ends
+        self.chunk_groups = chunk_groups
+        self.lane_longest = lane_longest
+
+    def kernel_args(self):
+        return self.order, self.group_ends, self.chunk_groups, self.lane_longest
+
+
+class LanePlans:
+    """The order in which a training set's chunks visit their sequences for the lanes.
+
+    ``grouped()`` groups each chunk's sequences by length (:func:`lane_groups`;
+    a sequence in no group is a group of its own), made on first use: it
+    depends on the data alone (offsets, chunks, label count), so a fit makes
+    it once, not per evaluation.
+    """
+
+    def __init__(self, offsets, bounds, n_classes):
+        self.offsets = offsets
+        self.bounds = bounds
+        self.n_classes = n_classes
+        self._grouped = None
+
+    def grouped(self):
+        if self._grouped is None:
+            orders, ends, chunk_groups, longest = [], [], [0], []
+            for c in range(self.bounds.shape[0] - 1):
+                lo, hi = int(self.bounds[c]), int(self.bounds[c + 1])
+                order, group_ends, lane_longest = lane_groups(self.offsets, lo, hi,
+                                                              self.n_classes)
+                orders.append(order)
+                ends.append(group_ends + lo)
+                chunk_groups.append(chunk_groups[-1] + group_ends.shape[0])
+                longest.append(lane_longest)
+            self._grouped = LanePlan(np.concatenate(orders).astype(np.int64),
+                                     np.concatenate(ends).astype(np.int64),
+                                     np.asarray(chunk_groups, np.int64),
+                                     np.asarray(longest, np.int64))
+        return self._grouped
+
+
 @compiled()
 def lane_workspace(longest, n_classes, n_lanes):
     """Scratch of :func:`lane_forward_backward` for groups of up to ``n_lanes`` sequences.

@@ -10,8 +10,8 @@ import numpy as np
 
 from ..features._kernels import column_counts, remap_columns
 from ..inference._batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence, run_chunks
-from ..inference._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, LANE_VECTOR,
-                                      lane_forward_backward, lane_groups, lane_workspace)
+from ..inference._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, LANE_VECTOR, LanePlans,
+                                      lane_forward_backward, lane_workspace)
 from ..inference._potentials import chain_scaled_potentials, shifted_exp_by_column_and_row
 from ..inference.chain import (chain_workspace, log_space_sequence, scaled_from_emission,
                                scaled_sequence)
@@ -83,7 +83,7 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
       labels and no ``-inf`` potential, the sequences of one length run side
       by side, as lanes
       (:func:`~skcrf.inference._order1_lanes.lane_forward_backward`), in the
-      order of ``plans`` (:class:`LanePlan`, fixed by the data);
+      order of ``plans`` (:class:`~skcrf.inference._order1_lanes.LanePlan`, fixed by the data);
     - the summed route (:func:`_summed_chunks`): the unary scores summed and
       exponentiated, for every sequence when the products route does not
       hold, else for those whose products pass failed its precision checks;
@@ -150,60 +150,6 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
         start_counts += chunk_start[c]
         end_counts += chunk_end[c]
     return log_z, expected_pairs, transition_counts, start_counts, end_counts
-
-
-class LanePlan:
-    """The order in which each chunk visits its sequences, cut into groups.
-
-    ``order`` lists every sequence, chunk ``c``'s at positions
-    ``bounds[c]:bounds[c + 1]``; group ``g`` ends at position
-    ``group_ends[g]`` (exclusive) and chunk ``c``'s groups are
-    ``chunk_groups[c]:chunk_groups[c + 1]``. A group of several sequences
-    (all of one length) runs as lanes, in scratch rows of ``lane_longest[c]``
-    tokens; a group of one runs in a narrower workspace of its own.
-    """
-
-    def __init__(self, order, group_ends, chunk_groups, lane_longest):
-        self.order = order
-        self.group_ends = group_ends
-        self.chunk_groups = chunk_groups
-        self.lane_longest = lane_longest
-
-    def kernel_args(self):
-        return self.order, self.group_ends, self.chunk_groups, self.lane_longest
-
-
-class LanePlans:
-    """The order in which a training set's chunks visit their sequences for the lanes.
-
-    ``grouped()`` groups each chunk's sequences by length (:func:`lane_groups`;
-    a sequence in no group is a group of its own), made on first use: it
-    depends on the data alone (offsets, chunks, label count), so a fit makes
-    it once, not per evaluation.
-    """
-
-    def __init__(self, offsets, bounds, n_classes):
-        self.offsets = offsets
-        self.bounds = bounds
-        self.n_classes = n_classes
-        self._grouped = None
-
-    def grouped(self):
-        if self._grouped is None:
-            orders, ends, chunk_groups, longest = [], [], [0], []
-            for c in range(self.bounds.shape[0] - 1):
-                lo, hi = int(self.bounds[c]), int(self.bounds[c + 1])
-                order, group_ends, lane_longest = lane_groups(self.offsets, lo, hi,
-                                                              self.n_classes)
-                orders.append(order)
-                ends.append(group_ends + lo)
-                chunk_groups.append(chunk_groups[-1] + group_ends.shape[0])
-                longest.append(lane_longest)
-            self._grouped = LanePlan(np.concatenate(orders).astype(np.int64),
-                                     np.concatenate(ends).astype(np.int64),
-                                     np.asarray(chunk_groups, np.int64),
-                                     np.asarray(longest, np.int64))
-        return self._grouped
 
 
 @compiled(inline=True)
