@@ -19,7 +19,7 @@ track).
 
 import numpy as np
 
-from ._batch import compiled
+from ._batch import N_CHUNKS, compiled
 from ._logspace import FLOOR, HUGE
 
 #: Lanes per group: the inner loops then hold whole vector bodies.
@@ -36,6 +36,17 @@ LANE_BUDGET = 1 << 17
 #: a group whose lane count is not a multiple of it would run the rest of
 #: every loop one lane at a time, so it is padded with copies of its first lane.
 LANE_VECTOR = 4
+
+#: Sequences per chunk, at least, when a batch is cut into chunks for the
+#: lanes: a chunk groups its own sequences by length, and with a few dozen
+#: sequences most lengths would have too few to fill a group.
+LANE_CHUNK_SEQUENCES = 256
+
+
+def lane_chunk_count(offsets):
+    """Chunks of a batch run as lanes: from the data alone, enough sequences in each."""
+    n_sequences = offsets.shape[0] - 1
+    return max(1, min(N_CHUNKS, n_sequences // LANE_CHUNK_SEQUENCES))
 
 
 def lane_groups(offsets, lo, hi, n_classes):
@@ -144,7 +155,7 @@ def lane_workspace(longest, n_classes, n_lanes):
 
 
 @compiled(contract=True)
-def lane_forward_backward(exp_trans, exp_start, exp_end, n, n_lanes, lanes):
+def lane_forward_backward(exp_trans, exp_start, exp_end, n, n_lanes, lanes, with_counts):
     """Forward-backward of ``n_lanes`` sequences of ``n`` >= 2 tokens, scaled per token.
 
     Parameters
@@ -165,6 +176,8 @@ def lane_forward_backward(exp_trans, exp_start, exp_end, n, n_lanes, lanes):
         expected transition counts (valid only where log Z is not NaN).
         Up to :data:`LANE_VECTOR` - 1 lanes past ``n_lanes`` are overwritten
         (the padding: copies of lane 0, computed and ignored).
+    with_counts : bool
+        Whether to compute ``counts`` (left as they were otherwise).
     """
     emission, alpha, beta, norm, flags, sums, counts, log_z = lanes
     n_classes = exp_trans.shape[0]
@@ -311,6 +324,8 @@ def lane_forward_backward(exp_trans, exp_start, exp_end, n, n_lanes, lanes):
         log_z[lane] += np.log(final[lane])
         if flags[lane] != 0.0:
             log_z[lane] = np.nan
+    if not with_counts:
+        return
 
     for i in range(n_classes):
         for j in range(n_classes):

@@ -24,6 +24,8 @@ from ._batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, 
 from ._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp_sum,
                         normalize_log_block, normalized_exp_sum, shifted_exp_rows, shifted_rows)
 from ._order1 import best_paths, scaled_forward_backward
+from ._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, LANE_VECTOR, LanePlans,
+                            lane_chunk_count, lane_forward_backward, lane_workspace)
 from ._potentials import chain_scaled_potentials, shifted_exp_by_column_and_row
 
 
@@ -196,7 +198,13 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     scores are extreme enough to under- or overflow it are redone exactly in
     log space, in a second pass that alone needs the potentials shifted by
     column and by row (two (n_classes, n_classes) arrays, made only if some
-    sequence needs them).
+    sequence needs them). With few labels and no ``-inf`` potential, the
+    scaled pass runs the sequences of one length side by side, as the
+    training kernel does (:func:`~._order1_lanes.lane_forward_backward`,
+    whose lanes are bitwise the one-sequence pass): the kernel a fit
+    compiled serves ``predict_marginals`` too, and a token whose scores
+    include ``-inf`` (a fixed label) sends its sequence to the one-sequence
+    pass.
 
     Parameters
     ----------
@@ -227,9 +235,10 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     n_tokens, n_classes = unary.shape
     n_sequences = offsets.shape[0] - 1
     with_transitions = bool(with_transitions)
-    n_chunks = default_n_chunks(offsets)
-    bounds = chunk_bounds(offsets, n_chunks)
     potentials = chain_scaled_potentials(transitions, start, end)
+    by_lanes = not potentials[-1] and n_classes <= LANE_MAX_CLASSES
+    n_chunks = lane_chunk_count(offsets) if by_lanes else default_n_chunks(offsets)
+    bounds = chunk_bounds(offsets, n_chunks)
 
     log_z = np.zeros(n_sequences)
     marginals = np.zeros((n_tokens, n_classes))
@@ -237,8 +246,14 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     # without counts, every chunk gets the one empty partial sum, never written
     chunk_counts = np.zeros((n_chunks if with_transitions else 1, size, size))
     exact = np.zeros(n_sequences, np.bool_)
-    run_chunks(_scaled_chunks, n_chunks, bounds, unary, transitions, start, end, offsets,
-               potentials, with_transitions, log_z, marginals, chunk_counts, exact)
+    todo = np.ones(n_sequences, np.bool_)
+    if by_lanes:
+        plan = LanePlans(offsets, bounds, n_classes).grouped()
+        run_chunks(_lane_chunks, n_chunks, bounds, unary, offsets, *plan.kernel_args(),
+                   potentials, with_transitions, log_z, marginals, chunk_counts, todo, exact)
+    if todo.any():
+        run_chunks(_scaled_chunks, n_chunks, bounds, unary, transitions, start, end, offsets,
+                   potentials, with_transitions, log_z, marginals, chunk_counts, todo, exact)
     if exact.any():
         shifted = shifted_exp_by_column_and_row(transitions)
         run_chunks(_exact_chunks, n_chunks, bounds, unary, transitions, start, end, offsets,
@@ -252,13 +267,82 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
 
 
 @compiled()
+def _lane_chunks(chunk_lo, chunk_hi, bounds, unary, offsets, order, group_ends, chunk_groups,
+                 lane_longest, potentials, with_transitions, log_z, marginals, chunk_counts,
+                 todo, exact):
+    """The scaled pass of the chunks' sequences as lanes, in the groups of the plan.
+
+    A sequence with a ``-inf`` score stays in ``todo`` (and out of its
+    group's lanes), for the one-sequence pass; every other one leaves it,
+    done or, if its lane failed the precision checks (as the one-sequence
+    pass would, step for step), flagged ``exact``. ``order``,
+    ``group_ends``, ``chunk_groups`` and ``lane_longest`` are those of
+    :class:`~._order1_lanes.LanePlan`.
+    """
+    n_classes = unary.shape[1]
+    trans_max, exp_trans, _, start_max, exp_start, end_max, exp_end, _ = potentials
+    for c in range(chunk_lo, chunk_hi):
+        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        groups = lane_workspace(lane_longest[c], n_classes, LANE_MAX)
+        singles = lane_workspace(longest, n_classes, LANE_VECTOR)
+        rows = np.empty((longest, n_classes))
+        members = np.empty(LANE_MAX, np.int64)
+        partial = chunk_counts[np.int64(c) if with_transitions else np.int64(0)]
+        first = bounds[c]
+        for g in range(chunk_groups[c], chunk_groups[c + 1]):
+            last = group_ends[g]
+            lanes = groups if last - first > 1 else singles
+            emission, alpha, beta, _, _, _, counts, lane_log_z = lanes
+            n = offsets[order[first] + 1] - offsets[order[first]]
+            m = np.int64(0)  # typed, not literal: the fit's kernel calls the lanes with a variable
+            for k in range(first, last):
+                q = order[k]
+                if n == 0:
+                    todo[q] = False
+                    continue
+                lo = offsets[q]
+                shift, forbidden = shifted_exp_rows(unary, lo, lo + n, rows,
+                                                    start_max + end_max + (n - 1) * trans_max,
+                                                    np.bool_(False))
+                if forbidden:  # NaN too: the one-sequence pass tracks what -inf forbids
+                    continue
+                for r in range(n):
+                    for j in range(n_classes):
+                        emission[r, j, m] = rows[r, j]
+                lane_log_z[m] = shift
+                members[m] = q
+                m += 1
+            first = last
+            if m == 0:
+                continue
+            lane_forward_backward(exp_trans, exp_start, exp_end, n, m, lanes, with_transitions)
+            for lane in range(m):
+                q = members[lane]
+                todo[q] = False
+                if np.isnan(lane_log_z[lane]):
+                    exact[q] = True
+                    continue
+                log_z[q] = lane_log_z[lane]
+                lo = offsets[q]
+                for r in range(n):
+                    for j in range(n_classes):
+                        marginals[lo + r, j] = alpha[r, j, lane] * beta[r, j, lane]
+                if with_transitions:
+                    for i in range(n_classes):
+                        for j in range(n_classes):
+                            partial[i, j] += counts[i, j, lane]
+
+
+@compiled()
 def _scaled_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end, offsets,
-                   potentials, with_transitions, log_z, marginals, chunk_counts, exact):
-    """The scaled pass of the chunks' sequences; ``exact`` flags those it cannot do."""
+                   potentials, with_transitions, log_z, marginals, chunk_counts, todo, exact):
+    """The scaled pass of the chunks' sequences in ``todo``; ``exact`` flags those it cannot do."""
     n_classes = unary.shape[1]
     (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
      any_forbidden) = potentials
     for c in range(chunk_lo, chunk_hi):
+        if not todo[bounds[c]:bounds[c + 1]].any():
+            continue
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
             longest, n_classes, np.bool_(False))  # typed, not literal: see compiled()
@@ -266,7 +350,7 @@ def _scaled_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end, o
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
-            if hi == lo:
+            if hi == lo or not todo[q]:
                 continue
             lz = scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans,
                                  exp_trans_t, trans_max, exp_start, start_max, exp_end,

@@ -230,7 +230,7 @@ def _lane_group(c, group, offsets, features, exp_hot, exp_pairs, scaled, scratch
             row = lane_emission[r, j]
             for lane in range(m):
                 row[lane] = lane_rows[lane, r, j]
-    lane_forward_backward(exp_trans, exp_start, exp_end, n, m, lanes)
+    lane_forward_backward(exp_trans, exp_start, exp_end, n, m, lanes, np.bool_(True))
     for r in range(n):
         for j in range(n_classes):
             a = lane_alpha[r, j]

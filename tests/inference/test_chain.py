@@ -6,6 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from unittest import mock
+
+from skcrf.inference import chain
 from skcrf.inference.chain import forward_backward, viterbi
 from tests._threads import results_per_thread_count
 from tests.naive import enumerate_batch, path_score
@@ -62,6 +65,44 @@ def test_matches_brute_force(problem):
 def test_matches_brute_force_with_extreme_scores(problem):
     # scores in the hundreds underflow the scaled pass: the log-space path takes over
     _check_against_brute_force(problem)
+
+
+@st.composite
+def lane_problems(draw):
+    """Batches whose sequences share a few lengths, so that they run as lanes; some
+    tokens with a ``-inf`` score (a fixed label), some scores beyond the scaled pass."""
+    n_classes = draw(st.integers(2, 3))
+    lengths = draw(st.lists(st.sampled_from([0, 1, 2, 3]), min_size=8, max_size=14))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    unary = rng.normal(scale=3.0, size=(offsets[-1], n_classes))
+    if draw(st.booleans()) and offsets[-1]:
+        token = rng.integers(offsets[-1])
+        unary[token, rng.integers(n_classes)] = -np.inf
+    if draw(st.booleans()) and offsets[-1]:
+        unary[rng.integers(offsets[-1])] *= 300.0
+    transitions = rng.normal(scale=3.0, size=(n_classes, n_classes))
+    return (unary, transitions, rng.normal(size=n_classes), rng.normal(size=n_classes),
+            offsets)
+
+
+@SETTINGS
+@given(lane_problems())
+def test_sequences_as_lanes_match_brute_force(problem):
+    _check_against_brute_force(problem)
+
+
+@SETTINGS
+@given(lane_problems())
+def test_lanes_are_bitwise_the_one_sequence_pass(problem):
+    """predict_marginals may take either route: its marginals must not depend on which."""
+    log_z, marginals, counts = forward_backward(*problem, True)
+    with mock.patch.object(chain, "LANE_MAX_CLASSES", 0):
+        one_log_z, one_marginals, one_counts = forward_backward(*problem, True)
+    np.testing.assert_array_equal(log_z, one_log_z)
+    np.testing.assert_array_equal(marginals, one_marginals)
+    # the counts are summed lane by lane: the same terms in another order
+    np.testing.assert_allclose(counts, one_counts, rtol=1e-13, atol=1e-300)
 
 
 def test_length_zero_and_one():

@@ -48,7 +48,7 @@ def _lanes(exp_trans, exp_start, exp_end, emissions, shifts):
         block[...] = np.nan  # what a lane does not own must not reach it
     lanes[0][:n, :, :k] = emissions.transpose(1, 2, 0)
     lanes[7][:k] = shifts
-    lane_forward_backward(exp_trans, exp_start, exp_end, n, k, lanes)
+    lane_forward_backward(exp_trans, exp_start, exp_end, n, k, lanes, np.bool_(True))
     return lanes
 
 
