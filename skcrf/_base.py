@@ -1,4 +1,4 @@
-"""What every CRF estimator shares: input to features, the fit driver, predict and score."""
+"""What every CRF estimator shares: input to features, the fit driver, predict and score.
 
 from __future__ import annotations
 
@@ -17,8 +17,7 @@ from ._constraints import check_training_labels, resolve_constraints, scheme_con
 from ._fitted_state import (Fitted, FittedState, IfPresent, Integer, Labels, Names, RealList,
                             TypeOf)
 from ._parallel import effective_n_threads, kernel_exceptions, kernel_threads
-from ._queries import (check_feasible, fixed_label_ids, given_label_ids, log_probabilities,
-                       nbest_count, nbest_lists)
+from ._queries import StructureQueries, check_feasible, log_probabilities
 from ._validation import (check_feature_values, check_finite_features, check_label_type,
                           check_labels, check_sequences, describe_largest_value,
                           encode_labels)
@@ -69,31 +68,11 @@ def _check_crf_params(model):
     effective_n_threads(model.n_jobs)
 
 
-class CRFEstimator(_online.OnlineTraining, BaseEstimator):
+class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
     """Base class of the CRF estimators: validation, the solver and the prediction methods.
 
     A subclass builds its structure in ``fit`` and answers the prediction
-    methods through these hooks, all on class ids (indices into ``classes_``)
-    and the ``features`` and ``offsets`` of :meth:`_features`:
-
-    - ``_potentials(features, offsets, fixed=None)``: the structure's log
-      potentials (any object the other hooks take), with ``fixed`` (one class
-      id per token, -1 for a free token) enforced by ``-inf`` scores;
-    - ``_viterbi(potentials, offsets)``: the best labelling, (n_tokens,) ids;
-    - ``_posteriors(potentials, offsets)``: ``(log_z, marginals)``, of shapes
-      (n_sequences,) and (n_tokens, n_classes);
-    - ``_nbest(potentials, offsets, n)``: ``(label_ids, scores, counts)``, of
-      shapes (n_tokens, n), (n_sequences, n) and (n_sequences,): column k
-      holds each sequence's k-th best labelling and its score, valid below
-      ``counts``;
-    - ``_labelling_scores(potentials, offsets, label_ids)``: the log score of
-      the given labelling of each sequence, ``-inf`` where forbidden.
-
-    ``predict`` and ``predict_marginals`` without options need only
-    ``_decode(features, offsets)`` and ``_token_marginals(features,
-    offsets)``, which by default go through the hooks; a structure may
-    override those two instead. A query whose hook a structure lacks raises
-    a NotImplementedError that names what it offers instead.
+    methods through the hooks of :class:`~skcrf._queries.StructureQueries`.
     """
 
     #: ``fit`` of a subclass takes ``@CRFEstimator._atomic_fit`` (see :func:`atomic_fit`)
@@ -388,51 +367,6 @@ class CRFEstimator(_online.OnlineTraining, BaseEstimator):
         with kernel_threads(self.n_jobs, n_tokens=offsets[-1]):
             return self._decode(features, offsets)
 
-    # --- the hooks of a structure (see the class docstring) ---------------------------
-
-    def _potentials(self, features, offsets, fixed=None):
-        raise NotImplementedError
-
-    def _viterbi(self, potentials, offsets):
-        raise NotImplementedError
-
-    def _posteriors(self, potentials, offsets):
-        raise NotImplementedError
-
-    def _log_z(self, potentials, offsets):
-        """(n_sequences,) log partition functions: what ``_posteriors`` gives first."""
-        return self._posteriors(potentials, offsets)[0]
-
-    def _nbest(self, potentials, offsets, n):
-        raise NotImplementedError
-
-    def _labelling_scores(self, potentials, offsets, label_ids):
-        raise NotImplementedError
-
-    def _nbest_states(self):
-        """States per token whose sorted lists of partial paths ``_nbest`` keeps."""
-        return len(self.classes_)
-
-    def _decode(self, features, offsets):
-        return self._viterbi(self._potentials(features, offsets), offsets)
-
-    def _token_marginals(self, features, offsets):
-        return self._posteriors(self._potentials(features, offsets), offsets)[1]
-
-    def _require(self, hook, query, alternative):
-        """Raise NotImplementedError, naming ``alternative``, if the structure lacks ``hook``."""
-        if getattr(type(self), hook) is getattr(CRFEstimator, hook):
-            raise NotImplementedError(
-                f"{type(self).__name__} does not offer {query}; {alternative}")
-
-    def _query_potentials(self, features, offsets, fixed, query, alternative):
-        """The potentials of ``features`` with the ``fixed`` labels; their class ids (or None)."""
-        self._require("_potentials", query, alternative)
-        fixed_ids = None
-        if fixed is not None:
-            fixed_ids = fixed_label_ids(fixed, offsets, self.classes_)
-        return self._potentials(features, offsets, fixed_ids), fixed_ids
-
     # --- prediction ----------------------------------------------------------------------
 
     def predict(
@@ -532,90 +466,6 @@ class CRFEstimator(_online.OnlineTraining, BaseEstimator):
             log_z, marginals = model._posteriors(potentials, offsets)
         check_feasible(log_z > -np.inf, fixed_ids, offsets, model.classes_)
         return self._split(marginals, offsets)
-
-    def predict_nbest(self, X: FeatureSequences, n: int = 5, *, fixed: FixedLabels = None,
-                      ) -> list[list[tuple[NDArray[Any], float]]]:
-        """The ``n`` most likely label sequences of each sequence, with their probabilities.
-
-        Exact (no beam): an n-best Viterbi keeps the ``n`` best partial paths
-        per state. The first of each list is :meth:`predict`'s labelling.
-
-        Parameters
-        ----------
-        X : list of sequences of dict, or SequenceMatrix
-        n : int, default=5
-            Labellings per sequence, at least 1. A sequence with fewer
-            feasible labellings (a short one, or one with forbidden
-            transitions) gets all of them; an empty sequence gets its one
-            empty labelling, of probability 1. Memory grows with ``n``
-            (up to the labellings the longest sequence has): past 1 GiB a
-            ValueError says which ``n`` fits.
-        fixed : list, default=None
-            Labels known in advance, as for :meth:`predict`: the best
-            completions, with their probabilities given the fixed labels.
-
-        Returns
-        -------
-        nbest : list of list of (ndarray, float)
-            Per sequence, ``(labels, probability)`` pairs in decreasing order
-            of probability ``p(y | x)``; equal probabilities come in a fixed
-            order (by label ids), whatever the thread count.
-        """
-        if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
-            raise ValueError(f"n must be an integer >= 1; got {n!r}.")
-        model = self._fitted_model()
-        features, offsets = model._features(X)
-        if getattr(type(model), "_potentials") is not CRFEstimator._potentials:
-            alternative = ("predict(X, return_proba=True) gives the best labelling with its "
-                           "probability, predict_marginals each token's label probabilities.")
-        else:
-            alternative = ("predict gives the best labelling, predict_marginals each token's "
-                           "label probabilities.")
-        model._require("_nbest", "n-best decoding", alternative)
-        # before any kernel: n past the labellings there are costs memory for nothing
-        n = nbest_count(int(n), offsets, model.classes_, model._nbest_states(),
-                        effective_n_threads(model.n_jobs))
-        potentials, fixed_ids = model._query_potentials(features, offsets, fixed,
-                                                        "n-best decoding", alternative)
-        with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
-            label_ids, scores, counts = model._nbest(potentials, offsets, n)
-            log_z = model._log_z(potentials, offsets)
-        if fixed_ids is not None:
-            check_feasible(counts > 0, fixed_ids, offsets, model.classes_)
-        return nbest_lists(model.classes_[label_ids], scores, counts, log_z, offsets)
-
-    def sequence_log_proba(self, X: FeatureSequences,
-                           y: LabelSequences) -> NDArray[np.float64]:
-        """Log probability ``log p(y | x)`` of given label sequences.
-
-        The score of each labelling minus the log partition function of its
-        sequence: for ranking labellings, confidence thresholds or active
-        learning. Over all labellings of a sequence, ``exp`` of it sums to 1.
-
-        Parameters
-        ----------
-        X : list of sequences of dict, or SequenceMatrix
-        y : list of sequences of labels
-            One label of ``classes_`` per token.
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_sequences,)
-            ``-inf`` for a labelling the model forbids (a forbidden
-            transition, first or last label); 0 for an empty sequence.
-        """
-        model = self._fitted_model()
-        features, offsets = model._features(X)
-        labels = check_labels(y, np.diff(offsets))
-        check_label_type(labels, model.classes_)
-        label_ids = given_label_ids(labels, offsets, model.classes_)
-        potentials, _ = model._query_potentials(
-            features, offsets, None, "probabilities of labellings",
-            "predict_marginals gives each token's label probabilities.")
-        with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
-            scores = model._labelling_scores(potentials, offsets, label_ids)
-            log_z = model._log_z(potentials, offsets)
-        return log_probabilities(scores, log_z)
 
     def predict_proba(self, X: FeatureSequences) -> list[NDArray[np.float64]]:
         """Token marginals under the name scikit-learn's meta-estimators pass on.
