@@ -1,4 +1,4 @@
-"""What every CRF estimator shares: input to features, the fit driver, predict and score.
+"""What every CRF estimator shares: input to features, the fit driver, predict and score."""
 
 from __future__ import annotations
 
