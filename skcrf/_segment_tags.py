@@ -10,7 +10,7 @@ import numpy as np
 
 from .inference.semimarkov import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
 from .inference.semimarkov_queries import CUT, NO_REPEAT
-from .structures.semimarkov import Segmentation, segment_codes
+from .structures.segment_scores import Segmentation, segment_codes
 from .tags import Segment, _scheme_counts, _scheme_of_counts, _spans
 
 _OUTSIDE = "O"

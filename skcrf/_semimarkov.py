@@ -20,9 +20,9 @@ from ._segment_tags import _SegmentTags
 from ._typing import (AllowedTransitions, FeatureSequences, LabelSequences,
                      SequenceWeights, Solver)
 from .structures.pattern_chain import fitted_patterns
-from .structures.semimarkov import (Segmentation, SegmentScores, SemiMarkovStructure,
-                                    segment_decode, segment_nbest, segment_role_posteriors,
-                                    segmentation_scores)
+from .structures.semimarkov import SemiMarkovStructure
+from .structures.segment_scores import (SegmentScores, Segmentation, segment_decode, segment_nbest,
+                                        segment_role_posteriors, segmentation_scores)
 from .structures.semimarkov_patterns import (PatternSegmentScores, PatternSemiMarkovStructure,
                                              segment_automaton_of)
 from .tags import SCHEMES, Segment

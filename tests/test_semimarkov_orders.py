@@ -14,8 +14,8 @@ from sklearn.pipeline import make_pipeline
 from skcrf import SemiMarkovCRF, SequenceVectorizer, TokenFeaturizer, load_model, save_model
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.label_patterns import LabelPatterns
-from skcrf.structures.semimarkov import (SegmentScores, segment_decode, segment_nbest,
-                                         segment_role_posteriors, segmentation_scores)
+from skcrf.structures.segment_scores import (SegmentScores, segment_decode, segment_nbest,
+                                             segment_role_posteriors, segmentation_scores)
 from skcrf.structures.semimarkov_patterns import (PatternSegmentScores,
                                                   PatternSemiMarkovStructure)
 from skcrf.inference.semimarkov_queries import CUT

@@ -28,8 +28,8 @@ from ..structures._parameters import StatePairs
 from ..structures.chain import ChainStructure, edge_label_ids
 from ..structures.label_patterns import MIN_LENGTH, LabelPatterns, check_code_range, ngram_codes
 from ..structures.pattern_chain import PatternChainStructure
-from ..structures.semimarkov import (TOKEN_ROLES, Segmentation, SemiMarkovStructure,
-                                     observed_token_pairs)
+from ..structures.semimarkov import SemiMarkovStructure, observed_token_pairs
+from ..structures.segment_scores import TOKEN_ROLES, Segmentation
 from ..structures.tree import TreeStructure
 from ..tags import _add_scheme_counts, _scheme_counts, _scheme_of_counts, _spans
 from ._partitions import _in_partition, observed_pairs, pair_codes, relabelled, union_pairs

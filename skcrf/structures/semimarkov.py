@@ -17,264 +17,26 @@ one of ``C`` segment labels. The weights, in the flat vector ``w`` (see
 - ``transitions`` : (C, C) between consecutive segments, [previous, next];
 - ``start``, ``end`` : (C,) the first and last segment's label.
 
-A gold segmentation is given as one code per token (:func:`segment_codes`):
+A gold segmentation is given as one code per token
+(:func:`~.segment_scores.segment_codes`):
 the label ``y`` of its segment, plus ``C`` on the token that starts it. Which
 lengths a label may take is fixed (``max_lengths``), and so is whether two
 consecutive segments may share a label (``allow_repeats``): both enter the
 potentials as ``-inf``, never as weights.
 """
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..features._kernels import pair_expectations, pair_products
-from ..features.arrays import csr_times_dense
-from ..inference.semimarkov import (COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE,
-                                    segment_posteriors, segment_viterbi)
-from ..inference.semimarkov_queries import (CUT, NO_REPEAT, fixed_segment_posteriors,
-                                            nbest_segmentations)
+from ..inference.semimarkov import COVERED, FIRST, LAST
 from ._parameters import (ParameterLayout, StatePairs, TokenStatistics, same_shapes,
                           weights_of_blocks)
 from ._semimarkov_fused import FusedSemiMarkovTerms
-
-#: The token weights' roles, in the order of their label blocks.
-TOKEN_ROLES = ("state", "first", "last")
+from .segment_scores import (TOKEN_ROLES, Segmentation, SegmentPosteriors, SegmentScores,
+                             segment_codes, segment_decode, span_array)
 
 #: Partial sums of pair_expectations kept per chunk of tokens (float64 values).
 _EXPECTATION_BUDGET = 1 << 22
-
-
-def segment_codes(label_ids, starts, n_labels):
-    """One code per token: its segment's label, plus ``n_labels`` where a segment starts."""
-    return np.asarray(label_ids, dtype=np.int64) + n_labels * np.asarray(starts, dtype=np.int64)
-
-
-@dataclass
-class Segmentation:
-    """Segments of a batch of sequences, as flat arrays over all tokens.
-
-    Attributes
-    ----------
-    label_ids : ndarray of int64 of shape (n_tokens,)
-        The label of the segment each token lies in.
-    starts : ndarray of bool of shape (n_tokens,)
-        Whether a segment starts at the token (always at a sequence's first).
-    """
-
-    label_ids: np.ndarray
-    starts: np.ndarray
-
-    @classmethod
-    def of_codes(cls, codes, offsets, n_labels):
-        codes = np.asarray(codes, dtype=np.int64)
-        starts = codes >= n_labels
-        starts[offsets[:-1][np.diff(offsets) > 0]] = True
-        return cls(codes % n_labels, starts)
-
-    def bounds(self, offsets):
-        """(first token, stop, label, sequence) arrays of every segment, over all tokens."""
-        first = np.flatnonzero(self.starts)
-        ends = np.zeros(self.starts.shape[0] + 1, dtype=bool)
-        ends[first] = True
-        ends[offsets] = True
-        stops = np.flatnonzero(ends[1:]) + 1
-        sequence = np.searchsorted(offsets, first, side="right") - 1
-        return first, stops, self.label_ids[first], sequence
-
-    def token_role_labels(self, offsets, n_labels):
-        """The role label of each token for each weighted role of :data:`TOKEN_ROLES`.
-
-        Returns a list of three (n_tokens,) int64 arrays: the label ``y`` of
-        the token's segment (``state``), ``C + y`` on the first token of a
-        segment and -1 elsewhere (``first``), ``2 * C + y`` on its last token
-        (``last``): the labels of the token weights' pairs, with no
-        (n_tokens, N_ROLES, n_labels) array of indicators.
-        """
-        first, stops, labels, _ = self.bounds(offsets)
-        n_tokens = self.label_ids.shape[0]
-        role_labels = [self.label_ids.astype(np.int64)]
-        for k, tokens in ((1, first), (2, stops - 1)):
-            row = np.full(n_tokens, -1, dtype=np.int64)
-            row[tokens] = labels + k * n_labels
-            role_labels.append(row)
-        return role_labels
-
-    def role_indicators(self, offsets, n_labels):
-        """(n_tokens, N_ROLES, n_labels) 0/1 roles of this segmentation (see the kernels)."""
-        first, stops, labels, sequence = self.bounds(offsets)
-        n_tokens = self.label_ids.shape[0]
-        roles = np.zeros((n_tokens, N_ROLES, n_labels))
-        roles[np.arange(n_tokens), COVERED, self.label_ids] = 1.0
-        roles[first, FIRST, labels] = 1.0
-        roles[stops - 1, LAST, labels] = 1.0
-        single = stops - first == 1
-        roles[first[single], SINGLE, labels[single]] = 1.0
-        repeat = np.zeros(first.shape[0], dtype=bool)
-        repeat[1:] = (sequence[1:] == sequence[:-1]) & (labels[1:] == labels[:-1])
-        roles[first[repeat], REPEAT, labels[repeat]] = 1.0
-        return roles
-
-
-@dataclass
-class SegmentScores:
-    """Log-space potentials of a batch of sequences, as the semi-Markov kernels take them.
-
-    ``boundaries`` (n_tokens,) int8, or None for none, holds the flags
-    :data:`~skcrf.inference.semimarkov_queries.CUT` and
-    :data:`~skcrf.inference.semimarkov_queries.NO_REPEAT` of fixed tags.
-    """
-
-    state: np.ndarray
-    first: np.ndarray
-    last: np.ndarray
-    length: np.ndarray
-    transitions: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    boundaries: np.ndarray = None
-    spans: np.ndarray = None
-
-    def kernel_args(self):
-        return (self.state, self.first, self.last, self.length, self.transitions, self.start,
-                self.end)
-
-    @classmethod
-    def of_coefficients(cls, features, coef, first_coef, last_coef, length, transitions, start,
-                        end, segment_coef=None):
-        """Potentials of a fitted model's dense weights.
-
-        The weights as :meth:`SemiMarkovStructure.coefficients` names them;
-        ``segment_coef`` (n_labels, n_segment_features) weights
-        ``features.segments``.
-        """
-        token = csr_times_dense(features, np.vstack([coef, first_coef, last_coef]).T)
-        scores = cls.of_token_scores(token, coef.shape[0], length, transitions, start, end)
-        if segment_coef is not None:
-            scores.spans = span_array(csr_times_dense(features.segments, segment_coef.T),
-                                      features)
-        return scores
-
-    @classmethod
-    def of_token_scores(cls, token, n_labels, length, transitions, start, end):
-        """Split (n_tokens, 3 * C) token scores into the state, first and last blocks."""
-        state, first, last = (np.ascontiguousarray(token[:, k * n_labels:(k + 1) * n_labels])
-                              for k in range(len(TOKEN_ROLES)))
-        return cls(state, first, last, length, transitions, start, end)
-
-
-@dataclass
-class SegmentPosteriors:
-    """What the segment forward-backward returns for a batch (see ``segment_posteriors``)."""
-
-    log_z: np.ndarray
-    roles: np.ndarray
-    length_counts: np.ndarray
-    transition_counts: np.ndarray
-    start_counts: np.ndarray
-    end_counts: np.ndarray
-    span_marginals: np.ndarray = None
-
-    @classmethod
-    def of_scores(cls, scores, offsets):
-        return cls(*segment_posteriors(*scores.kernel_args(), offsets, spans=scores.spans))
-
-
-def _fixes_boundaries(scores):
-    return scores.boundaries is not None and scores.boundaries.any()
-
-
-def segment_decode(scores, offsets):
-    """The most likely :class:`Segmentation` of each sequence under ``scores``.
-
-    A sequence with no feasible segmentation gets one arbitrary segmentation.
-    """
-    if not _fixes_boundaries(scores):
-        return Segmentation(*segment_viterbi(*scores.kernel_args(), offsets,
-                                             spans=scores.spans))
-    return segment_nbest(scores, offsets, 1)[0][0]
-
-
-def segment_nbest(scores, offsets, n):
-    """The ``n`` best segmentations: (list of n :class:`Segmentation`, scores, counts).
-
-    Segmentation ``k`` holds every sequence's k-th best; a sequence with
-    fewer than ``k + 1`` feasible ones has arbitrary (single-token)
-    segments there, and a score of ``-inf`` (see
-    :func:`~skcrf.inference.semimarkov_queries.nbest_segmentations`).
-    """
-    boundaries = scores.boundaries
-    if boundaries is None:
-        boundaries = np.zeros(scores.state.shape[0], dtype=np.int8)
-    label_ids, starts, path_scores, counts = nbest_segmentations(
-        *scores.kernel_args(), offsets, boundaries, n, spans=scores.spans)
-    segmentations = []
-    for k in range(n):
-        missing = np.repeat(counts <= k, np.diff(offsets))
-        column_starts = starts[:, k] | missing
-        segmentations.append(Segmentation(label_ids[:, k], column_starts))
-    return segmentations, path_scores, counts
-
-
-def segment_role_posteriors(scores, offsets):
-    """(log_z, role marginals) under ``scores``, fixed boundaries included."""
-    if not _fixes_boundaries(scores):
-        posteriors = SegmentPosteriors.of_scores(scores, offsets)
-        return posteriors.log_z, posteriors.roles
-    return fixed_segment_posteriors(*scores.kernel_args(), offsets, scores.boundaries,
-                                    spans=scores.spans)
-
-
-def segmentation_scores(scores, offsets, segmentation):
-    """The log score of one given segmentation of each sequence, ``-inf`` if forbidden.
-
-    Forbidden: a ``-inf`` potential, a segment longer than the length
-    block, or a segment against the fixed ``boundaries``.
-
-    Returns
-    -------
-    ndarray of shape (n_sequences,)
-        0 for an empty sequence.
-    """
-    n_sequences = offsets.shape[0] - 1
-    n_tokens = segmentation.label_ids.shape[0]
-    labels_of = segmentation.label_ids
-    owner = np.repeat(np.arange(n_sequences), np.diff(offsets))
-    # bincount of no tokens would be int64: add into floats
-    total = np.zeros(n_sequences)
-    total += np.bincount(owner, weights=scores.state[np.arange(n_tokens), labels_of],
-                         minlength=n_sequences)
-    first, stops, labels, sequence = segmentation.bounds(offsets)
-    sizes = stops - first
-    max_length = scores.length.shape[1]
-    length = np.full(first.shape[0], -np.inf)
-    fits = sizes <= max_length
-    length[fits] = scores.length[labels[fits], sizes[fits] - 1]
-    segment = scores.first[first, labels] + scores.last[stops - 1, labels] + length
-    if scores.spans is not None:
-        scored = sizes <= scores.spans.shape[1]
-        segment[scored] += scores.spans[first[scored], sizes[scored] - 1, labels[scored]]
-    follows = np.zeros(first.shape[0], dtype=bool)
-    follows[1:] = sequence[1:] == sequence[:-1]
-    moves = np.zeros(first.shape[0])
-    moves[follows] = scores.transitions[labels[:-1][follows[1:]], labels[follows]]
-    opens = ~follows
-    closes = np.ones(first.shape[0], dtype=bool)
-    closes[:-1] = ~follows[1:]
-    moves[opens] += scores.start[labels[opens]]
-    moves[closes] += scores.end[labels[closes]]
-    total += np.bincount(sequence, weights=segment + moves, minlength=n_sequences)
-    if scores.boundaries is not None:
-        codes = scores.boundaries
-        heads = np.ones(n_tokens, dtype=bool)
-        heads[offsets[:-1][np.diff(offsets) > 0]] = False
-        starts = segmentation.starts
-        repeats = np.zeros(n_tokens, dtype=bool)
-        repeats[1:] = labels_of[1:] == labels_of[:-1]
-        broken = heads & (((codes & CUT) > 0) & ~starts
-                          | ((codes & NO_REPEAT) > 0) & starts & repeats)
-        total[np.unique(owner[broken])] = -np.inf
-    return total
 
 
 def observed_token_pairs(features, offsets, codes, n_labels):
@@ -315,12 +77,6 @@ def _without_single_token_boundaries(token_pairs, max_lengths):
     return StatePairs.from_coordinates(token_pairs.feature_of_pairs()[keep],
                                        token_pairs.labels[keep], token_pairs.n_features,
                                        token_pairs.n_labels)
-
-
-def span_array(rows, features):
-    """(n_tokens, L, n_labels) span scores of (n_tokens * L, n_labels) segment-row scores."""
-    L = features.segment_length
-    return np.ascontiguousarray(rows).reshape(features.n_tokens, L, rows.shape[1])
 
 
 def gold_segment_rows(features, offsets, codes, n_labels):

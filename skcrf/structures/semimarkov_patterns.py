@@ -51,8 +51,9 @@ from ..inference.semimarkov_queries import (NO_REPEAT, fixed_segment_posteriors,
 from ._parameters import ParameterLayout, TokenStatistics
 from .label_patterns import LabelPatterns, row_codes, row_lengths
 from .pattern_chain import automaton_of, move_table_of
-from .semimarkov import (Segmentation, SegmentPosteriors, SegmentScores, SemiMarkovStructure,
-                         segment_codes, segmentation_scores)
+from .semimarkov import SemiMarkovStructure
+from .segment_scores import (SegmentPosteriors, SegmentScores, Segmentation, segment_codes,
+                             segmentation_scores)
 
 #: The most automaton states an order-d semi-Markov model may have: inference
 #: visits every pair of states at every segment boundary.

@@ -13,7 +13,8 @@ from skcrf.learning.online import (OnlineOptions, OnlineProblem, OnlineState, on
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain import ChainStructure
 from skcrf.structures.pattern_chain import PatternChainStructure
-from skcrf.structures.semimarkov import Segmentation, SemiMarkovStructure, segment_codes
+from skcrf.structures.semimarkov import SemiMarkovStructure
+from skcrf.structures.segment_scores import Segmentation, segment_codes
 from skcrf.structures.tree import TreeStructure
 
 SOLVERS = ("sgd", "perceptron", "passive_aggressive", "arow")

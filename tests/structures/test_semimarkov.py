@@ -11,8 +11,8 @@ from skcrf.features.arrays import as_feature_arrays
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain import ChainStructure
-from skcrf.structures.semimarkov import (Segmentation, SegmentScores, SemiMarkovStructure,
-                                         segment_codes)
+from skcrf.structures.semimarkov import SemiMarkovStructure
+from skcrf.structures.segment_scores import SegmentScores, Segmentation, segment_codes
 from tests._threads import results_per_thread_count
 from tests.naive_semimarkov import labelled_segmentations, segmentation_score
 
@@ -193,7 +193,7 @@ def test_forbidden_repeats_get_zero_probability():
     structure = _structure(X, offsets, codes, [3, 3, 3], allow_repeats=False)
     features = as_feature_arrays(X)
     w = np.random.default_rng(7).normal(size=structure.n_parameters)
-    from skcrf.structures.semimarkov import SegmentPosteriors, segment_decode
+    from skcrf.structures.segment_scores import SegmentPosteriors, segment_decode
 
     scores = structure.scores(features, w)
     posteriors = SegmentPosteriors.of_scores(scores, offsets)

@@ -9,9 +9,9 @@ from scipy.optimize import approx_fprime
 
 from skcrf.features.arrays import FeatureArrays
 from skcrf.learning.objective import NegativeLogLikelihood
-from skcrf.structures.semimarkov import (Segmentation, SegmentScores, SemiMarkovStructure,
-                                         segment_codes, segment_decode,
-                                         segment_role_posteriors)
+from skcrf.structures.semimarkov import SemiMarkovStructure
+from skcrf.structures.segment_scores import (SegmentScores, Segmentation, segment_codes,
+                                             segment_decode, segment_role_posteriors)
 from tests._threads import results_per_thread_count
 from tests.naive_semimarkov import enumerate_sequence, segmentation_score
 
