@@ -185,6 +185,11 @@ def _warn_cache_damaged(path, error):
         f"once, and their cache rewritten.", CacheDamagedWarning, stacklevel=2)
 
 
+def cache_unavailable():
+    """Whether some kernel found no writable cache (:func:`warn_cache_unavailable` warned)."""
+    return _cache_warned
+
+
 def warn_cache_unavailable():
     global _cache_warned
     if _cache_warned:
