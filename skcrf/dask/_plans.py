@@ -21,7 +21,8 @@ from .._chain import CRFClassifier
 from .._constraints import (describe_violation, explicit_constraints, repair_tags,
                             resolve_constraints, scheme_constraints)
 from .._segment_tags import _SegmentTags
-from .._semimarkov import _COEFFICIENT_NAMES, SemiMarkovCRF
+from .._semimarkov import SemiMarkovCRF
+from .._semimarkov_state import _COEFFICIENT_NAMES
 from .._tree import _NO_TREES, TreeCRF
 from .._validation import _label_array
 from ..structures._parameters import StatePairs
