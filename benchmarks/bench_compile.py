@@ -2,7 +2,10 @@
 
 Each measurement runs in a fresh process with a temporary, empty
 ``NUMBA_CACHE_DIR``, as a new install, a CI container or a new Dask worker
-meets skcrf. Per structure: wall seconds of ``import skcrf`` and of a toy
+meets skcrf. A chain's first fit starts a second process that compiles
+prediction's kernels on the other core (``skcrf._compile_ahead``); the
+"chain-one-process" row is the same chain with it switched off, and each
+row waits for that process before the next one starts. Per structure: wall seconds of ``import skcrf`` and of a toy
 problem's first ``fit`` + ``predict`` + ``predict_marginals`` (toy data: the
 time is the kernels' compilation), and how many specializations numba
 compiled (skcrf's own kernels, then all functions with numba's internals).
@@ -40,6 +43,8 @@ TOKENS = [["Ada", "Lovelace", "wrote"], ["in", "Paris"]] * 8
 #: structure name -> (constructor, X name)
 STRUCTURES = {
     "chain": ("CRFClassifier(max_iter=5)", "X"),
+    # the same, without the second process that compiles prediction's kernels meanwhile
+    "chain-one-process": ("CRFClassifier(max_iter=5)", "X"),
     "chain-order2": ("CRFClassifier(order=2, max_iter=5)", "X"),
     "chain-transition-features": ("CRFClassifier(transition_features='all', max_iter=5)", "X"),
     "chain-order3": ("CRFClassifier(order=3, max_iter=5)", "X"),
@@ -88,6 +93,10 @@ done = time.perf_counter()
 print(json.dumps({"import": imported - started, "fit": fitted - imported,
                   "predict": predicted - fitted, "marginals": done - predicted,
                   "total": done - started, "skcrf": count.skcrf, "all": count.total}))
+# a chain's first fit may have started a process compiling ahead: done before the next row
+from skcrf import _compile_ahead
+if _compile_ahead.process is not None:
+    _compile_ahead.process.wait()
 '''
 
 CRFSUITE = r'''
@@ -110,9 +119,10 @@ print(json.dumps({"import": imported - started, "fit": fitted - imported,
 '''
 
 
-def run_child(code, cache_dir):
+def run_child(code, cache_dir, **environment):
     """Run ``code`` in a fresh interpreter with ``cache_dir`` as numba's cache; its JSON."""
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO),
+               **environment)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                           text=True, cwd=REPO)
     if done.returncode != 0:
@@ -156,7 +166,8 @@ def main():
         print(f"sklearn-crfsuite: not run ({str(error).splitlines()[-1]})")
     for name in names:
         with tempfile.TemporaryDirectory() as cache:
-            row(name, run_child(structure_code(name), cache))
+            environment = {"SKCRF_COMPILE_AHEAD": "0"} if name == "chain-one-process" else {}
+            row(name, run_child(structure_code(name), cache, **environment))
 
     with tempfile.TemporaryDirectory() as cache:
         if not args.no_warmup:

@@ -29,6 +29,8 @@ ENVIRONMENT_SWITCH = "SKCRF_COMPILE_AHEAD"
 
 _started = False
 _lock = threading.Lock()
+#: The process started, if any (a benchmark waits for it before its next measurement).
+process = None
 
 
 def compile_chain_ahead():
@@ -44,13 +46,15 @@ def compile_chain_ahead():
         _started = True
     if _usable_cpus() < 2 or not _prediction_kernels_missing():
         return None
+    global process
     environment = dict(os.environ, **{ENVIRONMENT_SWITCH: "0"})
     try:
-        return subprocess.Popen([sys.executable, "-m", "skcrf._compile_ahead"],
-                                env=environment, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen([sys.executable, "-m", "skcrf._compile_ahead"],
+                                   env=environment, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except OSError:  # no interpreter to start (an embedded Python): compile here
         return None
+    return process
 
 
 def _usable_cpus():
