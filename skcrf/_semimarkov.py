@@ -15,14 +15,16 @@ from ._fitted_state import saved_as
 from ._training import TrainingProblem, _same_values
 from ._constraints import explicit_constraints
 from ._parallel import kernel_threads
+from ._validation import check_finite_scores
 from ._segment_tags import _SegmentTags
 from ._semimarkov_state import _COEFFICIENT_NAMES, SEMI_MARKOV_STATE, _segment_attributes
 from ._typing import (AllowedTransitions, FeatureSequences, LabelSequences,
                      SequenceWeights, Solver)
 from .structures.pattern_chain import fitted_patterns
 from .structures.semimarkov import SemiMarkovStructure
-from .structures.segment_scores import (SegmentScores, Segmentation, segment_decode, segment_nbest,
-                                        segment_role_posteriors, segmentation_scores)
+from .structures.segment_scores import (SegmentScores, Segmentation, check_score_range,
+                                        segment_decode, segment_nbest, segment_role_posteriors,
+                                        segmentation_scores)
 from .structures.semimarkov_patterns import (PatternSegmentScores, PatternSemiMarkovStructure,
                                              segment_automaton_of)
 from .tags import SCHEMES, Segment
@@ -474,9 +476,16 @@ early_stopping, validation_fraction
 
     def _potentials(self, features, offsets, fixed=None):
         scores = self._scores(features)
+        patterns = isinstance(scores, PatternSegmentScores)
+        labels = scores.labels if patterns else scores
+        for block in (labels.state, labels.first, labels.last):
+            check_finite_scores(block, offsets)
+        # log Z and the scores of segmentations come out less the same shift: the
+        # queries report only their differences (probabilities), which keep every digit
+        labels.shift_tokens(offsets)
+        check_score_range(labels, offsets)
         if fixed is not None:
-            patterns = isinstance(scores, PatternSegmentScores)
-            self._codec().fix(scores.labels if patterns else scores, fixed, offsets)
+            self._codec().fix(labels, fixed, offsets)
             if patterns:
                 scores.check_no_repeat_flags()
         return scores

@@ -293,3 +293,46 @@ def test_a_training_segment_breaking_the_allowed_pairs_is_named_by_its_labels():
                                          r"segment 'PER', a transition allowed_transitions "
                                          r"forbids"):
         SemiMarkovCRF(allowed_transitions={("PER", "O"), ("LOC", "O")}, max_iter=5).fit(X, y)
+
+
+def _model_with_a_flag():
+    X = [[{"w": "Ada", "title": True}, {"w": "Lovelace", "title": True}, {"w": "wrote"}],
+         [{"w": "in"}, {"w": "Paris", "title": True}]] * 8
+    y = [["B-PER", "I-PER", "O"], ["O", "B-LOC"]] * 8
+    return SemiMarkovCRF(max_iter=30).fit(X, y)
+
+
+def test_a_huge_score_shared_by_every_label_leaves_proper_probabilities():
+    """A token's state scores may all be huge (a large value of a feature every label
+    weighs alike): each token's are shifted before the passes, whose running sums
+    would otherwise round the other tokens' scores away (marginals summed to 4)."""
+    model = _model_with_a_flag()
+    title = list(model.feature_names_).index("title")
+    model.coef_[:, title] = 0.5
+    for value in (1e12, 1e300):
+        X = [[{"w": "in"}, {"w": "Paris", "title": True}],
+             [{"w": "Ada", "title": value}, {"w": "Lovelace", "title": value}, {"w": "wrote"}]]
+        y = model.predict(X)
+        marginals = model.predict_marginals(X)
+        for rows in marginals:
+            np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=1e-12)
+        log_proba = model.sequence_log_proba(X, y)
+        assert np.all(log_proba <= 1e-12) and np.all(np.isfinite(log_proba))
+        nbest = model.predict_nbest(X, n=50)
+        for labellings in nbest:
+            probabilities = [p for _, p in labellings]
+            assert sum(probabilities) <= 1.0 + 1e-9
+            assert probabilities == sorted(probabilities, reverse=True)
+        # the tokens without the huge value keep their marginals
+        reference = model.predict_marginals(X[:1])
+        np.testing.assert_allclose(marginals[0], reference[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("value", [1e9, 1e300])
+def test_scores_too_far_apart_for_the_passes_are_refused_by_token(value):
+    """Not wrong marginals (they summed to 4 at 1e300): the token is named."""
+    model = _model_with_a_flag()
+    X = [[{"w": "Ada"}], [{"w": "in"}, {"w": "Ada", "title": value}]]
+    for query in (model.predict, model.predict_marginals):
+        with pytest.raises(ValueError, match="sequence 1, token 1 differ by more than 1e"):
+            query(X)

@@ -131,6 +131,32 @@ class SegmentScores:
                                       features)
         return scores
 
+    def shift_tokens(self, offsets):
+        """Take each token's largest finite state score from its state scores.
+
+        Every segmentation covers each token once, with its state score, so
+        this takes the same amount from every segmentation of a sequence:
+        marginals, the best segmentations and probabilities are unchanged; log
+        Z and the scores of segmentations lose the sum of their tokens' shifts,
+        returned per sequence. Without it, one huge feature
+        value (a state score of 1e12) rounds away the other tokens' scores in
+        the passes' running sums, as the chain's exact pass avoids by
+        shifting its scores alike (:func:`~skcrf.inference._logspace.shifted_rows`).
+        The first and last scores count only where a segment starts or ends:
+        they cannot be shifted so (see :func:`check_score_range`).
+
+        Returns
+        -------
+        shift : ndarray of shape (n_sequences,)
+        """
+        top = np.where(np.isfinite(self.state), self.state, -np.inf).max(
+            axis=1, initial=-np.inf)
+        top[~np.isfinite(top)] = 0.0
+        self.state -= top[:, np.newaxis]
+        lengths = np.diff(offsets)
+        sequence = np.repeat(np.arange(lengths.shape[0]), lengths)
+        return np.bincount(sequence, weights=top, minlength=lengths.shape[0])
+
     @classmethod
     def of_token_scores(cls, token, n_labels, length, transitions, start, end):
         """Split (n_tokens, 3 * C) token scores into the state, first and last blocks."""
@@ -257,3 +283,31 @@ def span_array(rows, features):
     """(n_tokens, L, n_labels) span scores of (n_tokens * L, n_labels) segment-row scores."""
     L = features.segment_length
     return np.ascontiguousarray(rows).reshape(features.n_tokens, L, rows.shape[1])
+
+
+#: Largest score magnitude the segment passes take, once each token's state
+#: scores are shifted to a maximum of 0 (:meth:`SegmentScores.shift_tokens`):
+#: they sum scores over spans as differences of running sums, which keep about
+#: 16 - log10(score) digits of the smaller scores.
+MAX_SCORE = 1e8
+
+
+def check_score_range(scores, offsets):
+    """Raise if a token's shifted scores are too large for the passes, naming the token.
+
+    A huge feature value makes the state scores of a token's labels differ
+    by more than :data:`MAX_SCORE` (or its first or last scores exceed it):
+    the running sums would then round away the other tokens' scores.
+    """
+    for role, block in (("state", scores.state), ("first-token", scores.first),
+                        ("last-token", scores.last)):
+        large = (np.abs(np.where(np.isfinite(block), block, 0.0)) > MAX_SCORE).any(axis=1)
+        if large.any():
+            token = int(np.argmax(large))
+            sequence = int(np.searchsorted(offsets, token, side="right")) - 1
+            raise ValueError(
+                f"The model's {role} scores of sequence {sequence}, token "
+                f"{token - int(offsets[sequence])} differ by more than {MAX_SCORE:g}: its "
+                f"feature values are too large for the fitted weights, and the segment "
+                f"passes would round away the other tokens' scores. Scale the feature "
+                f"values to a moderate range, as for training.")
