@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator, forbidden_where_not_allowed
-from ._compile_ahead import compile_chain_ahead
+from ._compile_ahead import compile_ahead
 from ._fitted_state import Array, IfPresent, Sparse, saved_as, weights, weights_or_neginf
 from ._training import TrainingProblem
 from ._constraints import SCHEME_NAMES
@@ -397,7 +397,7 @@ class CRFClassifier(CRFEstimator):
         if self.order > 1 and self.transition_features is not None:
             raise ValueError(f"transition_features needs order=1; got order={self.order}.")
         if self.order == 1 and self.transition_features is None:
-            compile_chain_ahead()  # on a fresh install: prediction's kernels, on another core
+            compile_ahead("chain")  # on a fresh install: prediction's kernels, on another core
         return self._fit(X, y, sample_weight)
 
     def _partial_training_problem(self, data, first):

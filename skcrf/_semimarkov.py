@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator
+from ._compile_ahead import compile_ahead
 from ._fitted_state import saved_as
 from ._training import TrainingProblem, _same_values
 from ._constraints import explicit_constraints
@@ -312,6 +313,8 @@ early_stopping, validation_fraction
                 f"allowed_transitions={self.allowed_transitions!r}: SemiMarkovCRF always "
                 f"writes well-formed tags, so tag schemes do not apply; give allowed pairs "
                 f"of segment labels (the span types and 'O'), such as {{('PER', 'O')}}.")
+        if self.order == 1:
+            compile_ahead("semi-markov")  # on a fresh install: prediction's kernels, elsewhere
         return self._fit(X, y, sample_weight)
 
     def _training_problem(self, data):

@@ -6,6 +6,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from . import _defaults
 from ._base import CRFEstimator
+from ._compile_ahead import compile_ahead
 from ._fitted_state import Array, IfPresent, Sparse, saved_as, weights
 from ._chain import transition_columns
 from ._training import TrainingProblem
@@ -223,6 +224,8 @@ early_stopping, validation_fraction
         self : TreeCRF
             The fitted estimator.
         """
+        if self.transition_features is None:
+            compile_ahead("tree")  # on a fresh install: prediction's kernels, on another core
         return self._fit(X, y, sample_weight)
 
     def _training_problem(self, data):
