@@ -3,9 +3,10 @@
 Each measurement runs in a fresh process with a temporary, empty
 ``NUMBA_CACHE_DIR``, as a new install, a CI container or a new Dask worker
 meets skcrf. A chain's first fit starts a second process that compiles
-prediction's kernels on the other core (``skcrf._compile_ahead``); the
-"chain-one-process" row is the same chain with it switched off, and each
-row waits for that process before the next one starts. Per structure: wall seconds of ``import skcrf`` and of a toy
+prediction's kernels on the other core (``skcrf._compile_ahead``), as does
+a semi-Markov CRF's and a tree CRF's; their "-one-process" rows are the same
+models with it switched off, and each row waits for that process before the
+next one starts. Per structure: wall seconds of ``import skcrf`` and of a toy
 problem's first ``fit`` + ``predict`` + ``predict_marginals`` (toy data: the
 time is the kernels' compilation), and how many specializations numba
 compiled (skcrf's own kernels, then all functions with numba's internals).
@@ -43,8 +44,6 @@ TOKENS = [["Ada", "Lovelace", "wrote"], ["in", "Paris"]] * 8
 #: structure name -> (constructor, X name)
 STRUCTURES = {
     "chain": ("CRFClassifier(max_iter=5)", "X"),
-    # the same, without the second process that compiles prediction's kernels meanwhile
-    "chain-one-process": ("CRFClassifier(max_iter=5)", "X"),
     "chain-order2": ("CRFClassifier(order=2, max_iter=5)", "X"),
     "chain-transition-features": ("CRFClassifier(transition_features='all', max_iter=5)", "X"),
     "chain-order3": ("CRFClassifier(order=3, max_iter=5)", "X"),
@@ -135,8 +134,14 @@ SEGMENTS = ("SEGMENTS = make_pipeline(TokenFeaturizer(segment_features=True), "
             "SequenceVectorizer()).fit_transform(TOKENS)\n")
 
 
+#: Structures whose first fit starts a second process compiling prediction's
+#: kernels (skcrf._compile_ahead): each also gets a row without it, NAME-one-process.
+COMPILING_AHEAD = ("chain", "semi-markov", "tree")
+ONE_PROCESS = "-one-process"
+
+
 def structure_code(name):
-    make, data = STRUCTURES[name]
+    make, data = STRUCTURES[name.removesuffix(ONE_PROCESS)]
     toy = TOY + (SEGMENTS if data == "SEGMENTS" else "")
     return CHILD.replace("TOY", toy).replace("MAKE", make).replace("DATA", data)
 
@@ -155,6 +160,9 @@ def main():
                         help="skip 'skcrf warmup' from an empty cache")
     args = parser.parse_args()
     names = [name.strip() for name in args.only.split(",") if name.strip()]
+    names = [row_name for name in names
+             for row_name in ((name, name + ONE_PROCESS) if name in COMPILING_AHEAD
+                              else (name,))]
     print(f"{'cold (empty cache), s':<28} {'import':>7} {'fit':>8} {'predict':>8} "
           f"{'marginals':>9} {'total':>8} {'skcrf':>7} {'all':>6}")
     print(f"{'':<28} {'':>7} {'':>8} {'':>8} {'':>9} {'':>8} "
@@ -166,7 +174,8 @@ def main():
         print(f"sklearn-crfsuite: not run ({str(error).splitlines()[-1]})")
     for name in names:
         with tempfile.TemporaryDirectory() as cache:
-            environment = {"SKCRF_COMPILE_AHEAD": "0"} if name == "chain-one-process" else {}
+            environment = ({"SKCRF_COMPILE_AHEAD": "0"} if name.endswith(ONE_PROCESS)
+                           else {})
             row(name, run_child(structure_code(name), cache, **environment))
 
     with tempfile.TemporaryDirectory() as cache:
