@@ -445,8 +445,10 @@ def scaled_lanes(emission, n, log_shift, graph, potentials, with_counts, margina
                 for lane in range(m):
                     counts[e, lane] = 0.0
         else:
-            group_counts(graph, potentials, agg_t, arc_t, inner_t, counts, slot, dsum[0],
-                         dsum[1])
+            # scratch: the slots, and two (m,) rows of the backward values, done
+            # with (``dsum`` has a single row when there is a single state)
+            group_counts(graph, potentials, agg_t, arc_t, inner_t, counts, slot, beta[0, 0],
+                         beta[1, 0])
     for lane in range(m):
         if failed[lane]:
             log_z[lane] = np.nan
