@@ -372,7 +372,7 @@ def scaled_lanes(emission, n, log_shift, graph, potentials, with_counts, margina
     agg_t = work[10][:n_states * n_t * m].reshape(n_states, n_t, m)
     arc_t = work[11][:n_slots * n_t * m].reshape(n_slots, n_t, m)
     inner_t = work[12][:n_inner * n_t * m].reshape(n_inner, n_t, m)
-    n_arcs = counts.shape[0]
+    n_arcs = counts.shape[0] if with_counts else 0
     lane_counts = work[13][:n_arcs * m].reshape(n_arcs, m)
     for lane in range(m):
         failed[lane] = False
