@@ -337,9 +337,10 @@ def scaled_lanes(emission, n, log_shift, graph, potentials, with_counts, margina
         Whether to compute the lanes' expected move counts.
     marginals : (n, n_classes, m) float64
         Each lane's label marginals.
-    counts : (n_arcs, m) float64
-        With ``with_counts``, overwritten with each lane's expected count of
-        every move, summed over its tokens.
+    counts : (n_arcs,) float64
+        With ``with_counts``, each lane's expected count of every move,
+        summed over its tokens, is added in, lane after lane (but the lanes
+        the pass gives up on).
     log_z : (m,) float64
         Each lane's log Z, NaN for a lane the pass gives up on (its marginals
         and counts are then meaningless).
@@ -371,6 +372,8 @@ def scaled_lanes(emission, n, log_shift, graph, potentials, with_counts, margina
     agg_t = work[10][:n_states * n_t * m].reshape(n_states, n_t, m)
     arc_t = work[11][:n_slots * n_t * m].reshape(n_slots, n_t, m)
     inner_t = work[12][:n_inner * n_t * m].reshape(n_inner, n_t, m)
+    n_arcs = counts.shape[0] if with_counts else 0
+    lane_counts = work[13][:n_arcs * m].reshape(n_arcs, m)
     for lane in range(m):
         failed[lane] = False
     # token 0: single labels
@@ -439,17 +442,20 @@ def scaled_lanes(emission, n, log_shift, graph, potentials, with_counts, margina
             for k in range(n_inner):
                 for lane in range(m):
                     inner_t[k, t, lane] = inner_values[k, lane]
-    if with_counts:
-        if n == 1:  # no transition: nothing to count
-            for e in range(counts.shape[0]):
-                for lane in range(m):
-                    counts[e, lane] = 0.0
-        else:
-            group_counts(graph, potentials, agg_t, arc_t, inner_t, counts, slot, dsum[0],
-                         dsum[1])
     for lane in range(m):
         if failed[lane]:
             log_z[lane] = np.nan
+    if with_counts and n > 1:  # one token has no transition to count
+        # scratch: the slots, and two (m,) rows of the backward values, done
+        # with (``dsum`` has a single row when there is a single state)
+        group_counts(graph, potentials, agg_t, arc_t, inner_t, lane_counts, slot, beta[0, 0],
+                     beta[1, 0])
+        # the lanes whose log Z is NaN (also through their log_shift) are
+        # left to the caller; move by move, as a lane's counts are a column
+        for e in range(n_arcs):
+            for lane in range(m):
+                if not np.isnan(log_z[lane]):
+                    counts[e] += lane_counts[e, lane]
 
 
 @compiled()
@@ -459,16 +465,19 @@ def workspace_size(n_states, n_slots, n_inner, with_counts):
 
 
 @compiled()
-def scaled_workspace(token_lanes, n_states, n_classes, n_slots, n_inner, m, with_counts):
+def scaled_workspace(token_lanes, n_states, n_classes, n_slots, n_inner, n_arcs, m,
+                     with_counts):
     """Scratch of :func:`scaled_lanes` for groups of up to ``m`` lanes and ``token_lanes`` tokens times lanes.
 
     Flat buffers (``alpha, norm, beta, agg, slot, arcv, dsum, failed,
-    following, inner_values, agg_t, arc_t, inner_t``), which each group
-    views in its own shape; the last three are empty without ``with_counts``.
+    following, inner_values, agg_t, arc_t, inner_t, lane_counts``), which
+    each group views in its own shape; the last four are empty without
+    ``with_counts``.
     """
     t = token_lanes if with_counts else 0
+    arcs = n_arcs * m if with_counts else 0
     return (np.empty(token_lanes * n_states), np.empty(token_lanes),
             np.empty(2 * n_states * m), np.empty(n_states * m), np.empty(n_slots * m),
             np.empty(n_slots * m), np.empty(n_states * m), np.zeros(m, np.bool_),
             np.empty(n_classes * m), np.empty(n_inner * m), np.empty(n_states * t),
-            np.empty(n_slots * t), np.empty(n_inner * t))
+            np.empty(n_slots * t), np.empty(n_inner * t), np.empty(arcs))

@@ -251,10 +251,9 @@ def _scaled_chunks(chunk_lo, chunk_hi, bounds, unary, offsets, graph, n_slots, p
         chunk_tokens = offsets[bounds[c + 1]] - offsets[bounds[c]]
         token_lanes = max(longest, min(LANE_BUDGET // per_token, chunk_tokens))
         work = scaled_workspace(token_lanes, n_states, n_classes,
-                                n_slots, n_inner, LANE_MAX, with_counts)
+                                n_slots, n_inner, n_arcs, LANE_MAX, with_counts)
         emission = np.empty(longest * n_classes * LANE_MAX)
         lane_marginals = np.empty(longest * n_classes * LANE_MAX)
-        lane_counts = np.empty(n_arcs * LANE_MAX)
         shift = np.empty(LANE_MAX)
         lane_log_z = np.empty(LANE_MAX)
         rows = np.empty((longest, n_classes))
@@ -273,8 +272,7 @@ def _scaled_chunks(chunk_lo, chunk_hi, bounds, unary, offsets, graph, n_slots, p
             group_emission(unary, offsets, order, first, m, n, shift, lanes, rows)
             lane_z = lane_log_z[:m]
             margins = lane_marginals[:n * n_classes * m].reshape(n, n_classes, m)
-            counts = lane_counts[:n_arcs * m].reshape(n_arcs, m)
-            scaled_lanes(lanes, n, shift[:m], graph, potentials, with_counts, margins, counts,
+            scaled_lanes(lanes, n, shift[:m], graph, potentials, with_counts, margins, partial,
                          lane_z, work)
             for lane in range(m):
                 q = order[first + lane]
@@ -286,9 +284,6 @@ def _scaled_chunks(chunk_lo, chunk_hi, bounds, unary, offsets, graph, n_slots, p
                 for r in range(n):
                     for b in range(n_classes):
                         marginals[lo + r, b] = margins[r, b, lane]
-                if with_counts:
-                    for e in range(n_arcs):
-                        partial[e] += counts[e, lane]
             first = group_ends[g]
 
 

@@ -147,10 +147,9 @@ def _fused_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr
         chunk_tokens = offsets[bounds[c + 1]] - offsets[bounds[c]]
         token_lanes = max(longest, min(LANE_BUDGET // per_token, chunk_tokens))
         work = scaled_workspace(token_lanes, n_states, n_classes,
-                                n_slots, n_inner, LANE_MAX, np.bool_(True))
+                                n_slots, n_inner, n_arcs, LANE_MAX, np.bool_(True))
         emission = np.empty(longest * n_classes * LANE_MAX)
         lane_marginals = np.empty(longest * n_classes * LANE_MAX)
-        lane_counts = np.empty(n_arcs * LANE_MAX)
         shift = np.empty(LANE_MAX)
         lane_log_z = np.empty(LANE_MAX)
         rows = np.empty((longest, n_classes))
@@ -181,9 +180,8 @@ def _fused_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr
                         lanes[r, j, lane] = rows[r, j]
             lane_z = lane_log_z[:m]
             margins = lane_marginals[:n * n_classes * m].reshape(n, n_classes, m)
-            group_counts = lane_counts[:n_arcs * m].reshape(n_arcs, m)
             scaled_lanes(lanes, n, shift[:m], graph, potentials, np.bool_(True), margins,
-                         group_counts, lane_z, work)
+                         counts, lane_z, work)
             for lane in range(m):
                 q = order[first + lane]
                 if np.isnan(lane_z[lane]):
@@ -197,8 +195,6 @@ def _fused_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr
                 _scatter_sequence(values, entries, hot_ptr, cold_ptr, cold_pairs,
                                   cold_labels, cold_values, binary, lo, lo + n, rows,
                                   chunk_hot, chunk_partial, starts, ends)
-                for e in range(n_arcs):
-                    counts[e] += group_counts[e, lane]
             first = group_ends[g]
 
 
