@@ -76,6 +76,7 @@ def compiled(contract=False, inline=False):
             return njit(cache=False, **options)(func)
         _cache.read_only_in_tree_cache(dispatcher)
         _cache.recover_damaged_cache(dispatcher)
+        _cache.key_by_kernel_sources(dispatcher)
         return dispatcher
 
     return decorate

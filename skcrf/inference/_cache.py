@@ -3,15 +3,19 @@
 A damaged cache file means "compile again", not an error in every process
 (:func:`recover_damaged_cache`); saves and loads from several processes at
 once do not mix one signature's machine code into another's (:func:`_locked`);
-and an install whose kernel cache was written ahead (``skcrf warmup`` in a
+an install whose kernel cache was written ahead (``skcrf warmup`` in a
 Docker build layer) but is read-only for the user who runs it is read from
 where it is (:func:`read_only_in_tree_cache`) instead of compiled again into
-the user's own cache directory.
+the user's own cache directory; and a kernel cached before a kernel it calls
+changed is compiled again, not run stale (:func:`key_by_kernel_sources`).
 """
 
+import functools
+import hashlib
 import os
 import warnings
 from contextlib import contextmanager
+from pathlib import Path
 
 
 class CacheUnavailableWarning(RuntimeWarning):
@@ -137,6 +141,57 @@ def recover_damaged_cache(dispatcher):
 
     cache.load_overload = load_overload
     cache.save_overload = save_overload
+
+
+def key_by_kernel_sources(dispatcher):
+    """Key ``dispatcher``'s cached kernels by the sources of all of skcrf's kernels.
+
+    numba keys a cached kernel by its own bytecode, and drops a file's cache
+    index when that file changes; but a kernel compiles into itself the code
+    of the kernels it calls, often defined in other files. A caller cached
+    before a callee of another file changed (a development checkout after a
+    pull, an editable install) kept running the callee's old code, or, were
+    its arguments changed, reading memory it does not own. With the digest
+    of every kernel source file (:func:`kernel_sources_digest`) in each
+    entry's key, a change to any kernel file makes every cached kernel
+    compile again, once.
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    own_key = getattr(cache, "_index_key", None)
+    digest = kernel_sources_digest()
+    if own_key is None or digest is None:
+        return
+
+    def index_key(sig, codegen):
+        signature, machine, hashes = own_key(sig, codegen)
+        return signature, machine, (*hashes, digest)
+
+    cache._index_key = index_key
+
+
+#: skcrf's source tree, whose kernel files :func:`kernel_sources_digest` reads.
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_sources_digest(root=_PACKAGE):
+    """SHA-256 of the path and text of every file under ``root`` that defines kernels.
+
+    A file defines kernels when it decorates with ``@compiled`` (or numba's
+    ``njit``); the others (estimators, documentation) may change without
+    compiling anything again. None when the sources cannot be read (an
+    install without them): numba's own keys then stand alone.
+    """
+    hasher = hashlib.sha256()
+    try:
+        for path in sorted(root.rglob("*.py")):
+            text = path.read_bytes()
+            if b"@compiled" in text or b"njit(" in text:
+                hasher.update(path.relative_to(root).as_posix().encode() + b"\0")
+                hasher.update(text + b"\0")
+    except OSError:
+        return None
+    return hasher.hexdigest()
 
 
 @contextmanager
