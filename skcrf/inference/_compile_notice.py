@@ -27,7 +27,7 @@ logger = logging.getLogger("skcrf")
 NOTICE_DELAY = 2.0
 
 #: The estimate is what benchmarks/bench_compile.py measures on a 2-core machine:
-#: 18 to 44 s for a kind of model's first fit, predict and predict_marginals.
+#: 13 to 35 s for a kind of model's first fit, predict and predict_marginals.
 MESSAGE = ("compiling skcrf's kernels, once per installation (numba caches them on disk; "
            "'python -m skcrf warmup' does it ahead): about half a minute for each kind "
            "of model")
