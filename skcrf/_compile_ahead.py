@@ -19,7 +19,8 @@ is saved twice, under the cache's lock). It is not started with a single
 usable CPU (it would only compete), without a writable cache (it could
 hand nothing over), inside ``skcrf warmup`` (which runs its own worker
 processes), or when the environment sets ``SKCRF_COMPILE_AHEAD=0``; at most
-one is started per process.
+one is started per kind and process, and it runs at a lower priority, behind
+the fit on a busy machine.
 """
 
 import os
@@ -36,7 +37,8 @@ KINDS = {"chain": ("skcrf.inference.chain", "_lane_chunks"),
          "semi-markov": ("skcrf.inference.semimarkov", "_viterbi_chunks"),
          "tree": ("skcrf.inference.tree", "_tree_viterbi_chunks")}
 
-_started = False
+#: The kinds whose compiling process this process has considered (once each).
+_started = set()
 _lock = threading.Lock()
 #: The process started, if any (a benchmark waits for it before its next measurement).
 process = None
@@ -54,11 +56,11 @@ def compile_ahead(kind):
     process : subprocess.Popen or None
         None when it was not needed or not wanted (see the module docstring).
     """
-    global _started, process
+    global process
     with _lock:
-        if _started or os.environ.get(ENVIRONMENT_SWITCH) == "0":
+        if kind in _started or os.environ.get(ENVIRONMENT_SWITCH) == "0":
             return None
-        _started = True
+        _started.add(kind)
     if _usable_cpus() < 2 or not _prediction_kernels_missing(kind):
         return None
     environment = dict(os.environ, **{ENVIRONMENT_SWITCH: "0"})
@@ -217,4 +219,8 @@ _TOY_MODELS = {"chain": _toy_chain, "semi-markov": _toy_semi_markov, "tree": _to
 
 
 if __name__ == "__main__":
+    try:  # behind the fit that started it, on a machine busy with more
+        os.nice(10)
+    except (AttributeError, OSError):
+        pass
     compile_kernels(sys.argv[1] if len(sys.argv) > 1 else "chain")

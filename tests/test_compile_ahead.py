@@ -21,7 +21,7 @@ Y = [["B-PER", "I-PER", "O"], ["O", "B-LOC"]] * 8
 def started(monkeypatch):
     """The processes compile_chain_ahead starts (recorded, not run), from a fresh process's state."""
     commands = []
-    monkeypatch.setattr(_compile_ahead, "_started", False)
+    monkeypatch.setattr(_compile_ahead, "_started", set())
     monkeypatch.setattr(_compile_ahead, "_usable_cpus", lambda: 2)
     monkeypatch.setattr(_compile_ahead, "_prediction_kernels_missing", lambda kind: True)
     monkeypatch.delenv(_compile_ahead.ENVIRONMENT_SWITCH, raising=False)
@@ -48,6 +48,16 @@ def test_a_cold_first_fit_starts_one_process_with_its_own_switch_off(started, ma
     assert options["stdout"] is subprocess.DEVNULL and options["stderr"] is subprocess.DEVNULL
 
 
+def test_each_kind_is_considered_once_per_process(started, monkeypatch):
+    """A warm chain does not keep a cold tree of the same process from compiling ahead."""
+    missing = {"chain": False, "tree": True}
+    monkeypatch.setattr(_compile_ahead, "_prediction_kernels_missing", missing.get)
+    CRFClassifier(max_iter=1).fit(X, Y)
+    TreeCRF(max_iter=1).fit(TREES, Y)
+    TreeCRF(max_iter=1).fit(TREES, Y)
+    assert [command[-1] for command, _ in started] == ["tree"]
+
+
 @pytest.mark.parametrize("make, params", [
     (CRFClassifier, {"order": 2}), (CRFClassifier, {"transition_features": "all"}),
     (SemiMarkovCRF, {"order": 2})])
@@ -62,7 +72,7 @@ def test_the_switch_one_cpu_and_a_warm_cache_start_nothing(started, monkeypatch)
     monkeypatch.delenv(_compile_ahead.ENVIRONMENT_SWITCH)
     monkeypatch.setattr(_compile_ahead, "_usable_cpus", lambda: 1)
     assert _compile_ahead.compile_ahead("chain") is None
-    monkeypatch.setattr(_compile_ahead, "_started", False)
+    monkeypatch.setattr(_compile_ahead, "_started", set())
     monkeypatch.setattr(_compile_ahead, "_usable_cpus", lambda: 2)
     monkeypatch.setattr(_compile_ahead, "_prediction_kernels_missing", lambda kind: False)
     assert _compile_ahead.compile_ahead("chain") is None
