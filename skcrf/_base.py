@@ -135,6 +135,7 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
             result, self.solver_state_ = _online.fit_online(self, problem, data, w0, weights)
         else:
             objective = problem.objective(data, l2=self._l2, sequence_weights=weights)
+            w0 = problem.starting_point(w0)
             data.label_ids = None  # the objective has what it needs from them
             result = self._solve(objective, w0)
         self._check_training(result, data, w0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any, Literal
 
 import numpy as np
@@ -13,6 +13,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from . import _defaults
 from ._base import CRFEstimator, forbidden_where_not_allowed
 from ._compile_ahead import compile_ahead
+from ._pruning import (PRUNER_ATTRIBUTES, PrunedTrainingProblem, prune_unary,
+                       pruner_comes_whole)
 from ._fitted_state import Array, IfPresent, Sparse, saved_as, weights, weights_or_neginf
 from ._training import TrainingProblem
 from ._constraints import SCHEME_NAMES
@@ -72,10 +74,15 @@ CHAIN_STATE = CRFEstimator._fitted_state.extended(
      "pattern_coef_": IfPresent(Array(("n_patterns",), values=weights)),
      "transition_feature_coef_": IfPresent(Sparse(("n_features", "n_class_pairs"))),
      "start_coef_": Array(("n_classes",), values=weights_or_neginf),
-     "end_coef_": Array(("n_classes",), values=weights_or_neginf)},
+     "end_coef_": Array(("n_classes",), values=weights_or_neginf),
+     PRUNER_ATTRIBUTES["coef"]: IfPresent(Array(("n_classes", "n_features"), values=weights)),
+     PRUNER_ATTRIBUTES["transitions"]: IfPresent(Array(("n_classes", "n_classes"),
+                                                       values=weights_or_neginf)),
+     PRUNER_ATTRIBUTES["start"]: IfPresent(Array(("n_classes",), values=weights_or_neginf)),
+     PRUNER_ATTRIBUTES["end"]: IfPresent(Array(("n_classes",), values=weights_or_neginf))},
     derived={"n_class_pairs": lambda dims: dims["n_classes"] ** 2},
     rules=[forbidden_where_not_allowed, _blocks_follow_the_parameters,
-           _patterns_are_label_ngrams])
+           _patterns_are_label_ngrams, pruner_comes_whole])
 
 
 @saved_as("skcrf.CRFClassifier")
@@ -137,6 +144,21 @@ class CRFClassifier(CRFEstimator):
         a weight. Raising it drops the rare patterns, which makes training
         and prediction faster (their cost is about proportional to the
         number of patterns) and may cost some accuracy.
+    prune_threshold : float in [0, 1] or None, default=None
+        With ``order >= 2``: train on a pruned lattice rather than over
+        every labelling. The fit first trains the order-1 chain of the same
+        settings, then keeps at each training token only the labels whose
+        order-1 marginal is at least ``prune_threshold`` (and the gold
+        label), and trains the higher-order weights, starting from the
+        order-1 ones, on the labellings of those candidates alone (Müller,
+        Schmid & Schütze, 2013). Each evaluation then costs a few lattice
+        edges per token instead of every label pair and pattern, so the fit
+        is many times faster with many labels. The model keeps the order-1
+        chain (``pruner_coef_`` and the like) and prunes the same way when
+        it predicts: every query is then exact over the labels the pruner
+        keeps (given ``fixed`` labels), and gives the others probability 0.
+        ``1e-3`` is a good start; None trains and predicts exactly. Ignored
+        at ``order=1``; only with ``solver="lbfgs"``. See :ref:`higher-order`.
     transition_features : None, "all" or list of str, default=None
         Features that also weight the transitions, making them depend on the
         token: the score of labels ``(a, b)`` at tokens ``(i - 1, i)`` becomes
@@ -252,6 +274,10 @@ class CRFClassifier(CRFEstimator):
     pattern_coef_ : ndarray of shape (n_patterns,)
         With ``order >= 2``: the weight of each row of ``label_patterns_``,
         added to a labelling's score each time the n-gram occurs in it.
+    pruner_coef_, pruner_transition_coef_, pruner_start_coef_, pruner_end_coef_ : ndarray
+        With ``order >= 2`` and ``prune_threshold``: the order-1 chain that
+        prunes the labels (shapes as ``coef_``, ``transition_coef_``,
+        ``start_coef_`` and ``end_coef_``).
     transition_feature_coef_ : scipy.sparse.csr_matrix of shape (n_features, n_classes ** 2)
         Weights of the transition features: row ``f``, column ``a * n_classes + b``
         is ``V[f, a, b]``. Only with ``transition_features``; see
@@ -313,6 +339,7 @@ class CRFClassifier(CRFEstimator):
         "order": [Interval(Integral, 1, None, closed="left")],
         "all_possible_transitions": ["boolean"],
         "min_pattern_freq": [Interval(Integral, 1, None, closed="left")],
+        "prune_threshold": [Interval(Real, 0, 1, closed="both"), None],
         "transition_features": [None, StrOptions({"all"}), list, tuple],
         "allowed_transitions": [None, StrOptions(set(SCHEME_NAMES)), set, frozenset, list,
                                 tuple, dict, np.ndarray],
@@ -322,6 +349,7 @@ class CRFClassifier(CRFEstimator):
                  l1_ratio: float = _defaults.L1_RATIO, max_iter: int = _defaults.MAX_ITER,
                  tol: float = _defaults.TOL, order: int = 1,
                  all_possible_transitions: bool = False, min_pattern_freq: int = 1,
+                 prune_threshold: float | None = None,
                  transition_features: Literal["all"] | Sequence[str] | None = None,
                  allowed_transitions: AllowedTransitions = None,
                  solver: Solver = "lbfgs", learning_rate: str = "optimal",
@@ -338,6 +366,7 @@ class CRFClassifier(CRFEstimator):
         self.order = order
         self.all_possible_transitions = all_possible_transitions
         self.min_pattern_freq = min_pattern_freq
+        self.prune_threshold = prune_threshold
         self.transition_features = transition_features
         self.allowed_transitions = allowed_transitions
         self.solver = solver
@@ -364,6 +393,7 @@ class CRFClassifier(CRFEstimator):
         state.setdefault("warm_start", False)
         state.setdefault("all_possible_transitions", False)
         state.setdefault("min_pattern_freq", 1)
+        state.setdefault("prune_threshold", None)
         super().__setstate__(state)
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -435,10 +465,19 @@ class CRFClassifier(CRFEstimator):
                 all_possible_states=self.all_possible_states,
                 all_possible_transitions=self.all_possible_transitions,
                 min_pattern_freq=self.min_pattern_freq, constraints=constraints)
-        return TrainingProblem(
+        problem = TrainingProblem(
             structure, data.label_ids,
             {"classes_": data.classes, "allowed_transitions_": constraints.allowed.copy()},
             self._coefficient_names)
+        if self.order == 1 or self.prune_threshold is None:
+            return problem
+        if self.solver != "lbfgs":
+            raise ValueError(f"prune_threshold needs solver='lbfgs'; got solver={self.solver!r} "
+                             f"(set prune_threshold=None to train online).")
+        lower = ChainStructure.for_training(
+            data.features, data.offsets, data.label_ids, n_classes,
+            all_possible_states=self.all_possible_states, constraints=constraints)
+        return PrunedTrainingProblem(problem, lower, float(self.prune_threshold), self._solve)
 
     def _transition_columns(self, feature_names, n_features):
         """Boolean mask of the features named by ``transition_features``, or None."""
@@ -484,6 +523,7 @@ class CRFClassifier(CRFEstimator):
             features, self.coef_, self.transition_coef_, self.start_coef_, self.end_coef_,
             patterns, pattern_weights)
         check_finite_scores(scores.unary, offsets)
+        prune_unary(self, features, offsets, scores.unary, fixed)
         if fixed is not None:
             scores.fix_labels(fixed)
         return scores

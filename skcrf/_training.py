@@ -151,6 +151,14 @@ class TrainingProblem:
         return NegativeLogLikelihood(self.structure, data.features, data.offsets,
                                      self.targets, l2=l2, sequence_weights=sequence_weights)
 
+    def starting_point(self, w0):
+        """Where the solver starts, given the estimator's (zero, or a warm start's weights).
+
+        Called after :meth:`objective`; a problem that learns a better start
+        while building its objective returns it here.
+        """
+        return w0
+
     def fitted_attributes(self, w):
         """The fitted attributes of the weight vector ``w``, by attribute name."""
         named = self.structure.coefficients(w)

@@ -110,6 +110,9 @@ class ChainPlan:
         est = self.estimator
         if est.order > 1 and est.transition_features is not None:
             raise ValueError(f"transition_features needs order=1; got order={est.order}.")
+        if est.order > 1 and est.prune_threshold is not None:
+            raise ValueError("skcrf.dask.fit trains on the exact objective; set "
+                             "prune_threshold=None (or fit the pruned model locally).")
 
     def problem(self, run, parts, classes, vectorizer):
         est = self.estimator

@@ -108,22 +108,38 @@ def sequence_weighted_terms(structure, features, offsets, label_ids, sequence_we
     return _WeightedGroups(structure, features, offsets, label_ids, sequence_weights)
 
 
+def weight_groups(features, offsets, sequence_weights):
+    """The sequences grouped by weight: ``(weight, ids, features, offsets, token rows)`` each."""
+    weights = np.asarray(sequence_weights, dtype=np.float64)
+    n_sequences = offsets.shape[0] - 1
+    values, group_of = np.unique(weights, return_inverse=True)
+    for k, value in enumerate(values.tolist()):
+        ids = np.flatnonzero(group_of == k)
+        if ids.shape[0] == n_sequences:
+            yield value, ids, features, offsets, slice(None)
+        else:
+            yield (value, ids, *take_sequences(features, offsets, ids))
+
+
+def weighted_gold_statistics(structure, features, offsets, label_ids, sequence_weights):
+    """``sum_q w_q * Phi(x_q, y_q)``: the gold statistics of weighted sequences."""
+    empirical = np.zeros(structure.n_parameters)
+    for value, _, part, part_offsets, rows in weight_groups(features, offsets,
+                                                             sequence_weights):
+        empirical += value * structure.gold_statistics(part, part_offsets, label_ids[rows])
+    return empirical
+
+
 class _WeightedGroups:
     """Sequences grouped by weight, each group's unfused terms scaled by its weight."""
 
     def __init__(self, structure, features, offsets, label_ids, sequence_weights):
-        weights = np.asarray(sequence_weights, dtype=np.float64)
         self.n_sequences = offsets.shape[0] - 1
         self.n_parameters = structure.n_parameters
-        values, group_of = np.unique(weights, return_inverse=True)
         self.groups = []
         self.empirical = np.zeros(structure.n_parameters)
-        for k, value in enumerate(values.tolist()):
-            ids = np.flatnonzero(group_of == k)
-            if ids.shape[0] == self.n_sequences:
-                part, part_offsets, rows = features, offsets, slice(None)
-            else:
-                part, part_offsets, rows = take_sequences(features, offsets, ids)
+        for value, ids, part, part_offsets, rows in weight_groups(features, offsets,
+                                                                  sequence_weights):
             self.empirical += value * structure.gold_statistics(part, part_offsets,
                                                                 label_ids[rows])
             terms = structure.expectation_terms(part, part_offsets, fused=False)

@@ -1,0 +1,138 @@
+"""Chains of order 2 or more on a pruned lattice (``prune_threshold``): fit and prediction.
+
+The fit runs in two stages. First the order-1 chain of the same features and
+settings is fitted, the *pruner*; its marginals on the training tokens pick
+each token's candidate labels (those of marginal at least
+``prune_threshold``, and the gold one). Then the higher-order weights are
+fitted on the objective summed over the candidates' labellings alone
+(:mod:`skcrf.structures.pruned_chain`), starting from the order-1 weights
+(label patterns at 0), unless a warm start gives a better start.
+
+The model keeps its pruner (``pruner_coef_`` and the like) and prunes the
+same way when it predicts: a label pruned at every training token where it
+was wrong got no training signal there, so its weights drift toward 0, and
+only pruning at prediction too keeps the model's probabilities those it was
+trained for (as Müller, Schmid & Schütze, 2013, prune both).
+"""
+
+import numpy as np
+
+from ._training import TrainingProblem
+from .learning.objective import NegativeLogLikelihood, weighted_gold_statistics
+from ._validation import check_finite_scores
+from .structures.chain import ChainScores, chain_posteriors
+from .structures.pruned_chain import CandidateLattice, LatticeTerms
+
+#: The blocks an order-1 chain and a chain over label patterns share, in both layouts.
+_SHARED_BLOCKS = ("state", "transitions", "start", "end")
+
+#: The fitted attribute of each of the pruner's coefficients, by block name.
+PRUNER_ATTRIBUTES = {"coef": "pruner_coef_", "transitions": "pruner_transition_coef_",
+                     "start": "pruner_start_coef_", "end": "pruner_end_coef_"}
+
+
+def pruner_comes_whole(model):
+    """A model holds all of the pruner's attributes or none, and only with label patterns."""
+    state = vars(model)
+    present = [name for name in PRUNER_ATTRIBUTES.values() if name in state]
+    if present and len(present) != len(PRUNER_ATTRIBUTES):
+        missing = sorted(set(PRUNER_ATTRIBUTES.values()) - set(present))
+        raise ValueError(f"{present[0]} needs {missing[0]}: a pruned model holds every "
+                         f"pruner_*_ attribute or none")
+    if present and "label_patterns_" not in state:
+        raise ValueError("pruner_coef_ belongs to a model of order 2 or more, which holds "
+                         "label_patterns_")
+
+
+def prune_unary(model, features, offsets, unary, fixed=None):
+    """Put ``-inf`` in ``unary`` where ``model``'s pruner leaves a label out, in place.
+
+    A label is left out at a token when its marginal under the pruner (given
+    the ``fixed`` labels) is below ``model.prune_threshold``; each token keeps
+    its most probable label, and a token of a sequence the pruner finds no
+    labelling for keeps every label. Does nothing for a model without a
+    pruner or with ``prune_threshold=None``.
+    """
+    if "pruner_coef_" not in vars(model) or model.prune_threshold is None:
+        return
+    scores = ChainScores.of_coefficients(
+        features, model.pruner_coef_, model.pruner_transition_coef_, model.pruner_start_coef_,
+        model.pruner_end_coef_)
+    check_finite_scores(scores.unary, offsets)
+    if fixed is not None:
+        scores.fix_labels(fixed)
+    marginals = chain_posteriors(scores, offsets).marginals
+    pruned = marginals < model.prune_threshold
+    pruned[np.arange(marginals.shape[0]), np.argmax(marginals, axis=1)] = False
+    pruned[~(marginals.sum(axis=1) > 0)] = False
+    unary[pruned] = -np.inf
+
+
+class PrunedTrainingProblem(TrainingProblem):
+    """A :class:`TrainingProblem` of a pattern chain whose objective is over a pruned lattice.
+
+    Parameters
+    ----------
+    problem : TrainingProblem
+        The exact problem: its structure is a
+        :class:`~skcrf.structures.pattern_chain.PatternChainStructure`.
+    lower : ChainStructure
+        The order-1 chain of the same data, with the same state pairs.
+    threshold : float
+        The marginal a label needs to stay a candidate.
+    solve : callable
+        ``(objective, w0) -> result`` with the weights as ``result.w``: the
+        estimator's solver, which fits the order-1 chain.
+    """
+
+    def __init__(self, problem, lower, threshold, solve):
+        super().__init__(problem.structure, problem.targets, problem.attributes,
+                         problem.coefficient_names)
+        self.lower = lower
+        self.threshold = threshold
+        self.solve = solve
+        self.lattice = None
+        self._start = None
+        self._pruner = None
+
+    def objective(self, data, l2, sequence_weights=None):
+        """Fit the order-1 chain, prune, and return the objective over the candidates."""
+        features, offsets = data.features, data.offsets
+        lower_objective = NegativeLogLikelihood(self.lower, features, offsets, self.targets,
+                                                l2=l2, sequence_weights=sequence_weights)
+        w1 = self.solve(lower_objective, np.zeros(self.lower.n_parameters)).w
+        marginals = chain_posteriors(self.lower.scores(features, w1), offsets).marginals
+        self.lattice = CandidateLattice.of_marginals(offsets, marginals, self.targets,
+                                                     self.threshold, self.structure.patterns)
+        del marginals
+        self._start = self._lifted(w1)
+        self._pruner = self.lower.coefficients(w1)
+        terms = LatticeTerms(self.structure, features, self.lattice, sequence_weights)
+        if sequence_weights is None:
+            empirical = self.structure.gold_statistics(features, offsets, self.targets)
+        else:
+            empirical = weighted_gold_statistics(self.structure, features, offsets,
+                                                 self.targets, sequence_weights)
+        return NegativeLogLikelihood.of_terms(self.structure, empirical, terms, l2)
+
+    def starting_point(self, w0):
+        """The order-1 weights (patterns at 0), unless ``w0`` holds a warm start's."""
+        if self._start is None or w0.any():
+            return w0
+        return self._start
+
+    def fitted_attributes(self, w):
+        """The exact problem's fitted attributes, and the pruner's (``pruner_coef_``, ...)."""
+        attributes = super().fitted_attributes(w)
+        attributes.update((attribute, self._pruner[block])
+                          for block, attribute in PRUNER_ATTRIBUTES.items())
+        return attributes
+
+    def _lifted(self, w1):
+        """The order-1 weights ``w1`` in the layout of the higher-order structure."""
+        w = self.structure.layout.zeros()
+        mine = self.structure.layout.views(w)
+        theirs = self.lower.layout.views(w1)
+        for name in _SHARED_BLOCKS:
+            mine[name][:] = theirs[name]
+        return w

@@ -1,0 +1,294 @@
+"""Exact inference for chains of any order over a lattice of candidate labels.
+
+Each token keeps a few *candidate* labels (a pruned lattice, see
+:mod:`skcrf.structures.pruned_chain`). A *node* at token ``t`` is one
+choice of candidates for the last ``min(order, t + 1)`` tokens, numbered in
+mixed radix with the oldest token's candidate as the most significant digit;
+an *edge* into a node adds the candidate of token ``t - order`` (one edge
+only while the sequence is shorter than that). The lattice is enumerated,
+never searched: the node a node at ``t`` comes from is
+``oldest * (N[t - 1] // k[t - order]) + node // k[t]``, with ``k`` the
+candidate counts and ``N`` the node counts.
+
+The score of a labelling splits over nodes and edges: a node carries its
+label's unary score, the label pair ending there (the start score at the
+first token) and the weights of the patterns of 3 to ``order`` labels
+ending there; an edge carries the weight of the pattern of all
+``order + 1`` labels, when it is kept. So the passes cost the lattice's
+edges, a few per token once pruned, whatever the number of patterns.
+
+The passes run in log space: edges are few, and log space keeps the ``-inf``
+of forbidden pairs and the huge scores of a line search exact without
+guards.
+"""
+
+import numpy as np
+
+from ._batch import compiled
+
+
+@compiled()
+def lattice_sizes(offsets, cand_ptr, order, node_count, edge_count):
+    """Fill each token's node and edge counts; return the largest node count of a token."""
+    n_sequences = offsets.shape[0] - 1
+    largest = 0
+    for q in range(n_sequences):
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        for g in range(lo, hi):
+            t = g - lo
+            nodes = 1
+            for i in range(max(lo, g - order + 1), g + 1):
+                nodes *= cand_ptr[i + 1] - cand_ptr[i]
+            node_count[g] = nodes
+            largest = max(largest, nodes)
+            if t == 0:
+                edge_count[g] = 0
+            elif t >= order:
+                edge_count[g] = nodes * (cand_ptr[g - order + 1] - cand_ptr[g - order])
+            else:
+                edge_count[g] = nodes
+    return largest
+
+
+@compiled()
+def _pattern_index(codes, length_ptr, length, code):
+    """Index of the pattern of ``length`` labels with ``code`` among ``codes``, or -1."""
+    lo = length_ptr[length]
+    hi = length_ptr[length + 1]
+    if lo == hi:
+        return -1
+    at = lo + np.searchsorted(codes[lo:hi], code)
+    if at < hi and codes[at] == code:
+        return at
+    return -1
+
+
+@compiled()
+def fill_lattice(offsets, cand_ptr, cand_label, order, n_classes, codes, length_ptr,
+                 node_ptr, edge_ptr, node_label, node_prev, node_patterns, edge_pattern):
+    """Fill the nodes' labels and pattern indices and the edges' pattern indices.
+
+    ``codes`` holds the patterns' codes, those of length ``n`` at
+    ``codes[length_ptr[n]:length_ptr[n + 1]]`` in increasing order, so that
+    a code's position is its pattern's index. ``node_patterns[v, n - 3]`` is
+    the pattern of ``n`` labels (3 to ``order``) ending at node ``v``,
+    ``edge_pattern[e]`` that of ``order + 1`` labels of edge ``e``; -1 where
+    the n-gram is no pattern or the sequence is too short for it.
+    """
+    n_sequences = offsets.shape[0] - 1
+    labels = np.empty(order + 1, np.int64)  # oldest first, the token's last
+    for q in range(n_sequences):
+        lo = offsets[q]
+        hi = offsets[q + 1]
+        for g in range(lo, hi):
+            t = g - lo
+            width = min(order, t + 1)
+            n_nodes = node_ptr[g + 1] - node_ptr[g]
+            n_old = 1
+            if t >= order:
+                n_old = cand_ptr[g - order + 1] - cand_ptr[g - order]
+            for j in range(n_nodes):
+                v = node_ptr[g] + j
+                rest = j
+                for back in range(width):
+                    i = g - back
+                    k = cand_ptr[i + 1] - cand_ptr[i]
+                    labels[order - back] = cand_label[cand_ptr[i] + rest % k]
+                    rest //= k
+                node_label[v] = labels[order]
+                node_prev[v] = labels[order - 1] if t >= 1 else -1
+                for n in range(3, order + 1):
+                    pattern = -1
+                    if n <= width:
+                        code = 0
+                        for i in range(order + 1 - n, order + 1):
+                            code = code * n_classes + labels[i]
+                        pattern = _pattern_index(codes, length_ptr, n, code)
+                    node_patterns[v, n - 3] = pattern
+                if t == 0:
+                    continue
+                for old in range(n_old):
+                    e = edge_ptr[g] + j * n_old + old
+                    pattern = -1
+                    if t >= order:
+                        labels[0] = cand_label[cand_ptr[g - order] + old]
+                        code = 0
+                        for i in range(order + 1):
+                            code = code * n_classes + labels[i]
+                        pattern = _pattern_index(codes, length_ptr, order + 1, code)
+                    edge_pattern[e] = pattern
+
+
+@compiled()
+def _node_scores(unary, transitions, pattern_weights, start, g, first, node_ptr, node_label,
+                 node_prev, node_patterns, score):
+    for v in range(node_ptr[g], node_ptr[g + 1]):
+        y = node_label[v]
+        s = unary[g, y]
+        if first:
+            s += start[y]
+        else:
+            s += transitions[node_prev[v], y]
+        for c in range(node_patterns.shape[1]):
+            p = node_patterns[v, c]
+            if p >= 0:
+                s += pattern_weights[p]
+        score[v] = s
+
+
+@compiled()
+def _edge_source(node_ptr, g, j, old, n_old, k):
+    """The node at token ``g - 1`` that edge ``old`` into node ``j`` of token ``g`` comes from."""
+    span = (node_ptr[g] - node_ptr[g - 1]) // n_old
+    return node_ptr[g - 1] + old * span + j // k
+
+
+@compiled()
+def _sequence_pass(unary, transitions, pattern_weights, start, end, lo, hi, order, cand_ptr,
+                   node_ptr, node_label, node_prev, node_patterns, edge_ptr, edge_pattern,
+                   weight, marginals, transition_counts, pattern_counts, start_counts,
+                   end_counts, score, alpha, beta, top):
+    """log Z of one sequence; its marginals and counts, times ``weight``, added in.
+
+    Returns a log Z that is not finite (and adds nothing) when the sequence
+    has no labelling of the lattice left or its scores overflow.
+    """
+    for g in range(lo, hi):
+        _node_scores(unary, transitions, pattern_weights, start, g, g == lo, node_ptr,
+                     node_label, node_prev, node_patterns, score)
+    # forward: alpha[v] = score[v] + log sum over the edges into v of (alpha[u] + edge)
+    for v in range(node_ptr[lo], node_ptr[lo + 1]):
+        alpha[v] = score[v]
+    for g in range(lo + 1, hi):
+        k = cand_ptr[g + 1] - cand_ptr[g]
+        n_old = 1
+        if g - lo >= order:
+            n_old = cand_ptr[g - order + 1] - cand_ptr[g - order]
+        for j in range(node_ptr[g + 1] - node_ptr[g]):
+            e0 = edge_ptr[g] + j * n_old
+            best = -np.inf
+            for old in range(n_old):
+                a = alpha[_edge_source(node_ptr, g, j, old, n_old, k)]
+                if edge_pattern[e0 + old] >= 0:
+                    a += pattern_weights[edge_pattern[e0 + old]]
+                best = max(best, a)
+            v = node_ptr[g] + j
+            if best == -np.inf:
+                alpha[v] = -np.inf
+                continue
+            total = 0.0
+            for old in range(n_old):
+                a = alpha[_edge_source(node_ptr, g, j, old, n_old, k)]
+                if edge_pattern[e0 + old] >= 0:
+                    a += pattern_weights[edge_pattern[e0 + old]]
+                total += np.exp(a - best)
+            alpha[v] = score[v] + best + np.log(total)
+    last = hi - 1
+    best = -np.inf
+    for v in range(node_ptr[last], node_ptr[last + 1]):
+        beta[v] = end[node_label[v]]
+        best = max(best, alpha[v] + beta[v])
+    if not np.isfinite(best):
+        return best
+    total = 0.0
+    for v in range(node_ptr[last], node_ptr[last + 1]):
+        total += np.exp(alpha[v] + beta[v] - best)
+    log_z = best + np.log(total)
+    if not np.isfinite(log_z):
+        return log_z
+    # backward: beta[u] = log sum over the edges out of u of (edge + score[v] + beta[v])
+    for g in range(hi - 1, lo, -1):
+        k = cand_ptr[g + 1] - cand_ptr[g]
+        n_old = 1
+        if g - lo >= order:
+            n_old = cand_ptr[g - order + 1] - cand_ptr[g - order]
+        for u in range(node_ptr[g - 1], node_ptr[g]):
+            top[u] = -np.inf
+            beta[u] = 0.0
+        for sweep in range(2):  # the maxima, then the shifted sums
+            for j in range(node_ptr[g + 1] - node_ptr[g]):
+                v = node_ptr[g] + j
+                e0 = edge_ptr[g] + j * n_old
+                for old in range(n_old):
+                    b = score[v] + beta[v]
+                    if edge_pattern[e0 + old] >= 0:
+                        b += pattern_weights[edge_pattern[e0 + old]]
+                    u = _edge_source(node_ptr, g, j, old, n_old, k)
+                    if sweep == 0:
+                        top[u] = max(top[u], b)
+                    elif top[u] > -np.inf:
+                        beta[u] += np.exp(b - top[u])
+        for u in range(node_ptr[g - 1], node_ptr[g]):
+            beta[u] = top[u] + np.log(beta[u]) if top[u] > -np.inf else -np.inf
+    # marginals of the nodes (labels, label pairs, shorter patterns) and of the edges
+    for g in range(lo, hi):
+        for v in range(node_ptr[g], node_ptr[g + 1]):
+            if alpha[v] == -np.inf or beta[v] == -np.inf:
+                continue
+            p = weight * np.exp(alpha[v] + beta[v] - log_z)
+            y = node_label[v]
+            marginals[g, y] += p
+            if g == lo:
+                start_counts[y] += p
+            else:
+                transition_counts[node_prev[v], y] += p
+            if g == last:
+                end_counts[y] += p
+            for c in range(node_patterns.shape[1]):
+                if node_patterns[v, c] >= 0:
+                    pattern_counts[node_patterns[v, c]] += p
+        if g == lo or g - lo < order:
+            continue  # no edge of ``order + 1`` labels yet
+        k = cand_ptr[g + 1] - cand_ptr[g]
+        n_old = cand_ptr[g - order + 1] - cand_ptr[g - order]
+        for j in range(node_ptr[g + 1] - node_ptr[g]):
+            v = node_ptr[g] + j
+            if beta[v] == -np.inf:
+                continue
+            e0 = edge_ptr[g] + j * n_old
+            for old in range(n_old):
+                p = edge_pattern[e0 + old]
+                if p < 0:
+                    continue
+                a = alpha[_edge_source(node_ptr, g, j, old, n_old, k)]
+                if a == -np.inf:
+                    continue
+                pattern_counts[p] += weight * np.exp(
+                    a + pattern_weights[p] + score[v] + beta[v] - log_z)
+    return log_z
+
+
+@compiled()
+def lattice_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, pattern_weights, start, end,
+                   offsets, order, cand_ptr, node_ptr, node_label, node_prev, node_patterns,
+                   edge_ptr, edge_pattern, sequence_weights, log_z, marginals,
+                   chunk_transitions, chunk_patterns, chunk_start, chunk_end, score, alpha,
+                   beta, top):
+    """The chunks' sequences: log Z (times their weights), marginals and each chunk's counts.
+
+    A chunk's rows of ``marginals`` are zeroed first; the counts of chunk
+    ``c`` go to row ``c`` of the ``chunk_*`` arrays, summed by the caller in
+    chunk order.
+    """
+    n_classes = unary.shape[1]
+    for c in range(chunk_lo, chunk_hi):
+        chunk_transitions[c] = 0.0
+        chunk_patterns[c] = 0.0
+        chunk_start[c] = 0.0
+        chunk_end[c] = 0.0
+        for q in range(bounds[c], bounds[c + 1]):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            for g in range(lo, hi):
+                for y in range(n_classes):
+                    marginals[g, y] = 0.0
+            if hi == lo:
+                log_z[q] = 0.0
+                continue
+            z = _sequence_pass(unary, transitions, pattern_weights, start, end, lo, hi, order,
+                               cand_ptr, node_ptr, node_label, node_prev, node_patterns,
+                               edge_ptr, edge_pattern, sequence_weights[q], marginals,
+                               chunk_transitions[c], chunk_patterns[c], chunk_start[c],
+                               chunk_end[c], score, alpha, beta, top)
+            log_z[q] = sequence_weights[q] * z

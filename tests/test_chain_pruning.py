@@ -1,0 +1,210 @@
+"""CRFClassifier(order=d, prune_threshold=...): higher orders trained on a pruned lattice."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skcrf import CRFClassifier, load_model, save_model
+from skcrf._pruning import PRUNER_ATTRIBUTES, PrunedTrainingProblem
+from skcrf.structures.chain import chain_decode
+from skcrf.structures.pattern_chain import PatternScores
+from tests._threads import results_per_thread_count
+from tests.test_chain_orders import _history_corpus
+
+
+def _noisy_corpus(n_sequences=60, n_labels=4, seed=0):
+    """Words that hint at their label, most of the time, and labels that follow each other."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_sequences):
+        n = int(rng.integers(1, 9))
+        label = int(rng.integers(n_labels))
+        labels, tokens = [], []
+        for _ in range(n):
+            label = (label + int(rng.integers(0, 2))) % n_labels
+            hint = label if rng.random() < 0.7 else int(rng.integers(n_labels))
+            labels.append(f"L{label}")
+            tokens.append({f"w{hint}": 1.0, f"r{int(rng.integers(3))}": 1.0})
+        X.append(tokens)
+        y.append(labels)
+    return X, y
+
+
+def _problem(model, X, y, sample_weight=None):
+    """The fit's problem and objective, as ``fit`` builds them."""
+    from skcrf._online import nonzero_weights
+
+    X, y, weights = nonzero_weights(X, y, sample_weight)
+    data = model._training_data(X, y)
+    problem = model._training_problem(data)
+    return problem, problem.objective(data, l2=model._l2, sequence_weights=weights), data
+
+
+@pytest.mark.parametrize("order", [2, 3])
+def test_keeping_every_label_is_the_exact_objective(order):
+    X, y = _noisy_corpus()
+    pruned = CRFClassifier(alpha=0.5, order=order, prune_threshold=0.0, max_iter=5)
+    exact = CRFClassifier(alpha=0.5, order=order, max_iter=5)
+    problem, objective, _ = _problem(pruned, X, y)
+    exact_problem, exact_objective, _ = _problem(exact, X, y)
+    assert isinstance(problem, PrunedTrainingProblem)
+    assert problem.lattice.cand_ptr[-1] == 4 * problem.lattice.cand_ptr.shape[0] - 4
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        w = rng.normal(scale=0.5, size=problem.n_parameters)
+        loss, grad = objective(w)
+        exact_loss, exact_grad = exact_objective(w)
+        np.testing.assert_allclose(loss, exact_loss, rtol=1e-10)
+        np.testing.assert_allclose(grad, exact_grad, rtol=1e-8, atol=1e-8)
+
+
+def test_the_pruned_gradient_is_the_pruned_loss_derivative():
+    X, y = _noisy_corpus(seed=3)
+    model = CRFClassifier(alpha=0.5, order=3, prune_threshold=0.05, max_iter=5)
+    problem, objective, _ = _problem(model, X, y)
+    lattice = problem.lattice
+    assert lattice.cand_ptr[-1] < 4 * (lattice.cand_ptr.shape[0] - 1)  # something was pruned
+    rng = np.random.default_rng(2)
+    w = rng.normal(scale=0.5, size=problem.n_parameters)
+    _, grad = objective(w)
+    for i in rng.choice(problem.n_parameters, 12, replace=False):
+        step = np.zeros_like(w)
+        step[i] = 1e-6
+        numeric = (objective(w + step)[0] - objective(w - step)[0]) / 2e-6
+        np.testing.assert_allclose(grad[i], numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_the_fit_starts_from_the_order1_model():
+    X, y = _noisy_corpus(seed=4)
+    problem, _, data = _problem(CRFClassifier(alpha=0.5, order=2, prune_threshold=1e-3,
+                                              max_iter=30), X, y)
+    w0 = problem.starting_point(np.zeros(problem.n_parameters))
+    order1 = CRFClassifier(alpha=0.5, max_iter=30).fit(X, y)
+    named = problem.structure.coefficients(w0)
+    assert named["pattern_coef"].shape == (0,)  # every pattern starts at 0
+    np.testing.assert_allclose(named["coef"], order1.coef_, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(named["transitions"], order1.transition_coef_, rtol=1e-12)
+    # a warm start's weights are kept
+    warm = np.ones(problem.n_parameters)
+    assert problem.starting_point(warm) is warm
+    # and with patterns at 0 the start decodes as the order-1 model
+    scores = problem.structure.scores(data.features, w0)
+    assert isinstance(scores, PatternScores)
+    np.testing.assert_array_equal(
+        scores.decode(data.offsets),
+        chain_decode(order1._potentials(data.features, data.offsets), data.offsets))
+
+
+@pytest.mark.parametrize("order", [2, 3])
+def test_a_pruned_fit_learns_what_needs_the_order(order):
+    X, y = _history_corpus(order)
+    model = CRFClassifier(alpha=0.01, order=order, prune_threshold=1e-3, max_iter=200)
+    model.fit(X, y)
+    assert model.score(X, y) == 1.0
+    assert model.label_patterns_.shape[1] == order + 1
+
+
+def test_a_pruned_fit_is_close_to_the_exact_one_and_a_usual_model():
+    X, y = _noisy_corpus(n_sequences=150, seed=5)
+    common = dict(alpha=1.0, l1_ratio=0.0, order=2, max_iter=300, tol=1e-9)
+    exact = CRFClassifier(**common).fit(X, y)
+    pruned = CRFClassifier(prune_threshold=1e-4, **common).fit(X, y)
+    # the same patterns, weights within what the pruned probability moves them
+    np.testing.assert_array_equal(pruned.label_patterns_, exact.label_patterns_)
+    np.testing.assert_allclose(pruned.pattern_coef_, exact.pattern_coef_, atol=0.05)
+    np.testing.assert_allclose(pruned.coef_, exact.coef_, atol=0.05)
+    assert np.mean([np.array_equal(a, b) for a, b in
+                    zip(pruned.predict(X), exact.predict(X))]) > 0.95
+    for marginals in pruned.predict_marginals(X[:10]):
+        np.testing.assert_allclose(marginals.sum(axis=1), 1.0)
+    assert pruned.predict_nbest(X[:2], n=3)[0][0][0].tolist() == pruned.predict(X[:1])[0].tolist()
+
+
+def test_integer_sample_weights_are_repeated_sequences():
+    X, y = _noisy_corpus(n_sequences=40, seed=6)
+    weights = np.tile([1, 2, 0, 3], 10)
+    common = dict(alpha=0.5, l1_ratio=0.0, order=2, prune_threshold=1e-2, max_iter=100,
+                  tol=1e-10)
+    weighted = CRFClassifier(**common).fit(X, y, sample_weight=weights)
+    Xr = [x for x, k in zip(X, weights) for _ in range(k)]
+    yr = [s for s, k in zip(y, weights) for _ in range(k)]
+    repeated = CRFClassifier(**common).fit(Xr, yr)
+    np.testing.assert_allclose(weighted.pattern_coef_, repeated.pattern_coef_, atol=1e-4)
+    np.testing.assert_allclose(weighted.coef_, repeated.coef_, atol=1e-4)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_one_and_two_threads_fit_the_same_bits():
+    X, y = _noisy_corpus(n_sequences=80, seed=7)
+
+    def fit():
+        model = CRFClassifier(alpha=0.5, order=3, prune_threshold=1e-3, max_iter=30).fit(X, y)
+        return model.coef_, model.pattern_coef_, model.transition_coef_
+
+    first, second = results_per_thread_count(fit)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_prediction_prunes_as_training_did():
+    X, y = _history_corpus(2)
+    model = CRFClassifier(alpha=0.01, order=2, prune_threshold=1e-3, max_iter=200).fit(X, y)
+    order1 = CRFClassifier(alpha=0.01, max_iter=200).fit(X, y)
+    for block, attribute in PRUNER_ATTRIBUTES.items():
+        assert getattr(model, attribute).shape == getattr(order1, attribute[7:]).shape
+    np.testing.assert_allclose(model.pruner_coef_, order1.coef_, rtol=1e-12, atol=1e-12)
+    pruned = [m < 1e-3 for m in order1.predict_marginals(X)]
+    for marginals, out in zip(model.predict_marginals(X), pruned):
+        out[np.arange(out.shape[0]), np.argmax(marginals, axis=1)] = False
+        assert np.all(marginals[out] == 0.0)
+        np.testing.assert_allclose(marginals.sum(axis=1), 1.0)
+    # a fixed label the pruner would leave out is kept: the pruner is given it too
+    first = X[0][:3]
+    wrong = "A" if y[0][1] == "B" else "B"
+    assert model.predict([first], fixed=[[None, wrong, None]])[0][1] == wrong
+    # without a threshold the same weights predict over every label
+    exact = clone(model).set_params(prune_threshold=None)
+    exact.__dict__.update({k: v for k, v in vars(model).items() if k.endswith("_")})
+    assert any((m > 0).all() for m in exact.predict_marginals(X))
+
+
+def test_order1_ignores_it_and_files_keep_it(tmp_path):
+    X, y = _noisy_corpus(seed=8)
+    plain = CRFClassifier(alpha=0.5, max_iter=30).fit(X, y)
+    ignored = CRFClassifier(alpha=0.5, max_iter=30, prune_threshold=0.5).fit(X, y)
+    np.testing.assert_array_equal(plain.coef_, ignored.coef_)
+    model = CRFClassifier(alpha=0.5, order=2, prune_threshold=1e-3, max_iter=30).fit(X, y)
+    assert clone(model).get_params()["prune_threshold"] == 1e-3
+    save_model(model, tmp_path / "pruned.skcrf")
+    loaded = load_model(tmp_path / "pruned.skcrf")
+    assert loaded.prune_threshold == 1e-3
+    np.testing.assert_array_equal(loaded.pruner_coef_, model.pruner_coef_)
+    for a, b in zip(loaded.predict(X), model.predict(X)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, "high"])
+def test_a_bad_threshold_is_refused(value):
+    X, y = _noisy_corpus()
+    with pytest.raises(InvalidParameterError, match="prune_threshold"):
+        CRFClassifier(order=2, prune_threshold=value).fit(X, y)
+
+
+def test_online_solvers_are_refused_with_advice():
+    X, y = _noisy_corpus()
+    model = CRFClassifier(order=2, prune_threshold=1e-3, solver="sgd", max_iter=2)
+    with pytest.raises(ValueError, match="prune_threshold needs solver='lbfgs'"):
+        model.fit(X, y)
+    with pytest.raises(ValueError, match="prune_threshold needs solver='lbfgs'"):
+        model.partial_fit(X, y, classes=["L0", "L1", "L2", "L3"])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_a_model_with_part_of_a_pruner_is_refused():
+    X, y = _noisy_corpus(seed=9)
+    model = CRFClassifier(alpha=0.5, order=2, prune_threshold=1e-3, max_iter=10).fit(X, y)
+    CRFClassifier._fitted_state.check(model)
+    del model.pruner_end_coef_
+    with pytest.raises(ValueError, match="pruner_end_coef_"):
+        CRFClassifier._fitted_state.check(model)
