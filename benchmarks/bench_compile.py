@@ -47,6 +47,7 @@ STRUCTURES = {
     "chain-order2": ("CRFClassifier(order=2, max_iter=5)", "X"),
     "chain-transition-features": ("CRFClassifier(transition_features='all', max_iter=5)", "X"),
     "chain-order3": ("CRFClassifier(order=3, max_iter=5)", "X"),
+    "chain-order2-pruned": ("CRFClassifier(order=2, prune_threshold=1e-3, max_iter=5)", "X"),
     "chain-sgd": ("CRFClassifier(solver='sgd', max_iter=5)", "X"),
     "semi-markov": ("SemiMarkovCRF(max_iter=5)", "X"),
     # featurizing the candidate segments counts in its fit

@@ -16,14 +16,17 @@ Models: sklearn-crfsuite; skcrf order 1; order 2 and 3 over the label patterns
 seen in training (``order2``, ``order3``), the same keeping only the patterns
 seen at least ``--min-pattern-freq`` times (``order2-fN``, ``order3-fN``);
 order 2 with every label trigram (``order2-dense``: the dense order 2 of
-earlier versions); order 1 with transition features (POS and word-shape
+earlier versions); order 2 and 3 trained and predicting on the lattice an
+order-1 chain prunes (``order2-p``, ``order3-p``: ``prune_threshold``, set
+by ``--prune-threshold``, the order-1 fit included in their fit time);
+order 1 with transition features (POS and word-shape
 features of the token on the transitions, where the task has them). For the
 higher orders the table also gives the patterns kept for training and, after
 L1, by the fitted model.
 
 Run: python benchmarks/bench_structures.py [--tasks chunk pos ner] [--max-iter 100]
      [--models crfsuite order1 order2 order3 order2-dense edges ...]
-     [--min-pattern-freq 3]
+     [--min-pattern-freq 3] [--prune-threshold 1e-3]
 
 Targets (issue 34): on pos, order 2 fit within 3x order 1's with token
 accuracy at least dense order 2's (0.9762 in issue 11's run); order 3 within
@@ -76,10 +79,10 @@ def load_task(task):
 
 
 MODELS = ["crfsuite", "order1", "order2", "order3", "order2-f", "order3-f", "order2-dense",
-          "edges"]
+          "order2-p", "order3-p", "edges"]
 
 
-def models(max_iter, min_pattern_freq):
+def models(max_iter, min_pattern_freq, prune_threshold=1e-3):
     skcrf = dict(alpha=0.3, l1_ratio=1 / 3, max_iter=max_iter)
 
     def crfsuite():
@@ -97,6 +100,8 @@ def models(max_iter, min_pattern_freq):
         f"order2-f{f}": lambda: CRFClassifier(order=2, min_pattern_freq=f, **skcrf),
         f"order3-f{f}": lambda: CRFClassifier(order=3, min_pattern_freq=f, **skcrf),
         "order2-dense": lambda: CRFClassifier(order=2, all_possible_transitions=True, **skcrf),
+        "order2-p": lambda: CRFClassifier(order=2, prune_threshold=prune_threshold, **skcrf),
+        "order3-p": lambda: CRFClassifier(order=3, prune_threshold=prune_threshold, **skcrf),
         "edges": lambda: CRFClassifier(transition_features=EDGE_FEATURES, **skcrf),
     }
 
@@ -196,10 +201,12 @@ def main():
                         default=["chunk", "pos", "ner"])
     parser.add_argument("--models", nargs="+", choices=MODELS,
                         default=["crfsuite", "order1", "order2", "order3", "order2-f",
-                                 "order3-f", "order2-dense", "edges"])
+                                 "order3-f", "order2-dense", "order2-p", "order3-p", "edges"])
     parser.add_argument("--max-iter", type=int, default=100)
     parser.add_argument("--min-pattern-freq", type=int, default=3,
                         help="the patterns' count threshold of the order2-f and order3-f models")
+    parser.add_argument("--prune-threshold", type=float, default=1e-3,
+                        help="the prune_threshold of the order2-p and order3-p models")
     args = parser.parse_args()
     chosen = [name + str(args.min_pattern_freq) if name.endswith("-f") else name
               for name in args.models]
@@ -211,6 +218,7 @@ def main():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for options in ({}, {"order": 2}, {"order": 3},
+                        {"order": 2, "prune_threshold": 0.1}, {"order": 3, "prune_threshold": 0.1},
                         {"order": 2, "all_possible_transitions": True},
                         {"transition_features": "all"}):
             CRFClassifier(max_iter=1, **options).fit(
@@ -219,7 +227,7 @@ def main():
     for task in args.tasks:
         F_train, y_train, F_test, y_test, spans = load_task(task)
         n_classes = len({label for labels in y_train for label in labels})
-        factories = models(args.max_iter, args.min_pattern_freq)
+        factories = models(args.max_iter, args.min_pattern_freq, args.prune_threshold)
         results = {}
         for name in chosen:
             if name == "edges" and task == "pos":

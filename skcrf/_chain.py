@@ -523,7 +523,7 @@ class CRFClassifier(CRFEstimator):
             features, self.coef_, self.transition_coef_, self.start_coef_, self.end_coef_,
             patterns, pattern_weights)
         check_finite_scores(scores.unary, offsets)
-        prune_unary(self, features, offsets, scores.unary, fixed)
+        prune_unary(self, features, offsets, scores, fixed)
         if fixed is not None:
             scores.fix_labels(fixed)
         return scores

@@ -21,7 +21,7 @@ from ._training import TrainingProblem
 from .learning.objective import NegativeLogLikelihood, weighted_gold_statistics
 from ._validation import check_finite_scores
 from .structures.chain import ChainScores, chain_posteriors
-from .structures.pruned_chain import CandidateLattice, LatticeTerms
+from .structures.pruned_chain import CandidateLattice, LatticeTerms, candidates_of_mask
 
 #: The blocks an order-1 chain and a chain over label patterns share, in both layouts.
 _SHARED_BLOCKS = ("state", "transitions", "start", "end")
@@ -44,28 +44,35 @@ def pruner_comes_whole(model):
                          "label_patterns_")
 
 
-def prune_unary(model, features, offsets, unary, fixed=None):
-    """Put ``-inf`` in ``unary`` where ``model``'s pruner leaves a label out, in place.
+def prune_unary(model, features, offsets, scores, fixed=None):
+    """Leave out of :class:`PatternScores` ``scores`` the labels ``model``'s pruner prunes.
 
     A label is left out at a token when its marginal under the pruner (given
-    the ``fixed`` labels) is below ``model.prune_threshold``; each token keeps
-    its most probable label, and a token of a sequence the pruner finds no
+    the ``fixed`` labels) is below ``model.prune_threshold``: its unary score
+    becomes ``-inf``, in place, and ``scores.lattice`` the lattice of the
+    labels kept, which the posteriors then run over. Each token keeps its
+    most probable label, and a token of a sequence the pruner finds no
     labelling for keeps every label. Does nothing for a model without a
     pruner or with ``prune_threshold=None``.
     """
     if "pruner_coef_" not in vars(model) or model.prune_threshold is None:
         return
-    scores = ChainScores.of_coefficients(
+    pruner = ChainScores.of_coefficients(
         features, model.pruner_coef_, model.pruner_transition_coef_, model.pruner_start_coef_,
         model.pruner_end_coef_)
-    check_finite_scores(scores.unary, offsets)
+    check_finite_scores(pruner.unary, offsets)
     if fixed is not None:
-        scores.fix_labels(fixed)
-    marginals = chain_posteriors(scores, offsets).marginals
+        pruner.fix_labels(fixed)
+    marginals = chain_posteriors(pruner, offsets).marginals
     pruned = marginals < model.prune_threshold
     pruned[np.arange(marginals.shape[0]), np.argmax(marginals, axis=1)] = False
     pruned[~(marginals.sum(axis=1) > 0)] = False
-    unary[pruned] = -np.inf
+    scores.unary[pruned] = -np.inf
+    try:
+        scores.lattice = CandidateLattice(offsets, *candidates_of_mask(~pruned),
+                                          scores.patterns)
+    except ValueError:  # too large: the automaton's passes take it, at their cost
+        scores.lattice = None
 
 
 class PrunedTrainingProblem(TrainingProblem):

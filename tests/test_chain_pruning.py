@@ -208,3 +208,22 @@ def test_a_model_with_part_of_a_pruner_is_refused():
     del model.pruner_end_coef_
     with pytest.raises(ValueError, match="pruner_end_coef_"):
         CRFClassifier._fitted_state.check(model)
+
+
+@pytest.mark.parametrize("fixed", [False, True])
+def test_prediction_runs_over_the_pruners_lattice_as_the_automaton_would(fixed):
+    X, y = _noisy_corpus(n_sequences=50, seed=10)
+    model = CRFClassifier(alpha=0.5, order=3, prune_threshold=1e-2, max_iter=40).fit(X, y)
+    features, offsets = model._features(X)
+    pins = None
+    if fixed:
+        pins = np.full(offsets[-1], -1, dtype=np.int64)
+        pins[::3] = 2
+    scores = model._potentials(features, offsets, pins)
+    assert scores.lattice is not None
+    assert np.isneginf(scores.unary).any()
+    over_lattice = scores.posteriors(offsets, with_counts=True)
+    scores.lattice = None
+    over_automaton = scores.posteriors(offsets, with_counts=True)
+    for got, want in zip(over_lattice, over_automaton):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)

@@ -263,6 +263,14 @@ def test_structure_options_reach_the_estimator(data, tmp_path):
     assert crf.order == 3 and crf.min_pattern_freq == 2
     assert crf.label_patterns_.shape[1] == 4
     status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
+                          "--max-iter", 10, "--order", 2, "--prune-threshold", "1e-3")
+    assert status == 0, err
+    crf = load_model(model_path)[-1]
+    assert crf.prune_threshold == 1e-3 and crf.pruner_coef_.shape == crf.coef_.shape
+    status, _, err = _run("train", data["train"], "--model", model_path, "--structure",
+                          "semimarkov", "--prune-threshold", "1e-3")
+    assert status != 0 and "--prune-threshold apply to --structure chain" in err
+    status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
                           "--max-iter", 10, "--transition-features", "word=,bias")
     assert status == 0, err
     crf = load_model(model_path)[-1]

@@ -156,7 +156,8 @@ def _estimator(args):
     if args.structure == "semimarkov":
         chain_only = [option for option, given in (
             ("--transition-features", args.transition_features),
-            ("--constraints", args.constraints is not None))
+            ("--constraints", args.constraints is not None),
+            ("--prune-threshold", args.prune_threshold is not None))
             if given]
         if chain_only:
             raise CommandError(f"{' and '.join(chain_only)} apply to --structure chain, not "
@@ -166,6 +167,7 @@ def _estimator(args):
     if args.max_segment_length is not None:
         raise CommandError("--max-segment-length applies to --structure semimarkov")
     return CRFClassifier(order=args.order, min_pattern_freq=args.min_pattern_freq,
+                         prune_threshold=args.prune_threshold,
                          transition_features=_transition_features(args.transition_features),
                          allowed_transitions=args.constraints, **common)
 

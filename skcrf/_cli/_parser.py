@@ -265,6 +265,10 @@ def _add_train(commands):
                        default=_CRF["min_pattern_freq"], metavar="N",
                        help="with --order 2 or more: the fewest times a label n-gram must "
                             "occur in training to get a weight (default: %(default)s)")
+    model.add_argument("--prune-threshold", type=_bounded(float, 0.0, 1.0), metavar="P",
+                       help="chain, with --order 2 or more: train and predict on the labels "
+                            "whose marginal under an order-1 chain fitted first is at least P "
+                            "(e.g. 1e-3; much faster with many labels)")
     model.add_argument("--transition-features", type=_split, metavar="PREFIXES",
                        help="comma-separated feature-name prefixes (e.g. 'pos=,shape=') "
                             "whose features also weight the transitions into their token "

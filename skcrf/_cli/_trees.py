@@ -74,6 +74,7 @@ def check_tree_options(args):
             ("--columns", args.columns), ("--separator", args.separator),
             ("--label-column", args.label_column != -1), ("--order", args.order != 1),
             ("--constraints", args.constraints is not None),
+            ("--prune-threshold", args.prune_threshold is not None),
             ("--max-segment-length", args.max_segment_length is not None)) if value]
         if given:
             raise CommandError(f"{' and '.join(given)} do not apply to --structure tree, "

@@ -59,10 +59,12 @@ def _tree():
 #: trees, whether they offer predict_nbest)
 KINDS = {
     "chain": ("chain", lambda: _chain(), False, True),
-    # every label triple: the dense order-2 kernels; order 3: the pattern automaton's
+    # every label triple: the dense order-2 kernels; order 3: the pattern automaton's,
+    # and with prune_threshold the pruned lattice's (any order >= 2)
     "order2": ("chain, order 2", lambda: _chain(order=2, all_possible_transitions=True),
                False, True),
-    "order3": ("chain, order 3", lambda: _chain(order=3), False, True),
+    "order3": ("chain, order 3", (lambda: _chain(order=3),
+                                  lambda: _chain(order=3, prune_threshold=1e-3)), False, True),
     "transition-features": ("chain, transition features",
                             lambda: _chain(transition_features="all"), False, True),
     # order 2 runs the same inference kernels over automaton states; it adds the

@@ -167,13 +167,19 @@ def _sequence_pass(unary, transitions, pattern_weights, start, end, lo, hi, orde
             n_old = cand_ptr[g - order + 1] - cand_ptr[g - order]
         for j in range(node_ptr[g + 1] - node_ptr[g]):
             e0 = edge_ptr[g] + j * n_old
+            v = node_ptr[g] + j
+            if n_old == 1:  # one edge in (most tokens, once pruned): no sum to take
+                a = alpha[_edge_source(node_ptr, g, j, 0, 1, k)]
+                if edge_pattern[e0] >= 0:
+                    a += pattern_weights[edge_pattern[e0]]
+                alpha[v] = score[v] + a
+                continue
             best = -np.inf
             for old in range(n_old):
                 a = alpha[_edge_source(node_ptr, g, j, old, n_old, k)]
                 if edge_pattern[e0 + old] >= 0:
                     a += pattern_weights[edge_pattern[e0 + old]]
                 best = max(best, a)
-            v = node_ptr[g] + j
             if best == -np.inf:
                 alpha[v] = -np.inf
                 continue
@@ -203,6 +209,16 @@ def _sequence_pass(unary, transitions, pattern_weights, start, end, lo, hi, orde
         n_old = 1
         if g - lo >= order:
             n_old = cand_ptr[g - order + 1] - cand_ptr[g - order]
+        if k == 1:  # one edge out of each node: no sum to take
+            for j in range(node_ptr[g + 1] - node_ptr[g]):
+                v = node_ptr[g] + j
+                e0 = edge_ptr[g] + j * n_old
+                for old in range(n_old):
+                    b = score[v] + beta[v]
+                    if edge_pattern[e0 + old] >= 0:
+                        b += pattern_weights[edge_pattern[e0 + old]]
+                    beta[_edge_source(node_ptr, g, j, old, n_old, k)] = b
+            continue
         for u in range(node_ptr[g - 1], node_ptr[g]):
             top[u] = -np.inf
             beta[u] = 0.0

@@ -91,6 +91,11 @@ class PatternScores:
     pattern_weights : ndarray of shape (n_patterns,)
     start, end : ndarray of shape (n_classes,)
     patterns : LabelPatterns
+    lattice : CandidateLattice or None, default=None
+        With a model that prunes (``prune_threshold``): the lattice of the
+        labels its pruner keeps, every other label's unary score being
+        ``-inf``. :meth:`posteriors` then runs over it: the same results as
+        over the automaton, at the lattice's cost.
     """
 
     unary: np.ndarray
@@ -99,6 +104,7 @@ class PatternScores:
     start: np.ndarray
     end: np.ndarray
     patterns: LabelPatterns
+    lattice: object = None
 
     @classmethod
     def of_coefficients(cls, features, coef, transitions, start, end, patterns, pattern_weights):
@@ -129,6 +135,12 @@ class PatternScores:
 
     def posteriors(self, offsets, with_counts=False):
         """``(log_z, marginals, transition_counts, pattern_counts)``; counts None without them."""
+        if self.lattice is not None:
+            log_z, marginals, pairs, pattern_counts, _, _ = self.lattice.posteriors(
+                self.unary, self.transitions, self.pattern_weights, self.start, self.end)
+            if not with_counts:
+                return log_z, marginals, None, None
+            return log_z, marginals, pairs, pattern_counts
         if uses_dense_order2(self.patterns):
             log_z, marginals, pairs, triples = forward_backward2(
                 self.unary, self.transitions, self.dense_trigram(), self.start, self.end,

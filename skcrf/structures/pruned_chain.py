@@ -38,6 +38,11 @@ def candidate_labels(marginals, label_ids, threshold):
     """
     keep = np.asarray(marginals) >= threshold  # NaN (a failed model) keeps only the gold
     keep[np.arange(label_ids.shape[0]), label_ids] = True
+    return candidates_of_mask(keep)
+
+
+def candidates_of_mask(keep):
+    """``(cand_ptr, cand_label)`` of a boolean (n_tokens, n_classes) mask of the labels kept."""
     tokens, labels = np.nonzero(keep)
     cand_ptr = np.zeros(keep.shape[0] + 1, dtype=np.int64)
     np.cumsum(np.bincount(tokens, minlength=keep.shape[0]), out=cand_ptr[1:])
