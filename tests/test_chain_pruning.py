@@ -227,3 +227,29 @@ def test_prediction_runs_over_the_pruners_lattice_as_the_automaton_would(fixed):
     over_automaton = scores.posteriors(offsets, with_counts=True)
     for got, want in zip(over_lattice, over_automaton):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10)
+
+
+def test_the_fused_kernel_is_the_unfused_route():
+    """Features x weights, lattice pass and scatter in one kernel: as pair_products,
+    :meth:`CandidateLattice.posteriors` and the pairs' expectations, with weights."""
+    from skcrf.features._kernels import pair_products
+
+    X, y = _noisy_corpus(n_sequences=70, seed=11)
+    model = CRFClassifier(alpha=0.5, order=3, prune_threshold=0.05, max_iter=5)
+    weights = np.tile([1.0, 2.5, 0.5], 24)[:70]
+    problem, objective, data = _problem(model, X, y, sample_weight=weights)
+    structure, lattice = problem.structure, problem.lattice
+    w = np.random.default_rng(3).normal(scale=0.5, size=problem.n_parameters)
+    log_z, expected = objective.terms(w)
+    blocks = structure.layout.views(w)
+    pairs = structure.state_pairs
+    unary = pair_products(*data.features.kernel_args(), pairs.feature_ptr, pairs.labels,
+                          np.ascontiguousarray(blocks["state"]), structure.n_classes)
+    transitions, start, end = structure.masked_transitions(blocks)
+    want = lattice.posteriors(unary, transitions, blocks["patterns"], start, end, weights)
+    np.testing.assert_allclose(log_z, want[0], rtol=1e-12)
+    got = structure.layout.views(expected)
+    np.testing.assert_allclose(got["state"], pairs.expectations(data.features, want[1]),
+                               rtol=1e-10, atol=1e-12)
+    for name, value in zip(("transitions", "patterns", "start", "end"), want[2:]):
+        np.testing.assert_allclose(got[name], value, rtol=1e-10, atol=1e-12)

@@ -121,11 +121,11 @@ def fill_lattice(offsets, cand_ptr, cand_label, order, n_classes, codes, length_
 
 
 @compiled()
-def _node_scores(unary, transitions, pattern_weights, start, g, first, node_ptr, node_label,
-                 node_prev, node_patterns, score):
+def _node_scores(unary, row, transitions, pattern_weights, start, g, first, node_ptr,
+                 node_label, node_prev, node_patterns, score):
     for v in range(node_ptr[g], node_ptr[g + 1]):
         y = node_label[v]
-        s = unary[g, y]
+        s = unary[row, y]
         if first:
             s += start[y]
         else:
@@ -145,18 +145,21 @@ def _edge_source(node_ptr, g, j, old, n_old, k):
 
 
 @compiled()
-def _sequence_pass(unary, transitions, pattern_weights, start, end, lo, hi, order, cand_ptr,
-                   node_ptr, node_label, node_prev, node_patterns, edge_ptr, edge_pattern,
-                   weight, marginals, transition_counts, pattern_counts, start_counts,
-                   end_counts, score, alpha, beta, top):
-    """log Z of one sequence; its marginals and counts, times ``weight``, added in.
+def sequence_pass(unary, row0, transitions, pattern_weights, start, end, lo, hi, order,
+                  cand_ptr, node_ptr, node_label, node_prev, node_patterns, edge_ptr,
+                  edge_pattern, weight, marginals, transition_counts, pattern_counts,
+                  start_counts, end_counts, score, alpha, beta, top):
+    """log Z of tokens ``lo..hi-1``; their marginals and counts, times ``weight``, added in.
 
-    Returns a log Z that is not finite (and adds nothing) when the sequence
-    has no labelling of the lattice left or its scores overflow.
+    Token ``g``'s unary scores are row ``g - row0`` of ``unary``, and its
+    marginals go to that row of ``marginals`` (``row0`` is 0 for arrays of
+    every token, ``lo`` for one sequence's rows). Returns a log Z that is
+    not finite (and adds nothing) when the sequence has no labelling of the
+    lattice left or its scores overflow.
     """
     for g in range(lo, hi):
-        _node_scores(unary, transitions, pattern_weights, start, g, g == lo, node_ptr,
-                     node_label, node_prev, node_patterns, score)
+        _node_scores(unary, g - row0, transitions, pattern_weights, start, g, g == lo,
+                     node_ptr, node_label, node_prev, node_patterns, score)
     # forward: alpha[v] = score[v] + log sum over the edges into v of (alpha[u] + edge)
     for v in range(node_ptr[lo], node_ptr[lo + 1]):
         alpha[v] = score[v]
@@ -244,7 +247,7 @@ def _sequence_pass(unary, transitions, pattern_weights, start, end, lo, hi, orde
                 continue
             p = weight * np.exp(alpha[v] + beta[v] - log_z)
             y = node_label[v]
-            marginals[g, y] += p
+            marginals[g - row0, y] += p
             if g == lo:
                 start_counts[y] += p
             else:
@@ -302,9 +305,9 @@ def lattice_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, pattern_weigh
             if hi == lo:
                 log_z[q] = 0.0
                 continue
-            z = _sequence_pass(unary, transitions, pattern_weights, start, end, lo, hi, order,
-                               cand_ptr, node_ptr, node_label, node_prev, node_patterns,
-                               edge_ptr, edge_pattern, sequence_weights[q], marginals,
-                               chunk_transitions[c], chunk_patterns[c], chunk_start[c],
-                               chunk_end[c], score, alpha, beta, top)
+            z = sequence_pass(unary, np.int64(0), transitions, pattern_weights, start, end, lo,
+                              hi, order, cand_ptr, node_ptr, node_label, node_prev,
+                              node_patterns, edge_ptr, edge_pattern, sequence_weights[q],
+                              marginals, chunk_transitions[c], chunk_patterns[c],
+                              chunk_start[c], chunk_end[c], score, alpha, beta, top)
             log_z[q] = sequence_weights[q] * z

@@ -21,9 +21,9 @@ token; prediction stays exact over every label.
 
 import numpy as np
 
-from ..features._kernels import pair_products
 from ..inference._batch import chunk_bounds, default_n_chunks, run_chunks
 from ..inference.candidate_lattice import fill_lattice, lattice_chunks, lattice_sizes
+from ._lattice_fused import FusedLatticeTerms, summed_in_chunk_order
 
 #: The most nodes plus edges a pruned lattice may have: every evaluation
 #: visits each of them, and each takes an int64 of memory or two.
@@ -71,6 +71,7 @@ class CandidateLattice:
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.cand_ptr = cand_ptr
         self.order = order = patterns.order
+        self.n_classes = patterns.n_classes
         n_tokens = cand_ptr.shape[0] - 1
         node_count = np.empty(n_tokens, dtype=np.int64)
         edge_count = np.empty(n_tokens, dtype=np.int64)
@@ -144,16 +145,9 @@ class CandidateLattice:
                    np.ascontiguousarray(sequence_weights, dtype=np.float64), log_z, marginals,
                    chunk_transitions, chunk_patterns, chunk_start, chunk_end, score, alpha,
                    beta, top)
-        return (log_z, marginals, _summed(chunk_transitions), _summed(chunk_patterns),
-                _summed(chunk_start), _summed(chunk_end))
-
-
-def _summed(chunk_rows):
-    """The chunks' rows summed in chunk order (the same bits for any thread count)."""
-    total = np.zeros(chunk_rows.shape[1:])
-    for row in chunk_rows:
-        total += row
-    return total
+        return (log_z, marginals, summed_in_chunk_order(chunk_transitions),
+                summed_in_chunk_order(chunk_patterns), summed_in_chunk_order(chunk_start),
+                summed_in_chunk_order(chunk_end))
 
 
 def _pattern_codes(patterns):
@@ -169,7 +163,8 @@ def _pattern_codes(patterns):
 
 class LatticeTerms:
     """``w -> (log_z, expected statistics)`` of a :class:`~.pattern_chain.PatternChainStructure`
-    over a :class:`CandidateLattice`: the pruned objective's terms.
+    over a :class:`CandidateLattice`: the pruned objective's terms, by the fused
+    kernel (:mod:`._lattice_fused`).
 
     Parameters
     ----------
@@ -183,24 +178,18 @@ class LatticeTerms:
 
     def __init__(self, structure, features, lattice, sequence_weights=None):
         self.structure = structure
-        self.features = features
-        self.lattice = lattice
-        self.sequence_weights = sequence_weights
+        self.fused = FusedLatticeTerms(features, structure.state_pairs, lattice,
+                                       sequence_weights)
 
     def __call__(self, w):
         structure = self.structure
-        features = self.features
         blocks = structure.layout.views(w)
-        pairs = structure.state_pairs
-        unary = pair_products(*features.kernel_args(), pairs.feature_ptr, pairs.labels,
-                              np.ascontiguousarray(blocks["state"]), structure.n_classes)
         transitions, start, end = structure.masked_transitions(blocks)
-        log_z, marginals, transition_counts, pattern_counts, start_counts, end_counts = (
-            self.lattice.posteriors(unary, transitions, blocks["patterns"], start, end,
-                                    self.sequence_weights))
+        log_z, expected_pairs, transition_counts, pattern_counts, start_counts, end_counts = (
+            self.fused(blocks["state"], transitions, blocks["patterns"], start, end))
         expected = structure.layout.zeros()
         named = structure.layout.views(expected)
-        named["state"][:] = pairs.expectations(features, marginals)
+        named["state"][:] = expected_pairs
         named["transitions"][:] = transition_counts
         named["patterns"][:] = pattern_counts
         named["start"][:] = start_counts
