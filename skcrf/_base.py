@@ -50,14 +50,15 @@ def _solver_state_is_usable(model):
         _online.checked_solver_state(model, state)
 
 
-def forbidden_where_not_allowed(model):
-    """``transition_coef_`` is ``-inf`` exactly where ``allowed_transitions_`` is False."""
+def forbidden_where_not_allowed(model, attribute="transition_coef_"):
+    """``attribute`` is ``-inf`` exactly where ``allowed_transitions_`` is False."""
     allowed = model.allowed_transitions_
-    forbidden = np.isneginf(model.transition_coef_)
+    transitions = getattr(model, attribute)
+    forbidden = np.isneginf(transitions)
     if not np.array_equal(forbidden, ~allowed):
         a, b = (int(i) for i in np.argwhere(forbidden == allowed)[0])
         raise ValueError(
-            f"transition_coef_[{a}, {b}] is {float(model.transition_coef_[a, b])!r}, but "
+            f"{attribute}[{a}, {b}] is {float(transitions[a, b])!r}, but "
             f"allowed_transitions_[{a}, {b}] is {bool(allowed[a, b])}: a transition is "
             f"-inf exactly where it is not allowed")
 

@@ -13,9 +13,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from . import _defaults
 from ._base import CRFEstimator, forbidden_where_not_allowed
 from ._compile_ahead import compile_ahead
-from ._pruning import (PRUNER_ATTRIBUTES, PrunedTrainingProblem, prune_unary,
-                       pruner_comes_whole)
+from ._pruning import (PRUNER_ATTRIBUTES, PRUNER_THRESHOLD, PrunedTrainingProblem,
+                       prune_unary, pruner_comes_whole)
 from ._fitted_state import Array, IfPresent, Sparse, saved_as, weights, weights_or_neginf
+from ._fitted_state import Real as RealValue
 from ._training import TrainingProblem
 from ._constraints import SCHEME_NAMES
 from ._typing import (AllowedTransitions, FeatureSequences, LabelSequences,
@@ -79,7 +80,8 @@ CHAIN_STATE = CRFEstimator._fitted_state.extended(
      PRUNER_ATTRIBUTES["transitions"]: IfPresent(Array(("n_classes", "n_classes"),
                                                        values=weights_or_neginf)),
      PRUNER_ATTRIBUTES["start"]: IfPresent(Array(("n_classes",), values=weights_or_neginf)),
-     PRUNER_ATTRIBUTES["end"]: IfPresent(Array(("n_classes",), values=weights_or_neginf))},
+     PRUNER_ATTRIBUTES["end"]: IfPresent(Array(("n_classes",), values=weights_or_neginf)),
+     PRUNER_THRESHOLD: IfPresent(RealValue(low=0.0))},
     derived={"n_class_pairs": lambda dims: dims["n_classes"] ** 2},
     rules=[forbidden_where_not_allowed, _blocks_follow_the_parameters,
            _patterns_are_label_ngrams, pruner_comes_whole])
@@ -155,10 +157,13 @@ class CRFClassifier(CRFEstimator):
         edges per token instead of every label pair and pattern, so the fit
         is many times faster with many labels. The model keeps the order-1
         chain (``pruner_coef_`` and the like) and prunes the same way when
-        it predicts: every query is then exact over the labels the pruner
-        keeps (given ``fixed`` labels), and gives the others probability 0.
-        ``1e-3`` is a good start; None trains and predicts exactly. Ignored
-        at ``order=1``; only with ``solver="lbfgs"``. See :ref:`higher-order`.
+        it predicts (with the threshold of the fit, ``pruner_threshold_``):
+        every query is then exact over the labels the pruner keeps (given
+        ``fixed`` labels), and gives the others probability 0. ``max_iter``
+        and ``tol`` apply to each of the two fits; ``n_iter_`` and
+        ``loss_curve_`` are the second's. ``1e-3`` is a good start; None
+        trains and predicts exactly. Ignored at ``order=1``; only with
+        ``solver="lbfgs"``. See :ref:`pruned-orders`.
     transition_features : None, "all" or list of str, default=None
         Features that also weight the transitions, making them depend on the
         token: the score of labels ``(a, b)`` at tokens ``(i - 1, i)`` becomes
@@ -239,8 +244,9 @@ class CRFClassifier(CRFEstimator):
         When set, ``fit`` starts the solver from the weights of the previous
         fit instead of zero, provided that fit had the same parameter layout:
         the same classes, the same features (names, in the same order: the
-        same vocabulary) and the same ``order`` and ``transition_features``. Otherwise it starts from zero, as without
-        ``warm_start``. Useful along a path of ``alpha`` values on the same
+        same vocabulary) and the same ``order`` and ``transition_features``.
+        Otherwise it starts from zero, as without ``warm_start`` (from the
+        order-1 weights with ``prune_threshold``). Useful along a path of ``alpha`` values on the same
         data (:class:`CRFClassifierCV` does that internally); the optimum
         reached is the same (to the solver's ``tol``), in fewer iterations.
     n_jobs : int, default=None
@@ -278,6 +284,9 @@ class CRFClassifier(CRFEstimator):
         With ``order >= 2`` and ``prune_threshold``: the order-1 chain that
         prunes the labels (shapes as ``coef_``, ``transition_coef_``,
         ``start_coef_`` and ``end_coef_``).
+    pruner_threshold_ : float
+        With ``order >= 2`` and ``prune_threshold``: the threshold the model
+        was trained with, which its predictions prune with.
     transition_feature_coef_ : scipy.sparse.csr_matrix of shape (n_features, n_classes ** 2)
         Weights of the transition features: row ``f``, column ``a * n_classes + b``
         is ``V[f, a, b]``. Only with ``transition_features``; see
@@ -426,6 +435,7 @@ class CRFClassifier(CRFEstimator):
         """
         if self.order > 1 and self.transition_features is not None:
             raise ValueError(f"transition_features needs order=1; got order={self.order}.")
+        self._check_pruning_solver()
         if self.order == 1 and self.transition_features is None:
             compile_ahead("chain")  # on a fresh install: prediction's kernels, on another core
         return self._fit(X, y, sample_weight)
@@ -471,13 +481,17 @@ class CRFClassifier(CRFEstimator):
             self._coefficient_names)
         if self.order == 1 or self.prune_threshold is None:
             return problem
-        if self.solver != "lbfgs":
-            raise ValueError(f"prune_threshold needs solver='lbfgs'; got solver={self.solver!r} "
-                             f"(set prune_threshold=None to train online).")
+        self._check_pruning_solver()  # partial_fit comes here too
         lower = ChainStructure.for_training(
             data.features, data.offsets, data.label_ids, n_classes,
             all_possible_states=self.all_possible_states, constraints=constraints)
-        return PrunedTrainingProblem(problem, lower, float(self.prune_threshold), self._solve)
+        return PrunedTrainingProblem(problem, lower, float(self.prune_threshold), self._solve,
+                                     self._check_training)
+
+    def _check_pruning_solver(self):
+        if self.order > 1 and self.prune_threshold is not None and self.solver != "lbfgs":
+            raise ValueError(f"prune_threshold needs solver='lbfgs'; got solver={self.solver!r} "
+                             f"(set prune_threshold=None to train online).")
 
     def _transition_columns(self, feature_names, n_features):
         """Boolean mask of the features named by ``transition_features``, or None."""

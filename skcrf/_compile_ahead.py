@@ -96,11 +96,8 @@ def _prediction_kernels_missing(kind):
     kernel = getattr(importlib.import_module(module), name)
     if _cache.cache_unavailable():
         return False
-    try:
-        index = kernel._cache._cache_file._index_path
-    except AttributeError:
-        return False
-    return not os.path.exists(index)
+    index = _cache.index_path(kernel)
+    return index is not None and not os.path.exists(index)
 
 
 #: A toy task, as dicts: what the toy models predict.

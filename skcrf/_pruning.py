@@ -17,10 +17,11 @@ trained for (as Müller, Schmid & Schütze, 2013, prune both).
 
 import numpy as np
 
+from ._base import forbidden_where_not_allowed
 from ._training import TrainingProblem
 from .learning.objective import NegativeLogLikelihood, weighted_gold_statistics
 from ._validation import check_finite_scores
-from .structures.chain import ChainScores, chain_posteriors
+from .structures.chain import ChainScores, chain_decode, chain_posteriors
 from .structures.pruned_chain import CandidateLattice, LatticeTerms, candidates_of_mask
 
 #: The blocks an order-1 chain and a chain over label patterns share, in both layouts.
@@ -30,32 +31,45 @@ _SHARED_BLOCKS = ("state", "transitions", "start", "end")
 PRUNER_ATTRIBUTES = {"coef": "pruner_coef_", "transitions": "pruner_transition_coef_",
                      "start": "pruner_start_coef_", "end": "pruner_end_coef_"}
 
+#: The fitted attribute of the threshold the model was trained with, which
+#: prediction prunes with too.
+PRUNER_THRESHOLD = "pruner_threshold_"
+
 
 def pruner_comes_whole(model):
-    """A model holds all of the pruner's attributes or none, and only with label patterns."""
+    """A model holds all of the pruner's attributes or none, and only with label patterns.
+
+    The pruner's transitions are ``-inf`` exactly where the model's are: its
+    best labelling, which prediction keeps, must be one the model allows.
+    """
     state = vars(model)
-    present = [name for name in PRUNER_ATTRIBUTES.values() if name in state]
-    if present and len(present) != len(PRUNER_ATTRIBUTES):
-        missing = sorted(set(PRUNER_ATTRIBUTES.values()) - set(present))
+    names = [*PRUNER_ATTRIBUTES.values(), PRUNER_THRESHOLD]
+    present = [name for name in names if name in state]
+    if not present:
+        return
+    if len(present) != len(names):
+        missing = sorted(set(names) - set(present))
         raise ValueError(f"{present[0]} needs {missing[0]}: a pruned model holds every "
                          f"pruner_*_ attribute or none")
-    if present and "label_patterns_" not in state:
+    if "label_patterns_" not in state:
         raise ValueError("pruner_coef_ belongs to a model of order 2 or more, which holds "
                          "label_patterns_")
+    forbidden_where_not_allowed(model, PRUNER_ATTRIBUTES["transitions"])
 
 
 def prune_unary(model, features, offsets, scores, fixed=None):
     """Leave out of :class:`PatternScores` ``scores`` the labels ``model``'s pruner prunes.
 
     A label is left out at a token when its marginal under the pruner (given
-    the ``fixed`` labels) is below ``model.prune_threshold``: its unary score
-    becomes ``-inf``, in place, and ``scores.lattice`` the lattice of the
-    labels kept, which the posteriors then run over. Each token keeps its
-    most probable label, and a token of a sequence the pruner finds no
-    labelling for keeps every label. Does nothing for a model without a
-    pruner or with ``prune_threshold=None``.
+    the ``fixed`` labels) is below the threshold the model was trained with
+    (``pruner_threshold_``): its unary score becomes ``-inf``, in place, and
+    ``scores.lattice`` the lattice of the labels kept, which the posteriors
+    then run over. The pruner's best labelling is always kept, so that every
+    sequence keeps a labelling the constraints allow (labels kept token by
+    token might not join up), and a sequence the pruner finds no labelling
+    for keeps every label. Does nothing for a model without a pruner.
     """
-    if "pruner_coef_" not in vars(model) or model.prune_threshold is None:
+    if PRUNER_THRESHOLD not in vars(model):
         return
     pruner = ChainScores.of_coefficients(
         features, model.pruner_coef_, model.pruner_transition_coef_, model.pruner_start_coef_,
@@ -64,8 +78,8 @@ def prune_unary(model, features, offsets, scores, fixed=None):
     if fixed is not None:
         pruner.fix_labels(fixed)
     marginals = chain_posteriors(pruner, offsets).marginals
-    pruned = marginals < model.prune_threshold
-    pruned[np.arange(marginals.shape[0]), np.argmax(marginals, axis=1)] = False
+    pruned = marginals < getattr(model, PRUNER_THRESHOLD)
+    pruned[np.arange(marginals.shape[0]), chain_decode(pruner, offsets)] = False
     pruned[~(marginals.sum(axis=1) > 0)] = False
     scores.unary[pruned] = -np.inf
     try:
@@ -90,14 +104,18 @@ class PrunedTrainingProblem(TrainingProblem):
     solve : callable
         ``(objective, w0) -> result`` with the weights as ``result.w``: the
         estimator's solver, which fits the order-1 chain.
+    check : callable
+        ``(result, data) -> None``: raises or warns, as for any fit, if the
+        order-1 fit did not train.
     """
 
-    def __init__(self, problem, lower, threshold, solve):
+    def __init__(self, problem, lower, threshold, solve, check):
         super().__init__(problem.structure, problem.targets, problem.attributes,
                          problem.coefficient_names)
         self.lower = lower
         self.threshold = threshold
         self.solve = solve
+        self.check = check
         self.lattice = None
         self._start = None
         self._pruner = None
@@ -107,7 +125,9 @@ class PrunedTrainingProblem(TrainingProblem):
         features, offsets = data.features, data.offsets
         lower_objective = NegativeLogLikelihood(self.lower, features, offsets, self.targets,
                                                 l2=l2, sequence_weights=sequence_weights)
-        w1 = self.solve(lower_objective, np.zeros(self.lower.n_parameters)).w
+        result = self.solve(lower_objective, np.zeros(self.lower.n_parameters))
+        self.check(result, data)
+        w1 = result.w
         marginals = chain_posteriors(self.lower.scores(features, w1), offsets).marginals
         self.lattice = CandidateLattice.of_marginals(offsets, marginals, self.targets,
                                                      self.threshold, self.structure.patterns)
@@ -133,6 +153,7 @@ class PrunedTrainingProblem(TrainingProblem):
         attributes = super().fitted_attributes(w)
         attributes.update((attribute, self._pruner[block])
                           for block, attribute in PRUNER_ATTRIBUTES.items())
+        attributes[PRUNER_THRESHOLD] = self.threshold
         return attributes
 
     def _lifted(self, w1):

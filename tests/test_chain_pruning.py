@@ -163,10 +163,16 @@ def test_prediction_prunes_as_training_did():
     first = X[0][:3]
     wrong = "A" if y[0][1] == "B" else "B"
     assert model.predict([first], fixed=[[None, wrong, None]])[0][1] == wrong
-    # without a threshold the same weights predict over every label
-    exact = clone(model).set_params(prune_threshold=None)
-    exact.__dict__.update({k: v for k, v in vars(model).items() if k.endswith("_")})
-    assert any((m > 0).all() for m in exact.predict_marginals(X))
+    # prediction prunes with the threshold of the fit, whatever the parameter says now
+    assert model.pruner_threshold_ == 1e-3
+    again = clone(model).set_params(prune_threshold=None)
+    again.__dict__.update({k: v for k, v in vars(model).items() if k.endswith("_")})
+    for a, b in zip(again.predict_marginals(X), model.predict_marginals(X)):
+        np.testing.assert_array_equal(a, b)
+    # without the pruner the same weights predict over every label
+    for name in [k for k in vars(again) if k.startswith("pruner_")]:
+        delattr(again, name)
+    assert any((m > 0).all() for m in again.predict_marginals(X))
 
 
 def test_order1_ignores_it_and_files_keep_it(tmp_path):
@@ -253,3 +259,46 @@ def test_the_fused_kernel_is_the_unfused_route():
                                rtol=1e-10, atol=1e-12)
     for name, value in zip(("transitions", "patterns", "start", "end"), want[2:]):
         np.testing.assert_allclose(got[name], value, rtol=1e-10, atol=1e-12)
+
+
+def test_pruned_prediction_keeps_a_labelling_the_constraints_allow():
+    """Labels kept token by token need not join up under IOB2; the pruner's best path does.
+
+    The pruner's labellings of two tokens: (B, I) 0.4, (O, O) 0.3, (O, B) 0.3.
+    At 0.5, token 0 keeps O (0.6) and token 1 no label but its most probable,
+    I (0.4): O then I is forbidden. Keeping the best path (B, I) keeps a way.
+    """
+    X = [[{"w": "a"}, {"w": "b"}], [{"w": "c"}, {"w": "d"}, {"w": "e"}]] * 5
+    y = [["B-PER", "I-PER"], ["O", "B-PER", "O"]] * 5
+    model = CRFClassifier(alpha=1.0, order=2, prune_threshold=1e-3, max_iter=5,
+                          allowed_transitions="bio").fit(X, y)
+    assert model.classes_.tolist() == ["B-PER", "I-PER", "O"]
+    B, I, O = 0, 1, 2
+    transitions = np.full((3, 3), -50.0)
+    transitions[~model.allowed_transitions_] = -np.inf
+    transitions[B, I], transitions[O, O], transitions[O, B] = np.log([0.4, 0.3, 0.3])
+    start = np.array([0.0, -np.inf, 0.0])
+    model.pruner_coef_ = np.zeros_like(model.pruner_coef_)
+    model.pruner_transition_coef_ = transitions
+    model.pruner_start_coef_ = start
+    model.pruner_end_coef_ = np.zeros(3)
+    model.pruner_threshold_ = 0.5
+    CRFClassifier._fitted_state.check(model)
+    new = [[{"w": "unseen"}, {"w": "unseen"}]]
+    marginals = model.predict_marginals(new)[0]
+    np.testing.assert_allclose(marginals.sum(axis=1), 1.0)
+    assert model.predict(new)[0].tolist() == ["B-PER", "I-PER"]
+
+
+def test_a_pruner_allowing_what_the_model_forbids_is_refused():
+    from tests._toys import span_corpus
+
+    X, y = span_corpus(n_sequences=30, seed=3)
+    model = CRFClassifier(alpha=1.0, order=2, prune_threshold=1e-3, max_iter=5,
+                          allowed_transitions="bio").fit(X, y)
+    CRFClassifier._fitted_state.check(model)
+    a, b = np.argwhere(~model.allowed_transitions_)[0]
+    model.pruner_transition_coef_ = model.pruner_transition_coef_.copy()
+    model.pruner_transition_coef_[a, b] = 0.0
+    with pytest.raises(ValueError, match=r"pruner_transition_coef_\[\d+, \d+\] is 0.0"):
+        CRFClassifier._fitted_state.check(model)

@@ -270,6 +270,9 @@ def test_structure_options_reach_the_estimator(data, tmp_path):
     status, _, err = _run("train", data["train"], "--model", model_path, "--structure",
                           "semimarkov", "--prune-threshold", "1e-3")
     assert status != 0 and "--prune-threshold apply to --structure chain" in err
+    status, _, err = _run("train", data["train"], "--model", model_path, "--prune-threshold",
+                          "1e-3")
+    assert status != 0 and "--prune-threshold applies to --order 2 or more" in err
     status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
                           "--max-iter", 10, "--transition-features", "word=,bias")
     assert status == 0, err

@@ -166,6 +166,8 @@ def _estimator(args):
                              min_pattern_freq=args.min_pattern_freq, **common)
     if args.max_segment_length is not None:
         raise CommandError("--max-segment-length applies to --structure semimarkov")
+    if args.prune_threshold is not None and args.order < 2:
+        raise CommandError("--prune-threshold applies to --order 2 or more")
     return CRFClassifier(order=args.order, min_pattern_freq=args.min_pattern_freq,
                          prune_threshold=args.prune_threshold,
                          transition_features=_transition_features(args.transition_features),

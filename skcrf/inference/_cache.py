@@ -98,6 +98,19 @@ def _skipped_save(path):
     return save_overload
 
 
+def index_path(dispatcher):
+    """The path of numba's cache index (.nbi) of ``dispatcher``'s kernels, or None.
+
+    None without an on-disk cache, or with a numba whose cache is laid out
+    otherwise (the attributes are numba's, not public).
+    """
+    return _index_of(getattr(dispatcher, "_cache", None))
+
+
+def _index_of(cache):
+    return getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+
+
 def recover_damaged_cache(dispatcher):
     """Make a damaged cache file of ``dispatcher`` mean "compile again", not an error.
 
@@ -118,11 +131,10 @@ def recover_damaged_cache(dispatcher):
 
     def load_overload(sig, target_context):
         try:
-            with _locked(getattr(getattr(cache, "_cache_file", None), "_index_path", None),
-                         shared=True):
+            with _locked(_index_of(cache), shared=True):
                 return load(sig, target_context)
         except Exception as error:  # noqa: BLE001 - anything unreadable: recompile
-            index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+            index = _index_of(cache)
             _warn_cache_damaged(index, error)
             if index is not None:
                 try:
@@ -132,7 +144,7 @@ def recover_damaged_cache(dispatcher):
             return None
 
     def save_overload(sig, data):
-        index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+        index = _index_of(cache)
         try:
             with _locked(index, shared=False):
                 save(sig, data)

@@ -136,6 +136,8 @@ class PatternScores:
     def posteriors(self, offsets, with_counts=False):
         """``(log_z, marginals, transition_counts, pattern_counts)``; counts None without them."""
         if self.lattice is not None:
+            if not np.array_equal(offsets, self.lattice.offsets):
+                raise ValueError("these scores' lattice is of other sequences than offsets'")
             log_z, marginals, pairs, pattern_counts, _, _ = self.lattice.posteriors(
                 self.unary, self.transitions, self.pattern_weights, self.start, self.end)
             if not with_counts:

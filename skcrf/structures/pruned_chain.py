@@ -15,8 +15,9 @@ patterns.
 
 The weights are those of :class:`~.pattern_chain.PatternChainStructure`:
 only the objective they are trained on changes. The probability the pruned
-labels lose is the error of its gradient, at most about the threshold per
-token; prediction stays exact over every label.
+labels lose (under the order-1 model, below the threshold for each label of
+a token) is the error of its gradient. The estimator prunes the same way
+when it predicts (:mod:`skcrf._pruning`).
 """
 
 import numpy as np
@@ -26,7 +27,9 @@ from ..inference.candidate_lattice import fill_lattice, lattice_chunks, lattice_
 from ._lattice_fused import FusedLatticeTerms, summed_in_chunk_order
 
 #: The most nodes plus edges a pruned lattice may have: every evaluation
-#: visits each of them, and each takes an int64 of memory or two.
+#: visits each of them; a node holds its label, the label before and
+#: ``order - 2`` pattern indices (int64), and four float64 of workspace, an
+#: edge one pattern index.
 MAX_LATTICE_SIZE = 1 << 26
 
 
