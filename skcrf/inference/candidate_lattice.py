@@ -144,6 +144,24 @@ def _edge_source(node_ptr, g, j, old, n_old, k):
     return node_ptr[g - 1] + old * span + j // k
 
 
+@compiled(inline=True)
+def _into(alpha, node_ptr, g, j, old, n_old, k, pattern_weights, edge_pattern, e):
+    """An edge's term in the forward sum of the node it enters: its source's alpha and pattern."""
+    a = alpha[_edge_source(node_ptr, g, j, old, n_old, k)]
+    if edge_pattern[e] >= 0:
+        a += pattern_weights[edge_pattern[e]]
+    return a
+
+
+@compiled(inline=True)
+def _out_of(score, beta, v, pattern_weights, edge_pattern, e):
+    """An edge's term in the backward sum of its source: its pattern, plus score and beta of v."""
+    b = score[v] + beta[v]
+    if edge_pattern[e] >= 0:
+        b += pattern_weights[edge_pattern[e]]
+    return b
+
+
 @compiled()
 def sequence_pass(unary, row0, transitions, pattern_weights, start, end, lo, hi, order,
                   cand_ptr, node_ptr, node_label, node_prev, node_patterns, edge_ptr,
@@ -172,26 +190,20 @@ def sequence_pass(unary, row0, transitions, pattern_weights, start, end, lo, hi,
             e0 = edge_ptr[g] + j * n_old
             v = node_ptr[g] + j
             if n_old == 1:  # one edge in (most tokens, once pruned): no sum to take
-                a = alpha[_edge_source(node_ptr, g, j, 0, 1, k)]
-                if edge_pattern[e0] >= 0:
-                    a += pattern_weights[edge_pattern[e0]]
-                alpha[v] = score[v] + a
+                alpha[v] = score[v] + _into(alpha, node_ptr, g, j, 0, 1, k, pattern_weights,
+                                            edge_pattern, e0)
                 continue
             best = -np.inf
             for old in range(n_old):
-                a = alpha[_edge_source(node_ptr, g, j, old, n_old, k)]
-                if edge_pattern[e0 + old] >= 0:
-                    a += pattern_weights[edge_pattern[e0 + old]]
-                best = max(best, a)
+                best = max(best, _into(alpha, node_ptr, g, j, old, n_old, k, pattern_weights,
+                                       edge_pattern, e0 + old))
             if best == -np.inf:
                 alpha[v] = -np.inf
                 continue
             total = 0.0
             for old in range(n_old):
-                a = alpha[_edge_source(node_ptr, g, j, old, n_old, k)]
-                if edge_pattern[e0 + old] >= 0:
-                    a += pattern_weights[edge_pattern[e0 + old]]
-                total += np.exp(a - best)
+                total += np.exp(_into(alpha, node_ptr, g, j, old, n_old, k, pattern_weights,
+                                      edge_pattern, e0 + old) - best)
             alpha[v] = score[v] + best + np.log(total)
     last = hi - 1
     best = -np.inf
@@ -217,10 +229,8 @@ def sequence_pass(unary, row0, transitions, pattern_weights, start, end, lo, hi,
                 v = node_ptr[g] + j
                 e0 = edge_ptr[g] + j * n_old
                 for old in range(n_old):
-                    b = score[v] + beta[v]
-                    if edge_pattern[e0 + old] >= 0:
-                        b += pattern_weights[edge_pattern[e0 + old]]
-                    beta[_edge_source(node_ptr, g, j, old, n_old, k)] = b
+                    beta[_edge_source(node_ptr, g, j, old, n_old, k)] = _out_of(
+                        score, beta, v, pattern_weights, edge_pattern, e0 + old)
             continue
         for u in range(node_ptr[g - 1], node_ptr[g]):
             top[u] = -np.inf
@@ -230,9 +240,7 @@ def sequence_pass(unary, row0, transitions, pattern_weights, start, end, lo, hi,
                 v = node_ptr[g] + j
                 e0 = edge_ptr[g] + j * n_old
                 for old in range(n_old):
-                    b = score[v] + beta[v]
-                    if edge_pattern[e0 + old] >= 0:
-                        b += pattern_weights[edge_pattern[e0 + old]]
+                    b = _out_of(score, beta, v, pattern_weights, edge_pattern, e0 + old)
                     u = _edge_source(node_ptr, g, j, old, n_old, k)
                     if sweep == 0:
                         top[u] = max(top[u], b)
