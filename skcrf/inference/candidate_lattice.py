@@ -17,14 +17,31 @@ ending there; an edge carries the weight of the pattern of all
 ``order + 1`` labels, when it is kept. So the passes cost the lattice's
 edges, a few per token once pruned, whatever the number of patterns.
 
-The passes run in log space: edges are few, and log space keeps the ``-inf``
-of forbidden pairs and the huge scores of a line search exact without
-guards.
+Each sequence runs first in the probability domain, scaled token by token
+(:func:`scaled_sequence_pass`): node scores exponentiated once, shifted by
+their token's largest, pattern weights exponentiated once per evaluation,
+so an edge costs a multiply-add. The scaled pass gives up on a sequence
+(and commits nothing of it) when a token's total underflows to zero or a
+value overflows; that sequence, and every sequence while a pattern weight
+exceeds :data:`THETA_GUARD` in magnitude, runs in log space
+(:func:`sequence_pass`), which keeps the ``-inf`` of forbidden pairs and
+the huge scores of a line search exact.
 """
 
 import numpy as np
 
-from ._batch import compiled
+from ._batch import compiled, longest_sequence
+
+#: Pattern weights beyond this magnitude send every sequence to the log-space
+#: pass: the scaled pass multiplies their exponentials, unshifted.
+THETA_GUARD = 30.0
+
+
+def exp_pattern_weights(pattern_weights):
+    """``(exp(pattern_weights), fast)``: what the scaled pass reads, and whether it may run."""
+    pattern_weights = np.ascontiguousarray(pattern_weights, dtype=np.float64)
+    fast = bool(pattern_weights.size == 0 or np.abs(pattern_weights).max() <= THETA_GUARD)
+    return (np.exp(pattern_weights) if fast else np.ones_like(pattern_weights)), fast
 
 
 @compiled()
@@ -287,8 +304,143 @@ def sequence_pass(unary, row0, transitions, pattern_weights, start, end, lo, hi,
 
 
 @compiled()
-def lattice_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, pattern_weights, start, end,
-                   offsets, order, cand_ptr, node_ptr, node_label, node_prev, node_patterns,
+def scaled_sequence_pass(unary, row0, transitions, pattern_weights, exp_patterns, start, end,
+                         lo, hi, order, cand_ptr, node_ptr, node_label, node_prev,
+                         node_patterns, edge_ptr, edge_pattern, weight, marginals,
+                         transition_counts, pattern_counts, start_counts, end_counts, score,
+                         alpha, beta, scale):
+    """:func:`sequence_pass` in the probability domain, scaled token by token.
+
+    ``exp_patterns`` is ``exp(pattern_weights)``; ``scale`` holds a token's
+    total (row ``g - lo``). Returns NaN, having added nothing, when a
+    token's total is not a positive finite number or a backward value
+    overflows: the caller runs the sequence in log space instead.
+    """
+    log_z = 0.0
+    for g in range(lo, hi):
+        _node_scores(unary, g - row0, transitions, pattern_weights, start, g, g == lo,
+                     node_ptr, node_label, node_prev, node_patterns, score)
+        top = -np.inf
+        for v in range(node_ptr[g], node_ptr[g + 1]):
+            top = max(top, score[v])
+        if not np.isfinite(top):
+            return np.nan
+        # score[v] becomes the node's factor, exp(score - top): at most 1
+        for v in range(node_ptr[g], node_ptr[g + 1]):
+            score[v] = np.exp(score[v] - top)
+        k = cand_ptr[g + 1] - cand_ptr[g]
+        n_old = 1
+        if g - lo >= order:
+            n_old = cand_ptr[g - order + 1] - cand_ptr[g - order]
+        total = 0.0
+        for j in range(node_ptr[g + 1] - node_ptr[g]):
+            v = node_ptr[g] + j
+            if g == lo:
+                a = 1.0
+            else:
+                a = 0.0
+                e0 = edge_ptr[g] + j * n_old
+                for old in range(n_old):
+                    p = edge_pattern[e0 + old]
+                    u = _edge_source(node_ptr, g, j, old, n_old, k)
+                    a += alpha[u] * exp_patterns[p] if p >= 0 else alpha[u]
+            alpha[v] = score[v] * a
+            total += alpha[v]
+        if not (total > 0.0 and np.isfinite(total)):
+            return np.nan
+        for v in range(node_ptr[g], node_ptr[g + 1]):
+            alpha[v] /= total
+        scale[g - lo] = total
+        log_z += top + np.log(total)
+    last = hi - 1
+    top = -np.inf
+    for v in range(node_ptr[last], node_ptr[last + 1]):
+        top = max(top, end[node_label[v]])
+    if not np.isfinite(top):
+        return np.nan
+    total = 0.0
+    for v in range(node_ptr[last], node_ptr[last + 1]):
+        beta[v] = np.exp(end[node_label[v]] - top)
+        total += alpha[v] * beta[v]
+    if not (total > 0.0 and np.isfinite(total)):
+        return np.nan
+    for v in range(node_ptr[last], node_ptr[last + 1]):
+        beta[v] /= total
+    log_z += top + np.log(total)
+    # backward, scaled by the forward totals: alpha[v] * beta[v] is v's marginal
+    for g in range(hi - 1, lo, -1):
+        k = cand_ptr[g + 1] - cand_ptr[g]
+        n_old = 1
+        if g - lo >= order:
+            n_old = cand_ptr[g - order + 1] - cand_ptr[g - order]
+        for u in range(node_ptr[g - 1], node_ptr[g]):
+            beta[u] = 0.0
+        for j in range(node_ptr[g + 1] - node_ptr[g]):
+            v = node_ptr[g] + j
+            b = score[v] * beta[v] / scale[g - lo]
+            e0 = edge_ptr[g] + j * n_old
+            for old in range(n_old):
+                p = edge_pattern[e0 + old]
+                u = _edge_source(node_ptr, g, j, old, n_old, k)
+                beta[u] += b * exp_patterns[p] if p >= 0 else b
+        for u in range(node_ptr[g - 1], node_ptr[g]):
+            if not np.isfinite(beta[u]):
+                return np.nan
+    for g in range(lo, hi):
+        for v in range(node_ptr[g], node_ptr[g + 1]):
+            p = weight * alpha[v] * beta[v]
+            y = node_label[v]
+            marginals[g - row0, y] += p
+            if g == lo:
+                start_counts[y] += p
+            else:
+                transition_counts[node_prev[v], y] += p
+            if g == last:
+                end_counts[y] += p
+            for c in range(node_patterns.shape[1]):
+                if node_patterns[v, c] >= 0:
+                    pattern_counts[node_patterns[v, c]] += p
+        if g - lo < order or g == lo:
+            continue
+        k = cand_ptr[g + 1] - cand_ptr[g]
+        n_old = cand_ptr[g - order + 1] - cand_ptr[g - order]
+        for j in range(node_ptr[g + 1] - node_ptr[g]):
+            v = node_ptr[g] + j
+            b = weight * score[v] * beta[v] / scale[g - lo]
+            e0 = edge_ptr[g] + j * n_old
+            for old in range(n_old):
+                p = edge_pattern[e0 + old]
+                if p >= 0:
+                    pattern_counts[p] += (alpha[_edge_source(node_ptr, g, j, old, n_old, k)]
+                                          * exp_patterns[p] * b)
+    return log_z
+
+
+@compiled()
+def lattice_sequence(unary, row0, transitions, pattern_weights, exp_patterns, fast, start,
+                     end, lo, hi, order, cand_ptr, node_ptr, node_label, node_prev,
+                     node_patterns, edge_ptr, edge_pattern, weight, marginals,
+                     transition_counts, pattern_counts, start_counts, end_counts, score,
+                     alpha, beta, top, scale):
+    """One sequence by the scaled pass, or in log space where it gives up (see the module)."""
+    if fast:
+        z = scaled_sequence_pass(unary, row0, transitions, pattern_weights, exp_patterns, start,
+                                 end, lo, hi, order, cand_ptr, node_ptr, node_label, node_prev,
+                                 node_patterns, edge_ptr, edge_pattern, weight, marginals,
+                                 transition_counts, pattern_counts, start_counts, end_counts,
+                                 score, alpha, beta, scale)
+        if not np.isnan(z):
+            return z
+    return sequence_pass(unary, row0, transitions, pattern_weights, start, end, lo, hi, order,
+                         cand_ptr, node_ptr, node_label, node_prev, node_patterns, edge_ptr,
+                         edge_pattern, weight, marginals, transition_counts, pattern_counts,
+                         start_counts, end_counts, score, alpha, beta, top)
+
+
+@compiled()
+def lattice_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, pattern_weights,
+                   exp_patterns, fast, start, end, offsets, order, cand_ptr, node_ptr,
+                   node_label, node_prev, node_patterns,
                    edge_ptr, edge_pattern, sequence_weights, log_z, marginals,
                    chunk_transitions, chunk_patterns, chunk_start, chunk_end, score, alpha,
                    beta, top):
@@ -304,6 +456,7 @@ def lattice_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, pattern_weigh
         chunk_patterns[c] = 0.0
         chunk_start[c] = 0.0
         chunk_end[c] = 0.0
+        scale = np.empty(max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1))
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -313,9 +466,10 @@ def lattice_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, pattern_weigh
             if hi == lo:
                 log_z[q] = 0.0
                 continue
-            z = sequence_pass(unary, np.int64(0), transitions, pattern_weights, start, end, lo,
-                              hi, order, cand_ptr, node_ptr, node_label, node_prev,
-                              node_patterns, edge_ptr, edge_pattern, sequence_weights[q],
-                              marginals, chunk_transitions[c], chunk_patterns[c],
-                              chunk_start[c], chunk_end[c], score, alpha, beta, top)
+            z = lattice_sequence(unary, np.int64(0), transitions, pattern_weights, exp_patterns,
+                                 fast, start, end, lo, hi, order, cand_ptr, node_ptr,
+                                 node_label, node_prev, node_patterns, edge_ptr, edge_pattern,
+                                 sequence_weights[q], marginals, chunk_transitions[c],
+                                 chunk_patterns[c], chunk_start[c], chunk_end[c], score, alpha,
+                                 beta, top, scale)
             log_z[q] = sequence_weights[q] * z

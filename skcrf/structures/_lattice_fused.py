@@ -4,7 +4,7 @@ As the other fused kernels (:mod:`._chain_fused`, :mod:`._pattern_fused`,
 whose feature layout and per-sequence helpers this one reuses), training
 holds no (n_tokens, n_classes) array: per sequence, the unary rows are
 built from the features, the lattice pass
-(:func:`~skcrf.inference.candidate_lattice.sequence_pass`) turns them into
+(:func:`~skcrf.inference.candidate_lattice.lattice_sequence`) turns them into
 marginals and counts, and the marginals are scattered into the chunk's
 partial sums of the state weights' expectations. Tested against
 :meth:`~.pruned_chain.CandidateLattice.posteriors` and the scatter.
@@ -13,7 +13,7 @@ partial sums of the state weights' expectations. Tested against
 import numpy as np
 
 from ..inference._batch import chunk_bounds, compiled, longest_sequence, run_chunks
-from ..inference.candidate_lattice import sequence_pass
+from ..inference.candidate_lattice import exp_pattern_weights, lattice_sequence
 from ._chain_fused import FusedChainTerms
 from ._fused_features import (hot_state_rows, scatter_expected, sequence_unary,
                               summed_pair_partials)
@@ -66,15 +66,16 @@ class FusedLatticeTerms:
         chunk_start = np.empty((n_chunks, n_classes))
         chunk_end = np.empty((n_chunks, n_classes))
         score, alpha, beta, top = self._nodes
+        exp_patterns, fast = exp_pattern_weights(pattern_weights)
         run_chunks(_lattice_chunks, n_chunks, bounds, values, entries, hot_ptr, cold_ptr,
                    cold_pairs, cold_labels, cold_values, binary, pair_weights, hot_state,
                    np.ascontiguousarray(transitions), np.ascontiguousarray(pattern_weights),
-                   np.ascontiguousarray(start), np.ascontiguousarray(end), offsets,
-                   np.int64(lattice.order), lattice.cand_ptr, lattice.node_ptr,
-                   lattice.node_label, lattice.node_prev, lattice.node_patterns,
-                   lattice.edge_ptr, lattice.edge_pattern, self.sequence_weights, log_z,
-                   partial, hot_partial, chunk_transitions, chunk_patterns, chunk_start,
-                   chunk_end, score, alpha, beta, top)
+                   exp_patterns, np.bool_(fast), np.ascontiguousarray(start),
+                   np.ascontiguousarray(end), offsets, np.int64(lattice.order),
+                   lattice.cand_ptr, lattice.node_ptr, lattice.node_label, lattice.node_prev,
+                   lattice.node_patterns, lattice.edge_ptr, lattice.edge_pattern,
+                   self.sequence_weights, log_z, partial, hot_partial, chunk_transitions,
+                   chunk_patterns, chunk_start, chunk_end, score, alpha, beta, top)
         expected_pairs = summed_pair_partials(partial, hot_partial, layout.hot_features,
                                               layout.merged_parts, self.pairs.feature_ptr,
                                               self.pairs.labels)
@@ -94,7 +95,8 @@ def summed_in_chunk_order(chunk_rows):
 @compiled()
 def _lattice_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr,
                     cold_pairs, cold_labels, cold_values, binary, pair_weights, hot_state,
-                    transitions, pattern_weights, start, end, offsets, order, cand_ptr,
+                    transitions, pattern_weights, exp_patterns, fast, start, end, offsets,
+                    order, cand_ptr,
                     node_ptr, node_label, node_prev, node_patterns, edge_ptr, edge_pattern,
                     sequence_weights, log_z, partial, hot_partial, chunk_transitions,
                     chunk_patterns, chunk_start, chunk_end, score, alpha, beta, top):
@@ -110,6 +112,7 @@ def _lattice_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_p
         longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
         unary = np.empty((longest, n_classes))
         marginals = np.empty((longest, n_classes))
+        scale = np.empty(longest)
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -121,11 +124,12 @@ def _lattice_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_p
             for r in range(hi - lo):
                 for j in range(n_classes):
                     marginals[r, j] = 0.0
-            z = sequence_pass(unary, lo, transitions, pattern_weights, start, end, lo, hi,
-                              order, cand_ptr, node_ptr, node_label, node_prev, node_patterns,
-                              edge_ptr, edge_pattern, sequence_weights[q], marginals,
-                              chunk_transitions[c], chunk_patterns[c], chunk_start[c],
-                              chunk_end[c], score, alpha, beta, top)
+            z = lattice_sequence(unary, lo, transitions, pattern_weights, exp_patterns, fast,
+                                 start, end, lo, hi, order, cand_ptr, node_ptr, node_label,
+                                 node_prev, node_patterns, edge_ptr, edge_pattern,
+                                 sequence_weights[q], marginals, chunk_transitions[c],
+                                 chunk_patterns[c], chunk_start[c], chunk_end[c], score, alpha,
+                                 beta, top, scale)
             log_z[q] = sequence_weights[q] * z
             if np.isfinite(z):
                 scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,

@@ -23,7 +23,8 @@ when it predicts (:mod:`skcrf._pruning`).
 import numpy as np
 
 from ..inference._batch import chunk_bounds, default_n_chunks, run_chunks
-from ..inference.candidate_lattice import fill_lattice, lattice_chunks, lattice_sizes
+from ..inference.candidate_lattice import (exp_pattern_weights, fill_lattice, lattice_chunks,
+                                           lattice_sizes)
 from ._lattice_fused import FusedLatticeTerms, summed_in_chunk_order
 
 #: The most nodes plus edges a pruned lattice may have: every evaluation
@@ -141,8 +142,10 @@ class CandidateLattice:
         chunk_start = np.empty((n_chunks, n_classes))
         chunk_end = np.empty((n_chunks, n_classes))
         score, alpha, beta, top = (np.empty(self.n_nodes) for _ in range(4))
+        exp_patterns, fast = exp_pattern_weights(pattern_weights)
         run_chunks(lattice_chunks, n_chunks, bounds, unary, transitions,
-                   np.ascontiguousarray(pattern_weights), start, end, offsets,
+                   np.ascontiguousarray(pattern_weights), exp_patterns, np.bool_(fast), start,
+                   end, offsets,
                    np.int64(self.order), self.cand_ptr, self.node_ptr, self.node_label,
                    self.node_prev, self.node_patterns, self.edge_ptr, self.edge_pattern,
                    np.ascontiguousarray(sequence_weights, dtype=np.float64), log_z, marginals,

@@ -52,6 +52,11 @@ def pruned_problems(draw, orders=(2, 3, 4), max_classes=3, max_length=5):
         transitions[rng.random((n_classes, n_classes)) < 0.3] = -np.inf
     if draw(st.booleans()):
         end[rng.random(n_classes) < 0.3] = -np.inf
+    regime = draw(st.sampled_from(["moderate", "huge pattern", "huge unary"]))
+    if regime == "huge pattern" and weights.size:
+        weights[rng.integers(weights.size)] = 60.0  # past THETA_GUARD: log space throughout
+    elif regime == "huge unary":
+        unary *= 400.0  # token totals underflow in the scaled pass: log space for those
     return dict(unary=unary, transitions=transitions, patterns=patterns, weights=weights,
                 start=start, end=end, offsets=offsets, labels=labels, scores=scores,
                 threshold=threshold)
@@ -180,3 +185,36 @@ def test_the_gold_label_is_always_a_candidate():
     cand_ptr, cand_label = candidate_labels(marginals, np.array([2, 1, 0]), 0.25)
     assert [cand_label[cand_ptr[g]:cand_ptr[g + 1]].tolist() for g in range(3)] == [
         [0, 2], [1], [0, 1, 2]]
+
+
+def test_the_scaled_pass_is_the_log_space_pass(monkeypatch):
+    import skcrf.inference.candidate_lattice as lattice_module
+
+    for order in (2, 3, 4):
+        p = _larger_problem(order + 10, order, threshold=0.3)
+        lattice = _lattice(p)
+        scaled = _posteriors(p, lattice)
+        with monkeypatch.context() as patch:
+            patch.setattr(lattice_module, "THETA_GUARD", -1.0)  # every sequence in log space
+            assert not lattice_module.exp_pattern_weights(p["weights"])[1]
+            logspace = _posteriors(p, lattice)
+        for a, b in zip(scaled, logspace):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+        # and the scaled pass did run: it gives up on no sequence of this problem
+        offsets = p["offsets"]
+        exp_patterns, fast = lattice_module.exp_pattern_weights(p["weights"])
+        assert fast
+        n_nodes = lattice.n_nodes
+        C = p["unary"].shape[1]
+        for q in range(offsets.shape[0] - 1):
+            lo, hi = int(offsets[q]), int(offsets[q + 1])
+            if hi == lo:
+                continue
+            z = lattice_module.scaled_sequence_pass(
+                p["unary"], np.int64(0), p["transitions"], p["weights"], exp_patterns,
+                p["start"], p["end"], lo, hi, np.int64(order), lattice.cand_ptr,
+                lattice.node_ptr, lattice.node_label, lattice.node_prev, lattice.node_patterns,
+                lattice.edge_ptr, lattice.edge_pattern, 1.0, np.zeros_like(p["unary"]),
+                np.zeros((C, C)), np.zeros(p["weights"].shape[0]), np.zeros(C), np.zeros(C),
+                np.empty(n_nodes), np.empty(n_nodes), np.empty(n_nodes), np.empty(hi - lo))
+            np.testing.assert_allclose(z, logspace[0][q], rtol=1e-10)
