@@ -3,7 +3,7 @@
 Each measurement runs in a fresh process with a temporary, empty
 ``NUMBA_CACHE_DIR``, as a new install, a CI container or a new Dask worker
 meets skcrf. A chain's first fit starts a second process that compiles
-prediction's kernels on the other core (``skcrf._compile_ahead``), as does
+prediction's kernels on the other core (``skcrf._estimators.compile_ahead``), as does
 a semi-Markov CRF's and a tree CRF's; their "-one-process" rows are the same
 models with it switched off, and each row waits for that process before the
 next one starts. Per structure: wall seconds of ``import skcrf`` and of a toy
@@ -94,7 +94,7 @@ print(json.dumps({"import": imported - started, "fit": fitted - imported,
                   "predict": predicted - fitted, "marginals": done - predicted,
                   "total": done - started, "skcrf": count.skcrf, "all": count.total}))
 # a chain's first fit may have started a process compiling ahead: done before the next row
-from skcrf import _compile_ahead
+from skcrf._estimators import compile_ahead as _compile_ahead
 if _compile_ahead.process is not None:
     _compile_ahead.process.wait()
 '''
@@ -136,7 +136,7 @@ SEGMENTS = ("SEGMENTS = make_pipeline(TokenFeaturizer(segment_features=True), "
 
 
 #: Structures whose first fit starts a second process compiling prediction's
-#: kernels (skcrf._compile_ahead): each also gets a row without it, NAME-one-process.
+#: kernels (skcrf._estimators.compile_ahead): each also gets a row without it, NAME-one-process.
 COMPILING_AHEAD = ("chain", "semi-markov", "tree")
 ONE_PROCESS = "-one-process"
 

@@ -46,7 +46,8 @@ from sklearn.model_selection import GridSearchCV, KFold
 
 import skcrf.learning.objective as objective_module
 
-from skcrf import CRFClassifier, CRFClassifierCV, _defaults
+from skcrf import CRFClassifier, CRFClassifierCV
+from skcrf._estimators import defaults as _defaults
 from skcrf._cv import DEFAULT_ALPHAS
 from skcrf.datasets import load_conll2002
 from skcrf.metrics import span_f1_score, span_f1_scorer

@@ -23,7 +23,7 @@ import numpy as np
 from common import PeakRSS, data_home, sent2features
 
 from skcrf import CRFClassifier
-from skcrf._parallel import kernel_threads
+from skcrf._utils.parallel import kernel_threads
 from skcrf.dask._fit import fit_recorded
 from skcrf.dask._partitions import kernel_seconds
 from skcrf.datasets import load_conll2000, load_conll2002
@@ -37,7 +37,7 @@ def local_per_evaluation(X, y, max_iter):
     data = crf._training_data(X, y)
     objective = crf._training_problem(data).objective(data, crf._l2)
     w = np.zeros(objective.n_parameters)
-    # as the solver calls it: BLAS held to one thread (see skcrf._parallel)
+    # as the solver calls it: BLAS held to one thread (see skcrf._utils.parallel)
     with kernel_threads(crf.n_jobs, hold_blas=True):
         objective(w)  # compiled or loaded from the cache: not timed
         started = time.perf_counter()

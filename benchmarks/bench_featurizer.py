@@ -33,7 +33,7 @@ from sklearn_crfsuite import CRF
 
 from skcrf import CRFClassifier, SequenceVectorizer, TokenFeaturizer
 from skcrf.datasets import load_conll2002
-from skcrf.inference._batch import current_threads
+from skcrf.inference._runtime.batch import current_threads
 
 
 def best_of(repeat, *functions):

@@ -36,7 +36,7 @@ import numpy as np
 from common import best_of, data_home, sent2features
 
 from skcrf import CRFClassifier
-from skcrf._constraints import scheme_constraints
+from skcrf._estimators.constraints import scheme_constraints
 from skcrf.datasets import load_conll2002
 from skcrf.metrics import span_f1_score
 from skcrf.tags import segments_to_tags, tags_to_segments

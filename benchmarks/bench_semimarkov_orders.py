@@ -53,7 +53,7 @@ def models(max_iter, min_pattern_freq):
 
 def pattern_statistics(model, F_train, y_train):
     """(patterns trained, patterns kept, automaton states) of an order-d SemiMarkovCRF."""
-    from skcrf.structures.semimarkov_patterns import segment_automaton_of
+    from skcrf.structures.semimarkov.patterns import segment_automaton_of
 
     data = model._training_data(F_train, y_train)
     structure = model._training_problem(data).structure

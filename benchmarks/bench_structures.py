@@ -108,7 +108,7 @@ def models(max_iter, min_pattern_freq, prune_threshold=1e-3):
 
 def candidate_patterns(model, y_train):
     """How many label patterns a higher-order model trains (before L1 drops any)."""
-    from skcrf.structures.label_patterns import LabelPatterns
+    from skcrf.structures.patterns.label_patterns import LabelPatterns
 
     classes = {label: k for k, label in enumerate(model.classes_.tolist())}
     label_ids = np.array([classes[label] for labels in y_train for label in labels])

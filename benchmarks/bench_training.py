@@ -45,7 +45,7 @@ from common import best_of, data_home, sent2features
 from threadpoolctl import threadpool_limits
 
 from skcrf import CRFClassifier, SemiMarkovCRF
-from skcrf._parallel import kernel_threads
+from skcrf._utils.parallel import kernel_threads
 from skcrf.datasets import load_conll2002
 from skcrf.features import SequenceVectorizer, TokenFeaturizer
 from skcrf.metrics import flat_accuracy_score, span_f1_score

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # what static checkers and IDEs see
     from ._tree import TreeCRF
     from .features import (SequenceHasher, SequenceMatrix, SequenceVectorizer,
                            TokenFeaturizer)
-    from .inference._batch import CacheDamagedWarning, CacheUnavailableWarning
+    from .inference._runtime.batch import CacheDamagedWarning, CacheUnavailableWarning
 
 
 def __getattr__(name):

@@ -10,21 +10,21 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from . import _defaults
-from ._base import CRFEstimator, forbidden_where_not_allowed
-from ._compile_ahead import compile_ahead
-from ._pruning import (PRUNER_ATTRIBUTES, PRUNER_THRESHOLD, PrunedTrainingProblem,
+from ._estimators import defaults as _defaults
+from ._estimators.base import CRFEstimator, forbidden_where_not_allowed
+from ._estimators.compile_ahead import compile_ahead
+from ._estimators.pruning import (PRUNER_ATTRIBUTES, PRUNER_THRESHOLD, PrunedTrainingProblem,
                        prune_unary, pruner_comes_whole)
-from ._fitted_state import Array, IfPresent, Sparse, saved_as, weights, weights_or_neginf
-from ._fitted_state import Real as RealValue
-from ._training import TrainingProblem
-from ._constraints import SCHEME_NAMES
-from ._typing import (AllowedTransitions, FeatureSequences, LabelSequences,
+from ._estimators.fitted_state import Array, IfPresent, Sparse, saved_as, weights, weights_or_neginf
+from ._estimators.fitted_state import Real as RealValue
+from ._estimators.training import TrainingProblem
+from ._estimators.constraints import SCHEME_NAMES
+from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSequences,
                      SequenceWeights, Solver)
-from ._validation import check_finite_scores
-from .structures.chain import (ChainScores, ChainStructure, chain_decode,
+from ._utils.validation import check_finite_scores
+from .structures.chain.order1 import (ChainScores, ChainStructure, chain_decode,
                                chain_labelling_scores, chain_nbest, chain_posteriors)
-from .structures.pattern_chain import PatternChainStructure, PatternScores, fitted_patterns
+from .structures.patterns.chain import PatternChainStructure, PatternScores, fitted_patterns
 
 
 def _blocks_follow_the_parameters(model):

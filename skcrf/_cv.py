@@ -15,14 +15,14 @@ from sklearn.model_selection import check_cv
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import StrOptions
 
-from . import _defaults
-from ._base import CRFEstimator
-from ._training import _user_stacklevel
+from ._estimators import defaults as _defaults
+from ._estimators.base import CRFEstimator
+from ._estimators.training import _user_stacklevel
 from ._chain import CHAIN_STATE, CRFClassifier
-from ._fitted_state import (Array, Real, all_of, at_least, finite, saved_as)
-from ._online import nonzero_weights
-from ._typing import AllowedTransitions, FeatureSequences, LabelSequences, SequenceWeights
-from ._validation import check_sequences
+from ._estimators.fitted_state import (Array, Real, all_of, at_least, finite, saved_as)
+from ._estimators.online import nonzero_weights
+from ._utils.type_aliases import AllowedTransitions, FeatureSequences, LabelSequences, SequenceWeights
+from ._utils.validation import check_sequences
 from .features.sequence_matrix import SequenceMatrix
 from .features.vectorizer import SequenceVectorizer
 from .metrics import make_sequence_scorer, span_f1_score
@@ -118,7 +118,7 @@ class _Names:
         A feature or class ``target`` has and these names lack gets 0 (a
         feature absent from a training set keeps weight 0 at its optimum);
         weights that are not finite (forbidden transitions) become 0, as
-        :meth:`~skcrf.structures.chain.ChainStructure.weights` makes them.
+        :meth:`~skcrf.structures.chain.order1.ChainStructure.weights` makes them.
         """
         classes = _positions(target.classes, self.classes)
         features = _positions(target.feature_names, self.feature_names)
@@ -203,7 +203,7 @@ class _Training:
         feature (or class) one fold's training part lacks has no weight there,
         rather than a weight of 0 that would pull the mean down. The weights
         are read back as ``warm_start`` reads a previous model's coefficients
-        (:meth:`~skcrf.structures.chain.ChainStructure.weights`), after
+        (:meth:`~skcrf.structures.chain.order1.ChainStructure.weights`), after
         moving them to this set's features and classes. Zero where no
         solution has the weight, or if the blocks do not fit (another order
         or transition features).

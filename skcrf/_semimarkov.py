@@ -9,24 +9,24 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from . import _defaults
-from ._base import CRFEstimator
-from ._compile_ahead import compile_ahead
-from ._fitted_state import saved_as
-from ._training import TrainingProblem, _same_values
-from ._constraints import explicit_constraints
-from ._parallel import kernel_threads
-from ._validation import check_finite_scores
-from ._segment_tags import _SegmentTags
-from ._semimarkov_state import _COEFFICIENT_NAMES, SEMI_MARKOV_STATE, _segment_attributes
-from ._typing import (AllowedTransitions, FeatureSequences, LabelSequences,
+from ._estimators import defaults as _defaults
+from ._estimators.base import CRFEstimator
+from ._estimators.compile_ahead import compile_ahead
+from ._estimators.fitted_state import saved_as
+from ._estimators.training import TrainingProblem, _same_values
+from ._estimators.constraints import explicit_constraints
+from ._utils.parallel import kernel_threads
+from ._utils.validation import check_finite_scores
+from ._estimators.segment_tags import _SegmentTags
+from ._estimators.semimarkov_state import _COEFFICIENT_NAMES, SEMI_MARKOV_STATE, _segment_attributes
+from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSequences,
                      SequenceWeights, Solver)
-from .structures.pattern_chain import fitted_patterns
-from .structures.semimarkov import SemiMarkovStructure
-from .structures.segment_scores import (SegmentScores, Segmentation, check_score_range,
+from .structures.patterns.chain import fitted_patterns
+from .structures.semimarkov.structure import SemiMarkovStructure
+from .structures.semimarkov.segment_scores import (SegmentScores, Segmentation, check_score_range,
                                         segment_decode, segment_nbest, segment_role_posteriors,
                                         segmentation_scores)
-from .structures.semimarkov_patterns import (PatternSegmentScores, PatternSemiMarkovStructure,
+from .structures.semimarkov.patterns import (PatternSegmentScores, PatternSemiMarkovStructure,
                                              segment_automaton_of)
 from .tags import SCHEMES, Segment
 

@@ -4,15 +4,15 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
-from . import _defaults
-from ._base import CRFEstimator
-from ._compile_ahead import compile_ahead
-from ._fitted_state import Array, IfPresent, Sparse, saved_as, weights
+from ._estimators import defaults as _defaults
+from ._estimators.base import CRFEstimator
+from ._estimators.compile_ahead import compile_ahead
+from ._estimators.fitted_state import Array, IfPresent, Sparse, saved_as, weights
 from ._chain import transition_columns
-from ._training import TrainingProblem
-from ._validation import check_finite_scores
+from ._estimators.training import TrainingProblem
+from ._utils.validation import check_finite_scores
 from .features.arrays import FeatureArrays
-from .structures.tree import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
+from .structures.tree.structure import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
                               tree_posteriors)
 
 #: Link scores (n_tokens * n_classes ** 2 values) prediction builds at a time

@@ -48,7 +48,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ._typing import LabelSequences
+from ._utils.type_aliases import LabelSequences
 
 __all__ = [
     "SCHEMES",

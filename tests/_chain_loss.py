@@ -2,7 +2,7 @@
 
 from skcrf.features.arrays import as_feature_arrays
 from skcrf.learning.objective import NegativeLogLikelihood
-from skcrf.structures.chain import ChainStructure
+from skcrf.structures.chain.order1 import ChainStructure
 
 
 def chain_loss(X, offsets, label_ids, pairs, l2, fused=True, **structure_options):

@@ -337,7 +337,7 @@ def check_predictions(model, kind, reference=None):
     Returns "ok", or "refused" when predict or transform raised one of the
     ValueErrors it raises by design (:data:`_CLEAR_REFUSALS`).
     """
-    from skcrf._base import CRFEstimator
+    from skcrf._estimators.base import CRFEstimator
 
     X = test_input(kind)
     try:

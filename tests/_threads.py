@@ -1,6 +1,6 @@
 """Run a computation under several kernel thread counts, for determinism tests."""
 
-from skcrf.inference._batch import use_threads
+from skcrf.inference._runtime.batch import use_threads
 
 
 def results_per_thread_count(compute, thread_counts=(1, 2)):

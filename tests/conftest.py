@@ -40,11 +40,11 @@ def warm_kernels():
 
     from skcrf.features._parents import checked_parents
     from skcrf.features.arrays import FeatureArrays, csr_times_dense
-    from skcrf.inference.chain import forward_backward, viterbi
-    from skcrf.inference.tree import tree_forward_backward, tree_viterbi
+    from skcrf.inference.chain.order1 import forward_backward, viterbi
+    from skcrf.inference.tree.passes import tree_forward_backward, tree_viterbi
     from skcrf.learning.objective import NegativeLogLikelihood
     from skcrf.structures._parameters import StatePairs
-    from skcrf.structures.tree import TreeStructure
+    from skcrf.structures.tree.structure import TreeStructure
     from tests._chain_loss import chain_loss
 
     unary = np.zeros((3, 2))

@@ -2,7 +2,7 @@
 
 Exponential in the sequence length, so only for small problems; obviously right
 by construction, which is what makes them oracles for
-:mod:`skcrf.inference.chain_edges`.
+:mod:`skcrf.inference.chain.edges`.
 """
 
 import itertools

@@ -278,7 +278,7 @@ def test_ctrl_c_inside_a_training_kernel_is_a_keyboard_interrupt(monkeypatch):
     import _thread
     import threading
 
-    import skcrf.structures._chain_fused as fused
+    import skcrf.structures.chain._fused as fused
 
     X, y = _slow_training_set()
     crf = CRFClassifier(alpha=1.0, max_iter=1).fit(X, y)
@@ -339,8 +339,8 @@ def test_ctrl_c_inside_a_featurizing_kernel_is_a_keyboard_interrupt(monkeypatch,
 
 def test_memory_error_in_a_threaded_kernel_is_a_memory_error():
     """A MemoryError raised by a kernel on a pool thread reaches the caller as itself."""
-    from skcrf._parallel import kernel_threads
-    from skcrf.inference._batch import compiled, run_chunks
+    from skcrf._utils.parallel import kernel_threads
+    from skcrf.inference._runtime.batch import compiled, run_chunks
 
     @compiled()
     def allocate_per_chunk(chunk_lo, chunk_hi, size, out):
@@ -387,7 +387,7 @@ def _chain_batch(n_classes, n_sequences=40, length=15, seed=0):
 def test_marginals_allocate_no_transition_counts():
     """predict_marginals took (n_chunks, C, C) counts it never read: ~2 GiB for
     2,000 classes and 600 tokens, a 9 MiB result."""
-    from skcrf.inference.chain import forward_backward
+    from skcrf.inference.chain.order1 import forward_backward
 
     n_classes = 500
     batch = _chain_batch(n_classes)
@@ -404,7 +404,7 @@ def test_marginals_allocate_no_transition_counts():
 
 
 def test_order2_marginals_allocate_no_trigram_counts():
-    from skcrf.inference.chain2 import forward_backward2
+    from skcrf.inference.chain.order2 import forward_backward2
 
     n_classes = 60
     unary, transitions, start, end, offsets = _chain_batch(n_classes, 10, 5)
@@ -470,7 +470,7 @@ def _huge_first_token(n_classes=4, n_tokens=6, seed=3):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_huge_unary_leaves_the_other_tokens_exact_order1(seed):
-    from skcrf.inference.chain import forward_backward, viterbi
+    from skcrf.inference.chain.order1 import forward_backward, viterbi
 
     big, reference, transitions, start, end, offsets = _huge_first_token(seed=seed)
     _, got, _ = forward_backward(big, transitions, start, end, offsets, False)
@@ -486,7 +486,7 @@ def test_huge_unary_leaves_the_other_tokens_exact_order1(seed):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_huge_unary_leaves_the_other_tokens_exact_order2(seed):
-    from skcrf.inference.chain2 import forward_backward2, viterbi2
+    from skcrf.inference.chain.order2 import forward_backward2, viterbi2
 
     big, reference, transitions, start, end, offsets = _huge_first_token(seed=seed)
     trigram = np.random.default_rng(seed).normal(size=(big.shape[1],) * 3)
@@ -502,7 +502,7 @@ def test_huge_unary_leaves_the_other_tokens_exact_order2(seed):
 @pytest.mark.parametrize("seed", range(4))
 def test_huge_transition_feature_leaves_the_other_tokens_exact(seed):
     """Transition features carry the value into the edges of its token."""
-    from skcrf.inference.chain_edges import forward_backward_edges, viterbi_edges
+    from skcrf.inference.chain.edges import forward_backward_edges, viterbi_edges
 
     _, _, transitions, start, end, offsets = _huge_first_token(seed=seed)
     rng = np.random.default_rng(seed + 10)

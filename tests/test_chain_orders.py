@@ -11,8 +11,8 @@ from sklearn.base import clone
 from skcrf import CRFClassifier, CRFClassifierCV, load_model, save_model
 from skcrf.inspection import LabelPattern, pattern_features, trigram_features
 from skcrf.learning.objective import NegativeLogLikelihood
-from skcrf.structures import pattern_chain
-from skcrf.structures.chain import ChainStructure
+from skcrf.structures.patterns import chain as pattern_chain
+from skcrf.structures.chain.order1 import ChainStructure
 
 
 def _history_corpus(order, n_sequences=80, seed=0):

@@ -6,9 +6,9 @@ from sklearn.base import clone
 from sklearn.utils._param_validation import InvalidParameterError
 
 from skcrf import CRFClassifier, load_model, save_model
-from skcrf._pruning import PRUNER_ATTRIBUTES, PrunedTrainingProblem
-from skcrf.structures.chain import chain_decode
-from skcrf.structures.pattern_chain import PatternScores
+from skcrf._estimators.pruning import PRUNER_ATTRIBUTES, PrunedTrainingProblem
+from skcrf.structures.chain.order1 import chain_decode
+from skcrf.structures.patterns.chain import PatternScores
 from tests._threads import results_per_thread_count
 from tests.test_chain_orders import _history_corpus
 
@@ -33,7 +33,7 @@ def _noisy_corpus(n_sequences=60, n_labels=4, seed=0):
 
 def _problem(model, X, y, sample_weight=None):
     """The fit's problem and objective, as ``fit`` builds them."""
-    from skcrf._online import nonzero_weights
+    from skcrf._estimators.online import nonzero_weights
 
     X, y, weights = nonzero_weights(X, y, sample_weight)
     data = model._training_data(X, y)

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 
 import skcrf
-from skcrf import CRFClassifier, _defaults
+from skcrf import CRFClassifier
+from skcrf._estimators import defaults as _defaults
 from skcrf._cli import COMMANDS, main
 from skcrf._persistence import FORMAT_VERSION, load_model, save_model
 from skcrf.metrics import (
@@ -126,7 +127,7 @@ def test_train_saves_the_pipeline_and_the_layout(trained):
     assert metadata["layout"] == {"n_columns": 3, "token_columns": [0, 1],
                                   "label_column": 2, "separator": None, "encoding": None}
     crf = model[-1]
-    # the command line's defaults are the estimators' (skcrf._defaults)
+    # the command line's defaults are the estimators' (skcrf._estimators.defaults)
     defaults = CRFClassifier().get_params()
     assert (crf.alpha, crf.l1_ratio, crf.tol) == (defaults["alpha"], defaults["l1_ratio"],
                                                   defaults["tol"])

@@ -482,7 +482,7 @@ def test_online_algorithms_map_to_skcrf_solvers(options, solver, expected):
 
 def test_crfsuite_only_options_reach_the_solver():
     """calibration_*, pa_type, error_sensitive, variance and epsilon: the solver reads them."""
-    from skcrf._online import online_options
+    from skcrf._estimators.online import online_options
 
     options = online_options(sklearn_crfsuite.CRF(
         algorithm="l2sgd", calibration_eta=0.2, calibration_rate=3.0, calibration_samples=50,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from skcrf import CRFClassifier, SemiMarkovCRF, TreeCRF, _compile_ahead
+from skcrf import CRFClassifier, SemiMarkovCRF, TreeCRF
+from skcrf._estimators import compile_ahead as _compile_ahead
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -42,7 +43,7 @@ def test_a_cold_first_fit_starts_one_process_with_its_own_switch_off(started, ma
     make(max_iter=1).fit(data, Y)
     assert len(started) == 1
     command, options = started[0]
-    assert command == [sys.executable, "-m", "skcrf._compile_ahead", kind]
+    assert command == _compile_ahead.worker_command(kind)
     # the process itself never starts another, and prints nothing over the user's output
     assert options["env"][_compile_ahead.ENVIRONMENT_SWITCH] == "0"
     assert options["stdout"] is subprocess.DEVNULL and options["stderr"] is subprocess.DEVNULL
@@ -55,7 +56,7 @@ def test_each_kind_is_considered_once_per_process(started, monkeypatch):
     CRFClassifier(max_iter=1).fit(X, Y)
     TreeCRF(max_iter=1).fit(TREES, Y)
     TreeCRF(max_iter=1).fit(TREES, Y)
-    assert [command[-1] for command, _ in started] == ["tree"]
+    assert [command for command, _ in started] == [_compile_ahead.worker_command("tree")]
 
 
 @pytest.mark.parametrize("make, params", [
@@ -141,10 +142,25 @@ def test_what_the_process_compiles_is_what_prediction_then_loads(tmp_path, make,
     predict_marginals compile none of them, its sentinel kernel included."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(REPO))
     env[_compile_ahead.ENVIRONMENT_SWITCH] = "0"
-    ahead = _compiled(_RECORD + f"from skcrf._compile_ahead import compile_kernels\n"
+    ahead = _compiled(_RECORD + f"from skcrf._estimators.compile_worker import compile_kernels\n"
                                 f"compile_kernels({kind!r})\n", env)
     user = _compiled(_USER.replace("MAKE", make).replace("DATA", data), env)
     module, name = _compile_ahead.KINDS[kind]
     assert f"{module}.{name}" in {function for function, _ in ahead}
     assert user, "the fit compiled nothing: the cache was not fresh"
     assert sorted(ahead & user) == []
+
+
+def test_the_second_process_never_imports_from_the_current_directory(tmp_path):
+    """A folder holding a ``skcrf/`` (or a ``numpy/``) is not where the worker's code comes from."""
+    marker = tmp_path / "planted-code-ran"
+    for name in ("skcrf", "numpy"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(
+            f"open({str(marker)!r}, 'a').write({name!r})\n")
+    # an unknown kind: the worker imports skcrf, numpy and the estimators, then stops
+    result = subprocess.run(_compile_ahead.worker_command("no-such-kind"), cwd=tmp_path,
+                            capture_output=True, text=True, timeout=300)
+    assert not marker.exists()
+    assert result.returncode == 1
+    assert "unknown kind 'no-such-kind'" in result.stderr

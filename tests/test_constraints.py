@@ -8,7 +8,7 @@ import pytest
 from sklearn.base import clone
 
 from skcrf import CRFClassifier, load_model, save_model
-from skcrf._constraints import resolve_constraints, scheme_constraints
+from skcrf._estimators.constraints import resolve_constraints, scheme_constraints
 from skcrf.tags import segments_to_tags, tags_to_segments
 from tests._corpora import tagged_sentences
 

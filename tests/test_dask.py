@@ -190,7 +190,7 @@ def test_worker_lost_mid_fit_is_survived(client, ner):
 
 
 def test_workers_hold_kernels_to_their_thread_share(client):
-    from skcrf._parallel import effective_n_threads
+    from skcrf._utils.parallel import effective_n_threads
 
     assert client.submit(effective_n_threads, None, pure=False).result() == 1
     assert client.submit(effective_n_threads, -1, pure=False).result() == 1

@@ -6,7 +6,8 @@ from fractions import Fraction
 import pytest
 
 import skcrf
-from skcrf import CRFClassifier, SemiMarkovCRF, _defaults
+from skcrf import CRFClassifier, SemiMarkovCRF
+from skcrf._estimators import defaults as _defaults
 from skcrf._cli._commands import _estimator, _regularization
 from skcrf._cli._parser import build_parser
 from skcrf.compat import CRF

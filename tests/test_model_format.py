@@ -20,7 +20,7 @@ from sklearn.pipeline import make_pipeline
 import skcrf
 from skcrf import (CRFClassifier, SemiMarkovCRF, SequenceMatrix, SequenceVectorizer,
                    TokenFeaturizer, load_model, save_model)
-from skcrf._fitted_state import FittedState
+from skcrf._estimators.fitted_state import FittedState
 from skcrf._persistence import _registry
 from skcrf._persistence._decoder import model_from_payload
 from skcrf._persistence._encoder import model_to_payload

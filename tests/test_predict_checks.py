@@ -13,7 +13,7 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
 from skcrf import CRFClassifier, SemiMarkovCRF, TreeCRF
-from skcrf._base import CRFEstimator
+from skcrf._estimators.base import CRFEstimator
 
 X = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}], [{"w": "c"}, {"w": "a"}, {"w": "b"}]]
 Y = [["A", "B"], ["B"], ["C", "A", "B"]]

@@ -15,7 +15,7 @@ import pytest
 from scipy.special import logsumexp
 
 from skcrf import CRFClassifier
-from skcrf._base import CRFEstimator
+from skcrf._estimators.base import CRFEstimator
 from tests.naive import path_score
 from tests.naive_edges import edge_path_score
 from tests.naive_patterns import path_score as pattern_path_score

@@ -29,7 +29,7 @@ from threadpoolctl import threadpool_info
 import skcrf
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer, TokenFeaturizer
 from skcrf.features.arrays import as_feature_arrays
-from skcrf.structures._chain_fused import (LOSS_HOT_BUDGET, MIN_LOSS_CHUNKS, fused_layout,
+from skcrf.structures.chain._fused import (LOSS_HOT_BUDGET, MIN_LOSS_CHUNKS, fused_layout,
                                            nll_terms)
 from skcrf.structures._parameters import StatePairs
 from tests._chain_loss import chain_loss, unpack
@@ -538,7 +538,7 @@ def test_overlapping_fits_share_one_blas_limit(monkeypatch):
     counts set from threads other than the main one, which would make a check
     of the real setting flaky (the logic is what is tested here).
     """
-    from skcrf import _parallel
+    from skcrf._utils import parallel as _parallel
 
     events = []
 

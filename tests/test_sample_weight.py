@@ -9,9 +9,9 @@ from sklearn.pipeline import make_pipeline
 from skcrf import (CRFClassifier, CRFClassifierCV, SemiMarkovCRF, SequenceVectorizer,
                    TokenFeaturizer, TreeCRF)
 from skcrf.learning.objective import NegativeLogLikelihood
-from skcrf.structures.chain import ChainStructure
+from skcrf.structures.chain.order1 import ChainStructure
 from skcrf.features.arrays import FeatureArrays
-from skcrf._validation import encode_labels
+from skcrf._utils.validation import encode_labels
 from tests._toys import chain_corpus, span_corpus, tree_corpus
 
 

@@ -13,7 +13,7 @@ from sklearn.pipeline import make_pipeline
 from skcrf import SemiMarkovCRF, SequenceVectorizer
 from skcrf._semimarkov import _SegmentTags
 from skcrf.metrics import span_f1_scorer
-from skcrf.structures.segment_scores import Segmentation
+from skcrf.structures.semimarkov.segment_scores import Segmentation
 from skcrf.tags import segments_to_tags, tags_to_segments
 from tests._threads import results_per_thread_count
 from tests.conftest import data_home

@@ -13,16 +13,16 @@ from sklearn.pipeline import make_pipeline
 
 from skcrf import SemiMarkovCRF, SequenceVectorizer, TokenFeaturizer, load_model, save_model
 from skcrf.learning.objective import NegativeLogLikelihood
-from skcrf.structures.label_patterns import LabelPatterns
-from skcrf.structures.segment_scores import (SegmentScores, segment_decode, segment_nbest,
+from skcrf.structures.patterns.label_patterns import LabelPatterns
+from skcrf.structures.semimarkov.segment_scores import (SegmentScores, segment_decode, segment_nbest,
                                              segment_role_posteriors, segmentation_scores)
-from skcrf.structures.semimarkov_patterns import (PatternSegmentScores,
+from skcrf.structures.semimarkov.patterns import (PatternSegmentScores,
                                                   PatternSemiMarkovStructure)
-from skcrf.inference.semimarkov_queries import CUT
+from skcrf.inference.semimarkov.queries import CUT
 from tests import _model_files as model_files
 from tests._threads import results_per_thread_count
 from tests.naive_semimarkov_patterns import enumerate_ordered, ordered_score
-from tests.structures.test_semimarkov_segments import _problem
+from tests.structures.semimarkov.test_segments import _problem
 from tests.test_semimarkov import _toy_corpus
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

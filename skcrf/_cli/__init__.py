@@ -87,7 +87,7 @@ def _messages_as_lines(prog, quiet):
 
     A warning is ``PROG: warning: text`` rather than Python's two-line dump
     with a source line; a log record (the note that kernels are compiling,
-    :mod:`skcrf.inference._compile_notice`) is ``PROG: text``, and ``quiet``
+    :mod:`skcrf.inference._runtime.compile_notice`) is ``PROG: text``, and ``quiet``
     keeps only records of level ERROR and above.
     """
     def show(message, category, filename, lineno, file=None, line=None):

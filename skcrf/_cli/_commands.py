@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import Pipeline, make_pipeline
 
-from .. import _defaults
+from .._estimators import defaults as _defaults
 from .._chain import CRFClassifier
 from .._semimarkov import SemiMarkovCRF
 from .._persistence import load_model, save_model
@@ -177,7 +177,7 @@ def _estimator(args):
 def _regularization(args):
     """(alpha, l1_ratio) from --alpha/--l1-ratio or CRFsuite's --c1/--c2, not both.
 
-    What is not given comes from the estimators' defaults (:mod:`skcrf._defaults`).
+    What is not given comes from the estimators' defaults (:mod:`skcrf._estimators.defaults`).
     """
     if args.c1 is None and args.c2 is None:
         return (_defaults.ALPHA if args.alpha is None else args.alpha,

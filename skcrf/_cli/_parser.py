@@ -4,8 +4,8 @@ import argparse
 import math
 from fractions import Fraction
 
-from .. import _defaults
-from .._base import SOLVERS
+from .._estimators import defaults as _defaults
+from .._estimators.base import SOLVERS
 from .._chain import CRFClassifier
 from ..features.featurizer import _WORD_FEATURES, MAX_WINDOW, TokenFeaturizer
 

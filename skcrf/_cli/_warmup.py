@@ -15,7 +15,7 @@ import warnings
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
-from .._compile_ahead import ENVIRONMENT_SWITCH
+from .._estimators.compile_ahead import ENVIRONMENT_SWITCH
 
 #: A toy task every model can fit in one iteration: what runs is the kernels' compilation.
 _X = [[{"w": "Ada", "title": True}, {"w": "Lovelace", "title": True}, {"w": "wrote"}],

@@ -10,7 +10,7 @@ so that every estimator skcrf adds later is covered as soon as it is public:
   loading, the class is looked up by that name in the allow-list the
   estimators' modules fill (:mod:`._registry`) and built as ``cls(**params)``;
   no module named by the file is ever imported. Only the attributes the
-  class declares (:mod:`skcrf._fitted_state`) may be set, and the loaded
+  class declares (:mod:`skcrf._estimators.fitted_state`) may be set, and the loaded
   estimator must pass its declaration's check (shapes, dtypes, index ranges)
   before anything reads it;
 - numbers, str, bool and None are JSON values; tuples, dicts, sets, numpy

@@ -3,7 +3,7 @@
 See :mod:`._archive` for the format. Every array's size is checked against
 the bytes it holds before it is read, each member is read once, and every
 estimator is checked against its class's declared fitted state
-(:mod:`skcrf._fitted_state`) before anything uses it.
+(:mod:`skcrf._estimators.fitted_state`) before anything uses it.
 """
 
 import importlib

@@ -44,7 +44,7 @@ from sklearn.base import BaseEstimator
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
-from .._typing import FileLike
+from .._utils.type_aliases import FileLike
 from ._archive import function_reference
 from ._decoder import model_from_payload
 from ._encoder import model_to_payload

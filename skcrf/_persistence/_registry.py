@@ -3,7 +3,7 @@
 Persistence imports no estimator (that was a circle: the format imported
 ``skcrf.compat``, which imports persistence to save). Instead a class
 becomes loadable when its module registers it, with the declaration of its
-fitted state (:class:`skcrf._fitted_state.FittedState`): which attributes
+fitted state (:class:`skcrf._estimators.fitted_state.FittedState`): which attributes
 a file may set on it, and the check a loaded one must pass before anything
 reads it. ``import skcrf`` imports no estimator module (its names load on
 first use), so a file may name a class whose module has not registered it
@@ -36,7 +36,7 @@ _MODULES = {
     "skcrf.TokenFeaturizer": "skcrf.features.featurizer",
     "skcrf.SequenceVectorizer": "skcrf.features.vectorizer",
     "skcrf.compat.CRF": "skcrf.compat._crf",
-    "sklearn.pipeline.Pipeline": "skcrf._fitted_state",
+    "sklearn.pipeline.Pipeline": "skcrf._estimators.fitted_state",
 }
 
 

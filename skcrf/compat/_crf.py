@@ -12,7 +12,7 @@ from sklearn.utils import metadata_routing
 from sklearn.utils.validation import check_is_fitted
 
 from .._chain import CRFClassifier
-from .._fitted_state import Fitted, FittedState, Integer, TypeOf, saved_as
+from .._estimators.fitted_state import Fitted, FittedState, Integer, TypeOf, saved_as
 from ..features.vectorizer import SequenceVectorizer
 from ..metrics import flat_accuracy_score
 

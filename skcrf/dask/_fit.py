@@ -4,9 +4,9 @@ import time
 
 import numpy as np
 
-from .._training import _is_fitted_attribute
-from .._parallel import kernel_exceptions
-from .._validation import _label_array
+from .._estimators.training import _is_fitted_attribute
+from .._utils.parallel import kernel_exceptions
+from .._utils.validation import _label_array
 from ..features.vectorizer import SequenceVectorizer
 from ..learning.lbfgs import Stop
 from ..learning.objective import NegativeLogLikelihood

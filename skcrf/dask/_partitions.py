@@ -10,9 +10,9 @@ import time
 
 import numpy as np
 
-from .._online import nonzero_weights
-from .._parallel import kernel_threads
-from .._validation import check_finite_features, check_sequences, encode_labels
+from .._estimators.online import nonzero_weights
+from .._utils.parallel import kernel_threads
+from .._utils.validation import check_finite_features, check_sequences, encode_labels
 from ..features.arrays import FeatureArrays
 from ..features.vectorizer import SequenceVectorizer
 from ..learning.objective import NegativeLogLikelihood

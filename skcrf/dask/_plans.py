@@ -16,22 +16,22 @@ import warnings
 
 import numpy as np
 
-from .._training import TrainingProblem, _user_stacklevel
+from .._estimators.training import TrainingProblem, _user_stacklevel
 from .._chain import CRFClassifier
-from .._constraints import (describe_violation, explicit_constraints, repair_tags,
+from .._estimators.constraints import (describe_violation, explicit_constraints, repair_tags,
                             resolve_constraints, scheme_constraints)
-from .._segment_tags import _SegmentTags
+from .._estimators.segment_tags import _SegmentTags
 from .._semimarkov import SemiMarkovCRF
-from .._semimarkov_state import _COEFFICIENT_NAMES
+from .._estimators.semimarkov_state import _COEFFICIENT_NAMES
 from .._tree import _NO_TREES, TreeCRF
-from .._validation import _label_array
+from .._utils.validation import _label_array
 from ..structures._parameters import StatePairs
-from ..structures.chain import ChainStructure, edge_label_ids
-from ..structures.label_patterns import MIN_LENGTH, LabelPatterns, check_code_range, ngram_codes
-from ..structures.pattern_chain import PatternChainStructure
-from ..structures.semimarkov import SemiMarkovStructure, observed_token_pairs
-from ..structures.segment_scores import TOKEN_ROLES, Segmentation
-from ..structures.tree import TreeStructure
+from ..structures.chain.order1 import ChainStructure, edge_label_ids
+from ..structures.patterns.label_patterns import MIN_LENGTH, LabelPatterns, check_code_range, ngram_codes
+from ..structures.patterns.chain import PatternChainStructure
+from ..structures.semimarkov.structure import SemiMarkovStructure, observed_token_pairs
+from ..structures.semimarkov.segment_scores import TOKEN_ROLES, Segmentation
+from ..structures.tree.structure import TreeStructure
 from ..tags import _add_scheme_counts, _scheme_counts, _scheme_of_counts, _spans
 from ._partitions import _in_partition, observed_pairs, pair_codes, relabelled, union_pairs
 

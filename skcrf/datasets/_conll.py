@@ -9,7 +9,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Optional
 
-from .._typing import Corpus, StrPath, Token
+from .._utils.type_aliases import Corpus, StrPath, Token
 
 __all__ = ["iter_conll", "load_conll"]
 

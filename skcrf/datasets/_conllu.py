@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Union
 
-from .._typing import Corpus, StrPath
+from .._utils.type_aliases import Corpus, StrPath
 from ._conll import _reading_encoding, decoding_error
 
 __all__ = ["COLUMNS", "load_conllu", "read_conllu"]

@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal, Optional, Union
 
-from .._typing import LabelledCorpus, StrPath
+from .._utils.type_aliases import LabelledCorpus, StrPath
 from ._conll import load_conll
 from ._conllu import load_conllu, read_conllu
 from ._fetch import corpus_file, data_home_path, fetch_file

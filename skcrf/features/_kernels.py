@@ -6,7 +6,7 @@ Nothing here validates its inputs, and nothing mutates them but
 
 import numpy as np
 
-from ..inference._batch import compiled, row_chunk_count, run_chunks
+from ..inference._runtime.batch import compiled, row_chunk_count, run_chunks
 
 def csr_dot_dense(data, indices, indptr, dense, binary):
     """``X @ dense`` for a CSR ``X``; rows are independent, so parallel and exact.

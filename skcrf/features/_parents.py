@@ -8,8 +8,8 @@ sequence's memory, and a cycle would leave nodes unvisited.
 
 import numpy as np
 
-from ..inference._batch import compiled
-from ..inference.tree import tree_layout
+from ..inference._runtime.batch import compiled
+from ..inference.tree.passes import tree_layout
 
 #: The key of a token dict that gives the token's parent in its sequence's
 #: tree (for :class:`~skcrf.TreeCRF`): an index within the sequence, -1 or None

@@ -5,7 +5,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from .._validation import _locate, check_sequences
+from .._utils.validation import _locate, check_sequences
 from ._numbering import factorize
 from ._parents import checked_parents
 from .sequence_matrix import SequenceMatrix

@@ -24,10 +24,10 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._fitted_state import FittedState, saved_as
-from .._parallel import kernel_exceptions
-from .._typing import LabelSequences, TokenSequences
-from .._validation import _locate, check_sequences
+from .._estimators.fitted_state import FittedState, saved_as
+from .._utils.parallel import kernel_exceptions
+from .._utils.type_aliases import LabelSequences, TokenSequences
+from .._utils.validation import _locate, check_sequences
 from ._dict_arrays import FeatureValueError, _vectorize
 from ._heads import head_matrix
 from ._segments import (adds_features, check_segment_params, gazetteer_token_dicts,

@@ -10,9 +10,9 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils import murmurhash3_32
 from sklearn.utils._param_validation import Interval
 
-from .._fitted_state import FittedState, saved_as
-from .._typing import FeatureSequences, LabelSequences
-from .._validation import check_sequences
+from .._estimators.fitted_state import FittedState, saved_as
+from .._utils.type_aliases import FeatureSequences, LabelSequences
+from .._utils.validation import check_sequences
 from ._output import SequenceOutputMixin
 from .sequence_matrix import SequenceMatrix, values_or_none
 from .vectorizer import SequenceVectorizer, _as_names, _canonical, _named_matrix_arrays

@@ -15,10 +15,10 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
-from .._fitted_state import Fitted, FittedState, IfPresent, Names, StrList, TypeOf, saved_as
-from .._parallel import kernel_exceptions
-from .._typing import FeatureSequences, LabelSequences
-from .._validation import check_sequences
+from .._estimators.fitted_state import Fitted, FittedState, IfPresent, Names, StrList, TypeOf, saved_as
+from .._utils.parallel import kernel_exceptions
+from .._utils.type_aliases import FeatureSequences, LabelSequences
+from .._utils.validation import check_sequences
 from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
 from ._dict_arrays import _release_freed_memory, _vectorize_compact
 from ._kernels import column_counts, remap_columns, sort_row_indices

@@ -8,7 +8,7 @@ under- or overflow it; the thresholds below decide when.
 
 import numpy as np
 
-from ._batch import compiled
+from ._runtime.batch import compiled
 
 #: Below this, a log-space sum of shifted exponentials may have lost terms to
 #: underflow, so the cell is recomputed exactly. Terms are products of factors

@@ -1,6 +1,6 @@
 """The vector-matrix product the scaled passes share, in a fixed order of sums."""
 
-from ._batch import compiled
+from ._runtime.batch import compiled
 
 
 @compiled(contract=True, inline=True)

@@ -20,7 +20,7 @@ count.
 
 import numpy as np
 
-from ._batch import compiled
+from ._runtime.batch import compiled
 
 
 @compiled()

@@ -1,7 +1,7 @@
 """The online solvers' epoch over a plain order-1 chain, in one kernel call per epoch.
 
 A plain order-1 chain (no transition features) keeps its weights as
-:class:`~skcrf.structures.chain.PlainChainLayout` says; these kernels read
+:class:`~skcrf.structures.chain.order1.PlainChainLayout` says; these kernels read
 ``w`` through it directly: per visit, the unary scores of the sequence's
 tokens from its sparse features (a feature that carries every label is a
 contiguous row), the potentials, then forward-backward and the gradient step
@@ -14,8 +14,8 @@ Python calls only then. Tested against the structures' token-form route.
 
 import numpy as np
 
-from ..inference._batch import compiled
-from ..inference.chain import chain_workspace, log_space_sequence, scaled_from_emission
+from ..inference._runtime.batch import compiled
+from ..inference.chain.order1 import chain_workspace, log_space_sequence, scaled_from_emission
 from ._online_kernels import (AVERAGE_SCALE, FAILED, L1, L1_TOTAL, LOSS, MISTAKES, SCALE,
                               STEPS, _clip_l1, apply_direction, begin_step, end_step,
                               learning_rate, margin_loss)
@@ -72,7 +72,7 @@ def _path_score(unary, transitions, start, end, labels, lo, n):
 def _best_path(unary, transitions, start, end, n, score, backpointer, path):
     """Viterbi over one sequence's potentials into ``path[:n]``; returns the path's score.
 
-    Ties go to the lowest label id, as :func:`skcrf.inference.chain.viterbi`.
+    Ties go to the lowest label id, as :func:`skcrf.inference.chain.order1.viterbi`.
     """
     n_classes = unary.shape[1]
     for j in range(n_classes):
@@ -162,7 +162,7 @@ def _scaled_chain_posteriors(unary, transitions, start, end, n, marginals, count
                              buffers):
     """log Z, marginals (rows 0..n-1) and transition counts of one sequence, or NaN.
 
-    The scaled pass (:func:`~skcrf.inference.chain.scaled_from_emission`) on
+    The scaled pass (:func:`~skcrf.inference.chain.order1.scaled_from_emission`) on
     the exponentiated unary rows. NaN when its precision checks fail: the
     caller then runs the exact pass (:func:`exact_chain_visit`), a kernel of
     its own, compiled only by those whose data need it.

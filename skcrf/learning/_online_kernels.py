@@ -36,7 +36,7 @@ Nothing here validates its inputs; the Python side checks them once.
 
 import numpy as np
 
-from ..inference._batch import compiled
+from ..inference._runtime.batch import compiled
 
 # --- the solvers -----------------------------------------------------------------------
 

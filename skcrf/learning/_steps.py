@@ -11,7 +11,7 @@ four are added at the end (:func:`_total`).
 
 import numpy as np
 
-from ..inference._batch import compiled
+from ..inference._runtime.batch import compiled
 
 #: The running sums of every reduction here.
 LANES = 4

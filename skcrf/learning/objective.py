@@ -17,7 +17,7 @@ class NegativeLogLikelihood:
     Parameters
     ----------
     structure : object
-        A structure (e.g. :class:`~skcrf.structures.chain.ChainStructure`)
+        A structure (e.g. :class:`~skcrf.structures.chain.order1.ChainStructure`)
         with ``n_parameters``, ``gold_statistics`` and ``expectation_terms``.
     features : FeatureArrays of shape (n_tokens, n_features)
     offsets : ndarray of shape (n_sequences + 1,)

@@ -9,7 +9,7 @@ import numpy as np
 from sklearn import metrics as _skm
 from sklearn.exceptions import UndefinedMetricWarning
 
-from .._typing import LabelSequences, SequenceWeights, ZeroDivision
+from .._utils.type_aliases import LabelSequences, SequenceWeights, ZeroDivision
 from ._checks import _check_label_sequences, _check_sequence_weights
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn import metrics as _skm
 
-from .._typing import LabelSequences, SequenceWeights, ZeroDivision
+from .._utils.type_aliases import LabelSequences, SequenceWeights, ZeroDivision
 from ..tags import _spans, check_scheme
 from ._checks import _check_label_sequences, _check_sequence_weights
 

@@ -8,7 +8,7 @@ from typing import Any
 from numpy.typing import NDArray
 from sklearn import metrics as _skm
 
-from .._typing import LabelSequences, SequenceWeights, ZeroDivision
+from .._utils.type_aliases import LabelSequences, SequenceWeights, ZeroDivision
 from ._checks import _check_label_sequences, _token_weights
 
 

@@ -11,7 +11,7 @@ by the data.
 
 import numpy as np
 
-from ..inference._batch import compiled, row_chunk_count, run_chunks
+from ..inference._runtime.batch import compiled, row_chunk_count, run_chunks
 
 
 #: The fused kernels' exponentiated-weight route (:func:`product_factors`) runs

@@ -26,7 +26,7 @@ merged at most once, so the row keeps its multiset of features.
 
 import numpy as np
 
-from ..inference._batch import compiled
+from ..inference._runtime.batch import compiled
 
 #: A pair merges only if the sample puts at least this many tokens on it
 #: (its count times the stride), and two sampled tokens at least: each merge

@@ -11,11 +11,11 @@ from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.learning.online import (OnlineOptions, OnlineProblem, OnlineState, online,
                                    visits_of_weights)
 from skcrf.structures._parameters import StatePairs
-from skcrf.structures.chain import ChainStructure
-from skcrf.structures.pattern_chain import PatternChainStructure
-from skcrf.structures.semimarkov import SemiMarkovStructure
-from skcrf.structures.segment_scores import Segmentation, segment_codes
-from skcrf.structures.tree import TreeStructure
+from skcrf.structures.chain.order1 import ChainStructure
+from skcrf.structures.patterns.chain import PatternChainStructure
+from skcrf.structures.semimarkov.structure import SemiMarkovStructure
+from skcrf.structures.semimarkov.segment_scores import Segmentation, segment_codes
+from skcrf.structures.tree.structure import TreeStructure
 
 SOLVERS = ("sgd", "perceptron", "passive_aggressive", "arow")
 

@@ -19,9 +19,9 @@ from skcrf.features.sequence_matrix import SequenceMatrix
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures import _merged_slots
 from skcrf.structures._merged_slots import merge_frequent_pairs
-from skcrf.structures._tree_fused import FusedTreeTerms
-from skcrf.structures.chain import ChainStructure
-from skcrf.structures.tree import TreeStructure
+from skcrf.structures.tree._fused import FusedTreeTerms
+from skcrf.structures.chain.order1 import ChainStructure
+from skcrf.structures.tree.structure import TreeStructure
 from tests._threads import results_per_thread_count
 from tests.naive_tree import batch_of_forests, layout_loss_and_gradient
 
@@ -148,7 +148,7 @@ def test_chain_loss_with_merges_equals_without_and_unfused(scale, monkeypatch):
 
 
 def test_chain_loss_with_merges_equals_brute_force():
-    from tests.structures.test_chain import _brute_force_loss
+    from tests.structures.chain.test_order1 import _brute_force_loss
 
     # sequences of up to 3 tokens, many of them: brute force stays small and
     # the template's pairs occur often enough to merge

@@ -1,0 +1,464 @@
+"""The estimators' side of the online solvers: their options, ``fit``, ``partial_fit``.
+
+:class:`~skcrf._estimators.base.CRFEstimator` calls :func:`fit_online` from ``fit`` when
+``solver`` is an online one, and :func:`partial_fit` from ``partial_fit``. The
+solver's state is the fitted attribute ``solver_state_`` (plain values and
+arrays, so that a model file holds it): ``partial_fit`` continues from it,
+with the (feature, label) pairs a new batch brings added to the layout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.utils import _safe_indexing, check_random_state
+
+from .._utils.parallel import kernel_exceptions, kernel_threads
+from .queries import given_label_ids
+from .training import TrainingData, _is_fitted_attribute, _same_values
+from .._utils.type_aliases import FeatureSequences, LabelSequences, SequenceWeights
+from .._utils.validation import (check_finite_features, check_label_type, check_labels,
+                          check_sequences, encode_labels)
+from ..features.arrays import FeatureArrays, take_sequences
+from ..features.sequence_matrix import SequenceMatrix
+from ..features.vectorizer import SequenceVectorizer, vectorizer_with_names
+from ..learning._online_kernels import N_COUNTERS, SCALE
+from ..learning.online import (SOLVERS, Calibration, OnlineOptions, OnlineProblem,
+                              OnlineState, online, visits_of_weights)
+from ..structures._parameters import StatePairs
+
+#: The ``solver`` values that train online (and offer ``partial_fit``).
+ONLINE_SOLVERS = tuple(SOLVERS)
+
+#: Solvers that average their weights when ``average="auto"`` (as CRFsuite's ap and pa).
+_AVERAGED_BY_DEFAULT = ("perceptron", "passive_aggressive")
+
+
+def online_options(estimator):
+    """The :class:`OnlineOptions` of an estimator's parameters (checked here)."""
+    solver = estimator.solver
+    average = estimator.average
+    if isinstance(average, str):  # "auto"
+        average = solver in _AVERAGED_BY_DEFAULT
+    average = int(average)  # True: from the first step; False: 0, none
+    eta0 = estimator.eta0
+    if solver == "sgd" and estimator.learning_rate == "optimal" and estimator.alpha == 0:
+        raise ValueError(
+            "solver='sgd' with learning_rate='optimal' needs alpha > 0 (its step sizes "
+            "are 1 / (alpha / n_sequences * (t0 + t))); use learning_rate='constant' with "
+            "a given eta0 for an unregularized fit.")
+    if solver == "sgd" and estimator.learning_rate == "constant" and isinstance(eta0, str):
+        raise ValueError("learning_rate='constant' needs a given eta0 (a float > 0); "
+                         "eta0='auto' calibrates the 'optimal' schedule only.")
+    # CRFsuite's settings that skcrf's parameters do not name (skcrf.compat sets them)
+    extra = dict(getattr(estimator, "_crfsuite_options", None) or {})
+    calibration = Calibration(**extra.pop("calibration", {}))
+    return OnlineOptions(
+        solver=solver, alpha=float(estimator.alpha), l1_ratio=float(estimator.l1_ratio),
+        learning_rate=estimator.learning_rate,
+        eta0=None if isinstance(eta0, str) else float(eta0), average=average,
+        C=float(estimator.C), max_iter=int(estimator.max_iter), tol=float(estimator.tol),
+        n_iter_no_change=int(estimator.n_iter_no_change), shuffle=bool(estimator.shuffle),
+        rng=check_random_state(estimator.random_state), verbose=int(estimator.verbose),
+        calibration=calibration, **extra)
+
+
+def _check_eta0(options, total_weight):
+    """Raise if a given ``eta0`` would decay the weights past zero in one SGD step."""
+    if options.solver != "sgd" or options.eta0 is None:
+        return
+    decay = options.eta0 * options.l2 / total_weight
+    if decay >= 1.0:
+        raise ValueError(
+            f"eta0={options.eta0:g} is too large for alpha={options.alpha:g}: one step would "
+            f"shrink the weights by eta0 * alpha * (1 - l1_ratio) / n = {decay:.3g} >= 1 "
+            f"of themselves (n: the summed sample weights, {total_weight:g}). Use a "
+            f"smaller eta0, or eta0='auto' to calibrate it.")
+
+
+def check_sample_weight(sample_weight, n_sequences):
+    """``sample_weight`` as a float array of one finite weight >= 0 per sequence, or raise."""
+    try:
+        weights = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"sample_weight must be numbers, one per sequence; got "
+                         f"{sample_weight!r:.80}.") from None
+    if weights.shape != (n_sequences,):
+        raise ValueError(f"sample_weight must hold one weight per sequence: "
+                         f"sample_weight.shape == {weights.shape}, X has {n_sequences} "
+                         f"sequences.")
+    bad = np.flatnonzero(~np.isfinite(weights) | (weights < 0))
+    if bad.size:
+        raise ValueError(f"sample_weight must be finite and >= 0; sample_weight[{bad[0]}] "
+                         f"(sequence {bad[0]}) is {float(weights[bad[0]])!r}.")
+    return weights
+
+
+def nonzero_weights(X, y, sample_weight, groups=None, allow_empty=False):
+    """``(X, y, weights)`` without the sequences of weight 0; weights None if all are 1.
+
+    A sequence of weight 0 trains exactly as if it were not there: it
+    brings no feature name, no label and no (feature, label) pair. With
+    ``groups`` (one per sequence), returns ``(X, y, weights, groups)``, the
+    groups of the kept sequences.
+    """
+    if sample_weight is None:
+        return (X, y, None) if groups is None else (X, y, None, groups)
+    X = check_sequences(X)
+    if len(X) != len(y):
+        raise ValueError(f"X has {len(X)} sequences but y has {len(y)}.")
+    weights = check_sample_weight(sample_weight, len(X))
+    kept = np.flatnonzero(weights > 0)
+    if kept.shape[0] == 0 and not allow_empty:
+        raise ValueError("sample_weight is 0 for every sequence: there is nothing to train on.")
+    if kept.shape[0] < len(X):
+        X, y, weights = _safe_indexing(X, kept), _safe_indexing(y, kept), weights[kept]
+        if groups is not None:
+            groups = _safe_indexing(groups, kept)
+    if np.all(weights == 1.0):
+        weights = None
+    return (X, y, weights) if groups is None else (X, y, weights, groups)
+
+
+def _validation_split(estimator, options, n_sequences):
+    """Sequence ids held out for early stopping (at least one, at most all but one)."""
+    if n_sequences < 2:
+        raise ValueError("early_stopping needs at least 2 training sequences: one to "
+                         "train on and one to validate on.")
+    n_held = int(round(estimator.validation_fraction * n_sequences))
+    n_held = min(max(n_held, 1), n_sequences - 1)
+    return np.sort(options.rng.permutation(n_sequences)[:n_held])
+
+
+def _check_targets(structure, features, offsets, targets):
+    """Raise, naming the sequence, if the structure refuses the training targets.
+
+    The gold statistics check them (a segment longer than its label allows,
+    a forbidden transition): the online route reads them per sequence
+    without that check.
+    """
+    structure.gold_statistics(features, offsets, targets)
+
+
+def fit_online(estimator, problem, data, w0, sample_weight):
+    """``(SolverResult, solver_state_)`` of a ``fit`` with an online solver."""
+    options = online_options(estimator)
+    n_sequences = data.offsets.shape[0] - 1
+    weights = np.ones(n_sequences) if sample_weight is None else np.array(sample_weight)
+    targets = problem.targets
+    _check_targets(problem.structure, data.features, data.offsets, targets)
+    validation = None
+    if estimator.early_stopping:
+        held = _validation_split(estimator, options, n_sequences)
+        weights[held] = 0.0
+        features, offsets, rows = take_sequences(data.features, data.offsets, held)
+        validation = OnlineProblem(problem.structure, features, offsets, targets[rows])
+    visits = visits_of_weights(weights)
+    _check_eta0(options, float(visits[1].sum()))
+    state = OnlineState.start(options, w0)
+    training = OnlineProblem(problem.structure, data.features, data.offsets, targets)
+    with kernel_threads(estimator.n_jobs, hold_blas=True), \
+            np.errstate(over="ignore", invalid="ignore"):
+        result = online(training, state, options, visits=visits, validation=validation)
+    return result, state_attribute(state, problem.structure)
+
+
+def state_attribute(state, structure):
+    """The fitted attribute ``solver_state_``: the state and the layout's pairs."""
+    attribute = state.as_dict()
+    attribute["pairs"] = {name: {"feature_ptr": pairs.feature_ptr, "labels": pairs.labels,
+                                 "n_labels": int(pairs.n_labels)}
+                          for name, pairs in structure.pair_blocks().items()}
+    return attribute
+
+
+def checked_solver_state(estimator, attribute):
+    """Raise a ValueError naming the entry if ``solver_state_`` (maybe from a file) is unusable.
+
+    The kernels index the weights by the stored pairs without bounds
+    checks: every shape, index range and order they rely on is checked here.
+    """
+    def bad(what):
+        return ValueError(f"solver_state_ is damaged or from another model: {what}. Fit the "
+                          f"model anew (or load an undamaged file).")
+
+    if not isinstance(attribute, dict) or attribute.get("solver") not in SOLVERS:
+        raise bad("it is not a dict naming an online solver")
+    arrays = {}
+    for name in OnlineState.ARRAYS:
+        value = np.asarray(attribute.get(name))
+        if value.ndim != 1 or value.dtype.kind != "f" or not np.isfinite(value).all():
+            raise bad(f"{name!r} is not a finite 1-D float array")
+        arrays[name] = value
+    n = arrays["w"].shape[0]
+    if arrays["counters"].shape[0] != N_COUNTERS or not arrays["counters"][SCALE] > 0:
+        raise bad(f"'counters' must hold {N_COUNTERS} values, the first (the scale) > 0")
+    for name in ("l1_applied", "average_sum", "covariance"):
+        if arrays[name].shape[0] not in (0, n):
+            raise bad(f"{name!r} has {arrays[name].shape[0]} values for {n} weights")
+    if not (arrays["covariance"] > 0).all():
+        raise bad("'covariance' must be positive")
+    eta0 = attribute.get("eta0")
+    if eta0 is not None and not (isinstance(eta0, (int, float)) and np.isfinite(eta0)
+                                 and eta0 >= 0):
+        raise bad("'eta0' must be None or a finite number >= 0")
+    pairs = attribute.get("pairs")
+    if not isinstance(pairs, dict) or not pairs:
+        raise bad("'pairs' must map block names to their (feature, label) pairs")
+    for name, block in pairs.items():
+        try:
+            ptr = np.asarray(block["feature_ptr"])
+            labels = np.asarray(block["labels"])
+            n_labels = int(block["n_labels"])
+        except (TypeError, KeyError, ValueError):
+            raise bad(f"pairs[{name!r}] lacks feature_ptr, labels or n_labels") from None
+        if (ptr.ndim != 1 or labels.ndim != 1 or ptr.dtype.kind not in "iu"
+                or labels.dtype.kind not in "iu" or n_labels < 1
+                or ptr.shape[0] != estimator.n_features_in_ + 1 or ptr[0] != 0
+                or ptr[-1] != labels.shape[0] or (np.diff(ptr) < 0).any()):
+            raise bad(f"pairs[{name!r}] is not a pattern over the model's "
+                      f"{estimator.n_features_in_} features")
+        if labels.shape[0] and (labels.min() < 0 or labels.max() >= n_labels):
+            raise bad(f"pairs[{name!r}] has labels outside 0..{n_labels - 1}")
+        # labels increase within each feature: codes sorted, full rows in label order
+        rising = np.diff(labels.astype(np.int64)) > 0
+        starts = ptr[1:-1][(ptr[1:-1] > 0) & (ptr[1:-1] < labels.shape[0])]
+        rising[starts - 1] = True
+        if not rising.all():
+            raise bad(f"pairs[{name!r}] has labels out of order within a feature")
+
+
+def _stored_pairs(attribute):
+    return {name: StatePairs(pairs["feature_ptr"], pairs["labels"], int(pairs["n_labels"]))
+            for name, pairs in attribute["pairs"].items()}
+
+
+def _grown(structure, attribute, options):
+    """The batch's structure with the stored pairs added, and the stored state moved into it."""
+    state = OnlineState.from_dict(attribute)
+    stored = _stored_pairs(attribute)
+    batch = structure.pair_blocks()
+    if set(stored) != set(batch):
+        raise ValueError(
+            "partial_fit cannot continue this model: its weights have the blocks "
+            f"{sorted(stored)} but these parameters make {sorted(batch)}; the parameters "
+            "that shape the model (order, transition_features, ...) must stay as they were "
+            "at the first call.")
+    union, moved = {}, {}
+    for name in batch:
+        union[name], moved[name], _ = stored[name].union(batch[name])
+    grown = structure.with_pairs(union)
+    layout = grown.layout
+    # the stored layout: the same blocks in the same order, the pair blocks smaller
+    sizes = [stored[name].n_pairs if name in union
+             else layout.slices[name].stop - layout.slices[name].start
+             for name in layout.shapes]
+    if sum(sizes) != state.n_parameters:
+        raise ValueError(
+            "partial_fit cannot continue this model: its solver state holds "
+            f"{state.n_parameters} weights, but its blocks make {sum(sizes)}; the parameters "
+            "that shape the model must stay as they were at the first call.")
+    positions = np.empty(state.n_parameters, dtype=np.int64)
+    start = 0
+    for name, size in zip(layout.shapes, sizes):
+        target = layout.slices[name]
+        positions[start:start + size] = (target.start + moved[name] if name in union
+                                         else np.arange(target.start, target.stop))
+        start += size
+    return grown, state.grown(positions, layout.n_parameters, options.variance)
+
+
+def _batch_data(estimator, X, y, classes, first):
+    """A batch's :class:`TrainingData`, in the model's vocabulary (grown) and classes."""
+    X = check_sequences(X)
+    if len(X) == 0:
+        raise ValueError("X is empty: partial_fit needs at least one sequence.")
+    vectorizer = None if first else estimator.vectorizer_
+    if isinstance(X, SequenceMatrix):
+        X._check_consistency()
+        if not first and X.n_features != estimator.n_features_in_:
+            raise ValueError(
+                f"X has {X.n_features} features, but {type(estimator).__name__} was fitted "
+                f"with {estimator.n_features_in_}: a SequenceMatrix keeps its width from one "
+                f"partial_fit to the next (SequenceHasher makes a fixed width of any "
+                f"vocabulary).")
+        matrix = X
+    elif first:
+        vectorizer = SequenceVectorizer()
+        matrix = vectorizer.fit_transform(X)
+    else:
+        if vectorizer is None:
+            raise TypeError(
+                f"This {type(estimator).__name__} was fitted on a SequenceMatrix; pass one "
+                f"to partial_fit too (or fit on feature dicts).")
+        with kernel_exceptions():
+            batch = SequenceVectorizer(sort=False, separator=vectorizer.separator,
+                                       dtype=vectorizer.dtype).fit_transform(X)
+        known = vectorizer.vocabulary_
+        new = [name for name in batch.feature_names.tolist() if name not in known]
+        if new:
+            # new names take new columns: the weights of the old ones stay in place
+            vectorizer = vectorizer_with_names(list(vectorizer.feature_names_) + new,
+                                               separator=vectorizer.separator,
+                                               dtype=vectorizer.dtype)
+        matrix = vectorizer.transform(batch)
+    if matrix.offsets[-1] == 0:
+        raise ValueError("X has no tokens: every sequence is empty.")
+    check_finite_features(matrix)
+    if first:
+        if classes is None:
+            raise ValueError(
+                "classes must be passed on the first call to partial_fit: every label "
+                "the training data may bring (a later batch may not bring another).")
+        all_classes, _ = encode_labels([list(classes)], [len(classes)])
+    else:
+        all_classes = estimator.classes_
+        if classes is not None:
+            extra = set(np.asarray(classes).tolist()) - set(all_classes.tolist())
+            if extra:
+                raise ValueError(
+                    f"classes brings {', '.join(sorted(map(repr, extra))[:3])}, which the "
+                    f"first call to partial_fit did not: the labels are fixed by the first "
+                    f"call (classes_ = {all_classes.tolist()[:10]!r}).")
+    if all_classes.shape[0] < 2:
+        raise ValueError(
+            f"classes holds a single label ({all_classes[0]!r}); a CRF needs at least two.")
+    labels = check_labels(y, matrix.lengths)
+    check_label_type(labels, all_classes)
+    label_ids = given_label_ids(labels, matrix.offsets, all_classes)
+    names = matrix.feature_names
+    if names is None and not first:
+        # the model's own "x0", "x1", ...: a hashed stream's million names, made once
+        names = estimator.feature_names_
+    return TrainingData(FeatureArrays.of_sequences(matrix), matrix.offsets, all_classes,
+                        label_ids, names, vectorizer)
+
+
+def partial_fit(estimator, X, y, classes, sample_weight):
+    """The body of ``partial_fit``: one epoch over the batch, from the stored state.
+
+    Builds the new model aside and swaps it in at the end, as ``fit`` does: a
+    batch that fails leaves the model as it was.
+    """
+    if estimator.solver not in ONLINE_SOLVERS:
+        raise ValueError(
+            f"partial_fit needs an online solver; solver={estimator.solver!r} trains on "
+            f"all the data at once. Use solver='sgd', 'perceptron', 'passive_aggressive' "
+            f"or 'arow' (or fit).")
+    attribute = estimator.__dict__.get("solver_state_")
+    first = attribute is None
+    if not first:
+        checked_solver_state(estimator, attribute)
+    if not first and attribute["solver"] != estimator.solver:
+        raise ValueError(
+            f"This model was trained with solver={attribute['solver']!r}; partial_fit "
+            f"continues with it. Set solver={attribute['solver']!r}, or fit anew.")
+    shadow = object.__new__(type(estimator))
+    shadow.__dict__.update(vars(estimator) if not first else (
+        (name, value) for name, value in vars(estimator).items()
+        if not _is_fitted_attribute(name)))
+    with kernel_exceptions():
+        _partial_fit(shadow, X, y, classes, sample_weight, attribute)
+    estimator.__dict__ = shadow.__dict__
+    return estimator
+
+
+def _partial_fit(estimator, X, y, classes, sample_weight, attribute):
+    first = attribute is None
+    options = online_options(estimator)
+    X, y, weights = nonzero_weights(X, y, sample_weight)
+    data = _batch_data(estimator, X, y, classes, first)
+    problem = estimator._partial_training_problem(data, first)
+    structure = problem.structure
+    if first:
+        state = OnlineState.start(options, np.zeros(structure.n_parameters))
+    else:
+        structure, state = _grown(structure, attribute, options)
+        problem.structure = structure
+    _check_targets(structure, data.features, data.offsets, problem.targets)
+    n_sequences = data.offsets.shape[0] - 1
+    visits = visits_of_weights(np.ones(n_sequences) if weights is None else weights)
+    _check_eta0(options, float(visits[1].sum()))
+    batch = OnlineProblem(structure, data.features, data.offsets, problem.targets)
+    with kernel_threads(estimator.n_jobs, hold_blas=True), \
+            np.errstate(over="ignore", invalid="ignore"):
+        result = online(batch, state, options, visits=visits, n_epochs=1)
+    estimator._check_training(result, data)
+    for name, value in problem.fitted_attributes(result.w).items():
+        setattr(estimator, name, value)
+    loss_curve = [] if first else list(estimator.loss_curve_)
+    estimator._store_training(data, result)
+    estimator.loss_curve_ = loss_curve + result.loss_curve
+    estimator.solver_state_ = state_attribute(state, structure)
+
+
+#: The online solvers' parameters and their defaults (older pickles lack them).
+ONLINE_DEFAULTS = {"learning_rate": "optimal", "eta0": "auto", "average": "auto", "C": 1.0,
+                   "shuffle": True, "random_state": None, "n_iter_no_change": 5,
+                   "early_stopping": False, "validation_fraction": 0.1}
+
+
+class OnlineTraining:
+    """What the online solvers add to every CRF estimator: ``partial_fit`` and its hook."""
+
+    def __setstate__(self, state):
+        # models pickled before the online solvers lack their parameters
+        names = self._get_param_names()
+        for name, default in ONLINE_DEFAULTS.items():
+            if name in names:
+                state.setdefault(name, default)
+        super().__setstate__(state)
+
+    def partial_fit(self, X: FeatureSequences, y: LabelSequences, classes: Any = None,
+                    sample_weight: SequenceWeights = None) -> OnlineTraining:
+        """One epoch of the online solver over a batch, continuing from the last call.
+
+        The first call fixes the labels (``classes``) and starts the solver;
+        each later call takes one pass over its batch from where the previous
+        one stopped (the step count, the averages, the penalties, the
+        learning rate: ``solver_state_``). With feature dicts a batch may
+        bring new feature names, whose weights start at zero, and every batch
+        may bring new (feature, label) pairs; a :class:`SequenceMatrix` keeps
+        its width (:class:`SequenceHasher` gives a stream of any vocabulary a
+        fixed one).
+
+        The penalty ``alpha`` counts once per call, as for a training set of
+        the batch alone: over ``k`` batches of equal size, ``alpha / k`` trains
+        as ``fit`` on their concatenation with ``alpha``. With
+        ``shuffle=False``, a given ``eta0`` (or a solver other than SGD) and
+        a layout that does not depend on the data (a SequenceMatrix with
+        ``all_possible_states=True``), calls over batches give bit for bit
+        the weights of ``fit(max_iter=1)`` on their concatenation.
+
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix
+        y : list of sequences of labels
+        classes : array-like, default=None
+            Every label the data may bring; required at the first call, where
+            it fixes ``classes_`` (a later batch may not bring another).
+        sample_weight : array-like of shape (n_sequences,), default=None
+            Each sequence's weight, as in ``fit``.
+
+        Returns
+        -------
+        self : estimator
+            The updated estimator.
+        """
+        self._validate_params()
+        return partial_fit(self, X, y, classes, sample_weight)
+
+    def _partial_training_problem(self, data, first):
+        """The :class:`TrainingProblem` of a ``partial_fit`` batch, in the model's classes.
+
+        ``data.classes`` are the model's (fixed by the first call); ``first``
+        says whether this is the first call. By default the problem of
+        :meth:`_training_problem`, which must keep those classes.
+        """
+        problem = self._training_problem(data)
+        if not _same_values(problem.attributes["classes_"], data.classes):
+            raise ValueError(
+                "partial_fit: this batch's tags were repaired into another set of labels "
+                "(see the warning); give the tags well-formed, or drop allowed_transitions.")
+        return problem

@@ -1,0 +1,269 @@
+"""numba's on-disk cache of skcrf's kernels, made robust to what users' machines do to it.
+
+A damaged cache file means "compile again", not an error in every process
+(:func:`recover_damaged_cache`); saves and loads from several processes at
+once do not mix one signature's machine code into another's (:func:`_locked`);
+an install whose kernel cache was written ahead (``skcrf warmup`` in a
+Docker build layer) but is read-only for the user who runs it is read from
+where it is (:func:`read_only_in_tree_cache`) instead of compiled again into
+the user's own cache directory; and a kernel cached before a kernel it calls
+changed is compiled again, not run stale (:func:`key_by_kernel_sources`).
+"""
+
+import functools
+import hashlib
+import os
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class CacheUnavailableWarning(RuntimeWarning):
+    """numba found no writable directory for its cache: kernels compile per process."""
+
+
+class CacheDamagedWarning(RuntimeWarning):
+    """A file of numba's cache could not be read: its kernels were compiled again."""
+
+
+_cache_warned = False
+_damage_warned = False
+_read_only_warned = False
+
+
+def read_only_in_tree_cache(dispatcher):
+    """Read ``dispatcher``'s kernels from a read-only ``__pycache__`` that holds them.
+
+    numba caches a kernel in the ``__pycache__`` beside its source only if it
+    can write there; otherwise it uses the user's cache directory, empty for
+    a user who did not compile. So an image whose build ran ``skcrf warmup``
+    as root and whose container runs as another user compiled every kernel
+    again in every container. When ``NUMBA_CACHE_DIR`` is not set, numba did
+    not pick the in-tree directory, and that directory holds an index for
+    this kernel, the kernel's cache is pointed there instead, read-only: the
+    kernels it holds load, and one it lacks (a new type of input) is compiled
+    in each process, with one :class:`CacheUnavailableWarning` saying so.
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    impl = getattr(cache, "_impl", None)
+    if impl is None or os.environ.get("NUMBA_CACHE_DIR"):
+        return
+    try:
+        from numba.core import caching
+        if isinstance(impl.locator, caching.InTreeCacheLocator):
+            return
+        source = dispatcher.py_func.__code__.co_filename
+        index = os.path.join(os.path.dirname(source), "__pycache__",
+                             impl.filename_base + ".nbi")
+        if not os.path.isfile(index):
+            return
+        read_only = _read_only_function_cache(caching)(dispatcher.py_func)
+    except Exception:  # noqa: BLE001 - another numba: its own cache, as it chose
+        return
+    read_only.save_overload = _skipped_save(read_only._cache_path)
+    dispatcher._cache = read_only
+
+
+def _read_only_function_cache(caching):
+    """numba's FunctionCache, located in the in-tree ``__pycache__`` even if unwritable."""
+
+    class ReadOnlyInTreeLocator(caching.InTreeCacheLocator):
+        def ensure_cache_path(self):
+            if not os.path.isdir(self.get_cache_path()):
+                raise OSError(f"no directory {self.get_cache_path()}")
+
+    class ReadOnlyImpl(caching.CompileResultCacheImpl):
+        _locator_classes = [ReadOnlyInTreeLocator]
+
+    class ReadOnlyFunctionCache(caching.FunctionCache):
+        _impl_class = ReadOnlyImpl
+
+    return ReadOnlyFunctionCache
+
+
+def _skipped_save(path):
+    """A ``save_overload`` for a read-only cache: nothing saved, one warning."""
+
+    def save_overload(sig, data):
+        global _read_only_warned
+        if _read_only_warned:
+            return
+        _read_only_warned = True
+        warnings.warn(
+            f"skcrf's kernel cache in {path} is read-only, and lacks a kernel this input "
+            f"needs: it is compiled in this process only. Set NUMBA_CACHE_DIR to a "
+            f"writable directory to keep such kernels.", CacheUnavailableWarning,
+            stacklevel=2)
+
+    return save_overload
+
+
+def index_path(dispatcher):
+    """The path of numba's cache index (.nbi) of ``dispatcher``'s kernels, or None.
+
+    None without an on-disk cache, or with a numba whose cache is laid out
+    otherwise (the attributes are numba's, not public).
+    """
+    return _index_of(getattr(dispatcher, "_cache", None))
+
+
+def _index_of(cache):
+    return getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+
+
+def recover_damaged_cache(dispatcher):
+    """Make a damaged cache file of ``dispatcher`` mean "compile again", not an error.
+
+    numba unpickles the index (.nbi) and data (.nbc) files of a kernel's
+    cache on its first call in a process; random bytes there raise
+    UnpicklingError (or EOFError, ValueError...) from every call, in every
+    process, until someone deletes the file. Here a failed load discards the
+    kernel's index, so that numba compiles the kernel and writes a fresh
+    cache, and a failed save only costs the cache. numba offers no hook for
+    this: the dispatcher's cache object gets wrapped methods, and a numba
+    without that object is left alone.
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    load = getattr(cache, "load_overload", None)
+    save = getattr(cache, "save_overload", None)
+    if load is None or save is None:
+        return
+
+    def load_overload(sig, target_context):
+        try:
+            with _locked(_index_of(cache), shared=True):
+                return load(sig, target_context)
+        except Exception as error:  # noqa: BLE001 - anything unreadable: recompile
+            index = _index_of(cache)
+            _warn_cache_damaged(index, error)
+            if index is not None:
+                try:
+                    os.remove(index)
+                except OSError:
+                    pass  # then saving fails too, and the kernel stays uncached
+            return None
+
+    def save_overload(sig, data):
+        index = _index_of(cache)
+        try:
+            with _locked(index, shared=False):
+                save(sig, data)
+        except Exception as error:  # noqa: BLE001 - the compiled kernel works anyway
+            _warn_cache_damaged(index, error)
+
+    cache.load_overload = load_overload
+    cache.save_overload = save_overload
+
+
+def key_by_kernel_sources(dispatcher):
+    """Key ``dispatcher``'s cached kernels by the sources of all of skcrf's kernels.
+
+    numba keys a cached kernel by its own bytecode, and drops a file's cache
+    index when that file changes; but a kernel compiles into itself the code
+    of the kernels it calls, often defined in other files. A caller cached
+    before a callee of another file changed (a development checkout after a
+    pull, an editable install) kept running the callee's old code, or, were
+    its arguments changed, reading memory it does not own. With the digest
+    of every kernel source file (:func:`kernel_sources_digest`) in each
+    entry's key, a change to any kernel file makes every cached kernel
+    compile again, once.
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    own_key = getattr(cache, "_index_key", None)
+    digest = kernel_sources_digest()
+    if own_key is None or digest is None:
+        return
+
+    def index_key(sig, codegen):
+        signature, machine, hashes = own_key(sig, codegen)
+        return signature, machine, (*hashes, digest)
+
+    cache._index_key = index_key
+
+
+#: skcrf's source tree, whose kernel files :func:`kernel_sources_digest` reads.
+_PACKAGE = Path(__file__).resolve().parents[2]
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_sources_digest(root=_PACKAGE):
+    """SHA-256 of the path and text of every file under ``root`` that defines kernels.
+
+    A file defines kernels when it decorates with ``@compiled`` (or numba's
+    ``njit``); the others (estimators, documentation) may change without
+    compiling anything again. None when the sources cannot be read (an
+    install without them): numba's own keys then stand alone.
+    """
+    hasher = hashlib.sha256()
+    try:
+        for path in sorted(root.rglob("*.py")):
+            text = path.read_bytes()
+            if b"@compiled" in text or b"njit(" in text:
+                hasher.update(path.relative_to(root).as_posix().encode() + b"\0")
+                hasher.update(text + b"\0")
+    except OSError:
+        return None
+    return hasher.hexdigest()
+
+
+@contextmanager
+def _locked(index_path, shared):
+    """Hold a lock on ``index_path + ".lock"`` (POSIX; elsewhere, nothing).
+
+    numba saves a kernel's new signature by reading the kernel's index,
+    choosing the first free data-file number, then writing the index and
+    the data file. Two processes saving two signatures of one kernel at once
+    (``skcrf warmup``'s parallel workers, Dask workers sharing a cache) can
+    pick the same number, and the index can then point one signature at the
+    other's machine code; a process loading between the index and the data
+    can read the data file an older source left under that number. A save
+    holds the lock exclusively and a load shared, so neither happens.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        fcntl = None
+    if fcntl is None or index_path is None:
+        yield
+        return
+    try:
+        handle = open(index_path + ".lock", "a+b")
+    except OSError:  # an unwritable cache: numba's own save fails and is reported
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _warn_cache_damaged(path, error):
+    global _damage_warned
+    if _damage_warned:
+        return
+    _damage_warned = True
+    where = f" ({path})" if path else ""
+    warnings.warn(
+        f"skcrf's numba cache could not be read or written{where}: "
+        f"{type(error).__name__}: "
+        f"{error}. The kernels concerned are being recompiled, which takes a while "
+        f"once, and their cache rewritten.", CacheDamagedWarning, stacklevel=2)
+
+
+def cache_unavailable():
+    """Whether some kernel found no writable cache (:func:`warn_cache_unavailable` warned)."""
+    return _cache_warned
+
+
+def warn_cache_unavailable():
+    global _cache_warned
+    if _cache_warned:
+        return
+    _cache_warned = True
+    warnings.warn(
+        "numba cannot write a cache for skcrf's kernels (no writable NUMBA_CACHE_DIR, "
+        "skcrf/__pycache__ or user cache directory), so they are compiled again in "
+        "every process, which takes about a minute on first use. Set NUMBA_CACHE_DIR "
+        "to a writable directory to cache them.", CacheUnavailableWarning, stacklevel=3)

@@ -1,0 +1,368 @@
+"""Semi-Markov queries: n-best segmentations, and inference with some segment boundaries fixed.
+
+The potentials are those of :mod:`.semimarkov`, plus one code per token that
+says what a segmentation must do at that token, beyond what ``-inf`` scores
+can say:
+
+- ``boundaries`` : (n_tokens,) int8, a sum of flags:
+  :data:`CUT` (a segment starts at this token: no segment holds both it and
+  the token before) and :data:`NO_REPEAT` (a segment that starts at this
+  token does not take the label of the segment before it). 0 leaves the
+  token free; on the first token of a sequence both flags are moot.
+
+The rest of a fixed tag goes into the scores: a token's label is fixed by
+``-inf`` state scores for the other labels, "no segment starts here" by a
+``-inf`` row of ``first`` and "no segment ends here" by one of ``last``.
+Together they fix the tags of every scheme (see
+:meth:`skcrf.SemiMarkovCRF.predict`).
+
+:func:`nbest_segmentations` is the segment Viterbi of :mod:`.semimarkov`
+with a sorted list of the ``n`` best partial segmentations per (boundary,
+label) (see :mod:`._topn`), exact, its best being the segment Viterbi's
+segmentation (ties included: the lowest label, the shortest segment) when
+no boundary is fixed. :func:`fixed_segment_posteriors` is the exact
+log-space forward-backward of :mod:`.semimarkov` under the boundary codes,
+for the token roles only. Nothing here validates or mutates its inputs.
+"""
+
+import numpy as np
+
+from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
+from ._roles import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
+from .._topn import merge_best
+from .passes import (_lse_add, _lse_value, _prefix_sums, _segment, longest_segments,
+                         no_spans)
+
+#: Boundary flags (see the module docstring).
+CUT = 1
+NO_REPEAT = 2
+
+__all__ = ["CUT", "NO_REPEAT", "fixed_segment_posteriors", "nbest_segmentations"]
+
+
+@compiled()
+def _sequence_nbest(state, first, last, length, spans, transitions, start, end, boundaries,
+                    longest, lo, hi, n, cum, blocked, alpha, alpha_from, alpha_rank, alpha_size,
+                    enter, enter_from, enter_rank, enter_size, final, final_label, final_rank,
+                    work):
+    """The n best segmentations of tokens lo..hi-1 into the workspace; how many there are.
+
+    Row ``b * n_labels + y`` of ``alpha``: the best segmentations of tokens
+    ``:b`` whose last segment has label y, each with that segment's length
+    minus 1 (``alpha_from``) and the rank of the entry it extends in the list
+    of ``enter`` of (b - length, y); of ``enter``: the best of those of
+    ``:b`` followed by a y-segment that starts at b, each with the previous
+    label and its rank in the ``alpha`` list of (b, previous).
+    """
+    segment_scores, end_column, heads, positions = work
+    n_labels = state.shape[1]
+    m = hi - lo
+    # typed, not literal, constants: merge_best compiles once (see _batch.compiled)
+    zero, one, no_skip = np.int64(0), np.int64(1), np.int64(-1)
+    _prefix_sums(state, lo, hi, cum, blocked)
+    for y in range(n_labels):
+        enter_size[y] = 0
+        if start[y] > -np.inf:
+            enter[y, 0] = start[y]
+            enter_size[y] = 1
+    for b in range(1, m + 1):
+        for y in range(n_labels):
+            # source d - 1: a y-segment of d tokens after the enter list of (b - d, y)
+            n_lengths = 0
+            for d in range(1, min(b, longest[y]) + 1):
+                a = b - d
+                if d > 1 and boundaries[lo + a + 1] & CUT:
+                    break  # every longer segment also holds that fixed start
+                segment_scores[d - 1, 0] = _segment(cum, blocked, first, last, length, spans,
+                                                    lo, y, a, b)
+                n_lengths = d
+            row = b * n_labels + y
+            alpha_size[row] = merge_best(enter, enter_size, (b - 1) * n_labels + y, -n_labels,
+                                         segment_scores, zero, zero, n_lengths, no_skip, n,
+                                         alpha, alpha_from, alpha_rank, row, heads, positions)
+        if b < m:
+            # a segment starting at a NO_REPEAT token may not follow one of its label
+            no_repeat = boundaries[lo + b] & NO_REPEAT
+            for y in range(n_labels):
+                row = b * n_labels + y
+                enter_size[row] = merge_best(alpha, alpha_size, b * n_labels, one, transitions,
+                                             zero, y, n_labels, y if no_repeat else no_skip, n,
+                                             enter, enter_from, enter_rank, row, heads,
+                                             positions)
+    return merge_best(alpha, alpha_size, m * n_labels, one, end_column, zero, zero, n_labels,
+                      no_skip, n, final, final_label, final_rank, zero, heads, positions)
+
+
+def nbest_segmentations(state, first, last, length, transitions, start, end, offsets,
+                        boundaries, n, spans=None):
+    """The ``n`` best segmentations of every sequence, under the fixed boundaries.
+
+    Parameters
+    ----------
+    state, first, last, length, transitions, start, end, offsets, spans
+        As in :mod:`.semimarkov`.
+    boundaries : (n_tokens,) int8
+        Flags of :data:`CUT` and :data:`NO_REPEAT`; all 0 for none.
+    n : int
+        Segmentations per sequence, at least 1.
+
+    Returns
+    -------
+    label_ids : (n_tokens, n) int64
+        Column k: the label of the segment each token lies in, in the k-th
+        best segmentation (0 past ``counts[q]``).
+    starts : (n_tokens, n) bool
+        Column k: whether a segment of the k-th best starts at the token.
+    scores : (n_sequences, n) float64
+        Each segmentation's score; ``-inf`` past ``counts[q]``.
+    counts : (n_sequences,) int64
+        Segmentations found: ``min(n, number of feasible ones)`` (1 for an
+        empty sequence, of score 0).
+    """
+    n_tokens, n_labels = state.shape
+    n_sequences = offsets.shape[0] - 1
+    n_chunks = default_n_chunks(offsets)
+    bounds = chunk_bounds(offsets, n_chunks)
+    longest = longest_segments(length)
+    spans = no_spans(n_labels) if spans is None else spans
+    label_ids = np.zeros((n_tokens, n), np.int64)
+    starts = np.zeros((n_tokens, n), np.bool_)
+    scores = np.full((n_sequences, n), -np.inf)
+    counts = np.zeros(n_sequences, np.int64)
+    end_column = np.ascontiguousarray(end.reshape(n_labels, 1))
+    run_chunks(_nbest_chunks, n_chunks, bounds, state, first, last, length, spans, transitions,
+               start, end, offsets, boundaries, n, longest, end_column, label_ids, starts,
+               scores, counts)
+    return label_ids, starts, scores, counts
+
+
+@compiled()
+def _nbest_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, spans, transitions,
+                  start, end, offsets, boundaries, n, longest, end_column, label_ids, starts,
+                  scores, counts):
+    """The n-best segmentations of the chunks' sequences into the outputs."""
+    n_labels = state.shape[1]
+    for c in range(chunk_lo, chunk_hi):
+        rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
+        cum = np.empty((rows, n_labels))
+        blocked = np.empty((rows, n_labels), np.int64)
+        alpha = np.empty((rows * n_labels, n))
+        alpha_from = np.zeros((rows * n_labels, n), np.int32)
+        alpha_rank = np.zeros((rows * n_labels, n), np.int32)
+        alpha_size = np.zeros(rows * n_labels, np.int64)
+        enter = np.empty((rows * n_labels, n))
+        enter_from = np.zeros((rows * n_labels, n), np.int32)
+        enter_rank = np.zeros((rows * n_labels, n), np.int32)
+        enter_size = np.zeros(rows * n_labels, np.int64)
+        final = np.empty((1, n))
+        final_label = np.zeros((1, n), np.int32)
+        final_rank = np.zeros((1, n), np.int32)
+        sources = max(n_labels, length.shape[1])
+        work = (np.empty((length.shape[1], 1)), end_column, np.empty(sources),
+                np.empty(sources, np.int64))
+        for q in range(bounds[c], bounds[c + 1]):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            if hi == lo:
+                counts[q] = 1
+                scores[q, 0] = 0.0
+                continue
+            kept = _sequence_nbest(state, first, last, length, spans, transitions, start, end,
+                                   boundaries, longest, lo, hi, n, cum, blocked, alpha,
+                                   alpha_from, alpha_rank, alpha_size, enter, enter_from,
+                                   enter_rank, enter_size, final, final_label, final_rank,
+                                   work)
+            counts[q] = kept
+            for p in range(kept):
+                scores[q, p] = final[0, p]
+                y = final_label[0, p]
+                k = final_rank[0, p]
+                b = hi - lo
+                while b > 0:
+                    row = b * n_labels + y
+                    d = alpha_from[row, k] + 1
+                    k = alpha_rank[row, k]
+                    a = b - d
+                    for r in range(a, b):
+                        label_ids[lo + r, p] = y
+                    starts[lo + a, p] = True
+                    if a == 0:
+                        break
+                    row = a * n_labels + y
+                    y, k = enter_from[row, k], enter_rank[row, k]
+                    b = a
+
+
+@compiled()
+def _fixed_forward(cum, blocked, first, last, length, spans, transitions, start, boundaries,
+                   longest, lo, n, alpha, enter):
+    """:func:`.semimarkov._forward` under the boundary codes."""
+    n_labels = cum.shape[1]
+    for y in range(n_labels):
+        enter[0, y] = start[y]
+        alpha[0, y] = -np.inf
+    for b in range(1, n + 1):
+        for y in range(n_labels):
+            m, s = -np.inf, 0.0
+            for d in range(1, min(b, longest[y]) + 1):
+                a = b - d
+                if d > 1 and boundaries[lo + a + 1] & CUT:
+                    break
+                if enter[a, y] == -np.inf:
+                    continue
+                m, s = _lse_add(m, s, enter[a, y] + _segment(cum, blocked, first, last,
+                                                             length, spans, lo, y, a, b))
+            alpha[b, y] = _lse_value(m, s)
+        if b < n:
+            no_repeat = boundaries[lo + b] & NO_REPEAT
+            for y in range(n_labels):
+                m, s = -np.inf, 0.0
+                for x in range(n_labels):
+                    if alpha[b, x] > -np.inf and not (no_repeat and x == y):
+                        m, s = _lse_add(m, s, alpha[b, x] + transitions[x, y])
+                enter[b, y] = _lse_value(m, s)
+
+
+@compiled()
+def _fixed_backward(cum, blocked, first, last, length, spans, transitions, end, boundaries,
+                    longest, lo, n, beta, leave):
+    """:func:`.semimarkov._backward` under the boundary codes."""
+    n_labels = cum.shape[1]
+    for y in range(n_labels):
+        beta[n, y] = end[y]
+    for a in range(n - 1, -1, -1):
+        for y in range(n_labels):
+            m, s = -np.inf, 0.0
+            for d in range(1, min(n - a, longest[y]) + 1):
+                b = a + d
+                if d > 1 and boundaries[lo + b - 1] & CUT:
+                    break
+                if beta[b, y] == -np.inf:
+                    continue
+                m, s = _lse_add(m, s, beta[b, y] + _segment(cum, blocked, first, last,
+                                                            length, spans, lo, y, a, b))
+            leave[a, y] = _lse_value(m, s)
+        if a > 0:
+            no_repeat = boundaries[lo + a] & NO_REPEAT
+            for x in range(n_labels):
+                m, s = -np.inf, 0.0
+                for y in range(n_labels):
+                    if leave[a, y] > -np.inf and not (no_repeat and x == y):
+                        m, s = _lse_add(m, s, transitions[x, y] + leave[a, y])
+                beta[a, x] = _lse_value(m, s)
+
+
+@compiled()
+def _fixed_sequence_roles(state, first, last, length, spans, transitions, start, end, boundaries,
+                          longest, lo, hi, roles, cum, blocked, alpha, enter, beta, leave,
+                          cover):
+    """log Z of tokens lo..hi-1 under the boundary codes; their role marginals into ``roles``."""
+    n_labels = state.shape[1]
+    n = hi - lo
+    _prefix_sums(state, lo, hi, cum, blocked)
+    _fixed_forward(cum, blocked, first, last, length, spans, transitions, start, boundaries,
+                   longest, lo, n, alpha, enter)
+    m, s = -np.inf, 0.0
+    for y in range(n_labels):
+        m, s = _lse_add(m, s, alpha[n, y] + end[y])
+    log_z = _lse_value(m, s)
+    if log_z == -np.inf:
+        return log_z
+    _fixed_backward(cum, blocked, first, last, length, spans, transitions, end, boundaries,
+                    longest, lo, n, beta, leave)
+    for r in range(n + 1):
+        for y in range(n_labels):
+            cover[r, y] = 0.0
+    for a in range(n):
+        for y in range(n_labels):
+            if enter[a, y] == -np.inf:
+                continue
+            for d in range(1, min(n - a, longest[y]) + 1):
+                b = a + d
+                if d > 1 and boundaries[lo + b - 1] & CUT:
+                    break
+                v = (enter[a, y]
+                     + _segment(cum, blocked, first, last, length, spans, lo, y, a, b)
+                     + beta[b, y])
+                if v == -np.inf:
+                    continue
+                p = np.exp(v - log_z)
+                roles[lo + a, FIRST, y] += p
+                roles[lo + b - 1, LAST, y] += p
+                if d == 1:
+                    roles[lo + a, SINGLE, y] += p
+                cover[a, y] += p
+                cover[b, y] -= p
+    for y in range(n_labels):
+        total = 0.0
+        for r in range(n):
+            total += cover[r, y]
+            roles[lo + r, COVERED, y] = total
+    for r in range(1, n):
+        if boundaries[lo + r] & NO_REPEAT:
+            continue
+        for y in range(n_labels):
+            v = alpha[r, y] + transitions[y, y] + leave[r, y]
+            if v > -np.inf:
+                roles[lo + r, REPEAT, y] += np.exp(v - log_z)
+    return log_z
+
+
+def fixed_segment_posteriors(state, first, last, length, transitions, start, end, offsets,
+                             boundaries, spans=None):
+    """Log partition functions and token role marginals under fixed boundaries.
+
+    Exact, in log space. The role marginals are those of
+    :func:`.semimarkov.segment_posteriors` (no expected counts: this serves
+    prediction, not training).
+
+    Parameters
+    ----------
+    state, first, last, length, transitions, start, end, offsets, spans
+        As in :mod:`.semimarkov`.
+    boundaries : (n_tokens,) int8
+        Flags of :data:`CUT` and :data:`NO_REPEAT`.
+
+    Returns
+    -------
+    log_z : (n_sequences,) float64
+        0 for an empty sequence; ``-inf`` for one with no feasible segmentation.
+    roles : (n_tokens, N_ROLES, n_labels) float64
+        All zero on an infeasible sequence.
+    """
+    n_tokens, n_labels = state.shape
+    n_sequences = offsets.shape[0] - 1
+    n_chunks = default_n_chunks(offsets)
+    bounds = chunk_bounds(offsets, n_chunks)
+    longest = longest_segments(length)
+    spans = no_spans(n_labels) if spans is None else spans
+    log_z = np.zeros(n_sequences)
+    roles = np.zeros((n_tokens, N_ROLES, n_labels))
+    run_chunks(_fixed_posterior_chunks, n_chunks, bounds, state, first, last, length,
+               spans, transitions, start, end, offsets, boundaries, longest, log_z, roles)
+    return log_z, roles
+
+
+@compiled()
+def _fixed_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length,
+                            spans, transitions, start, end, offsets, boundaries, longest, log_z,
+                            roles):
+    """log Z and role marginals of the chunks' sequences under fixed boundaries."""
+    n_labels = state.shape[1]
+    for c in range(chunk_lo, chunk_hi):
+        rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
+        cum = np.empty((rows, n_labels))
+        blocked = np.empty((rows, n_labels), np.int64)
+        alpha = np.empty((rows, n_labels))
+        enter = np.empty((rows, n_labels))
+        beta = np.empty((rows, n_labels))
+        leave = np.empty((rows, n_labels))
+        cover = np.empty((rows, n_labels))
+        for q in range(bounds[c], bounds[c + 1]):
+            lo = offsets[q]
+            hi = offsets[q + 1]
+            if hi == lo:
+                continue
+            log_z[q] = _fixed_sequence_roles(state, first, last, length, spans, transitions, start,
+                                             end, boundaries, longest, lo, hi, roles, cum,
+                                             blocked, alpha, enter, beta, leave, cover)
