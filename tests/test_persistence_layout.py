@@ -35,7 +35,7 @@ def test_persistence_imports_no_estimator(path):
     # within the package, the type names of the public signatures, and the root
     # package at call time, for its __version__ (it is imported by then)
     assert skcrf_imports <= {"._file", "._archive", "._decoder", "._encoder", "._registry",
-                             ".._typing", "skcrf"}, \
+                             ".._utils.type_aliases", "skcrf"}, \
         skcrf_imports
 
 
