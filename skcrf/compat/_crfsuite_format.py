@@ -162,18 +162,37 @@ def _read_strings(data, offset, count, what):
 
 
 def _references(data, offset, chunk, count, what):
-    """Per item, the feature ids its reference list holds (a list of uint32 arrays)."""
+    """The reference lists of ``count`` items: (item of each entry, feature id of each).
+
+    Every list lies inside the file, on a 4-byte boundary as CRFsuite writes
+    them, and the lists together hold no more entries than the file has words
+    (in a real file they never overlap): what is read is what is there.
+    """
     chunk_id, _, n_items = _CHUNK.unpack(_span(data, offset, _CHUNK.size, f"the {what} "
                                                f"references' header"))
     if chunk_id != chunk or n_items < count:
         raise CRFsuiteFormatError(f"the {what} references at byte {offset} are not a "
                                   f"{chunk.decode()} chunk of at least {count} items.")
-    starts = _uint32s(data, offset + _CHUNK.size, count, f"the {what} reference offsets")
-    lists = []
-    for item, start in enumerate(starts.tolist()):
-        (n,) = struct.unpack("<I", _span(data, start, 4, f"{what} {item}'s references"))
-        lists.append(_uint32s(data, start + 4, n, f"{what} {item}'s references"))
-    return lists
+    starts = _uint32s(data, offset + _CHUNK.size, count,
+                      f"the {what} reference offsets").astype(np.int64)
+    words = np.frombuffer(data, dtype="<u4", count=len(data) // 4)
+    bad = np.flatnonzero((starts % 4 != 0) | (starts // 4 >= words.shape[0]))
+    if bad.size:
+        raise CRFsuiteFormatError(f"{what} {bad[0]}'s references are at byte "
+                                  f"{starts[bad[0]]}, not a word of the file.")
+    first = starts // 4 + 1
+    counts = words[first - 1].astype(np.int64)
+    past = np.flatnonzero(first + counts > words.shape[0])
+    if past.size:
+        raise CRFsuiteFormatError(f"{what} {past[0]}'s {counts[past[0]]} references run "
+                                  f"past the end of the {len(data)}-byte file.")
+    total = int(counts.sum())
+    if total > words.shape[0]:
+        raise CRFsuiteFormatError(f"the {what} references claim {total} entries, more than "
+                                  f"the file's {words.shape[0]} words.")
+    items = np.repeat(np.arange(count), counts)
+    within = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    return items, words[first[items] + within]
 
 
 def read_crfsuite(data):
@@ -226,27 +245,27 @@ def read_crfsuite(data):
     for kind, at, chunk, count, what in (
             (_TRANSITION, label_refs_at, b"LFRF", n_labels, "label"),
             (_STATE, attribute_refs_at, b"AFRF", n_attributes, "attribute")):
-        for item, ids in enumerate(_references(data, at, chunk, count, what)):
-            if ids.size and int(ids.max()) >= n_features:
-                raise CRFsuiteFormatError(f"{what} {item} references feature "
-                                          f"{int(ids.max())} of {n_features}.")
-            referenced = features[ids]
-            if np.any(referenced["type"] != kind) or np.any(referenced["src"] != item):
-                raise CRFsuiteFormatError(f"{what} {item} references a feature that is not "
-                                          f"one of its {('transition', 'state')[kind == 0]} "
-                                          f"features.")
-            if referenced.size and int(referenced["dst"].max()) >= n_labels:
-                raise CRFsuiteFormatError(f"a feature of {what} {item} leads to label "
-                                          f"{int(referenced['dst'].max())} of {n_labels}.")
-            if not np.all(np.isfinite(referenced["weight"])):
-                raise CRFsuiteFormatError(f"a feature of {what} {item} has a non-finite "
-                                          f"weight.")
-            destinations = referenced["dst"].astype(np.int64)
-            if kind == _STATE:
-                np.add.at(state[item], destinations, referenced["weight"])
-            else:
-                # CRFsuite's tagger assigns, so the last of two features of a pair wins
-                transitions[item, destinations] = referenced["weight"]
+        items, ids = _references(data, at, chunk, count, what)
+        if ids.size and int(ids.max()) >= n_features:
+            raise CRFsuiteFormatError(f"a {what} references feature {int(ids.max())} of "
+                                      f"{n_features}.")
+        referenced = features[ids]
+        wrong = np.flatnonzero((referenced["type"] != kind) | (referenced["src"] != items))
+        if wrong.size:
+            raise CRFsuiteFormatError(f"{what} {items[wrong[0]]} references a feature that "
+                                      f"is not one of its {('transition', 'state')[kind == 0]}"
+                                      f" features.")
+        destinations = referenced["dst"].astype(np.int64)
+        if destinations.size and int(destinations.max()) >= n_labels:
+            raise CRFsuiteFormatError(f"a feature of a {what} leads to label "
+                                      f"{int(destinations.max())} of {n_labels}.")
+        if not np.all(np.isfinite(referenced["weight"])):
+            raise CRFsuiteFormatError(f"a feature of a {what} has a non-finite weight.")
+        if kind == _STATE:
+            np.add.at(state, (items, destinations), referenced["weight"])
+        else:
+            # CRFsuite's tagger assigns, so the last of two features of a pair wins
+            transitions[items, destinations] = referenced["weight"]
     return CRFsuiteWeights(labels, attributes, state, transitions)
 
 
