@@ -131,6 +131,32 @@ def template_dicts(template, X):
             for start, stop in zip(offsets[:-1], offsets[1:])]
 
 
+def _numbered(per_macro, n):
+    """Each token's combination of its macros' codes, numbered 0.. by distinct combination.
+
+    Returns the numbers and, per combination, a token that has it. The codes
+    make one mixed-radix key while it fits in an int64 (a combination of
+    three word columns does); past that, the partial key is renumbered first.
+    """
+    key = np.zeros(n, dtype=np.int64)
+    radix = 1
+    for shifted, values in per_macro:
+        if radix * len(values) >= 1 << 62:
+            _, key = np.unique(key, return_inverse=True)
+            radix = int(key.max(initial=0)) + 1
+        key = key * len(values) + shifted
+        radix *= len(values)
+    if radix <= 4 * n + 1024:
+        # a small key range (one column's codes): counting beats sorting
+        used = np.bincount(key, minlength=radix) > 0
+        number = np.cumsum(used) - 1
+        first = np.zeros(radix, dtype=np.int64)
+        first[key] = np.arange(n, dtype=np.int64)  # any token of the combination will do
+        return number[key], first[used]
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    return inverse.reshape(-1), first
+
+
 def template_matrix(lines, tokens, source="template"):
     """The SequenceMatrix of the template ``lines`` over ``tokens`` (a ``_Tokens``).
 
@@ -157,19 +183,17 @@ def template_matrix(lines, tokens, source="template"):
                                  f"column(s).")
             if column not in values_of:
                 codes, values = tokens.column_codes(column)
-                values_of[column] = (codes, list(values) + boundary)
+                values_of[column] = (codes, np.asarray(list(values) + boundary,
+                                                       dtype=object))
             codes, values = values_of[column]
             per_macro.append((_shifted(codes, len(values) - len(boundary), row, reach,
                                        positions, lengths, index), values))
-        combined = np.zeros(n, dtype=np.int64)
-        for shifted, values in per_macro:
-            # renumbered at each step, so the mixed-radix key never overflows
-            _, combined = np.unique(combined * len(values) + shifted, return_inverse=True)
-        _, first, combined = np.unique(combined, return_index=True, return_inverse=True)
-        spelled = [line.pieces[0]] * first.shape[0]
+        combined, first = _numbered(per_macro, n)
+        spelled = np.full(first.shape[0], line.pieces[0], dtype=object)
         for (shifted, values), piece in zip(per_macro, line.pieces[1:]):
-            spelled = [text + values[code] + piece
-                       for text, code in zip(spelled, shifted[first].tolist())]
+            # object arrays add their str items in one C loop, not a Python one
+            spelled = spelled + values[shifted[first]] + piece
+        spelled = spelled.tolist()
         columns.append(combined.reshape(-1) + len(names))
         names += spelled
     width = len(columns)
