@@ -226,3 +226,14 @@ def test_flipped_bytes_load_or_are_refused(crfsuite_file):
             hostile[position] = int(rng.integers(0, 256))
         refused += not loads_or_refuses(bytes(hostile))
     assert refused > 0
+
+
+def test_a_loaded_model_saves_in_skcrf_s_format(corpus, crfsuite_file, tmp_path):
+    from skcrf import load_model, save_model
+
+    _, _, X_test = corpus
+    crf = compat.load_crfsuite(crfsuite_file)
+    save_model(crf, tmp_path / "model.skcrf")
+    again = load_model(tmp_path / "model.skcrf")
+    assert again.predict(X_test) == crf.predict(X_test)
+    assert again.state_features_ == crf.state_features_
