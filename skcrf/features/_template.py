@@ -114,10 +114,73 @@ def template_features(template, X):
     from ._tokens import _Tokens
 
     lines = template_lines(template)
+    if isinstance(X, list):
+        small = _small_template_features(lines, X)
+        if small is not None:
+            return small
     tokens = _Tokens(X)
     if tokens.n_tokens == 0:
         return SequenceMatrix(sp.csr_matrix((0, 0)), tokens.offsets, [])
     return template_matrix(lines, tokens)
+
+
+def _small_template_features(lines, X):
+    """:func:`template_matrix`'s output for a sentence or a few, spelled token by token.
+
+    The general path's fixed cost (dozens of numpy calls, a vectorizer) is most
+    of the time of one sentence; here each feature is spelled directly, which
+    costs more per token and nothing fixed. None if ``X`` is not small and
+    plain (exactly str or tuples of str of one width): the general path takes
+    it, and names any malformed token.
+    """
+    from ._small import SMALL_TOKENS, plain_width
+
+    if not all(type(sequence) in (list, tuple) for sequence in X):
+        return None
+    tokens = [token for sequence in X for token in sequence]
+    if not 0 < len(tokens) <= SMALL_TOKENS:
+        return None
+    width = plain_width(tokens)
+    if width is None:
+        return None
+    for line in lines:
+        for row, column in line.macros:
+            if column >= width:
+                return None  # the general path raises, naming the line
+    rows = []
+    for sequence in X:
+        columns = ([list(sequence)] if width == 1 and type(sequence[0]) is str
+                   else [[token[c] for token in sequence] for c in range(width)]) \
+            if sequence else []
+        n = len(sequence)
+        for i in range(n):
+            names = []
+            for line in lines:
+                text = line.pieces[0]
+                for (row, column), piece in zip(line.macros, line.pieces[1:]):
+                    j = i + row
+                    value = (columns[column][j] if 0 <= j < n
+                             else f"_B-{-j}" if j < 0 else f"_B+{j - n + 1}")
+                    text = text + value + piece
+                names.append(text)
+            rows.append(names)
+    vocabulary = sorted({name for names in rows for name in names})
+    index = dict(zip(vocabulary, range(len(vocabulary))))
+    indices, indptr, data = [], [0], []
+    for names in rows:
+        counts = {}
+        for name in names:
+            counts[index[name]] = counts.get(index[name], 0) + 1
+        for column in sorted(counts):
+            indices.append(column)
+            data.append(float(counts[column]))
+        indptr.append(len(indices))
+    lengths = [len(sequence) for sequence in X]
+    offsets = np.cumsum([0] + lengths, dtype=np.int64)
+    values = None if all(value == 1.0 for value in data) else np.array(data)
+    return SequenceMatrix._from_arrays(values, np.array(indices, dtype=np.int32),
+                                       np.array(indptr, dtype=np.int64), len(vocabulary),
+                                       offsets, vocabulary)
 
 
 def template_dicts(template, X):

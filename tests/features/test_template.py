@@ -123,3 +123,23 @@ def test_malformed_templates_are_named(sentences, template, match):
 def test_template_is_not_combined_with_custom_features():
     with pytest.raises(ValueError, match="custom"):
         TokenFeaturizer(template="U00:%x[0,0]\n", custom=len).fit([["a"]])
+
+
+@pytest.mark.parametrize("template", [README_TEMPLATE, "U:%x[0,0]/%x[0,0]\nUbias\n",
+                                      "U:%x[0,0]\nU:%x[0,0]\n"])  # twice: valued 2
+def test_a_sentence_at_a_time_makes_the_features_of_the_batch(sentences, template):
+    """A few tokens take a path of plain lists; its output is the general path's."""
+    featurizer = TokenFeaturizer(template=template)
+    batch = SequenceVectorizer().fit(featurizer.transform(sentences))
+    whole = batch.transform(featurizer.transform(sentences))
+    for q in (0, 1, 7):
+        alone = featurizer.transform([sentences[q]])
+        assert list(alone.feature_names) == sorted(set(alone.feature_names))
+        rows = batch.transform(alone).matrix
+        expected = whole.matrix[whole.offsets[q]:whole.offsets[q + 1]]
+        assert rows.shape == expected.shape and (rows != expected).nnz == 0
+        assert alone.matrix.has_sorted_indices
+    two = featurizer.transform([sentences[2], [], sentences[3]])
+    assert two.offsets.tolist()[1] == two.offsets.tolist()[2]
+    assert featurizer.transform_dicts([sentences[2]]) == [
+        naive_template_features(template, sentences[2])]
