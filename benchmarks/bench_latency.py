@@ -4,7 +4,10 @@ Fits (or loads from ``--models``) the three models of bench_training's
 ``latency_report`` with few iterations, then times tagging each of 200
 esp.testb sentences one at a time, in CPU time (``time.process_time``), many
 rounds; prints the min and median per sentence of each way and its ratio to
-sklearn-crfsuite's ``predict_single`` on ready dicts.
+sklearn-crfsuite's ``predict_single`` on ready dicts, including sklearn-crfsuite's
+own model loaded into skcrf (``skcrf.compat.load_crfsuite``). Then serves the
+raw-token pipeline from 1, 2 and 4 threads at once, one sentence a call, and
+prints the sentences per second (wall time) of each: the kernels release the GIL.
 
 Run: python benchmarks/bench_latency.py [--max-iter 30] [--rounds 15] [--models FILE]
 The machine may be shared: compare ratios, and alternate runs of two versions.
@@ -13,6 +16,7 @@ The machine may be shared: compare ratios, and alternate runs of two versions.
 import argparse
 import os
 import pickle
+import threading
 import time
 import warnings
 
@@ -20,6 +24,7 @@ import numpy as np
 from common import data_home, sent2features
 
 from skcrf import CRFClassifier
+from skcrf.compat import load_crfsuite
 from skcrf.datasets import load_conll2002
 from skcrf.features import SequenceVectorizer, TokenFeaturizer
 
@@ -63,6 +68,28 @@ def per_sentence(tag, items, rounds):
     return min(times), float(np.median(times))
 
 
+def threaded_throughput(tag, items, n_threads, rounds):
+    """Items per wall-clock second with ``n_threads`` threads each tagging all of ``items``."""
+    best = 0.0
+    for _ in range(rounds):
+        start = threading.Barrier(n_threads + 1)
+
+        def work():
+            start.wait()
+            for item in items:
+                tag(item)
+
+        threads = [threading.Thread(target=work) for _ in range(n_threads)]
+        for thread in threads:
+            thread.start()
+        start.wait()
+        started = time.perf_counter()
+        for thread in threads:
+            thread.join()
+        best = max(best, n_threads * len(items) / (time.perf_counter() - started))
+    return best
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-iter", type=int, default=30)
@@ -74,6 +101,12 @@ def main():
     X_test, _ = load_conll2002("testb", data_home=data_home())
     sentences = X_test[:200]
     ready = [sent2features(s) for s in sentences]
+    started = time.perf_counter()
+    loaded = load_crfsuite(crfsuite)  # sklearn-crfsuite's model, read into skcrf
+    loading = time.perf_counter() - started
+    started = time.perf_counter()
+    loaded.predict_single(ready[0])
+    first = time.perf_counter() - started
     for s in sentences[:5]:  # compile / load the kernels outside the timings
         pipeline.predict([s])
     rows = [
@@ -86,11 +119,20 @@ def main():
          per_sentence(lambda f: dicts.predict([f]), ready, args.rounds)),
         ("skcrf raw-token pipeline predict([s])",
          per_sentence(lambda s: pipeline.predict([s]), sentences, args.rounds)),
+        ("its model in skcrf.compat, predict_single",
+         per_sentence(loaded.predict_single, ready, args.rounds)),
     ]
     base = rows[0][1][0]
     print(f"{'':44s}{'min us':>8s}{'median':>8s}{'min / crfsuite':>16s}")
     for name, (low, median) in rows:
         print(f"{name:44s}{low * 1e6:8.0f}{median * 1e6:8.0f}{low / base:15.2f}x")
+    print(f"load_crfsuite of sklearn-crfsuite's model: {loading * 1e3:.0f} ms; its first "
+          f"predict_single: {first * 1e3:.1f} ms")
+    for n_threads in (1, 2, 4):
+        rate = threaded_throughput(lambda s: pipeline.predict([s]), sentences, n_threads,
+                                   max(1, args.rounds // 5))
+        print(f"raw-token pipeline, {n_threads} thread(s) on one model: {rate:8.0f} "
+              f"sentences/s")
 
 
 if __name__ == "__main__":

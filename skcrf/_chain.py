@@ -469,6 +469,8 @@ class CRFClassifier(CRFEstimator):
                 transition_columns=self._transition_columns(data.feature_names,
                                                             data.features.n_features),
                 constraints=constraints)
+            # skcrf.compat's CRF trains as CRFsuite, without start and end weights
+            structure.boundary_weights = getattr(self, "_boundary_weights", True)
         else:
             structure = PatternChainStructure.for_training(
                 data.features, data.offsets, data.label_ids, n_classes, self.order,

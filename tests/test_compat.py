@@ -70,14 +70,18 @@ def test_tutorial_code_runs_unchanged(crf, corpus):
 
 
 def test_c1_c2_map_to_the_same_objective_as_crfclassifier(crf, corpus):
-    """alpha = c1 + 2 c2, l1_ratio = c1 / alpha: the very model CRFClassifier trains."""
+    """alpha = c1 + 2 c2, l1_ratio = c1 / alpha: the very model CRFClassifier trains,
+    without start and end weights (CRFsuite's chain has none)."""
     X, y, X_test, _ = corpus
     from skcrf import SequenceVectorizer
 
     vectorizer = SequenceVectorizer(separator=":")
     c1, c2 = 0.1, 0.1
-    direct = CRFClassifier(alpha=c1 + 2 * c2, l1_ratio=c1 / (c1 + 2 * c2), max_iter=50).fit(
-        vectorizer.fit_transform(X), y)
+    direct = CRFClassifier(alpha=c1 + 2 * c2, l1_ratio=c1 / (c1 + 2 * c2), max_iter=50, tol=1e-5)
+    direct._boundary_weights = False  # what compat.CRF sets for its fit
+    direct.fit(vectorizer.fit_transform(X), y)
+    assert not np.any(crf.estimator_.start_coef_) and not np.any(crf.estimator_.end_coef_)
+    assert "_boundary_weights" not in vars(crf.estimator_)
     np.testing.assert_array_equal(crf.estimator_.coef_, direct.coef_)
     assert crf.predict(X_test) == [p.tolist() for p in direct.predict(
         vectorizer.transform(X_test))]

@@ -14,10 +14,16 @@ once its imports change::
     crf.fit(X_train, y_train)
     metrics.flat_f1_score(y_test, crf.predict(X_test), average="weighted")
 
+:func:`load_crfsuite` reads the model files CRFsuite writes (python-crfsuite,
+sklearn-crfsuite) into a fitted :class:`CRF`, and :func:`save_crfsuite` writes
+an order-1 chain as one, for CRFsuite's tagger and the libraries that read its
+format.
+
 See :doc:`/migration` for what maps to what and where the two differ.
 """
 
 from . import metrics, scorers
 from ._crf import CRF
+from ._crfsuite_files import load_crfsuite, save_crfsuite
 
-__all__ = ["CRF", "metrics", "scorers"]
+__all__ = ["CRF", "load_crfsuite", "metrics", "save_crfsuite", "scorers"]

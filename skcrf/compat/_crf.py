@@ -50,12 +50,21 @@ _CALIBRATION = {"calibration_eta": ("eta", 0.1), "calibration_rate": ("rate", 2.
                 "calibration_max_trials": ("max_trials", 20)}
 
 
+#: Types of feature values that are never nested dicts.
+_PLAIN_VALUES = frozenset({str, float, int, bool})
+
+
 def _token_dict(token, q, i):
     """Token ``i`` of sequence ``q`` as a feature dict, in python-crfsuite's forms.
 
     A dict passes, its nested dicts flattened (``{"w": {"a": 1.0}}`` is the
     attribute ``"w:a"``); a list of attribute names weighs each 1.
     """
+    if type(token) is dict and _PLAIN_VALUES.issuperset(map(type, token.values())):
+        # the usual token, checked by the types of its values in one C-level pass: an
+        # isinstance test per value against the Mapping ABC was a third of tagging
+        # one sentence
+        return token
     if isinstance(token, Mapping):
         if any(isinstance(value, Mapping) for value in token.values()):
             return _flattened(token, "", q, i)
@@ -144,7 +153,11 @@ class CRF(BaseEstimator):
     ``"key:value"`` attributes, as in CRFsuite) into a
     :class:`~skcrf.CRFClassifier` trained by skcrf's solver of CRFsuite's
     ``algorithm``; for L-BFGS with ``alpha = c1 + 2 * c2`` and ``l1_ratio =
-    c1 / alpha``, the same objective as CRFsuite's.
+    c1 / alpha``, the same objective as CRFsuite's. As CRFsuite's, the
+    L-BFGS model has no start and end weights (``estimator_.start_coef_`` and
+    ``end_coef_`` stay 0), so :func:`skcrf.compat.save_crfsuite` writes it as
+    a CRFsuite model file exactly; the online trainers (``l2sgd``, ``ap``,
+    ``pa``, ``arow``) learn them, as :class:`~skcrf.CRFClassifier` does.
 
     Parameters
     ----------
@@ -406,11 +419,19 @@ calibration_candidates, calibration_max_trials : default=None
         """
         classifier = self._classifier()
         vectorizer = SequenceVectorizer(separator=":", min_freq=self._min_freq())
+        if classifier.solver == "lbfgs":
+            # CRFsuite's chain has no start or end weights: without them the model
+            # is CRFsuite's own, and skcrf.compat.save_crfsuite writes it exactly
+            classifier._boundary_weights = False
         with warnings.catch_warnings():
             # CRFsuite stops at max_iterations without a word, and so does its
             # interface here; CRFClassifier itself warns
             warnings.simplefilter("ignore", ConvergenceWarning)
-            classifier.fit(vectorizer.fit_transform(_sequences(X)), y)
+            try:
+                classifier.fit(vectorizer.fit_transform(_sequences(X)), y)
+            finally:
+                # a setting of this fit, not part of the fitted model (nor of its file)
+                classifier.__dict__.pop("_boundary_weights", None)
         self.vectorizer_ = vectorizer
         self.estimator_ = classifier
         for name, value in _summaries(classifier).items():

@@ -34,6 +34,7 @@ from ._segments import (adds_features, check_segment_params, gazetteer_token_dic
                         with_segment_features)
 from ._plan import checked_plan
 from ._small import transform_small
+from ._template import template_dicts, template_features, template_lines
 from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_features
 from ._tokens import _Tokens
 from ._reference import _check_custom, _offset_prefix, _token_dict
@@ -177,6 +178,23 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         segment the features of the ``"gazetteer"`` kind. Every kind that
         holds is emitted: an exact match is also a case-folded and a fuzzy
         one. A file is read once per distinct parameter value.
+    template : str or path-like, default=None
+        A CRF++ feature template (its text, or the path of a UTF-8 file), which
+        then makes all the features, instead of the parameters above: each
+        ``U`` line (``U01:%x[-1,0]/%x[0,0]``) gives every token one feature,
+        the line with each ``%x[row,col]`` macro replaced by column ``col``
+        of the token ``row`` places away (``_B-1``, ``_B-2``, ... before the
+        sequence, ``_B+1``, ... after it), valued 1 and named by that text
+        (``U01:the/cat``); ``#`` lines are comments. A bare ``B`` line is the
+        label-to-label transitions, which every chain has; a ``B`` line with
+        macros makes the features of its text likewise (``B01:cat``), which
+        :class:`CRFClassifier` turns into observation-conditioned
+        transitions with ``transition_features=["B"]`` (they then weigh the
+        labels too, where CRF++'s weigh the transitions only). Token columns
+        are the tuple's (a str token is column 0). Only CRF++'s ``%x``
+        macros are read; ``custom``, ``head_column``, ``segment_features``
+        and ``gazetteer`` cannot be combined with it. See
+        :ref:`crfpp-templates`.
 
     See Also
     --------
@@ -226,6 +244,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         "segment_features": ["boolean", list, tuple, callable],
         "max_segment_length": [Interval(Integral, 1, None, closed="left")],
         "gazetteer": [None, Mapping, str, os.PathLike],
+        "template": [None, str, os.PathLike],
     }
 
     # it learns nothing: its parameters are its whole state
@@ -237,7 +256,8 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
                  suffixes=(2, 3), word_column=0, columns="auto", column_prefixes=(2,),
                  column_names=None, bias=True, boundary=True, head_column=None,
                  head_features=("lower", "columns", "link"), custom=None,
-                 segment_features=False, max_segment_length=6, gazetteer=None):
+                 segment_features=False, max_segment_length=6, gazetteer=None,
+                 template=None):
         self.window = window
         self.word_features = word_features
         self.context_features = context_features
@@ -255,6 +275,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         self.segment_features = segment_features
         self.max_segment_length = max_segment_length
         self.gazetteer = gazetteer
+        self.template = template
 
     def fit(self, X: TokenSequences,
             y: Optional[LabelSequences] = None) -> TokenFeaturizer:
@@ -291,6 +312,8 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
             the features present in ``X`` (a vocabulary local to this call).
         """
         plan = self._checked_plan
+        if self.template is not None:
+            return template_features(self.template, X)
         X = check_sequences(X, tokens="str tokens or tuples of str", matrix_ok=False)
         if (self.head_column is None and not isinstance(X, SequenceMatrix)
                 and not adds_features(self)):
@@ -351,6 +374,8 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
             and the bias (1.0) real-valued ones.
         """
         plan = self._checked_plan
+        if self.template is not None:
+            return template_dicts(self.template, X)
         with kernel_exceptions():  # the trees' check is a kernel
             tokens = _Tokens(X, self.head_column)
         if tokens.n_tokens == 0:
@@ -429,6 +454,14 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
             raise ValueError(
                 f"column_names must be distinct str; got {self.column_names!r}.")
         check_segment_params(self)
+        if self.template is not None:
+            template_lines(self.template)  # raises if malformed
+            combined = [name for name, default in (
+                ("custom", None), ("head_column", None), ("segment_features", False),
+                ("gazetteer", None)) if getattr(self, name) is not default]
+            if combined:
+                raise ValueError(f"template makes all the features; {combined[0]} cannot "
+                                 f"be combined with it.")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -245,6 +245,12 @@ class ChainStructure:
         never moves them.
     """
 
+    #: Whether the first and last labels of a sequence have weights of their own.
+    #: CRFsuite's chains have none: set False (skcrf.compat does, for its files to be
+    #: CRFsuite's), their gold and expected counts are zero, so from zero the solver
+    #: never moves them.
+    boundary_weights = True
+
     def __init__(self, n_classes, state_pairs, *, order=1, edge_pairs=None, constraints=None):
         if order not in (1, 2):
             raise ValueError(f"order must be 1 or 2, got {order!r}.")
@@ -321,7 +327,15 @@ class ChainStructure:
         first, last = offsets[:-1][nonempty], offsets[1:][nonempty] - 1
         blocks["start"][:] = np.bincount(label_ids[first], minlength=self.n_classes)
         blocks["end"][:] = np.bincount(label_ids[last], minlength=self.n_classes)
-        return counts
+        return self._without_fixed_blocks(counts)
+
+    def _without_fixed_blocks(self, statistics):
+        """``statistics`` with the blocks the solver must not move at zero (in place)."""
+        if not self.boundary_weights:
+            blocks = self.layout.views(statistics)
+            blocks["start"][:] = 0.0
+            blocks["end"][:] = 0.0
+        return statistics
 
     def scores(self, features, w):
         """:class:`ChainScores` of the features under the weights ``w``."""
@@ -373,15 +387,21 @@ class ChainStructure:
         :meth:`expected_statistics`.
         """
         if fused and self.order == 1:
-            if self.edge_pairs is None:
-                return _FusedExpectations(self, features, offsets)
-            return _FusedEdgeExpectations(self, features, offsets)
+            terms = (_FusedExpectations(self, features, offsets) if self.edge_pairs is None
+                     else _FusedEdgeExpectations(self, features, offsets))
+        else:
+            def terms(w):
+                posteriors = chain_posteriors(self.scores(features, w), offsets, True)
+                return posteriors.log_z, self.expected_statistics(features, offsets,
+                                                                  posteriors)
+        if self.boundary_weights:
+            return terms
 
-        def unfused(w):
-            posteriors = chain_posteriors(self.scores(features, w), offsets, True)
-            return posteriors.log_z, self.expected_statistics(features, offsets, posteriors)
+        def with_fixed_blocks(w):
+            log_z, expected = terms(w)
+            return log_z, self._without_fixed_blocks(expected)
 
-        return unfused
+        return with_fixed_blocks
 
     def coefficients(self, w):
         """Named fitted weights: dense state weights and the other blocks, copied.

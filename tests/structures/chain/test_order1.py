@@ -266,3 +266,26 @@ def test_chain_loss_helper_is_the_plain_structure():
     direct = _loss(_structure(X, offsets, label_ids, n_classes), X, offsets, label_ids, 0.1)
     w = np.random.default_rng(16).normal(size=helper.n_parameters)
     assert helper(w)[0] == direct(w)[0]
+
+
+@pytest.mark.parametrize("fused", [True, False])
+@pytest.mark.parametrize("variant", ["order1", "edges"])
+def test_without_boundary_weights_start_and_end_never_move(variant, fused):
+    """CRFsuite's chain (skcrf.compat): with start and end at zero, the loss is the brute
+    force's, and its gradient is the finite differences' but zero on start and end."""
+    X, offsets, label_ids, n_classes = _problem(6)
+    structure = _structure(X, offsets, label_ids, n_classes, **VARIANTS[variant])
+    structure.boundary_weights = False
+    loss = _loss(structure, X, offsets, label_ids, l2=0.2, fused=fused)
+    w = np.random.default_rng(7).normal(scale=0.5, size=loss.n_parameters)
+    blocks = structure.layout.views(w)
+    blocks["start"][:] = 0.0
+    blocks["end"][:] = 0.0
+    value, grad = loss(w)
+    np.testing.assert_allclose(value, _brute_force_loss(structure, X, offsets, label_ids, w,
+                                                        0.2), rtol=1e-10)
+    gradient = structure.layout.views(grad)
+    assert not np.any(gradient["start"]) and not np.any(gradient["end"])
+    numeric = structure.layout.views(approx_fprime(w, lambda v: loss(v)[0], 1e-6))
+    for name in ("state", "transitions"):
+        np.testing.assert_allclose(gradient[name], numeric[name], rtol=1e-4, atol=1e-5)
