@@ -73,65 +73,141 @@ def _check_span_list(spans, offsets):
             np.asarray(stop, dtype=np.int64), labels)
 
 
+class _SpanEvents:
+    """The disjoint events of labelled spans of a chain, as per-token allowed labels.
+
+    Event ``k`` (of span ``span[k]``) constrains the tokens ``first[k] :
+    first[k] + width[k]`` (indices over all tokens): token ``first[k] + j``
+    may take only the labels where ``masks[k, j]`` is True.
+    """
+
+    def __init__(self, span, first, width, masks):
+        self.span, self.first, self.width, self.masks = span, first, width, masks
+
+    @property
+    def n_events(self):
+        return self.span.shape[0]
+
+
 class _TagCodes:
     """Prefix code and span type of each class of a chain, as conlleval reads its tags."""
 
     def __init__(self, classes, scheme):
         tags = classes.tolist()
-        self.prefix, self.type_id, self.type_names = _encode_tags(
-            tags, np.array([len(tags)]), scheme)
-        self.prefix = self.prefix.astype(np.int64)
-        self.type_index = {name: t for t, name in enumerate(self.type_names.tolist())}
+        prefix, type_id, self.type_names = _encode_tags(tags, np.array([len(tags)]), scheme)
+        self.prefix, self.type_id = prefix.astype(np.int64), type_id
+        p = self.prefix
+        # per span type (rows) and class (columns): what the class's tag does to a span
+        typed = type_id[np.newaxis, :] == np.arange(len(self.type_names))[:, np.newaxis]
+        self.in_span = typed & (p != _O)
+        self.opens = np.isin(p, (_B, _S))       # starts a span whatever comes before
+        self.goes_on = np.isin(p, (_B, _I))     # the span goes on if the next tag continues
+        self.continues = np.isin(p, (_I, _E))   # continues an open span of its type
+        self.closes = np.isin(p, (_E, _S))      # the span stops after it whatever comes next
+        self.not_open_before = ~(typed & self.goes_on)  # a tag after which a span starts
+        self.not_going_on = ~(typed & self.continues)   # a tag before which a span stops
 
-    def events(self, label, start, stop, n_tokens):
-        """The disjoint events of span (start, stop, label) as lists of (token, allowed mask)."""
-        p, typed = self.prefix, self.type_id == self.type_index[label]
-        in_span = typed & (p != _O)
-        opens = np.isin(p, (_B, _S))      # a span starts here whatever comes before
-        goes_on = np.isin(p, (_B, _I))    # the span goes on if the next tag continues it
-        continues = np.isin(p, (_I, _E))  # continues an open span of its type
-        closes = np.isin(p, (_E, _S))     # a span stops after it whatever comes next
-        base = {t: in_span.copy() for t in range(start, stop)}
-        for t in range(start, stop - 1):
-            base[t] &= goes_on
-        for t in range(start + 1, stop):
-            base[t] &= continues
-        starts = [({start: opens}, {})]
-        starts.append(({start: continues},
-                       {start - 1: ~(typed & goes_on)} if start > 0 else {}))
-        stops = [({}, {})] if stop == n_tokens else [
-            ({stop - 1: closes}, {}), ({stop - 1: goes_on}, {stop: ~(typed & continues)})]
-        events = []
-        for start_inside, before in starts:
-            for stop_inside, after in stops:
-                masks = {t: m.copy() for t, m in base.items()}
-                for extra in (start_inside, stop_inside):
-                    for t, m in extra.items():
-                        masks[t] &= m
-                masks.update(before)
-                masks.update(after)
-                if all(m.any() for m in masks.values()):
-                    events.append(masks)
-        return events
+    def events(self, type_ids, starts, stops, seq_starts, seq_lengths):
+        """:class:`_SpanEvents` of spans (type, start, stop) of sequences starting at ``seq_starts``.
+
+        A span is read when its first tag opens it (``B``/``S``, or ``I``/``E``
+        after a tag that leaves no span of its type open), each next tag
+        continues it, and it is closed (its last tag is ``E``/``S``, or the
+        next tag does not continue it, or the sequence ends): two choices at
+        the start and two at the stop, four disjoint events at most.
+        """
+        n_spans, n_classes = type_ids.shape[0], self.prefix.shape[0]
+        sizes = stops - starts
+        has_before, has_after = starts > 0, stops < seq_lengths
+        widest = int(sizes.max()) + 2
+        # position j of the window holds token start - 1 + j
+        j = np.arange(widest)[np.newaxis, :]
+        inside = (j >= 1) & (j <= sizes[:, np.newaxis])
+        base = np.ones((n_spans, widest, n_classes), dtype=bool)
+        base[inside] = self.in_span[np.broadcast_to(type_ids[:, np.newaxis], inside.shape)[inside]]
+        base[inside & (j < sizes[:, np.newaxis])] &= self.goes_on
+        base[inside & (j > 1)] &= self.continues
+        rows = np.arange(n_spans)
+        span, masks, before, after = [], [], [], []
+        for open_first in (True, False):
+            for close_last in (True, False, None):
+                chosen = has_after if close_last is not None else ~has_after
+                if not chosen.any():
+                    continue
+                m = base[chosen].copy()
+                r, t, size = rows[chosen], type_ids[chosen], sizes[chosen]
+                k = np.arange(r.shape[0])
+                m[k, 1] &= self.opens if open_first else self.continues
+                if not open_first:
+                    m[k, 0] = np.where(has_before[r][:, np.newaxis],
+                                       self.not_open_before[t], True)
+                if close_last is not None:
+                    m[k, size] &= self.closes if close_last else self.goes_on
+                    if not close_last:
+                        m[k, size + 1] = self.not_going_on[t]
+                span.append(r)
+                masks.append(m)
+        span = np.concatenate(span)
+        masks = np.concatenate(masks)
+        # the window runs from the token before (if any) to the token after (if any)
+        lead = (~has_before[span]).astype(np.int64)
+        width = sizes[span] + 2 - lead - (~has_after[span]).astype(np.int64)
+        shifted = lead == 1
+        masks[shifted] = np.roll(masks[shifted], -1, axis=1)
+        first = seq_starts[span] + starts[span] - 1 + lead
+        # an event with a token that may take no label has probability 0
+        live = np.arange(widest)[np.newaxis, :] < width[:, np.newaxis]
+        feasible = ~np.any(live & ~masks.any(axis=2), axis=1)
+        return _SpanEvents(span[feasible], first[feasible], width[feasible],
+                           masks[feasible])
 
 
-def _feasible(masks, allowed):
-    """False if neighbouring masks leave no allowed transition (a cheap, exact skip)."""
-    if allowed is None:
-        return True
-    for t, m in masks.items():
-        following = masks.get(t + 1)
-        if following is not None and not allowed[np.ix_(m, following)].any():
-            return False
-    return True
+def _chain_event_probabilities(potentials, offsets, events):
+    """Each event's probability from the label-pair marginals of an order-1 chain.
+
+    The posterior of an order-1 chain is a Markov chain: ``p(y_a..y_b) =
+    p(y_a) prod_t p(y_{t+1} | y_t)``, with ``p(y_{t+1} | y_t)`` the pair
+    marginal over the token marginal; one pass over the events' windows,
+    all events at once.
+    """
+    from ..structures.chain.order1 import ChainScores, chain_posteriors
+
+    if potentials.edges is None:
+        n_tokens = potentials.unary.shape[0]
+        potentials = ChainScores(potentials.unary, potentials.transitions, potentials.start,
+                                 potentials.end, edges=np.broadcast_to(
+                                     potentials.transitions,
+                                     (n_tokens, *potentials.transitions.shape)).copy())
+    posteriors = chain_posteriors(potentials, offsets, with_counts=True)
+    marginals, pairs = posteriors.marginals, posteriors.pair_marginals
+    masks = events.masks
+    value = marginals[events.first] * masks[:, 0]
+    for j in range(1, int(events.width.max(initial=1))):
+        going = events.width > j
+        t = events.first[going] + j
+        previous = marginals[t - 1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            step = np.where(previous[:, :, np.newaxis] > 0,
+                            pairs[t] / previous[:, :, np.newaxis], 0.0)
+        value[going] = np.einsum("ka,kab->kb", value[going], step) * masks[going, j]
+    return value.sum(axis=1)
+
+
+def _copies(offsets, sequences):
+    """The token rows of one copy of each of ``sequences``, and the copies' offsets."""
+    lengths = np.diff(offsets)[sequences]
+    copy_offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    rows = (np.repeat(offsets[sequences] - copy_offsets[:-1], lengths)
+            + np.arange(copy_offsets[-1]))
+    return rows, copy_offsets
 
 
 class SpanQueries:
     """``predict_spans`` and ``predict_span_proba``, for CRFClassifier and SemiMarkovCRF.
 
     Mixed into an estimator of :class:`~skcrf._estimators.base.CRFEstimator`;
-    the structure-specific parts are :meth:`_span_events` and
-    :meth:`_constrained_copies`.
+    the chain reads its classes as tags (:class:`_TagCodes`), the semi-Markov
+    model constrains segments directly (:meth:`_segment_copies`).
     """
 
     # --- what the two estimators do differently --------------------------------------
@@ -253,35 +329,17 @@ class SpanQueries:
 
     def _span_probabilities(self, features, offsets, spans):
         sequence, start, stop, labels = _check_span_list(spans, offsets)
-        label_ids, names = self._span_label_ids(labels)
-        n_asked = sequence.shape[0]
-        probability = np.zeros(n_asked)
-        if n_asked:
-            potentials = self._potentials(features, offsets)
-            lengths = np.diff(offsets)
-            owner, events = [], []
-            codes = None if self._semi_markov_spans() else self._tag_codes()
-            allowed = getattr(self, "allowed_transitions_", None)
-            for k in range(n_asked):
-                q = int(sequence[k])
-                if codes is None:
-                    found = [(int(start[k]), int(stop[k]), int(label_ids[k]))]
+        label_ids, _ = self._span_label_ids(labels)
+        probability = np.zeros(sequence.shape[0])
+        if sequence.shape[0]:
+            with kernel_threads(self.n_jobs, n_tokens=offsets[-1]):
+                potentials = self._potentials(features, offsets)
+                if self._semi_markov_spans():
+                    probability = self._segment_probabilities(
+                        potentials, offsets, sequence, start, stop, label_ids)
                 else:
-                    found = [masks for masks in codes.events(
-                        names[label_ids[k]], int(start[k]), int(stop[k]), int(lengths[q]))
-                        if _feasible(masks, allowed)]
-                owner.extend([k] * len(found))
-                events.extend(found)
-            if events:
-                owner = np.asarray(owner, dtype=np.int64)
-                copies, copy_offsets = self._constrained_copies(
-                    potentials, offsets, sequence[owner], events)
-                with kernel_threads(self.n_jobs, n_tokens=offsets[-1] + copy_offsets[-1]):
-                    log_z = self._log_z(potentials, offsets)
-                    event_log_z = self._log_z(copies, copy_offsets)
-                with np.errstate(under="ignore"):
-                    event_p = np.exp(event_log_z - log_z[sequence[owner]])
-                np.add.at(probability, owner, event_p)
+                    probability = self._chain_span_probabilities(
+                        potentials, offsets, sequence, start, stop, label_ids)
         probability = np.minimum(probability, 1.0).tolist()
         result, k = [], 0
         for listed in spans:
@@ -289,27 +347,49 @@ class SpanQueries:
             k += len(listed)
         return result
 
-    def _constrained_copies(self, potentials, offsets, sequences, events):
-        """One copy of each event's sequence, its potentials restricted to the event."""
+    def _chain_span_probabilities(self, potentials, offsets, sequence, start, stop, type_ids):
+        from ..structures.chain.order1 import ChainScores
+
         lengths = np.diff(offsets)
-        copy_lengths = lengths[sequences]
-        copy_offsets = np.concatenate([[0], np.cumsum(copy_lengths)]).astype(np.int64)
-        rows = (np.repeat(offsets[sequences] - copy_offsets[:-1], copy_lengths)
-                + np.arange(copy_offsets[-1]))
-        if self._semi_markov_spans():
-            return self._segment_copies(potentials, rows, copy_offsets, events), copy_offsets
-        copies = replace(potentials, unary=potentials.unary[rows])
-        if getattr(potentials, "edges", None) is not None:
-            copies = replace(copies, edges=potentials.edges[rows])
-        if getattr(potentials, "lattice", None) is not None:
-            # pruned labels already score -inf: the full pass gives the lattice's results
-            copies = replace(copies, lattice=None)
-        unary = copies.unary
-        for k, masks in enumerate(events):
-            lo = copy_offsets[k]
-            for t, m in masks.items():
-                unary[lo + t, ~m] = -np.inf
-        return copies, copy_offsets
+        events = self._tag_codes().events(type_ids, start, stop, offsets[:-1][sequence],
+                                          lengths[sequence])
+        probability = np.zeros(sequence.shape[0])
+        if not events.n_events:
+            return probability
+        if isinstance(potentials, ChainScores) and potentials.trigram is None:
+            event_p = _chain_event_probabilities(potentials, offsets, events)
+        else:
+            # any order: one constrained copy of the sequence per event, Z(event) / Z
+            owner = sequence[events.span]
+            copies, copy_offsets = _copies(offsets, owner)
+            unary = potentials.unary[copies]
+            j = np.arange(events.masks.shape[1])[np.newaxis, :]
+            live = j < events.width[:, np.newaxis]
+            rows = (copy_offsets[:-1, np.newaxis] + events.first[:, np.newaxis]
+                    - offsets[owner][:, np.newaxis] + j)[live]
+            unary[rows] = np.where(events.masks[live], unary[rows], -np.inf)
+            constrained = replace(potentials, unary=unary)
+            if getattr(potentials, "edges", None) is not None:
+                constrained = replace(constrained, edges=potentials.edges[copies])
+            if getattr(potentials, "lattice", None) is not None:
+                # pruned labels score -inf already: the full pass gives the lattice's results
+                constrained = replace(constrained, lattice=None)
+            log_z = self._log_z(potentials, offsets)
+            event_log_z = self._log_z(constrained, copy_offsets)
+            with np.errstate(under="ignore"):
+                event_p = np.exp(event_log_z - log_z[owner])
+        np.add.at(probability, events.span, event_p)
+        return probability
+
+    def _segment_probabilities(self, potentials, offsets, sequence, start, stop, label_ids):
+        copies, copy_offsets = _copies(offsets, sequence)
+        constrained = self._segment_copies(potentials, copies, copy_offsets,
+                                           zip(start.tolist(), stop.tolist(),
+                                               label_ids.tolist()))
+        log_z = self._log_z(potentials, offsets)
+        event_log_z = self._log_z(constrained, copy_offsets)
+        with np.errstate(under="ignore"):
+            return np.exp(event_log_z - log_z[sequence])
 
     def _segment_copies(self, potentials, rows, copy_offsets, events):
         patterns = hasattr(potentials, "labels")
