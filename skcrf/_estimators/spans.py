@@ -162,35 +162,105 @@ class _TagCodes:
                            masks[feasible])
 
 
-def _chain_event_probabilities(potentials, offsets, events):
-    """Each event's probability from the label-pair marginals of an order-1 chain.
+#: A ratio of backward sums below this (relative to the largest of its token)
+#: may have lost digits to underflow: its events go through the exact passes.
+_TINY = 1e-280
 
-    The posterior of an order-1 chain is a Markov chain: ``p(y_a..y_b) =
-    p(y_a) prod_t p(y_{t+1} | y_t)``, with ``p(y_{t+1} | y_t)`` the pair
-    marginal over the token marginal; one pass over the events' windows,
-    all events at once.
+
+def _normalized_backward(unary, transitions, edges, end, offsets):
+    """Per token ``beta_t / max(beta_t)``, the backward sums of an order-1 chain.
+
+    ``beta_t(a)`` sums the scores of every labelling of the tokens after
+    ``t`` given label ``a`` at ``t``. All sequences run together, aligned on
+    their last token: the tokens ``r`` before their sequence's last are one
+    block, the sequences ordered longest first, so that each block's
+    sequences are a prefix of the block before's. Each vector is scaled to a
+    largest entry of 1, and a token's unary scores are shifted by their
+    maximum before ``exp``: both cancel in the ratios
+    :func:`_chain_event_probabilities` takes.
+
+    Returns
+    -------
+    beta, weights : ndarray of shape (n_tokens, n_classes)
+        The scaled backward sums, and ``exp`` of the shifted unary scores.
+    step : ndarray of shape (n_classes, n_classes) or (n_tokens, n_classes, n_classes)
+        ``exp`` of the shifted transition (or per-token edge) scores.
     """
-    from ..structures.chain.order1 import ChainScores, chain_posteriors
+    lengths = np.diff(offsets)
+    with np.errstate(invalid="ignore", over="ignore"):
+        weights = np.exp(unary - np.max(unary, axis=1, keepdims=True))
+        weights[~np.isfinite(weights)] = 0.0
+        if edges is None:
+            step = np.exp(transitions - np.max(transitions))
+        else:
+            shift = np.max(edges, axis=(1, 2), keepdims=True)
+            shift[~np.isfinite(shift)] = 0.0
+            step = np.exp(edges - shift)
+        final = np.exp(end - np.max(end))
+    ranked = np.argsort(-lengths, kind="stable")
+    rank = np.empty_like(ranked)
+    rank[ranked] = np.arange(ranked.shape[0])
+    owner = np.repeat(np.arange(lengths.shape[0]), lengths)
+    before_last = offsets[owner + 1] - 1 - np.arange(owner.shape[0])
+    order = np.lexsort((rank[owner], before_last))
+    block = np.concatenate([[0], np.cumsum(np.bincount(before_last,
+                                                       minlength=lengths.max(initial=0)))])
+    w, b = weights[order], np.empty(weights.shape)
+    b[:block[1]] = final
+    e = None if edges is None else step[order]
+    for r in range(1, block.shape[0] - 1):
+        lo, hi = block[r], block[r + 1]
+        lo_after = block[r - 1]
+        after = w[lo_after:lo_after + hi - lo] * b[lo_after:lo_after + hi - lo]
+        if e is None:
+            value = after @ step.T
+        else:
+            value = np.einsum("kab,kb->ka", e[lo_after:lo_after + hi - lo], after)
+        top = value.max(axis=1, keepdims=True)
+        b[lo:hi] = np.divide(value, top, out=np.zeros_like(value), where=top > 0)
+    beta = np.empty(weights.shape)
+    beta[order] = b
+    return beta, weights, step
 
-    if potentials.edges is None:
-        n_tokens = potentials.unary.shape[0]
-        potentials = ChainScores(potentials.unary, potentials.transitions, potentials.start,
-                                 potentials.end, edges=np.broadcast_to(
-                                     potentials.transitions,
-                                     (n_tokens, *potentials.transitions.shape)).copy())
-    posteriors = chain_posteriors(potentials, offsets, with_counts=True)
-    marginals, pairs = posteriors.marginals, posteriors.pair_marginals
-    masks = events.masks
-    value = marginals[events.first] * masks[:, 0]
-    for j in range(1, int(events.width.max(initial=1))):
-        going = events.width > j
-        t = events.first[going] + j
-        previous = marginals[t - 1]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            step = np.where(previous[:, :, np.newaxis] > 0,
-                            pairs[t] / previous[:, :, np.newaxis], 0.0)
-        value[going] = np.einsum("ka,kab->kb", value[going], step) * masks[going, j]
-    return value.sum(axis=1)
+
+def _chain_event_probabilities(potentials, offsets, marginals, events):
+    """Each event's probability from the posterior of an order-1 chain, and which are exact.
+
+    That posterior is a Markov chain: ``p(y_a..y_b) = p(y_a) prod_t
+    p(y_{t+1} | y_t)``, with ``p(y_{t+1} = b | y_t = a)`` proportional to
+    ``exp(T[a, b] + u_{t+1}[b]) beta_{t+1}(b)``: one pass over the events'
+    windows, all events at once. An event whose ratios may have underflowed
+    is marked not exact.
+    """
+    beta, weights, step = _normalized_backward(potentials.unary, potentials.transitions,
+                                               potentials.edges, potentials.end, offsets)
+    # the widest events first: the events still going at each step are a prefix
+    order = np.argsort(-events.width, kind="stable")
+    first, width, masks = events.first[order], events.width[order], events.masks[order]
+    value = marginals[first] * masks[:, 0]
+    exact = np.ones(events.n_events, dtype=bool)
+    going = np.searchsorted(-width, -np.arange(int(width.max(initial=1))), side="left")
+    for j in range(1, going.shape[0]):
+        n = going[j]
+        t = first[:n] + j
+        ahead = weights[t] * beta[t]
+        now = value[:n]
+        # p(b | a) = step[a, b] ahead[b] / total[a]
+        if potentials.edges is None:
+            total = ahead @ step.T
+        else:
+            total = np.einsum("kab,kb->ka", step[t], ahead)
+        exact[:n] &= ~np.any((now > 0) & (total < _TINY), axis=1)
+        scaled = np.divide(now, total, out=np.zeros_like(now), where=total > 0)
+        if potentials.edges is None:
+            moved = scaled @ step
+        else:
+            moved = np.einsum("ka,kab->kb", scaled, step[t])
+        value[:n] = moved * ahead * masks[:n, j]
+    probability = np.empty(events.n_events)
+    probability[order] = value.sum(axis=1)
+    exact[order] = exact.copy()
+    return probability, exact
 
 
 def _copies(offsets, sequences):
@@ -283,18 +353,31 @@ class SpanQueries:
                      for segments in model._codec().segments(segmentation, offsets)]
         else:
             codes = model._tag_codes()
-            label_ids = model._decode(features, offsets)
+            with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
+                # the probabilities below read the same potentials
+                potentials = model._potentials(features, offsets)
+                label_ids = model._viterbi(potentials, offsets)
             starts, stops, types = _decode_spans(codes.prefix[label_ids],
                                                  codes.type_id[label_ids], np.diff(offsets))
             sequence = np.searchsorted(offsets, starts, side="right") - 1
+            starts, stops = starts - offsets[sequence], stops - offsets[sequence]
             found = [[] for _ in range(offsets.shape[0] - 1)]
             for q, a, b, t in zip(sequence.tolist(), starts.tolist(), stops.tolist(),
-                                  types.tolist()):
-                found[q].append((a - int(offsets[q]), b - int(offsets[q]),
-                                 codes.type_names[t]))
+                                  codes.type_names[types].tolist()):
+                found[q].append((a, b, t))
         if not return_proba:
             return found
-        proba = model._span_probabilities(features, offsets, found)
+        if model._semi_markov_spans():
+            proba = model._span_probabilities(features, offsets, found)
+        else:
+            # the spans are well formed already, their labels ids: no checks
+            with kernel_threads(model.n_jobs, n_tokens=offsets[-1]):
+                flat = np.minimum(model._chain_span_probabilities(
+                    potentials, offsets, sequence, starts, stops, types), 1.0).tolist()
+            proba, k = [], 0
+            for listed in found:
+                proba.append(flat[k:k + len(listed)])
+                k += len(listed)
         return [[(*span, p) for span, p in zip(spans, probabilities)]
                 for spans, probabilities in zip(found, proba)]
 
@@ -356,30 +439,39 @@ class SpanQueries:
         probability = np.zeros(sequence.shape[0])
         if not events.n_events:
             return probability
+        owner = sequence[events.span]
+        event_p = np.zeros(events.n_events)
+        exact = np.zeros(events.n_events, dtype=bool)
         if isinstance(potentials, ChainScores) and potentials.trigram is None:
-            event_p = _chain_event_probabilities(potentials, offsets, events)
-        else:
-            # any order: one constrained copy of the sequence per event, Z(event) / Z
-            owner = sequence[events.span]
-            copies, copy_offsets = _copies(offsets, owner)
-            unary = potentials.unary[copies]
-            j = np.arange(events.masks.shape[1])[np.newaxis, :]
-            live = j < events.width[:, np.newaxis]
-            rows = (copy_offsets[:-1, np.newaxis] + events.first[:, np.newaxis]
-                    - offsets[owner][:, np.newaxis] + j)[live]
-            unary[rows] = np.where(events.masks[live], unary[rows], -np.inf)
-            constrained = replace(potentials, unary=unary)
-            if getattr(potentials, "edges", None) is not None:
-                constrained = replace(constrained, edges=potentials.edges[copies])
-            if getattr(potentials, "lattice", None) is not None:
-                # pruned labels score -inf already: the full pass gives the lattice's results
-                constrained = replace(constrained, lattice=None)
-            log_z = self._log_z(potentials, offsets)
-            event_log_z = self._log_z(constrained, copy_offsets)
-            with np.errstate(under="ignore"):
-                event_p = np.exp(event_log_z - log_z[owner])
+            marginals = self._posteriors(potentials, offsets)[1]
+            event_p, exact = _chain_event_probabilities(potentials, offsets, marginals, events)
+        if not exact.all():
+            rest = np.flatnonzero(~exact)
+            event_p[rest] = self._constrained_event_probabilities(
+                potentials, offsets, owner[rest], events.first[rest], events.width[rest],
+                events.masks[rest])
         np.add.at(probability, events.span, event_p)
         return probability
+
+    def _constrained_event_probabilities(self, potentials, offsets, owner, first, width, masks):
+        """Z(event) / Z, by one constrained copy of the event's sequence per event: any order."""
+        copies, copy_offsets = _copies(offsets, owner)
+        unary = potentials.unary[copies]
+        j = np.arange(masks.shape[1])[np.newaxis, :]
+        live = j < width[:, np.newaxis]
+        rows = (copy_offsets[:-1, np.newaxis] + first[:, np.newaxis]
+                - offsets[owner][:, np.newaxis] + j)[live]
+        unary[rows] = np.where(masks[live], unary[rows], -np.inf)
+        constrained = replace(potentials, unary=unary)
+        if getattr(potentials, "edges", None) is not None:
+            constrained = replace(constrained, edges=potentials.edges[copies])
+        if getattr(potentials, "lattice", None) is not None:
+            # pruned labels score -inf already: the full pass gives the lattice's results
+            constrained = replace(constrained, lattice=None)
+        log_z = self._log_z(potentials, offsets)
+        event_log_z = self._log_z(constrained, copy_offsets)
+        with np.errstate(under="ignore"):
+            return np.exp(event_log_z - log_z[owner])
 
     def _segment_probabilities(self, potentials, offsets, sequence, start, stop, label_ids):
         copies, copy_offsets = _copies(offsets, sequence)
