@@ -147,3 +147,18 @@ def test_bad_spans_name_what_is_wrong(chain):
         crf.predict_span_proba(X, [[(0, 1, "ORG")], []])
     with pytest.raises(TypeError, match="integers"):
         crf.predict_span_proba(X, [[(0.0, 1, "PER")], []])
+
+
+def test_huge_weights_stay_exact():
+    # scores hundreds of nats apart: the scaled backward sums underflow and the
+    # events they touch go through the exact log-space passes
+    from skcrf._calibration import scaled_model
+
+    X, y = _corpus("IOB2")
+    crf = scaled_model(CRFClassifier(alpha=2.0, max_iter=15).fit(X, y), 400.0)
+    X_test = _test_sequences(lengths=(3, 4))
+    asked = [_every_span(len(x), ["PER", "LOC"]) for x in X_test]
+    for x, spans, probabilities in zip(X_test, asked, crf.predict_span_proba(X_test, asked)):
+        enumerated = _chain_enumeration(crf, x, "IOB2")
+        expected = [_span_oracle(enumerated, span) for span in spans]
+        np.testing.assert_allclose(probabilities, expected, rtol=0, atol=1e-9)
