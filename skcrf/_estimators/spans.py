@@ -33,6 +33,7 @@ import numpy as np
 
 from .._utils.parallel import kernel_threads
 from .._utils.type_aliases import FeatureSequences
+from ..inference.chain.windows import window_probabilities
 from ..inference.semimarkov.queries import CUT
 from ..tags import SCHEMES, _B, _E, _I, _O, _S, _decode_spans, _encode_tags, detect_scheme
 
@@ -160,107 +161,6 @@ class _TagCodes:
         feasible = ~np.any(live & ~masks.any(axis=2), axis=1)
         return _SpanEvents(span[feasible], first[feasible], width[feasible],
                            masks[feasible])
-
-
-#: A ratio of backward sums below this (relative to the largest of its token)
-#: may have lost digits to underflow: its events go through the exact passes.
-_TINY = 1e-280
-
-
-def _normalized_backward(unary, transitions, edges, end, offsets):
-    """Per token ``beta_t / max(beta_t)``, the backward sums of an order-1 chain.
-
-    ``beta_t(a)`` sums the scores of every labelling of the tokens after
-    ``t`` given label ``a`` at ``t``. All sequences run together, aligned on
-    their last token: the tokens ``r`` before their sequence's last are one
-    block, the sequences ordered longest first, so that each block's
-    sequences are a prefix of the block before's. Each vector is scaled to a
-    largest entry of 1, and a token's unary scores are shifted by their
-    maximum before ``exp``: both cancel in the ratios
-    :func:`_chain_event_probabilities` takes.
-
-    Returns
-    -------
-    beta, weights : ndarray of shape (n_tokens, n_classes)
-        The scaled backward sums, and ``exp`` of the shifted unary scores.
-    step : ndarray of shape (n_classes, n_classes) or (n_tokens, n_classes, n_classes)
-        ``exp`` of the shifted transition (or per-token edge) scores.
-    """
-    lengths = np.diff(offsets)
-    with np.errstate(invalid="ignore", over="ignore"):
-        weights = np.exp(unary - np.max(unary, axis=1, keepdims=True))
-        weights[~np.isfinite(weights)] = 0.0
-        if edges is None:
-            step = np.exp(transitions - np.max(transitions))
-        else:
-            shift = np.max(edges, axis=(1, 2), keepdims=True)
-            shift[~np.isfinite(shift)] = 0.0
-            step = np.exp(edges - shift)
-        final = np.exp(end - np.max(end))
-    ranked = np.argsort(-lengths, kind="stable")
-    rank = np.empty_like(ranked)
-    rank[ranked] = np.arange(ranked.shape[0])
-    owner = np.repeat(np.arange(lengths.shape[0]), lengths)
-    before_last = offsets[owner + 1] - 1 - np.arange(owner.shape[0])
-    order = np.lexsort((rank[owner], before_last))
-    block = np.concatenate([[0], np.cumsum(np.bincount(before_last,
-                                                       minlength=lengths.max(initial=0)))])
-    w, b = weights[order], np.empty(weights.shape)
-    b[:block[1]] = final
-    e = None if edges is None else step[order]
-    for r in range(1, block.shape[0] - 1):
-        lo, hi = block[r], block[r + 1]
-        lo_after = block[r - 1]
-        after = w[lo_after:lo_after + hi - lo] * b[lo_after:lo_after + hi - lo]
-        if e is None:
-            value = after @ step.T
-        else:
-            value = np.einsum("kab,kb->ka", e[lo_after:lo_after + hi - lo], after)
-        top = value.max(axis=1, keepdims=True)
-        b[lo:hi] = np.divide(value, top, out=np.zeros_like(value), where=top > 0)
-    beta = np.empty(weights.shape)
-    beta[order] = b
-    return beta, weights, step
-
-
-def _chain_event_probabilities(potentials, offsets, marginals, events):
-    """Each event's probability from the posterior of an order-1 chain, and which are exact.
-
-    That posterior is a Markov chain: ``p(y_a..y_b) = p(y_a) prod_t
-    p(y_{t+1} | y_t)``, with ``p(y_{t+1} = b | y_t = a)`` proportional to
-    ``exp(T[a, b] + u_{t+1}[b]) beta_{t+1}(b)``: one pass over the events'
-    windows, all events at once. An event whose ratios may have underflowed
-    is marked not exact.
-    """
-    beta, weights, step = _normalized_backward(potentials.unary, potentials.transitions,
-                                               potentials.edges, potentials.end, offsets)
-    # the widest events first: the events still going at each step are a prefix
-    order = np.argsort(-events.width, kind="stable")
-    first, width, masks = events.first[order], events.width[order], events.masks[order]
-    value = marginals[first] * masks[:, 0]
-    exact = np.ones(events.n_events, dtype=bool)
-    going = np.searchsorted(-width, -np.arange(int(width.max(initial=1))), side="left")
-    for j in range(1, going.shape[0]):
-        n = going[j]
-        t = first[:n] + j
-        ahead = weights[t] * beta[t]
-        now = value[:n]
-        # p(b | a) = step[a, b] ahead[b] / total[a]
-        if potentials.edges is None:
-            total = ahead @ step.T
-        else:
-            total = np.einsum("kab,kb->ka", step[t], ahead)
-        exact[:n] &= ~np.any((now > 0) & (total < _TINY), axis=1)
-        scaled = np.divide(now, total, out=np.zeros_like(now), where=total > 0)
-        if potentials.edges is None:
-            moved = scaled @ step
-        else:
-            moved = np.einsum("ka,kab->kb", scaled, step[t])
-        value[:n] = moved * ahead * masks[:n, j]
-    probability = np.empty(events.n_events)
-    probability[order] = value.sum(axis=1)
-    exact[order] = exact.copy()
-    return probability, exact
 
 
 def _copies(offsets, sequences):
@@ -444,7 +344,13 @@ class SpanQueries:
         exact = np.zeros(events.n_events, dtype=bool)
         if isinstance(potentials, ChainScores) and potentials.trigram is None:
             marginals = self._posteriors(potentials, offsets)[1]
-            event_p, exact = _chain_event_probabilities(potentials, offsets, marginals, events)
+            # the events come grouped by sequence (spans in order of position)
+            order = np.argsort(owner, kind="stable")
+            moves = potentials.transitions if potentials.edges is None else potentials.edges
+            p, ok = window_probabilities(potentials.unary, moves, potentials.end, offsets,
+                                         marginals, owner[order], events.first[order],
+                                         events.width[order], events.masks[order])
+            event_p[order], exact[order] = p, ok
         if not exact.all():
             rest = np.flatnonzero(~exact)
             event_p[rest] = self._constrained_event_probabilities(
