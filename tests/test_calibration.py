@@ -6,6 +6,7 @@ from sklearn.base import clone
 from sklearn.pipeline import make_pipeline
 
 from skcrf import CalibratedCRF, CRFClassifier, SemiMarkovCRF, load_model, save_model
+from skcrf._calibration import scaled_model
 from skcrf.features import SequenceVectorizer
 from skcrf.metrics import (expected_calibration_error, reliability_curve, span_confidences,
                            token_confidences)
@@ -71,8 +72,7 @@ def test_temperature_minimises_the_held_out_loss_and_keeps_predictions(objective
 
     def loss(t):
         model = CalibratedCRF(crf)
-        model.estimator_ = __import__("skcrf._calibration").\
-            _calibration.scaled_model(crf, 1 / t)
+        model.estimator_ = scaled_model(crf, 1 / t)
         if objective == "sequence":
             return -model.sequence_log_proba(X, y).sum()
         marginals = model.predict_marginals(X)

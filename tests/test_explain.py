@@ -81,3 +81,17 @@ def test_semi_markov_explains_its_segment_labels():
 def test_bad_position_is_named(chain):
     with pytest.raises(ValueError, match="position 5 is not a token of this sequence of 2"):
         explain_token(chain, [{"w": "ada"}, {"w": "ran"}], 5)
+
+
+def test_tree_unary_terms_add_up():
+    from skcrf import TreeCRF
+    from tests._toys import tree_corpus
+
+    X, y = tree_corpus()
+    tree = TreeCRF(max_iter=20).fit(X, y)
+    explanation = explain_token(tree, X[0], 1)
+    matrix = tree.vectorizer_.transform([X[0]])
+    unary = (matrix.matrix @ tree.coef_.T)[1]
+    np.testing.assert_allclose([explanation.total[c] for c in tree.classes_.tolist()], unary,
+                               rtol=1e-12, atol=1e-12)
+    assert explanation.predicted == tree.predict([X[0]])[0].tolist()[1]
