@@ -104,7 +104,8 @@ def run(strategy, seed):
         if strategy == "random":
             chosen = rng.choice(left, size=args.batch, replace=False)
         else:
-            doubt = uncertainty_scores(crf, F_pool[left])["expected_errors"]
+            doubt = uncertainty_scores(crf, F_pool[left], scores=["expected_errors"])[
+                "expected_errors"]
             chosen = left[np.argsort(-doubt, kind="stable")[:args.batch]]
         annotated.extend(chosen.tolist())
     return np.array(sizes), np.array(scores), crf

@@ -146,8 +146,8 @@ class CalibratedCRF(BaseEstimator):
     >>> y = [["A", "B"], ["B"]] * 5
     >>> crf = CRFClassifier(max_iter=20).fit(X[:6], y[:6])
     >>> calibrated = CalibratedCRF(crf).fit(X[6:], y[6:])
-    >>> calibrated.predict([[{"w": "a"}]])[0].tolist()
-    ['A']
+    >>> calibrated.predict([[{"w": "a"}, {"w": "b"}]])[0].tolist()
+    ['A', 'B']
     """
 
     _parameter_constraints: dict = {

@@ -66,3 +66,18 @@ def test_pipelines_and_empty_sequences():
     assert scores["least_confidence"][1] > 0
     with pytest.raises(TypeError, match="needs a fitted CRF estimator"):
         uncertainty_scores(SequenceVectorizer(), X)
+
+
+def test_chosen_scores_and_entropy_in_several_token_chunks(monkeypatch):
+    import skcrf.uncertainty as uncertainty
+
+    X, y = _corpus("IOB2")
+    crf = CRFClassifier(alpha=2.0, max_iter=15).fit(X, y)
+    whole = uncertainty_scores(crf, X)
+    monkeypatch.setattr(uncertainty, "_PAIR_TOKENS", 7)  # a few sequences per step
+    chunked = uncertainty_scores(crf, X, scores=["sequence_entropy", "margin"])
+    assert list(chunked) == ["margin", "sequence_entropy"]
+    np.testing.assert_allclose(chunked["sequence_entropy"], whole["sequence_entropy"],
+                               rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="scores must be a list of names"):
+        uncertainty_scores(crf, X, scores=["entropy"])
