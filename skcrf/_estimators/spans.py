@@ -11,12 +11,14 @@ before and after it (whether a span starts at ``start`` depends on the tag
 before, whether it stops at ``stop`` on the tag after). It splits into at
 most four disjoint events, each a set of allowed labels per token; the
 probability of one is ``Z(allowed) / Z``, the partition function with every
-other label's unary score ``-inf`` over the partition function. All the
-events of all the asked spans run as one batch through the structure's own
-``_log_z``: the sequence of each is a copy of its sequence's potentials
-(rows gathered, not recomputed from the features), so the result is exact
-for every structure and order that has a ``_log_z``, and no sampling is
-involved.
+other label's unary score ``-inf`` over the partition function. For an
+order-1 chain (with or without transition features) all events come from
+one compiled pass (:mod:`skcrf.inference.chain.windows`): the posterior is a
+Markov chain, walked along each event's window. Any other chain, and an
+event whose ratios may have underflowed there, runs as one batch through the
+structure's own ``_log_z``: the sequence of each event is a copy of its
+sequence's potentials (rows gathered, not recomputed from the features)
+with the event's labels only. Both are exact; nothing is sampled.
 
 For a :class:`~skcrf.SemiMarkovCRF` a span is a segment: its event is "one
 segment covers exactly ``start:stop`` with that label", fixed by the
