@@ -91,6 +91,11 @@ class _SpanEvents:
     def n_events(self):
         return self.span.shape[0]
 
+    def feasible(self):
+        """Whether each event leaves every token of its window some label (else p = 0)."""
+        live = np.arange(self.masks.shape[1])[np.newaxis, :] < self.width[:, np.newaxis]
+        return ~np.any(live & ~self.masks.any(axis=2), axis=1)
+
 
 class _TagCodes:
     """Prefix code and span type of each class of a chain, as conlleval reads its tags."""
@@ -158,11 +163,7 @@ class _TagCodes:
         shifted = lead == 1
         masks[shifted] = np.roll(masks[shifted], -1, axis=1)
         first = seq_starts[span] + starts[span] - 1 + lead
-        # an event with a token that may take no label has probability 0
-        live = np.arange(widest)[np.newaxis, :] < width[:, np.newaxis]
-        feasible = ~np.any(live & ~masks.any(axis=2), axis=1)
-        return _SpanEvents(span[feasible], first[feasible], width[feasible],
-                           masks[feasible])
+        return _SpanEvents(span, first, width, masks)
 
 
 def _copies(offsets, sequences):
@@ -354,7 +355,8 @@ class SpanQueries:
                                          events.width[order], events.masks[order])
             event_p[order], exact[order] = p, ok
         if not exact.all():
-            rest = np.flatnonzero(~exact)
+            # an event with a token that may take no label has probability 0: no pass
+            rest = np.flatnonzero(~exact & events.feasible())
             event_p[rest] = self._constrained_event_probabilities(
                 potentials, offsets, owner[rest], events.first[rest], events.width[rest],
                 events.masks[rest])

@@ -9,8 +9,8 @@ p(y_{t+1} | y_t)``, with ``p(y_{t+1} = b | y_t = a)`` proportional to
 that has events, then a walk along each window, instead of one constrained
 forward pass per event.
 
-The pass runs in the probability domain on exponentials the caller shifts
-(each token's unary scores by their maximum, the moves by theirs), each
+The pass runs in the probability domain on shifted exponentials (each
+token's unary scores less their maximum, the moves less theirs), each
 backward vector scaled to a largest entry of 1: shifts and scales cancel in
 the ratios. A ratio whose denominator falls under :data:`TINY` where the
 event still has mass may have lost digits to underflow: the event is flagged
@@ -29,15 +29,23 @@ TINY = 1e-280
 
 
 @compiled(contract=True)
-def _window_kernel(weights, exp_moves, step, final, offsets, marginals, event_bounds, first,
-                   width, masks, probability, exact, beta, value, ahead, moved):
-    n_classes = weights.shape[1]
+def _window_kernel(unary, exp_moves, step, final, offsets, marginals, event_bounds, first,
+                   width, masks, probability, exact, weights, beta, value, ahead, moved):
+    n_classes = unary.shape[1]
     for q in range(offsets.shape[0] - 1):
         e_lo, e_hi = event_bounds[q], event_bounds[q + 1]
         if e_lo == e_hi:
             continue
         lo, hi = offsets[q], offsets[q + 1]
         n = hi - lo
+        # exp of each token's unary scores less their maximum, rows by position r
+        for r in range(n):
+            top = -np.inf
+            for b in range(n_classes):
+                if unary[lo + r, b] > top:
+                    top = unary[lo + r, b]
+            for b in range(n_classes):
+                weights[r, b] = np.exp(unary[lo + r, b] - top) if top > -np.inf else 0.0
         for a in range(n_classes):
             beta[n - 1, a] = final[a]
         for r in range(n - 2, -1, -1):
@@ -47,7 +55,7 @@ def _window_kernel(weights, exp_moves, step, final, offsets, marginals, event_bo
             for a in range(n_classes):
                 s = 0.0
                 for b in range(n_classes):
-                    s += exp_moves[block, a, b] * weights[t, b] * beta[r + 1, b]
+                    s += exp_moves[block, a, b] * weights[r + 1, b] * beta[r + 1, b]
                 beta[r, a] = s
                 if s > top:
                     top = s
@@ -63,7 +71,7 @@ def _window_kernel(weights, exp_moves, step, final, offsets, marginals, event_bo
                 r = t - lo
                 block = t * step
                 for b in range(n_classes):
-                    ahead[b] = weights[t, b] * beta[r, b]
+                    ahead[b] = weights[r, b] * beta[r, b]
                     moved[b] = 0.0
                 for a in range(n_classes):
                     if value[a] == 0.0:
@@ -111,8 +119,6 @@ def window_probabilities(unary, moves, end, offsets, marginals, owner, first, wi
     """
     n_classes = unary.shape[1]
     with np.errstate(invalid="ignore", over="ignore"):
-        weights = np.exp(unary - np.max(unary, axis=1, keepdims=True))
-        weights[~np.isfinite(weights)] = 0.0
         if moves.ndim == 2:
             exp_moves = np.exp(moves - np.max(moves))[np.newaxis]
             step = np.int64(0)
@@ -129,11 +135,12 @@ def window_probabilities(unary, moves, end, offsets, marginals, owner, first, wi
     longest = int(np.diff(offsets).max(initial=1))
     probability = np.zeros(first.shape[0])
     exact = np.ones(first.shape[0], dtype=np.bool_)
-    _window_kernel(weights, np.ascontiguousarray(exp_moves), step, final,
+    _window_kernel(np.ascontiguousarray(unary), np.ascontiguousarray(exp_moves), step, final,
                    np.ascontiguousarray(offsets, dtype=np.int64),
                    np.ascontiguousarray(marginals), event_bounds,
                    np.ascontiguousarray(first, dtype=np.int64),
                    np.ascontiguousarray(width, dtype=np.int64), np.ascontiguousarray(masks),
                    probability, exact, np.zeros((max(longest, 1), n_classes)),
-                   np.zeros(n_classes), np.zeros(n_classes), np.zeros(n_classes))
+                   np.zeros((max(longest, 1), n_classes)), np.zeros(n_classes),
+                   np.zeros(n_classes), np.zeros(n_classes))
     return probability, exact
