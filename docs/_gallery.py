@@ -29,6 +29,7 @@ def reset_argv(gallery_conf, script_vars):
 
 #: script -> the corpus files it reads from the data home
 NEEDS = {"conll2002_ner.py": [("conll2002", "esp.train"), ("conll2002", "esp.testb")],
+         "active_learning.py": [("conll2002", "esp.train"), ("conll2002", "esp.testb")],
          "conll2000_chunking.py": [("conll2000", "train.txt"), ("conll2000", "test.txt")]}
 
 

@@ -16,6 +16,7 @@ _PUBLIC = {
     "CRFClassifierCV": "._cv",
     "CacheDamagedWarning": ".inference._runtime.batch",
     "CacheUnavailableWarning": ".inference._runtime.batch",
+    "CalibratedCRF": "._calibration",
     "ModelVersionWarning": "._persistence",
     "SemiMarkovCRF": "._semimarkov",
     "SequenceHasher": ".features",
@@ -30,6 +31,7 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC) + ["__version__"]
 
 if TYPE_CHECKING:  # what static checkers and IDEs see
+    from ._calibration import CalibratedCRF
     from ._chain import CRFClassifier
     from ._cv import CRFClassifierCV
     from ._persistence import ModelVersionWarning, load_model, save_model

@@ -11,6 +11,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._estimators import defaults as _defaults
+from ._estimators.spans import SpanQueries
 from ._estimators.base import CRFEstimator, forbidden_where_not_allowed
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.pruning import (PRUNER_ATTRIBUTES, PRUNER_THRESHOLD, PrunedTrainingProblem,
@@ -88,7 +89,7 @@ CHAIN_STATE = CRFEstimator._fitted_state.extended(
 
 
 @saved_as("skcrf.CRFClassifier")
-class CRFClassifier(CRFEstimator):
+class CRFClassifier(SpanQueries, CRFEstimator):
     """Linear-chain conditional random field trained by L-BFGS.
 
     The model scores a label sequence ``y`` of a token sequence ``x`` as

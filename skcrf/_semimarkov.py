@@ -10,6 +10,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._estimators import defaults as _defaults
+from ._estimators.spans import SpanQueries
 from ._estimators.base import CRFEstimator
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.fitted_state import saved_as
@@ -42,7 +43,7 @@ _NO_SEGMENTS = (
 
 
 @saved_as("skcrf.SemiMarkovCRF")
-class SemiMarkovCRF(CRFEstimator):
+class SemiMarkovCRF(SpanQueries, CRFEstimator):
     """Semi-Markov (segment) conditional random field trained by L-BFGS.
 
     The input is split into segments of up to ``max_segment_length`` tokens,

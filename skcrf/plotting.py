@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .inspection import state_features
 
-__all__ = ["plot_loss_curve", "plot_top_features", "plot_transition_weights"]
+__all__ = ["plot_loss_curve", "plot_reliability", "plot_top_features", "plot_transition_weights"]
 
 
 def _pyplot():
@@ -146,4 +146,41 @@ def plot_loss_curve(crf, ax=None):
     ax.set_xlabel("iteration")
     ax.set_ylabel("objective")
     ax.set_title("Training objective")
+    return ax
+
+
+def plot_reliability(correct, confidence, ax=None, *, n_bins=10, label=None):
+    """Reliability diagram: accuracy against confidence, with the diagonal of calibration.
+
+    Parameters
+    ----------
+    correct : array-like of bool of shape (n_predictions,)
+    confidence : array-like of float of shape (n_predictions,)
+        As :func:`skcrf.metrics.token_confidences` or
+        :func:`skcrf.metrics.span_confidences` return them.
+    ax : matplotlib Axes, default=None
+        Axes to draw on (new ones if None); draw twice on one to compare
+        models (say, before and after :class:`skcrf.CalibratedCRF`).
+    n_bins : int, default=10
+        Equal-width confidence bins (see :func:`skcrf.metrics.reliability_curve`).
+    label : str, default=None
+        Legend label of the curve; its expected calibration error is added.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    from .metrics import expected_calibration_error, reliability_curve
+
+    curve = reliability_curve(correct, confidence, n_bins=n_bins)
+    ece = expected_calibration_error(correct, confidence, n_bins=n_bins)
+    ax = _axes(ax)
+    ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=1)
+    text = f"ECE {ece:.3f}" if label is None else f"{label} (ECE {ece:.3f})"
+    ax.plot(curve.confidence, curve.accuracy, marker="o", label=text)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("confidence")
+    ax.set_ylabel("fraction right")
+    ax.legend(loc="upper left")
     return ax

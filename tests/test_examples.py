@@ -32,6 +32,8 @@ EXPECTED = {
                          "8323 training sentences", ("B-PER", "B-LOC")),
     "conll2000_chunking.py": ((("conll2000", "train.txt"), ("conll2000", "test.txt")),
                               "8936 training sentences", ("B-NP", "B-VP")),
+    "active_learning.py": ((("conll2002", "esp.train"), ("conll2002", "esp.testb")),
+                           "a pool of 8323 sentences", ("PER", "LOC")),
 }
 
 

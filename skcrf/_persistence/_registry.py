@@ -31,6 +31,7 @@ _CLASSES = {}
 _MODULES = {
     "skcrf.CRFClassifier": "skcrf._chain",
     "skcrf.CRFClassifierCV": "skcrf._cv",
+    "skcrf.CalibratedCRF": "skcrf._calibration",
     "skcrf.SemiMarkovCRF": "skcrf._semimarkov",
     "skcrf.TreeCRF": "skcrf._tree",
     "skcrf.TokenFeaturizer": "skcrf.features.featurizer",

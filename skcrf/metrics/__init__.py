@@ -24,6 +24,13 @@ scorers fail on ragged ``y``.
 """
 
 from ..tags import Span, get_spans
+from ._calibration import (
+    ReliabilityCurve,
+    expected_calibration_error,
+    reliability_curve,
+    span_confidences,
+    token_confidences,
+)
 from ._scorer import (
     flat_f1_scorer,
     make_sequence_scorer,
@@ -48,7 +55,9 @@ from ._token import (
 )
 
 __all__ = [
+    "ReliabilityCurve",
     "Span",
+    "expected_calibration_error",
     "flat_accuracy_score",
     "flat_classification_report",
     "flat_f1_score",
@@ -58,12 +67,15 @@ __all__ = [
     "flat_f1_scorer",
     "get_spans",
     "make_sequence_scorer",
+    "reliability_curve",
     "sequence_accuracy_score",
     "sequence_accuracy_scorer",
     "span_classification_report",
+    "span_confidences",
     "span_f1_score",
     "span_f1_scorer",
     "span_precision_recall_fscore_support",
     "span_precision_score",
     "span_recall_score",
+    "token_confidences",
 ]
