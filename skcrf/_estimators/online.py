@@ -405,6 +405,7 @@ def _partial_fit(estimator, X, y, classes, sample_weight, attribute):
     options = online_options(estimator)
     X, y, weights = nonzero_weights(X, y, sample_weight)
     data = _batch_data(estimator, X, y, classes, first)
+    data.sequence_weights = weights
     problem = estimator._partial_training_problem(data, first)
     structure = problem.structure
     structure.pair_blocks()  # link or segment features refuse here, before any kernel
