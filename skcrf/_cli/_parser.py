@@ -222,7 +222,7 @@ def _add_train(commands):
                             "segments of tokens (SemiMarkovCRF), for B-/I- (or other scheme) "
                             "tags or runs of plain labels; tree: a label per word of the "
                             "dependency trees of a CoNLL-U file (TreeCRF) (default: chain)")
-    model.add_argument("--max-segment-length", type=_bounded(int, 1, name="an integer"),
+    model.add_argument("--max-segment-length", type=_bounded(int, 1, 1000, name="an integer"),
                        metavar="L",
                        help="semimarkov: longest segment of any label (default: each "
                             "label's longest in the training file)")
