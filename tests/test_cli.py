@@ -820,3 +820,12 @@ def test_warmup_says_which_worker_died(monkeypatch):
     assert status != 0
     assert "'chain'" in err and "ended abruptly" in err and "--jobs 1" in err
     assert "Traceback" not in err
+
+
+def test_evaluate_on_an_empty_file_says_so(data, trained):
+    # issue 43, item 25 (the CoNLL side; test_cli_trees.py has CoNLL-U)
+    empty = data["folder"] / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    status, _, err = _run("evaluate", "--model", trained["model"], empty)
+    assert status != 0
+    assert "empty.txt" in err and "no token" in err and "Traceback" not in err
