@@ -380,9 +380,18 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         if isinstance(X, SequenceMatrix):
             X._check_consistency()
             if X.n_features != self.n_features_in_:
+                hint = ""
+                if self.vectorizer_ is None and X.feature_names is not None:
+                    # a TokenFeaturizer's output numbers each call's features afresh
+                    hint = (" A SequenceMatrix with feature names made by a call of its own "
+                            "(TokenFeaturizer().fit_transform) has that call's vocabulary: "
+                            "fit on feature dicts, or keep a SequenceVectorizer between the "
+                            "featurizer and the model (make_pipeline(TokenFeaturizer(), "
+                            "SequenceVectorizer(), model)), which maps new text onto the "
+                            "training columns.")
                 raise ValueError(
                     f"X has {X.n_features} features, but {type(self).__name__} was fitted "
-                    f"with {self.n_features_in_}.")
+                    f"with {self.n_features_in_}.{hint}")
             _check_finite_features(X)
             return FeatureArrays.of_sequences(X), X.offsets
         if self.vectorizer_ is None:
