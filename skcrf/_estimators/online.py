@@ -458,8 +458,15 @@ class OnlineTraining:
         learning rate: ``solver_state_``). With feature dicts a batch may
         bring new feature names, whose weights start at zero, and every batch
         may bring new (feature, label) pairs; a :class:`SequenceMatrix` keeps
-        its width (:class:`SequenceHasher` gives a stream of any vocabulary a
-        fixed one).
+        its width and its columns' names (:class:`SequenceHasher` gives a
+        stream of any vocabulary a fixed width). A later order-2 batch adds
+        its label patterns to the earlier ones.
+
+        The parameters that sized ``solver_state_`` stay as at the first
+        call: another ``average``, or an L1 penalty turned on or off, is
+        refused (the state cannot be made up for the steps already taken).
+        A model fitted by L-BFGS has no such state: ``partial_fit`` refuses
+        it rather than start from zero weights.
 
         The penalty ``alpha`` counts once per call, as for a training set of
         the batch alone: over ``k`` batches of equal size, ``alpha / k`` trains
