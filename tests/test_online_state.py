@@ -43,6 +43,7 @@ def test_an_emptied_state_array_is_refused_at_load(solver, name):
 
 @pytest.mark.parametrize("damage, match", [
     ({"eta0": 0.0}, "'eta0'"),
+    ("no eta0", "lacks 'eta0'"),
     ("steps", "step count"),
     ("average", "'average' must be"),
     ("patterns", "'label_patterns'"),
@@ -55,6 +56,8 @@ def test_the_state_scalars_and_patterns_are_checked_at_load(damage, match):
     if damage == "steps":
         state["counters"] = state["counters"].copy()
         state["counters"][1] = -5.0
+    elif damage == "no eta0":
+        del state["eta0"]
     elif damage == "average":
         state["average"] = -1
     elif damage == "patterns":

@@ -58,6 +58,8 @@ def checked_solver_state(estimator, attribute, parameters=True):
                       f"solver {solver!r}")
     if not (arrays["covariance"] > 0).all():
         raise bad("'covariance' must be positive")
+    if "eta0" not in attribute:
+        raise bad("it lacks 'eta0'")
     eta0 = attribute.get("eta0")
     if eta0 is not None and not (isinstance(eta0, (int, float)) and np.isfinite(eta0)
                                  and eta0 > 0):
