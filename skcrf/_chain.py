@@ -147,7 +147,7 @@ class CRFClassifier(SpanQueries, CRFEstimator):
         a weight. Raising it drops the rare patterns, which makes training
         and prediction faster (their cost is about proportional to the
         number of patterns) and may cost some accuracy.
-    prune_threshold : float in [0, 1] or None, default=None
+    prune_threshold : float in [0, 1) or None, default=None
         With ``order >= 2``: train on a pruned lattice rather than over
         every labelling. The fit first trains the order-1 chain of the same
         settings, then keeps at each training token only the labels whose
@@ -349,7 +349,8 @@ class CRFClassifier(SpanQueries, CRFEstimator):
         "order": [Interval(Integral, 1, None, closed="left")],
         "all_possible_transitions": ["boolean"],
         "min_pattern_freq": [Interval(Integral, 1, None, closed="left")],
-        "prune_threshold": [Interval(Real, 0, 1, closed="both"), None],
+        # 1 keeps the gold label alone: nothing left to learn from
+        "prune_threshold": [Interval(Real, 0, 1, closed="left"), None],
         "transition_features": [None, StrOptions({"all"}), list, tuple],
         "allowed_transitions": [None, StrOptions(set(SCHEME_NAMES)), set, frozenset, list,
                                 tuple, dict, np.ndarray],

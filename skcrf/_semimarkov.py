@@ -42,6 +42,11 @@ _NO_SEGMENTS = (
     "fit (a Pipeline does).")
 
 
+#: The largest int ``max_segment_length`` takes (a documented bound: its cost per
+#: token grows with it whatever the data).
+MAX_SEGMENT_LENGTH = 1000
+
+
 @saved_as("skcrf.SemiMarkovCRF")
 class SemiMarkovCRF(SpanQueries, CRFEstimator):
     """Semi-Markov (segment) conditional random field trained by L-BFGS.
@@ -77,7 +82,9 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
         tokens). None gives each label the longest segment it has in the
         training data; an int caps every label alike, and a training segment
         longer than it raises a ValueError. Inference costs
-        ``O(sum of the labels' longest segments + n_labels ** 2)`` per token.
+        ``O(sum of the labels' longest segments + n_labels ** 2)`` per token,
+        so an int is at most 1000: its cost would otherwise grow with the
+        parameter, not with the data.
     scheme : {"auto", "IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain"}, \
             default="auto"
         Tagging scheme of ``y``; ``"auto"`` detects it with
@@ -231,7 +238,8 @@ early_stopping, validation_fraction
 
     _parameter_constraints = {
         **CRFEstimator._parameter_constraints,
-        "max_segment_length": [Interval(Integral, 1, None, closed="left"), None],
+        # memory and time per token grow with it, whatever the data: bounded
+        "max_segment_length": [Interval(Integral, 1, MAX_SEGMENT_LENGTH, closed="both"), None],
         "scheme": [StrOptions({"auto", *SCHEMES})],
         "allowed_transitions": [None, str, set, frozenset, list, tuple, dict, np.ndarray],
         "order": [Interval(Integral, 1, None, closed="left")],

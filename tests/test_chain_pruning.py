@@ -302,3 +302,10 @@ def test_a_pruner_allowing_what_the_model_forbids_is_refused():
     model.pruner_transition_coef_[a, b] = 0.0
     with pytest.raises(ValueError, match=r"pruner_transition_coef_\[\d+, \d+\] is 0.0"):
         CRFClassifier._fitted_state.check(model)
+
+
+def test_a_threshold_of_one_is_refused_by_name():
+    # issue 43, item 21: 1.0 kept the gold label alone, and fit failed about feature values
+    X, y = [[{"w": "a"}, {"w": "b"}]] * 3, [["A", "B"]] * 3
+    with pytest.raises(ValueError, match=r"prune_threshold.*\[0(\.0)?, 1(\.0)?\)"):
+        CRFClassifier(order=2, prune_threshold=1.0).fit(X, y)

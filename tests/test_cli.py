@@ -780,3 +780,52 @@ def test_out_of_memory_is_one_line(data, trained, monkeypatch):
     status, out, err = _run("tag", "--model", trained["model"], data["test"])
     assert status == 1 and err == "skcrf tag: error: out of memory; try a smaller input or " \
                                   "model\n"
+
+
+def test_warmup_help_lists_every_kind():
+    # issue 43, item 29: the help listed 5 of the 7 kinds
+    from skcrf._cli._warmup import KINDS
+
+    status, out, _ = _run("warmup", "--help")
+    assert status == 0
+    help_text = " ".join(out.split())
+    for kind in KINDS:
+        assert kind in help_text
+
+
+def test_warmup_says_which_worker_died(monkeypatch):
+    # issue 43, item 26: a killed worker gave a BrokenProcessPool traceback
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from skcrf._cli import _warmup
+
+    class KilledPool:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, function, kind):
+            future = Future()
+            future.set_exception(BrokenProcessPool("A process in the pool was terminated"))
+            return future
+
+    monkeypatch.setattr(_warmup, "ProcessPoolExecutor", KilledPool)
+    status, _, err = _run("warmup", "--only", "chain,tree", "--jobs", "2")
+    assert status != 0
+    assert "'chain'" in err and "ended abruptly" in err and "--jobs 1" in err
+    assert "Traceback" not in err
+
+
+def test_evaluate_on_an_empty_file_says_so(data, trained):
+    # issue 43, item 25 (the CoNLL side; test_cli_trees.py has CoNLL-U)
+    empty = data["folder"] / "empty.txt"
+    empty.write_text("", encoding="utf-8")
+    status, _, err = _run("evaluate", "--model", trained["model"], empty)
+    assert status != 0
+    assert "empty.txt" in err and "no token" in err and "Traceback" not in err

@@ -106,3 +106,12 @@ def test_a_file_that_is_not_conllu_is_named(treebank):
     status, out, err = _run("train", path, "--structure", "tree", "--model",
                             treebank["folder"] / "bad.skcrf")
     assert status != 0 and "columns.txt" in err and "CoNLL-U" in err
+
+
+def test_evaluate_on_an_empty_conllu_file_says_so(treebank):
+    # issue 43, item 25: scikit-learn's message about an empty array
+    empty = treebank["folder"] / "empty.conllu"
+    empty.write_text("", encoding="utf-8")
+    status, _, err = _run("evaluate", "--model", treebank["model"], empty)
+    assert status != 0
+    assert "empty.conllu: no word to evaluate" in err and "Traceback" not in err

@@ -253,6 +253,16 @@ def test_empty_bag_is_refused(client):
         skcrf.dask.fit(CRFClassifier(), X, y, client=client)
 
 
+def test_all_zero_weights_are_named_not_an_empty_x(client, ner):
+    # issue 43, item 24: "X is empty" for a non-empty X of weights 0
+    X, y, _ = ner
+    weights = db.from_sequence([0.0] * 6, npartitions=2)
+    with pytest.raises(ValueError, match="No sequence of X has a sample_weight above 0"):
+        skcrf.dask.fit(CRFClassifier(), db.from_sequence(X[:6], npartitions=2),
+                       db.from_sequence(y[:6], npartitions=2), sample_weight=weights,
+                       client=client)
+
+
 def test_mismatched_partitions_are_refused(client, ner):
     X, y, _ = ner
     with pytest.raises(ValueError, match="X has 3 partitions and y 2"):

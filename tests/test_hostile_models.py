@@ -26,6 +26,10 @@ from skcrf import load_model
 from tests import _hostile
 
 EDITS_PER_MODEL = 90
+#: The models of issue 43's surfaces (online state, pruner, patterns, hasher): 1,000
+#: edits among them
+EDITS_PER_NEW_MODEL = {"chain-online-sgd": 300, "chain-online-arow": 250,
+                       "chain-pruned": 250, "hasher-pipeline": 200}
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -69,7 +73,8 @@ def test_edited_model_files_are_refused_or_predict_correctly(saved, tmp_path):
     for name, (data, kind) in saved.items():
         original = tmp_path / f"{name}.skcrf"
         original.write_bytes(data)
-        for k, (what, edited) in enumerate(_hostile.edited_files(data, rng, EDITS_PER_MODEL)):
+        n_edits = EDITS_PER_NEW_MODEL.get(name, EDITS_PER_MODEL)
+        for k, (what, edited) in enumerate(_hostile.edited_files(data, rng, n_edits)):
             label = f"{name}: {what}"
             counts[name] = counts.get(name, 0) + 1
             buffer = io.BytesIO(edited)
@@ -87,6 +92,7 @@ def test_edited_model_files_are_refused_or_predict_correctly(saved, tmp_path):
                                                                     "featurizer") else None})
     total = sum(counts.values())
     assert total >= 1000 and all(n >= 60 for n in counts.values()), counts
+    assert sum(counts[name] for name in EDITS_PER_NEW_MODEL) >= 1000, counts
     outcomes = _run_children(manifest, tmp_path)
     failed = [f"{what}: {outcome}" for what, outcome in outcomes.values()
               if outcome not in ("ok", "refused")]

@@ -72,3 +72,18 @@ def test_a_fresh_process_loads_models_whose_modules_it_never_imported(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "['CRF', 'TreeCRF']"
+
+
+def test_every_saved_class_is_found_by_its_name_in_a_fresh_process():
+    # issue 43: a file holding a SequenceHasher did not load in a process that had
+    # not imported skcrf.SequenceHasher itself (the hostile test's child processes)
+    import re
+    from pathlib import Path
+
+    from skcrf._persistence import _registry
+
+    package = Path(_registry.__file__).resolve().parents[1]
+    declared = {name for path in package.rglob("*.py")
+                for name in re.findall(r'@saved_as\("([\w.]+)"\)', path.read_text("utf-8"))}
+    assert "skcrf.SequenceHasher" in declared
+    assert declared <= set(_registry._MODULES), sorted(declared - set(_registry._MODULES))

@@ -87,3 +87,15 @@ def test_fitted_state_follows_sklearn_rule():
     fitted_crf = fitted()
     assert fitted_crf.__sklearn_is_fitted__()
     assert not clone(fitted_crf).__sklearn_is_fitted__()
+
+
+def test_a_featurizer_output_of_another_vocabulary_gets_a_hint():
+    # issue 43, item 27: "X has n features, but ... fitted with m" and nothing else
+    from skcrf import CRFClassifier, TokenFeaturizer
+
+    train = [["The", "cat", "sat"], ["A", "dog", "ran"]]
+    crf = CRFClassifier(max_iter=20).fit(TokenFeaturizer().fit_transform(train),
+                                         [["D", "N", "V"]] * 2)
+    with pytest.raises(ValueError, match="X has .* features, but CRFClassifier was fitted "
+                                         "with .*keep a SequenceVectorizer between"):
+        crf.predict(TokenFeaturizer().fit_transform([["Some", "new", "text", "here"]]))

@@ -676,3 +676,42 @@ def test_kernels_start_no_numba_threading_layer():
                           text=True, timeout=600, cwd=REPO)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "none"
+
+
+def test_a_huge_sample_weight_is_named_not_the_feature_values(toy):
+    # issue 43, items 19 and 28: the message blamed (moderate) feature values
+    X, y = toy
+    weights = np.ones(len(X))
+    weights[1] = 1e300
+    with pytest.raises(ValueError, match=r"sample_weight reaches 1e\+300 \(sequence 1\)") \
+            as error:
+        CRFClassifier(alpha=1.0).fit(X, y, sample_weight=weights)
+    assert "Scale real-valued features" not in str(error.value)
+    assert "scale real-valued features" not in str(error.value)
+
+
+def test_score_with_huge_finite_weights_is_a_number(toy):
+    # issue 43, item 20: their sum overflowed and score returned NaN
+    X, y = toy
+    crf = CRFClassifier(alpha=1.0, max_iter=20).fit(X, y)
+    weights = np.full(len(X), 1e308)
+    assert crf.score(X, y, sample_weight=weights) == crf.score(X, y)
+
+
+def test_no_progress_says_what_was_observed_and_blames_nothing_unknown(toy, monkeypatch):
+    # issue 43, item 28: a fit that stays at zero for another cause (here a solver
+    # that returns its start) was blamed on the feature values
+    from skcrf._estimators import base
+    from skcrf.learning.lbfgs import SolverResult, Stop
+
+    def no_step(objective, w0, **kwargs):
+        return SolverResult(w=np.zeros_like(w0), n_iter=1, stop=Stop.LINE_SEARCH,
+                            loss_curve=[1602.0])
+
+    monkeypatch.setattr(base, "lbfgs", no_step)
+    X, y = toy
+    with pytest.raises(ValueError, match="no likely cause was found") as error:
+        CRFClassifier(alpha=1.0).fit(X, y)
+    message = str(error.value)
+    assert "objective was 1602 at the start" in message
+    assert "scale real-valued features" not in message.lower()

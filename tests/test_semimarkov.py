@@ -336,3 +336,15 @@ def test_scores_too_far_apart_for_the_passes_are_refused_by_token(value):
     for query in (model.predict, model.predict_marginals):
         with pytest.raises(ValueError, match="sequence 1, token 1 differ by more than 1e"):
             query(X)
+
+
+def test_max_segment_length_has_a_documented_bound():
+    # issue 43, item 17: memory and time grew with the parameter, not the data
+    from skcrf._semimarkov import MAX_SEGMENT_LENGTH
+
+    X = [[{"w": "a"}, {"w": "b"}]] * 3
+    y = [["B-X", "I-X"]] * 3
+    with pytest.raises(ValueError, match=r"max_segment_length.*range \[1, 1000\]"):
+        SemiMarkovCRF(max_segment_length=10 ** 9).fit(X, y)
+    assert "at most 1000" in SemiMarkovCRF.__doc__ and MAX_SEGMENT_LENGTH == 1000
+    SemiMarkovCRF(max_segment_length=MAX_SEGMENT_LENGTH, max_iter=5).fit(X, y)

@@ -387,6 +387,9 @@ def evaluate(args):
             scores.add(pick(batch, [label_column]), y_pred)
         except ValueError as error:  # a tag outside the scheme
             raise CommandError(f"{args.test_file}: {error}") from None
+    if not scores.n_tokens:
+        raise CommandError(f"{args.test_file}: no token to evaluate (the file holds no "
+                           f"sentence)")
     _warn_unknown_gold_labels(prog, model, args.test_file, scores)
     try:
         with warnings_as_lines(prog):
@@ -430,6 +433,10 @@ def _tag_trees(args, layout, labeller):
 def _evaluate_trees(args, layout, labeller):
     """``evaluate`` with a tree model: token accuracy and the per-label report."""
     X, y = layout.read(args.test_file)
+    if not n_words(y):
+        # scikit-learn's message about an empty array would name neither
+        raise CommandError(f"{args.test_file}: no word to evaluate (the file holds no "
+                           f"sentence)")
     y_pred, _ = labeller(X)
     accuracy, report = token_accuracy_report(y, y_pred)
     print(f"{args.test_file}: {len(X)} sentences, {n_words(y)} words ({layout.label})")

@@ -222,7 +222,7 @@ def _add_train(commands):
                             "segments of tokens (SemiMarkovCRF), for B-/I- (or other scheme) "
                             "tags or runs of plain labels; tree: a label per word of the "
                             "dependency trees of a CoNLL-U file (TreeCRF) (default: chain)")
-    model.add_argument("--max-segment-length", type=_bounded(int, 1, name="an integer"),
+    model.add_argument("--max-segment-length", type=_bounded(int, 1, 1000, name="an integer"),
                        metavar="L",
                        help="semimarkov: longest segment of any label (default: each "
                             "label's longest in the training file)")
@@ -285,6 +285,12 @@ def _add_train(commands):
                             "(default: all cores)")
 
 
+def _warmup_kinds():
+    # the list is warmup's own: a kind added there is listed here
+    from ._warmup import KINDS
+    return list(KINDS)
+
+
 def _add_warmup(commands):
     warmup = commands.add_parser(
         "warmup", formatter_class=_HelpFormatter,
@@ -296,8 +302,8 @@ def _add_warmup(commands):
                     "this is needed once per install. The kinds compile\nin parallel "
                     "processes, one per core.")
     warmup.add_argument("--only", metavar="KINDS",
-                        help="comma-separated kinds to compile: chain, order2, "
-                             "transition-features, semi-markov, tree (default: all)")
+                        help="comma-separated kinds to compile: "
+                             f"{', '.join(_warmup_kinds())} (default: all)")
     warmup.add_argument("--jobs", type=int, default=None, metavar="N",
                         help="worker processes (default: one per core)")
     _add_quiet(warmup, "print only the summary line (and warnings or errors)")

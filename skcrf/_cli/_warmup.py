@@ -13,9 +13,11 @@ import os
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 
 from .._estimators.compile_ahead import ENVIRONMENT_SWITCH
+from ._errors import CommandError
 
 #: A toy task every model can fit in one iteration: what runs is the kernels' compilation.
 _X = [[{"w": "Ada", "title": True}, {"w": "Lovelace", "title": True}, {"w": "wrote"}],
@@ -168,7 +170,16 @@ def warmup(args):
         with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
             futures = [pool.submit(_warm_in_worker, kind) for kind in kinds]
             for kind, future in zip(kinds, futures):
-                _report(args, kind, future.result())
+                try:
+                    took = future.result()
+                except BrokenProcessPool:
+                    # a worker killed (out of memory, a signal): the pool's traceback
+                    # names neither the kind nor what to do
+                    raise CommandError(
+                        f"the worker process compiling {kind!r} ended abruptly (killed, or "
+                        f"out of memory); run 'skcrf warmup --jobs 1' to compile in this "
+                        f"process, or '--only {kind}' to retry that kind") from None
+                _report(args, kind, took)
     print(f"kernels ready in {time.perf_counter() - started:.1f} s (numba caches them: later "
           f"runs load them in about a second)", flush=True)
     return 0

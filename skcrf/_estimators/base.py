@@ -130,6 +130,7 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         previous = vars(self).pop("_previous_model", None)
         X, y, weights = _online.nonzero_weights(X, y, sample_weight)
         data = self._training_data(X, y)
+        data.sequence_weights = weights
         problem = self._training_problem(data)
         w0 = self._initial_weights(problem, data, previous)
         if self.solver in _online.ONLINE_SOLVERS:
@@ -265,37 +266,73 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
             return describe_largest_value(features.data, features.indices,
                                           features.indptr, data.lengths, data.feature_names)
 
-        advice = ("Scale real-valued features to a moderate range (e.g. divide each by "
-                  "its largest magnitude, or standardize it), or increase alpha.")
         start = "zero weights"
         if w0 is not None and w0.any():
             start = (f"its starting weights (a previous fit's, up to "
                      f"{float(np.abs(w0).max()):.3g} in magnitude)")
-            if getattr(self, "warm_start", False):
-                advice = advice[:-1] + ", or fit without warm_start."
+        cause = self._likely_cause(data, w0, largest)
         if result.stop is Stop.NOT_FINITE:
             raise ValueError(
                 f"Training cannot start: the objective or its gradient overflows at "
-                f"{start}; {largest()}. {advice}")
+                f"{start}; {cause}")
         if not np.isfinite(result.w).all() or not np.isfinite(result.loss_curve[-1:]).all():
             raise ValueError(
                 f"Training diverged: the objective or the weights became non-finite; "
-                f"{largest()}. {advice}")
+                f"{cause}")
         stuck = result.stop is Stop.LINE_SEARCH or result.n_iter > 0
         # an online solver may rightly end at zero (a batch it already labels right)
         if stuck and self.solver == "lbfgs" and not result.w.any():  # still the start
+            curve = [value for value in result.loss_curve if np.isfinite(value)]
+            seen = (f"; the objective was {curve[0]:.6g} at the start and "
+                    f"{curve[-1]:.6g} at the end" if curve else "")
             raise ValueError(
-                f"Training made no progress: the solver could not decrease the "
-                f"objective from zero weights ({result.message}); {largest()}. {advice}")
+                f"Training made no progress: the weights are still zero after "
+                f"{result.n_iter} iterations ({result.message}){seen}; {cause}")
         if result.stop is Stop.LINE_SEARCH:
             warnings.warn(
                 f"{name} stopped after {result.n_iter} iterations because the line "
                 f"search could not decrease the objective, so the model may be poor; "
-                f"{largest()}. {advice}", ConvergenceWarning, stacklevel=_user_stacklevel())
+                f"{cause}", ConvergenceWarning, stacklevel=_user_stacklevel())
         elif result.stop is Stop.MAX_ITER:
             warnings.warn(
                 f"{name} did not converge in max_iter={self.max_iter} iterations; "
                 f"increase max_iter or tol.", ConvergenceWarning, stacklevel=_user_stacklevel())
+
+    #: Feature values and sample weights from this magnitude on are named as the
+    #: likely cause of a failed fit (the objective's terms are their products).
+    _LARGE_VALUE = 1e6
+
+    def _likely_cause(self, data, w0, largest):
+        """What a failed fit's message names as its likely cause, with advice; or says none is known.
+
+        Only what was observed is blamed: huge feature values, huge sample
+        weights, huge starting weights, a pruning threshold that keeps little
+        besides the gold labels.
+        """
+        causes = []
+        values = data.features.data
+        if values is not None and values.shape[0] and float(np.abs(values).max()) >= self._LARGE_VALUE:
+            causes.append(f"{largest()}. Scale real-valued features to a moderate range "
+                          f"(e.g. divide each by its largest magnitude, or standardize it)")
+        weights = getattr(data, "sequence_weights", None)
+        if weights is not None and weights.shape[0] and weights.max() >= self._LARGE_VALUE:
+            q = int(np.argmax(weights))
+            causes.append(f"sample_weight reaches {float(weights[q]):.3g} (sequence {q}). "
+                          f"Divide every weight by a common factor (with alpha divided "
+                          f"alike, the model is the same)")
+        if w0 is not None and w0.any() and float(np.abs(w0).max()) >= self._LARGE_VALUE:
+            causes.append(f"the starting weights reach {float(np.abs(w0).max()):.3g}"
+                          + (". Fit without warm_start" if getattr(self, "warm_start", False)
+                             else ""))
+        threshold = getattr(self, "prune_threshold", None)
+        if threshold is not None and getattr(self, "order", 1) > 1 and threshold > 0.5:
+            causes.append(f"prune_threshold={threshold:g} keeps at most one label per token "
+                          f"besides the gold one, so the pruned lattice has little to learn "
+                          f"from. Lower it (e.g. 1e-3)")
+        if causes:
+            return "likely cause: " + "; likely cause: ".join(causes) + ", or increase alpha."
+        return (f"no likely cause was found ({largest()}, no sample weight or starting "
+                f"weight is huge). Increasing alpha may help.")
 
     def _store_training(self, data, result):
         """Set the fitted attributes every estimator shares: the features, the vectorizer
@@ -343,9 +380,18 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         if isinstance(X, SequenceMatrix):
             X._check_consistency()
             if X.n_features != self.n_features_in_:
+                hint = ""
+                if self.vectorizer_ is None and X.feature_names is not None:
+                    # a TokenFeaturizer's output numbers each call's features afresh
+                    hint = (" A SequenceMatrix with feature names made by a call of its own "
+                            "(TokenFeaturizer().fit_transform) has that call's vocabulary: "
+                            "fit on feature dicts, or keep a SequenceVectorizer between the "
+                            "featurizer and the model (make_pipeline(TokenFeaturizer(), "
+                            "SequenceVectorizer(), model)), which maps new text onto the "
+                            "training columns.")
                 raise ValueError(
                     f"X has {X.n_features} features, but {type(self).__name__} was fitted "
-                    f"with {self.n_features_in_}.")
+                    f"with {self.n_features_in_}.{hint}")
             _check_finite_features(X)
             return FeatureArrays.of_sequences(X), X.offsets
         if self.vectorizer_ is None:
@@ -518,8 +564,11 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
             return float(np.mean(predicted == labels))
         weights = np.repeat(_online.check_sample_weight(sample_weight, lengths.shape[0]),
                             lengths)
-        if not weights.sum() > 0:
+        if not weights.any():
             raise ValueError("sample_weight gives no token a weight above 0.")
+        # a weighted mean depends on the weights' ratios only: their sum must not
+        # overflow (1e308 weights gave NaN)
+        weights = weights / weights.max()
         return float(np.average(predicted == labels, weights=weights))
 
     def __sklearn_is_fitted__(self):

@@ -23,16 +23,14 @@ from .._utils.validation import (check_finite_features, check_label_type, check_
 from ..features.arrays import FeatureArrays, take_sequences
 from ..features.sequence_matrix import SequenceMatrix
 from ..features.vectorizer import SequenceVectorizer, vectorizer_with_names
-from ..learning._online_kernels import N_COUNTERS, SCALE
 from ..learning.online import (SOLVERS, Calibration, OnlineOptions, OnlineProblem,
                               OnlineState, online, visits_of_weights)
 from ..structures._parameters import StatePairs
+from ..structures.patterns.label_patterns import LabelPatterns, row_codes, row_lengths
+from .online_state import AVERAGED_BY_DEFAULT, checked_solver_state, state_parameter_mismatch
 
 #: The ``solver`` values that train online (and offer ``partial_fit``).
 ONLINE_SOLVERS = tuple(SOLVERS)
-
-#: Solvers that average their weights when ``average="auto"`` (as CRFsuite's ap and pa).
-_AVERAGED_BY_DEFAULT = ("perceptron", "passive_aggressive")
 
 
 def online_options(estimator):
@@ -40,7 +38,7 @@ def online_options(estimator):
     solver = estimator.solver
     average = estimator.average
     if isinstance(average, str):  # "auto"
-        average = solver in _AVERAGED_BY_DEFAULT
+        average = solver in AVERAGED_BY_DEFAULT
     average = int(average)  # True: from the first step; False: 0, none
     eta0 = estimator.eta0
     if solver == "sgd" and estimator.learning_rate == "optimal" and estimator.alpha == 0:
@@ -143,6 +141,9 @@ def _check_targets(structure, features, offsets, targets):
 
 def fit_online(estimator, problem, data, w0, sample_weight):
     """``(SolverResult, solver_state_)`` of a ``fit`` with an online solver."""
+    # a structure the online solvers cannot step through (link or segment features)
+    # refuses here, before calibration and the kernels' compilation
+    problem.structure.pair_blocks()
     options = online_options(estimator)
     n_sequences = data.offsets.shape[0] - 1
     weights = np.ones(n_sequences) if sample_weight is None else np.array(sample_weight)
@@ -161,77 +162,47 @@ def fit_online(estimator, problem, data, w0, sample_weight):
     with kernel_threads(estimator.n_jobs, hold_blas=True), \
             np.errstate(over="ignore", invalid="ignore"):
         result = online(training, state, options, visits=visits, validation=validation)
-    return result, state_attribute(state, problem.structure)
+    return result, state_attribute(state, problem.structure, options)
 
 
-def state_attribute(state, structure):
-    """The fitted attribute ``solver_state_``: the state and the layout's pairs."""
+def state_attribute(state, structure, options):
+    """The fitted attribute ``solver_state_``: the state, the layout's pairs and patterns.
+
+    ``average`` (the first averaged step, 0 for none) ties ``average_sum`` to
+    the parameter that made it: ``partial_fit`` refuses another.
+    """
     attribute = state.as_dict()
+    attribute["average"] = int(options.average)
+    patterns = getattr(structure, "patterns", None)
+    if patterns is not None:
+        # the label patterns the weights' "patterns" block is laid out by: a later
+        # batch's are added to them (the fitted label_patterns_ keep only the nonzero)
+        attribute["label_patterns"] = patterns.rows
     attribute["pairs"] = {name: {"feature_ptr": pairs.feature_ptr, "labels": pairs.labels,
                                  "n_labels": int(pairs.n_labels)}
                           for name, pairs in structure.pair_blocks().items()}
     return attribute
 
 
-def checked_solver_state(estimator, attribute):
-    """Raise a ValueError naming the entry if ``solver_state_`` (maybe from a file) is unusable.
-
-    The kernels index the weights by the stored pairs without bounds
-    checks: every shape, index range and order they rely on is checked here.
-    """
-    def bad(what):
-        return ValueError(f"solver_state_ is damaged or from another model: {what}. Fit the "
-                          f"model anew (or load an undamaged file).")
-
-    if not isinstance(attribute, dict) or attribute.get("solver") not in SOLVERS:
-        raise bad("it is not a dict naming an online solver")
-    arrays = {}
-    for name in OnlineState.ARRAYS:
-        value = np.asarray(attribute.get(name))
-        if value.ndim != 1 or value.dtype.kind != "f" or not np.isfinite(value).all():
-            raise bad(f"{name!r} is not a finite 1-D float array")
-        arrays[name] = value
-    n = arrays["w"].shape[0]
-    if arrays["counters"].shape[0] != N_COUNTERS or not arrays["counters"][SCALE] > 0:
-        raise bad(f"'counters' must hold {N_COUNTERS} values, the first (the scale) > 0")
-    for name in ("l1_applied", "average_sum", "covariance"):
-        if arrays[name].shape[0] not in (0, n):
-            raise bad(f"{name!r} has {arrays[name].shape[0]} values for {n} weights")
-    if not (arrays["covariance"] > 0).all():
-        raise bad("'covariance' must be positive")
-    eta0 = attribute.get("eta0")
-    if eta0 is not None and not (isinstance(eta0, (int, float)) and np.isfinite(eta0)
-                                 and eta0 >= 0):
-        raise bad("'eta0' must be None or a finite number >= 0")
-    pairs = attribute.get("pairs")
-    if not isinstance(pairs, dict) or not pairs:
-        raise bad("'pairs' must map block names to their (feature, label) pairs")
-    for name, block in pairs.items():
-        try:
-            ptr = np.asarray(block["feature_ptr"])
-            labels = np.asarray(block["labels"])
-            n_labels = int(block["n_labels"])
-        except (TypeError, KeyError, ValueError):
-            raise bad(f"pairs[{name!r}] lacks feature_ptr, labels or n_labels") from None
-        if (ptr.ndim != 1 or labels.ndim != 1 or ptr.dtype.kind not in "iu"
-                or labels.dtype.kind not in "iu" or n_labels < 1
-                or ptr.shape[0] != estimator.n_features_in_ + 1 or ptr[0] != 0
-                or ptr[-1] != labels.shape[0] or (np.diff(ptr) < 0).any()):
-            raise bad(f"pairs[{name!r}] is not a pattern over the model's "
-                      f"{estimator.n_features_in_} features")
-        if labels.shape[0] and (labels.min() < 0 or labels.max() >= n_labels):
-            raise bad(f"pairs[{name!r}] has labels outside 0..{n_labels - 1}")
-        # labels increase within each feature: codes sorted, full rows in label order
-        rising = np.diff(labels.astype(np.int64)) > 0
-        starts = ptr[1:-1][(ptr[1:-1] > 0) & (ptr[1:-1] < labels.shape[0])]
-        rising[starts - 1] = True
-        if not rising.all():
-            raise bad(f"pairs[{name!r}] has labels out of order within a feature")
-
-
 def _stored_pairs(attribute):
     return {name: StatePairs(pairs["feature_ptr"], pairs["labels"], int(pairs["n_labels"]))
             for name, pairs in attribute["pairs"].items()}
+
+
+def _pattern_union(attribute, patterns):
+    """The stored label patterns and ``patterns`` together, and where the stored ones went."""
+    rows = attribute.get("label_patterns")
+    if rows is None:
+        raise ValueError(
+            "partial_fit cannot continue this model: its solver_state_ was saved without "
+            "its label patterns (an older skcrf), so a batch's patterns cannot be added "
+            "to them. Fit the model anew.")
+    rows = np.asarray(rows, dtype=np.int64)
+    stored, _ = LabelPatterns.from_rows(rows, patterns.n_classes, patterns.order)
+    union = LabelPatterns(patterns.n_classes, patterns.order,
+                          {k: np.union1d(stored.codes[k], patterns.codes[k])
+                           for k in patterns.lengths})
+    return union, union.index_of(row_lengths(rows), row_codes(rows, patterns.n_classes))
 
 
 def _grown(structure, attribute, options):
@@ -245,13 +216,19 @@ def _grown(structure, attribute, options):
             f"{sorted(stored)} but these parameters make {sorted(batch)}; the parameters "
             "that shape the model (order, transition_features, ...) must stay as they were "
             "at the first call.")
-    union, moved = {}, {}
+    union, moved, stored_sizes = {}, {}, {}
     for name in batch:
         union[name], moved[name], _ = stored[name].union(batch[name])
+        stored_sizes[name] = stored[name].n_pairs
+    patterns = getattr(structure, "patterns", None)
+    if patterns is not None:
+        # the label patterns of every batch so far: a later batch adds its own
+        structure.patterns, moved["patterns"] = _pattern_union(attribute, patterns)
+        stored_sizes["patterns"] = moved["patterns"].shape[0]
     grown = structure.with_pairs(union)
     layout = grown.layout
     # the stored layout: the same blocks in the same order, the pair blocks smaller
-    sizes = [stored[name].n_pairs if name in union
+    sizes = [stored_sizes[name] if name in moved
              else layout.slices[name].stop - layout.slices[name].start
              for name in layout.shapes]
     if sum(sizes) != state.n_parameters:
@@ -263,10 +240,55 @@ def _grown(structure, attribute, options):
     start = 0
     for name, size in zip(layout.shapes, sizes):
         target = layout.slices[name]
-        positions[start:start + size] = (target.start + moved[name] if name in union
+        positions[start:start + size] = (target.start + moved[name] if name in moved
                                          else np.arange(target.start, target.stop))
         start += size
     return grown, state.grown(positions, layout.n_parameters, options.variance)
+
+
+def _listed_classes(classes):
+    """partial_fit's ``classes`` as a list of hashable labels, or a ValueError saying why not."""
+    if isinstance(classes, (str, bytes)) or not np.iterable(classes):
+        raise ValueError(f"classes must be a list of labels; got {classes!r:.80}.")
+    classes = list(classes)  # a generator too
+    for i, label in enumerate(classes):
+        try:
+            hash(label)
+        except TypeError:
+            raise ValueError(f"classes[{i}] is {label!r:.60}, which cannot be a label (a "
+                             f"label is a str, an int or another hashable value).") from None
+    if not classes:
+        raise ValueError("classes is empty: the first call to partial_fit needs every "
+                         "label the training data may bring (at least two).")
+    return classes
+
+
+def _check_same_columns(estimator, X):
+    """Raise if a later batch's SequenceMatrix names its columns otherwise than the model.
+
+    Of the same width, its columns would otherwise be taken as the model's
+    whatever they mean (and the model would save, then not load).
+    """
+    names = X.feature_names
+    dicts = estimator.vectorizer_ is not None
+    if names is None:
+        if dicts:
+            raise ValueError(
+                f"X is a SequenceMatrix without feature names, but this "
+                f"{type(estimator).__name__} was fitted on feature dicts: its columns "
+                f"cannot be matched to the model's features. Pass feature dicts, or a "
+                f"SequenceMatrix of the model's vectorizer_ (vectorizer_.transform).")
+        return
+    known = estimator.feature_names_
+    if names.shape != known.shape or not np.array_equal(names, known):
+        differ = np.flatnonzero(np.asarray(names) != np.asarray(known))
+        at = int(differ[0]) if differ.size else 0
+        raise ValueError(
+            f"X's columns are not the model's features: column {at} is "
+            f"{str(names[at])!r:.60}, the model's feature {at} is {str(known[at])!r:.60}. "
+            + ("Pass feature dicts (a batch may bring new names), or a SequenceMatrix of "
+               "the model's vectorizer_." if dicts else
+               "A later batch's SequenceMatrix must have the first one's columns."))
 
 
 def _batch_data(estimator, X, y, classes, first):
@@ -283,6 +305,8 @@ def _batch_data(estimator, X, y, classes, first):
                 f"with {estimator.n_features_in_}: a SequenceMatrix keeps its width from one "
                 f"partial_fit to the next (SequenceHasher makes a fixed width of any "
                 f"vocabulary).")
+        if not first:
+            _check_same_columns(estimator, X)
         matrix = X
     elif first:
         vectorizer = SequenceVectorizer()
@@ -311,11 +335,12 @@ def _batch_data(estimator, X, y, classes, first):
             raise ValueError(
                 "classes must be passed on the first call to partial_fit: every label "
                 "the training data may bring (a later batch may not bring another).")
-        all_classes, _ = encode_labels([list(classes)], [len(classes)])
+        classes = _listed_classes(classes)
+        all_classes, _ = encode_labels([classes], [len(classes)])
     else:
         all_classes = estimator.classes_
         if classes is not None:
-            extra = set(np.asarray(classes).tolist()) - set(all_classes.tolist())
+            extra = set(_listed_classes(classes)) - set(all_classes.tolist())
             if extra:
                 raise ValueError(
                     f"classes brings {', '.join(sorted(map(repr, extra))[:3])}, which the "
@@ -348,12 +373,23 @@ def partial_fit(estimator, X, y, classes, sample_weight):
             f"or 'arow' (or fit).")
     attribute = estimator.__dict__.get("solver_state_")
     first = attribute is None
+    if first and "classes_" in estimator.__dict__:
+        # a model fitted by L-BFGS: starting the online state from zero would discard it
+        raise ValueError(
+            f"This {type(estimator).__name__} was fitted with a batch solver and has no "
+            f"solver_state_ for partial_fit to continue: a first partial_fit would start "
+            f"from zero weights and discard the fitted model. Fit it with solver="
+            f"{estimator.solver!r} (warm_start=True starts from its weights), then call "
+            f"partial_fit; or call partial_fit on an unfitted clone to start anew.")
     if not first:
-        checked_solver_state(estimator, attribute)
+        checked_solver_state(estimator, attribute, parameters=False)
     if not first and attribute["solver"] != estimator.solver:
         raise ValueError(
             f"This model was trained with solver={attribute['solver']!r}; partial_fit "
             f"continues with it. Set solver={attribute['solver']!r}, or fit anew.")
+    mismatch = None if first else state_parameter_mismatch(estimator, attribute)
+    if mismatch:
+        raise ValueError(mismatch)
     shadow = object.__new__(type(estimator))
     shadow.__dict__.update(vars(estimator) if not first else (
         (name, value) for name, value in vars(estimator).items()
@@ -369,8 +405,10 @@ def _partial_fit(estimator, X, y, classes, sample_weight, attribute):
     options = online_options(estimator)
     X, y, weights = nonzero_weights(X, y, sample_weight)
     data = _batch_data(estimator, X, y, classes, first)
+    data.sequence_weights = weights
     problem = estimator._partial_training_problem(data, first)
     structure = problem.structure
+    structure.pair_blocks()  # link or segment features refuse here, before any kernel
     if first:
         state = OnlineState.start(options, np.zeros(structure.n_parameters))
     else:
@@ -390,7 +428,7 @@ def _partial_fit(estimator, X, y, classes, sample_weight, attribute):
     loss_curve = [] if first else list(estimator.loss_curve_)
     estimator._store_training(data, result)
     estimator.loss_curve_ = loss_curve + result.loss_curve
-    estimator.solver_state_ = state_attribute(state, structure)
+    estimator.solver_state_ = state_attribute(state, structure, options)
 
 
 #: The online solvers' parameters and their defaults (older pickles lack them).
@@ -420,8 +458,15 @@ class OnlineTraining:
         learning rate: ``solver_state_``). With feature dicts a batch may
         bring new feature names, whose weights start at zero, and every batch
         may bring new (feature, label) pairs; a :class:`SequenceMatrix` keeps
-        its width (:class:`SequenceHasher` gives a stream of any vocabulary a
-        fixed one).
+        its width and its columns' names (:class:`SequenceHasher` gives a
+        stream of any vocabulary a fixed width). A later order-2 batch adds
+        its label patterns to the earlier ones.
+
+        The parameters that sized ``solver_state_`` stay as at the first
+        call: another ``average``, or an L1 penalty turned on or off, is
+        refused (the state cannot be made up for the steps already taken).
+        A model fitted by L-BFGS has no such state: ``partial_fit`` refuses
+        it rather than start from zero weights.
 
         The penalty ``alpha`` counts once per call, as for a training set of
         the batch alone: over ``k`` batches of equal size, ``alpha / k`` trains

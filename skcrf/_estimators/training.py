@@ -107,6 +107,8 @@ class TrainingData:
         self.feature_names = feature_names
         self.vectorizer = vectorizer
         self.segment_feature_names = None
+        # each sequence's sample weight (None: all 1), for the messages of a failed fit
+        self.sequence_weights = None
 
     @property
     def lengths(self):

@@ -36,6 +36,7 @@ _MODULES = {
     "skcrf.TreeCRF": "skcrf._tree",
     "skcrf.TokenFeaturizer": "skcrf.features.featurizer",
     "skcrf.SequenceVectorizer": "skcrf.features.vectorizer",
+    "skcrf.SequenceHasher": "skcrf.features.hasher",
     "skcrf.compat.CRF": "skcrf.compat._crf",
     "sklearn.pipeline.Pipeline": "skcrf._estimators.fitted_state",
 }

@@ -236,6 +236,10 @@ def _fit(estimator, plan, run, X, y, sample_weight=None):
     summaries = run.gather(run.map(parts_.partition_summary, raw))
     n_sequences = [n for n, _, _, _ in summaries]
     if sum(n_sequences) == 0:
+        if sample_weight is not None:
+            # the partitions drop the sequences of weight 0 as they read them
+            raise ValueError("No sequence of X has a sample_weight above 0: X is empty or "
+                             "every weight is 0, and there is nothing to train on.")
         raise ValueError("X is empty: fit needs at least one sequence.")
     if sum(n for _, n, _, _ in summaries) == 0:
         raise ValueError("X has no tokens: every sequence is empty.")

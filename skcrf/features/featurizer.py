@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._estimators.fitted_state import FittedState, saved_as
+from .._estimators.fitted_state import FittedState, IfPresent, Integer, saved_as
 from .._utils.parallel import kernel_exceptions
 from .._utils.type_aliases import LabelSequences, TokenSequences
 from .._utils.validation import _locate, check_sequences
@@ -196,6 +196,14 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         and ``gazetteer`` cannot be combined with it. See
         :ref:`crfpp-templates`.
 
+    Attributes
+    ----------
+    n_columns_ : int
+        Set by ``fit`` (and ``fit_transform``) on tokens: how many columns
+        each token had (1 for bare words). ``transform`` then refuses tokens
+        of another width, which would otherwise be featurized silently and
+        tag worse (bare words for a model trained on ``(word, POS)``).
+
     See Also
     --------
     SequenceVectorizer : Maps these features to fixed columns; put it next.
@@ -248,7 +256,8 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     }
 
     # it learns nothing: its parameters are its whole state
-    _fitted_state = FittedState({}, check_params=lambda featurizer: featurizer._check_params())
+    _fitted_state = FittedState({"n_columns_": IfPresent(Integer(1))},
+                                check_params=lambda featurizer: featurizer._check_params())
 
     def __init__(self, *, window=1,
                  word_features=("lower", "suffix", "isupper", "istitle", "isdigit"),
@@ -284,7 +293,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         Parameters
         ----------
         X : list of sequences of tokens
-            Ignored.
+            Only the width of its tokens is kept (``n_columns_``).
         y : None
             Ignored.
 
@@ -294,7 +303,22 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
             The featurizer.
         """
         self._check_params()
+        n_columns = _token_width(X)
+        if n_columns is not None:
+            self.n_columns_ = n_columns
         return self
+
+    def _check_width(self, X):
+        """Raise if ``X``'s tokens have another number of columns than at ``fit``."""
+        expected = vars(self).get("n_columns_")
+        given = None if expected is None else _token_width(X)
+        if given is not None and given != expected:
+            def said(n):
+                return "bare words (1 column)" if n == 1 else f"tuples of {n} columns"
+            raise ValueError(
+                f"X's tokens are {said(given)}, but this TokenFeaturizer was fitted on "
+                f"{said(expected)} (e.g. (word, POS)): give the tokens the columns they had "
+                f"in training, in the same order.")
 
     def transform(self, X: TokenSequences) -> SequenceMatrix:
         """Features of every token of every sequence, as one sparse matrix.
@@ -315,6 +339,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         if self.template is not None:
             return template_features(self.template, X)
         X = check_sequences(X, tokens="str tokens or tuples of str", matrix_ok=False)
+        self._check_width(X)
         if (self.head_column is None and not isinstance(X, SequenceMatrix)
                 and not adds_features(self)):
             # a sentence or a few: the same output without the general path's
@@ -352,7 +377,8 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         Xt : SequenceMatrix
             See :meth:`transform`.
         """
-        return self.transform(X)
+        X = check_sequences(X, tokens="str tokens or tuples of str", matrix_ok=False)
+        return self.fit(X).transform(X)
 
     def transform_dicts(self, X: TokenSequences) -> list[list[dict[str, Any]]]:
         """The features of :meth:`transform` as per-token dicts, for inspection.
@@ -618,3 +644,14 @@ def _custom_features(plan, tokens):
     # every custom name is kept, even one whose values are all zero, as
     # SequenceVectorizer does for the same features given as dicts
     return table[tokens.token_ids], list(vocabulary)
+
+
+def _token_width(X):
+    """The number of columns of ``X``'s first token (1 for a str), None without tokens."""
+    if X is None or isinstance(X, SequenceMatrix) or not hasattr(X, "__len__"):
+        return None  # an iterator: not read twice
+    for sequence in X:
+        for token in sequence:
+            return 1 if isinstance(token, str) else len(token) if isinstance(
+                token, (tuple, list)) else None
+    return None

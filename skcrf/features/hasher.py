@@ -122,6 +122,12 @@ class SequenceHasher(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         else:
             # the batch's own names, in order of appearance: forgotten once hashed
             named = SequenceVectorizer(separator=self.separator, sort=False).fit_transform(X)
+        # a SequenceMatrix's features of candidate segments are hashed alike (into
+        # a matrix of their own, as a vectorizer keeps them): dropping them would
+        # silently train a SemiMarkovCRF without them
+        segments = named.segments
+        if segments is not None:
+            segments = self.transform(segments)
         data, indices, indptr, offsets = _named_matrix_arrays(named)
         columns, signs = self._hashed(_as_names(named.feature_names))
         if self.alternate_sign:
@@ -132,11 +138,33 @@ class SequenceHasher(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         data, indices, indptr = _canonical(data, indices, indptr, self.n_features)
         data = None if data is None else values_or_none(data)
         return SequenceMatrix._from_arrays(data, indices, indptr, self.n_features, offsets,
-                                           None, self.dtype, named.parents)
+                                           None, self.dtype, named.parents, segments)
+
+    def _validate_params(self):
+        # also run by load_model: a model file's dtype is checked as the constructor's
+        super()._validate_params()
+        try:
+            kind = np.dtype(self.dtype).kind
+        except TypeError:
+            kind = None
+        if kind != "f":
+            raise ValueError(
+                f"SequenceHasher's dtype must be a floating-point type (hashed values are "
+                f"signed real numbers); got dtype={self.dtype!r:.60}.")
+
+    def _hash(self, name):
+        try:
+            return murmurhash3_32(name, seed=0)
+        except UnicodeEncodeError as error:
+            raise ValueError(
+                f"feature name {name!r:.80} cannot be hashed: it holds "
+                f"{error.object[error.start:error.end]!r}, a lone surrogate that UTF-8 cannot "
+                f"encode (text decoded with errors='surrogateescape'?). Decode the input "
+                f"with errors='replace', or drop the character.") from None
 
     def _hashed(self, names):
         """Each name's column and sign: the signed 32-bit MurmurHash3 as FeatureHasher takes it."""
-        hashes = np.fromiter((murmurhash3_32(name, seed=0) for name in names),
+        hashes = np.fromiter((self._hash(name) for name in names),
                              dtype=np.int64, count=len(names))
         # FeatureHasher's rule for -2**31, whose absolute value is no int32
         magnitudes = np.where(hashes == -2 ** 31, 2 ** 31 - 1, np.abs(hashes))

@@ -253,15 +253,27 @@ class OnlineState:
                                       for name in cls.ARRAYS), state["eta0"])
 
 
+#: The most visits an epoch makes of one sequence: a larger weight scales the steps.
+MAX_VISITS = 16
+
+
 def visits_of_weights(sample_weight):
     """The visits an epoch makes of the sequences: ``(sequence ids, factors)``, in data order.
 
-    An integer weight ``k`` is ``k`` visits of factor 1, one after the other,
-    so that it trains exactly as the sequence repeated ``k`` times; a
-    fractional part is one more visit whose step is scaled by it; a zero
-    weight is no visit at all.
+    An integer weight ``k`` up to :data:`MAX_VISITS` is ``k`` visits of factor
+    1, one after the other, so that it trains exactly as the sequence
+    repeated ``k`` times; a fractional part is one more visit whose step is
+    scaled by it; a zero weight is no visit at all. A weight above
+    ``MAX_VISITS`` is ``MAX_VISITS`` visits, each of factor
+    ``weight / MAX_VISITS``: an epoch's cost stays bounded by the number of
+    sequences, whatever the weights (a weight of 1e9 would otherwise be 1e9 steps).
     """
     weights = np.asarray(sample_weight, dtype=np.float64)
+    large = weights > MAX_VISITS
+    if large.any():
+        sequences, factors = visits_of_weights(np.where(large, MAX_VISITS, weights))
+        factors *= np.where(large, weights / MAX_VISITS, 1.0)[sequences]
+        return sequences, factors
     whole = np.floor(weights)
     fraction = weights - whole
     counts = whole.astype(np.int64) + (fraction > 0)

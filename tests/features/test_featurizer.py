@@ -1,6 +1,7 @@
 """TokenFeaturizer: fast path against the per-token dicts, features, errors, pipelines."""
 
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -443,12 +444,15 @@ def test_sklearn_checks(check):
     check("TokenFeaturizer", TokenFeaturizer())
 
 
-def test_fit_returns_self_and_sets_nothing():
+def test_fit_returns_self_and_sets_only_the_token_width():
     featurizer = TokenFeaturizer(window=2)
     params = featurizer.get_params()
     before = dict(vars(featurizer))
     assert featurizer.fit(SENTENCES) is featurizer
-    assert vars(featurizer) == before and featurizer.get_params() == params
+    # the width of the tokens, which transform then holds them to (issue 43, item 16b)
+    width = 1 if isinstance(SENTENCES[0][0], str) else len(SENTENCES[0][0])
+    assert vars(featurizer) == {**before, "n_columns_": width}
+    assert featurizer.get_params() == params
     # stateless: transform needs no fit
     assert TokenFeaturizer().transform(SENTENCES).n_tokens == 10
 
@@ -534,3 +538,21 @@ def test_clone_of_a_fitted_pipeline_is_unfitted(small_corpus, quiet):
     cloned = clone(pipe)
     assert not hasattr(cloned[1], "vocabulary_")
     assert cloned[0].get_params() == pipe[0].get_params()
+
+
+@pytest.mark.parametrize("tokens", [["The", "cat"], [("The", "DT", "x"), ("cat", "NN", "y")]])
+def test_a_pipeline_fitted_on_word_pos_tuples_refuses_other_widths(tokens):
+    # issue 43, item 16b: bare words or 3-tuples were featurized silently
+    from sklearn.pipeline import make_pipeline
+
+    from skcrf import CRFClassifier, SequenceVectorizer
+
+    X = [[("The", "DT"), ("cat", "NN")], [("A", "DT"), ("dog", "NN")]]
+    pipe = make_pipeline(TokenFeaturizer(), SequenceVectorizer(), CRFClassifier(max_iter=20))
+    pipe.fit(X, [["D", "N"]] * 2)
+    assert pipe[0].n_columns_ == 2
+    width = "bare words (1 column)" if isinstance(tokens[0], str) else "tuples of 3 columns"
+    with pytest.raises(ValueError, match=rf"X's tokens are {re.escape(width)}, but this "
+                                         rf"TokenFeaturizer was fitted on tuples of 2 columns"):
+        pipe.predict([tokens])
+    assert [p.tolist() for p in pipe.predict(X)] == [["D", "N"]] * 2

@@ -77,3 +77,52 @@ def test_a_hashed_stream_trains_with_partial_fit():
     assert model.n_features_in_ == 2 ** 10
     test = [[{"w": "the"}, {"w": "dog"}, {"w": "runs"}]]
     assert model.predict(hasher.transform(test))[0].tolist() == ["D", "N", "V"]
+
+
+def test_segment_features_are_hashed_not_dropped():
+    # issue 43, item 13: a SequenceMatrix's segments were silently dropped
+    words = [["Ada", "Lovelace", "wrote"], ["Turing", "ran"]]
+    featurized = TokenFeaturizer(segment_features=True, max_segment_length=2).fit_transform(words)
+    assert featurized.segments is not None
+    hashed = SequenceHasher(n_features=64).transform(featurized)
+    assert hashed.segments is not None
+    assert hashed.segments.n_features == 64
+    np.testing.assert_array_equal(hashed.segments.offsets, featurized.segments.offsets)
+    expected = SequenceHasher(n_features=64).transform(featurized.segments)
+    assert (hashed.segments.matrix != expected.matrix).nnz == 0
+
+
+@pytest.mark.parametrize("dtype", [object, np.int64, "not a dtype"])
+def test_the_dtype_must_be_a_float_type(dtype):
+    # issue 43, item 13: the dtype was not checked
+    with pytest.raises(ValueError, match="dtype must be a floating-point type"):
+        SequenceHasher(dtype=dtype).transform(X)
+
+
+def test_a_model_files_hasher_dtype_is_checked_at_load():
+    import io
+
+    from sklearn.pipeline import make_pipeline
+
+    from skcrf import load_model, save_model
+    from tests._model_files import rewritten
+
+    pipe = make_pipeline(SequenceHasher(n_features=16), CRFClassifier(max_iter=30))
+    pipe.fit([[{"w": "a"}, {"w": "b"}]] * 3, [["A", "B"]] * 3)
+    buffer = io.BytesIO()
+    save_model(pipe, buffer)
+
+    def int_dtype(tree):
+        hasher = tree["model"]["params"]["steps"][0]["items"][1]
+        hasher["params"]["dtype"]["dtype"] = "<i8"
+
+    damaged = rewritten(buffer.getvalue(), int_dtype)
+    with pytest.raises(ValueError, match="dtype must be a floating-point type"):
+        load_model(io.BytesIO(damaged))
+
+
+def test_a_lone_surrogate_is_named_not_a_bare_unicode_error():
+    # issue 43, item 22
+    with pytest.raises(ValueError, match=r"feature name 'w=a\\udc80b' cannot be hashed.*lone "
+                                         r"surrogate"):
+        SequenceHasher().transform([[{"w": "a\udc80b"}]])
