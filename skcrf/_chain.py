@@ -18,6 +18,7 @@ from ._estimators.pruning import (PRUNER_ATTRIBUTES, PRUNER_THRESHOLD, PrunedTra
 from ._estimators.fitted_state import Array, IfPresent, Sparse, saved_as, weights, weights_or_neginf
 from ._estimators.fitted_state import Real as RealValue
 from ._estimators.training import TrainingProblem
+from ._estimators.partial_labels import pairs_with_sets
 from ._estimators.constraints import SCHEME_NAMES
 from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSequences,
                      SequenceWeights, Solver)
@@ -469,6 +470,12 @@ class CRFClassifier(CRFEstimator):
                 transition_columns=self._transition_columns(data.feature_names,
                                                             data.features.n_features),
                 constraints=constraints)
+            if data.partial is not None:
+                # a class a token's set offers gets its features' weights too
+                structure = ChainStructure(
+                    n_classes, pairs_with_sets(structure.state_pairs, data.features,
+                                               data.partial),
+                    edge_pairs=structure.edge_pairs, constraints=constraints)
         else:
             structure = PatternChainStructure.for_training(
                 data.features, data.offsets, data.label_ids, n_classes, self.order,
@@ -487,6 +494,13 @@ class CRFClassifier(CRFEstimator):
             all_possible_states=self.all_possible_states, constraints=constraints)
         return PrunedTrainingProblem(problem, lower, float(self.prune_threshold), self._solve,
                                      self._check_training)
+
+    def _partial_labels_refusal(self):
+        if self.solver != "lbfgs":
+            return f"with solver={self.solver!r} (yet: use solver='lbfgs')"
+        if self.order > 1:
+            return f"at order={self.order} (yet: use order=1)"
+        return None
 
     def _check_pruning_solver(self):
         if self.order > 1 and self.prune_threshold is not None and self.solver != "lbfgs":
