@@ -224,3 +224,20 @@ def test_random_masks_match_enumeration(seed, p_hidden):
     np.testing.assert_allclose(objective(w)[0],
                                _brute_force_loss(structure, X, offsets, allowed, w, 0.2),
                                rtol=1e-10)
+
+
+def test_generic_masked_path_agrees_with_the_chains_shared_pass(monkeypatch):
+    # the path other structures take: their own free terms, the masked unfused ones
+    import skcrf.learning.partial as partial_module
+
+    X, offsets, gold, n_classes, rng = _problem(10)
+    allowed = _random_mask(rng, gold, n_classes)
+    structure = _structure(X, n_classes, forbid=False)
+    w = rng.normal(size=structure.n_parameters)
+    shared = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
+                                   _partial(gold, allowed, offsets), 0.3)(w)
+    monkeypatch.setattr(partial_module, "ChainStructure", type("Other", (), {}))
+    generic = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
+                                    _partial(gold, allowed, offsets), 0.3)(w)
+    np.testing.assert_allclose(generic[0], shared[0], rtol=1e-12)
+    np.testing.assert_allclose(generic[1], shared[1], rtol=1e-10, atol=1e-12)
