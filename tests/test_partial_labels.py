@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from skcrf import CRFClassifier, SemiMarkovCRF
+from skcrf._persistence import load_model
 from skcrf._estimators.partial_labels import (CONSTRAINED, FREE, FULL, encode_partial_labels,
                                               holds_partial_labels)
 from skcrf.metrics import sequence_accuracy_score, span_f1_score
@@ -93,3 +94,24 @@ def test_scoring_refuses_partial_labels():
         sequence_accuracy_score(bad, y)
     with pytest.raises(ValueError, match="sequence 3, token 1"):
         span_f1_score(bad, y)
+
+
+def test_cli_reads_unknown_markers_and_label_sets(tmp_path):
+    from skcrf._cli._commands import partial_labels
+    from tests.test_cli import _run, _sentences, _write
+
+    assert partial_labels([["_", "B-PER|B-ORG", "O"]], "_", "|") == [
+        [None, frozenset({"B-PER", "B-ORG"}), "O"]]
+    sentences = _sentences(0, 40)
+    for q, sentence in enumerate(sentences[::3]):
+        word, pos, label = sentence[1]
+        sentence[1] = (word, pos, "_" if q % 2 else f"{label}|O")
+    model = tmp_path / "partial.skcrf"
+    status, out, err = _run("train", _write(tmp_path / "train.txt", sentences), "--model",
+                            model, "--max-iter", 30, "--n-jobs", 1, "--unknown-label", "_",
+                            "--label-sets", "|")
+    assert status == 0, err
+    assert load_model(model)[-1].classes_.tolist() == ["B-LOC", "B-PER", "I-PER", "O"]
+    status, _, err = _run("train", tmp_path / "train.txt", "--model", tmp_path / "m2.skcrf",
+                          "--unknown-label", "_", "--structure", "semimarkov")
+    assert status != 0 and "unknown (None) or ambiguous (set) labels" in err
