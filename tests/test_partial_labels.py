@@ -115,3 +115,33 @@ def test_cli_reads_unknown_markers_and_label_sets(tmp_path):
     status, _, err = _run("train", tmp_path / "train.txt", "--model", tmp_path / "m2.skcrf",
                           "--unknown-label", "_", "--structure", "semimarkov")
     assert status != 0 and "unknown (None) or ambiguous (set) labels" in err
+
+
+def test_cross_validation_refuses_partial_labels_it_cannot_score():
+    from skcrf import CRFClassifierCV
+
+    X, y = chain_corpus(10, seed=6)
+    y[0] = [None] * len(y[0])
+    with pytest.raises(ValueError, match="CRFClassifierCV scores each fold"):
+        CRFClassifierCV(alphas=[0.1, 1.0], cv=2).fit(X, y)
+
+
+def test_warm_start_continues_on_partial_labels():
+    X, y = chain_corpus(40, seed=1)
+    rng = np.random.default_rng(0)
+    y = [[None if rng.random() < 0.3 else label for label in labels] for labels in y]
+    cold = CRFClassifier(alpha=0.1, tol=1e-6).fit(X, y)
+    warm = CRFClassifier(alpha=0.1, tol=1e-6, warm_start=True).fit(X, y)
+    warm.fit(X, y)  # from the optimum: it stays there
+    np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-3)
+    assert warm.n_iter_ < cold.n_iter_
+
+
+def test_dask_partitions_refuse_partial_labels():
+    pytest.importorskip("dask")
+    from skcrf.dask._partitions import read_partition
+
+    X, y = chain_corpus(4, seed=7)
+    y[2] = [None] + y[2][1:]
+    with pytest.raises(ValueError, match="partition 3 .*skcrf.dask.fit cannot train on yet"):
+        read_partition(3, X, y)
