@@ -145,3 +145,10 @@ def test_dask_partitions_refuse_partial_labels():
     y[2] = [None] + y[2][1:]
     with pytest.raises(ValueError, match="partition 3 .*skcrf.dask.fit cannot train on yet"):
         read_partition(3, X, y)
+
+
+def test_partial_fit_refuses_partial_labels():
+    X, y = chain_corpus(6, seed=8)
+    y[1] = [None] * len(y[1])
+    with pytest.raises(ValueError, match="partial_fit cannot train on yet"):
+        CRFClassifier(solver="sgd").partial_fit(X, y, classes=["ADJ", "DET", "N", "V"])
