@@ -419,7 +419,11 @@ class CRFClassifier(CRFEstimator):
             sklearn-crfsuite takes them (see :class:`SequenceVectorizer` for the
             value rules), or the output of a vectorizer.
         y : list of sequences of labels
-            One label (str or int) per token.
+            One label (str or int) per token; at ``order=1`` with
+            ``solver="lbfgs"``, a token's label may also be None (unknown)
+            or a set of labels (one of them): each sequence is then trained
+            on all its labellings consistent with them. See
+            :ref:`incomplete-annotation`.
         sample_weight : array-like of shape (n_sequences,), default=None
             Each sequence's weight: its term of the loss is multiplied by it.
             A weight of 0 trains as if the sequence were not there, an
