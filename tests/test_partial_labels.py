@@ -152,3 +152,10 @@ def test_partial_fit_refuses_partial_labels():
     y[1] = [None] * len(y[1])
     with pytest.raises(ValueError, match="partial_fit cannot train on yet"):
         CRFClassifier(solver="sgd").partial_fit(X, y, classes=["ADJ", "DET", "N", "V"])
+
+
+def test_labels_from_a_generator_are_read_once():
+    X, y = chain_corpus(20, seed=9)
+    y[0] = [None] * len(y[0])
+    fitted = CRFClassifier(alpha=0.1).fit(X, (labels for labels in y))
+    assert fitted.classes_.tolist() == ["ADJ", "DET", "N", "V"]

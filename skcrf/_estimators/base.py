@@ -201,6 +201,8 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
             X = vectorizer.fit_transform(X)
         offsets, lengths = X.offsets, X.lengths
         partial = None
+        if not hasattr(y, "__len__") and hasattr(y, "__iter__"):
+            y = list(y)  # a generator can be read once: for the scan and the encoding
         if holds_partial_labels(y):
             refusal = self._partial_labels_refusal()
             if refusal is not None:

@@ -29,8 +29,11 @@ def holds_partial_labels(y):
     """Whether some token of ``y`` (a list of label sequences) is ``None`` or a set.
 
     Anything that is not a list of label sequences answers False: the usual
-    checks of ``y`` then say what is wrong with it.
+    checks of ``y`` then say what is wrong with it. A one-shot iterator is
+    not read (it answers False): the caller materializes it first.
     """
+    if not hasattr(y, "__len__"):
+        return False
     try:
         return any(is_partial_label(label) for labels in y
                    if not isinstance(labels, (str, bytes)) for label in labels)
