@@ -19,6 +19,7 @@ from ._estimators.pruning import (PRUNER_ATTRIBUTES, PRUNER_THRESHOLD, PrunedTra
 from ._estimators.fitted_state import Array, IfPresent, Sparse, saved_as, weights, weights_or_neginf
 from ._estimators.fitted_state import Real as RealValue
 from ._estimators.training import TrainingProblem
+from ._estimators.partial_labels import pairs_with_sets
 from ._estimators.constraints import SCHEME_NAMES
 from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSequences,
                      SequenceWeights, Solver)
@@ -420,7 +421,11 @@ class CRFClassifier(SpanQueries, CRFEstimator):
             sklearn-crfsuite takes them (see :class:`SequenceVectorizer` for the
             value rules), or the output of a vectorizer.
         y : list of sequences of labels
-            One label (str or int) per token.
+            One label (str or int) per token; at ``order=1`` with
+            ``solver="lbfgs"``, a token's label may also be None (unknown)
+            or a set of labels (one of them): each sequence is then trained
+            on all its labellings consistent with them. See
+            :ref:`incomplete-annotation`.
         sample_weight : array-like of shape (n_sequences,), default=None
             Each sequence's weight: its term of the loss is multiplied by it.
             A weight of 0 trains as if the sequence were not there, an
@@ -471,6 +476,12 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                 transition_columns=self._transition_columns(data.feature_names,
                                                             data.features.n_features),
                 constraints=constraints)
+            if data.partial is not None:
+                # a class a token's set offers gets its features' weights too
+                structure = ChainStructure(
+                    n_classes, pairs_with_sets(structure.state_pairs, data.features,
+                                               data.partial),
+                    edge_pairs=structure.edge_pairs, constraints=constraints)
             # skcrf.compat's CRF trains as CRFsuite, without start and end weights
             structure.boundary_weights = getattr(self, "_boundary_weights", True)
         else:
@@ -491,6 +502,13 @@ class CRFClassifier(SpanQueries, CRFEstimator):
             all_possible_states=self.all_possible_states, constraints=constraints)
         return PrunedTrainingProblem(problem, lower, float(self.prune_threshold), self._solve,
                                      self._check_training)
+
+    def _partial_labels_refusal(self):
+        if self.solver != "lbfgs":
+            return f"with solver={self.solver!r} (yet: use solver='lbfgs')"
+        if self.order > 1:
+            return f"at order={self.order} (yet: use order=1)"
+        return None
 
     def _check_pruning_solver(self):
         if self.order > 1 and self.prune_threshold is not None and self.solver != "lbfgs":

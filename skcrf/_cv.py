@@ -28,6 +28,7 @@ from .features.vectorizer import SequenceVectorizer
 from .metrics import make_sequence_scorer, span_f1_score
 from .metrics._scorer import check_sequence_scoring
 from .tags import detect_scheme
+from ._estimators.partial_labels import holds_partial_labels
 
 #: The default grid: a decade on either side of CRFsuite's usual ``c1 = c2 = 0.1``
 #: (``alpha = 0.3``), in steps of about 3.
@@ -457,6 +458,12 @@ class CRFClassifierCV(CRFClassifier):
             The fitted estimator.
         """
         alphas = check_alphas(self.alphas)
+        if holds_partial_labels(y):
+            raise ValueError(
+                "y holds unknown (None) or ambiguous (set) labels: CRFClassifierCV scores "
+                "each fold's held-out sequences, which needs one label per token. Fit "
+                "CRFClassifier for each alpha and score it on fully labelled validation "
+                "data instead.")
         if self.order > 1 and self.transition_features is not None:
             raise ValueError(f"transition_features needs order=1; got order={self.order}.")
         X = check_sequences(X)

@@ -248,7 +248,9 @@ def test_other_real_dtypes_predict_like_float64(fitted, dtype):
 
 
 @pytest.mark.parametrize("labels, error, match", [
-    ([["N", None]], TypeError, r"y mixes NoneType, str \(see sequence 0, token 1\)"),
+    # None is an unknown label (issue 45): what is left is a single class
+    ([["N", None]], ValueError, r"y holds a single class"),
+    ([["N", {"V", 1}]], TypeError, r"y mixes number, str \(alone or inside sets\)"),
     ([[1.0, float("nan")]], ValueError, r"Label of sequence 0, token 1 is NaN"),
     ([[True, False]], TypeError, r"y holds bool labels \(see sequence 0, token 0\)"),
     ([[("N",), ("V",)]], TypeError, r"y holds tuple labels"),

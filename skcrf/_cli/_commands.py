@@ -87,8 +87,11 @@ def train(args):
     for batch in source.batches():
         X += pick(batch, layout.token_columns)
         y += pick(batch, [layout.label_column])
+    y = partial_labels(y, args.unknown_label, args.label_sets)
     n_tokens = sum(map(len, y))
-    n_labels = len({label for sequence in y for label in sequence})
+    n_labels = len({label for sequence in y for label in sequence
+                    for label in (label if isinstance(label, frozenset) else [label])
+                    if label is not None})
     _say(args, f"read {args.train_file}: {len(X)} sequences, {n_tokens} tokens, "
                f"{n_labels} labels ({source.encoding}; token columns "
                f"{','.join(map(str, layout.token_columns))}, label column "
@@ -96,6 +99,21 @@ def train(args):
 
     metadata = {"layout": asdict(layout), "command": ["skcrf", *args.argv]}
     return _fit_and_save(args, X, y, _featurizer(args), metadata, started)
+
+
+def partial_labels(y, unknown, separator):
+    """``y`` with the ``unknown`` marker read as None and values holding ``separator`` as sets."""
+    if unknown is None and separator is None:
+        return y
+
+    def read(value):
+        if value == unknown:
+            return None
+        if separator is not None and separator in value:
+            return frozenset(part for part in value.split(separator) if part)
+        return value
+
+    return [[read(value) for value in labels] for labels in y]
 
 
 def _train_tree(args):

@@ -176,6 +176,13 @@ def _add_train(commands):
                         help="column separator, '\\t' for a tab (default: any run of "
                              "spaces and tabs)")
     _add_encoding(layout, "")
+    layout.add_argument("--unknown-label", metavar="MARK",
+                        help="chain: a label value that means 'unknown' (any label), such "
+                             "as _; such tokens train on every labelling consistent with "
+                             "the rest (default: none, every value is a label)")
+    layout.add_argument("--label-sets", metavar="SEP",
+                        help="chain: split label values at SEP into a set of possible "
+                             "labels, such as | for B-PER|B-ORG (default: no sets)")
 
     features = train.add_argument_group("features (TokenFeaturizer, SequenceVectorizer)")
     features.add_argument("--window", type=_bounded(int, 0, MAX_WINDOW, name="an integer"),

@@ -14,6 +14,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .constraints import check_training_labels, resolve_constraints, scheme_constraints
+from .partial_labels import encode_partial_labels, holds_partial_labels, partial_label_constraints
 from .fitted_state import (Fitted, FittedState, IfPresent, Integer, Labels, Names, RealList,
                             TypeOf)
 from .._utils.parallel import effective_n_threads, kernel_exceptions, kernel_threads
@@ -28,6 +29,7 @@ from ..features.vectorizer import SequenceVectorizer
 from .training import (TrainingData, _is_fitted_attribute_set, _same_values,
                         _user_stacklevel, atomic_fit)
 from ..learning.lbfgs import Stop, lbfgs
+from ..metrics._checks import _refuse_partial_labels
 from . import online as _online
 
 #: The solvers of every CRF estimator: batch L-BFGS and the online ones.
@@ -199,7 +201,20 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
             vectorizer = SequenceVectorizer()
             X = vectorizer.fit_transform(X)
         offsets, lengths = X.offsets, X.lengths
-        classes, label_ids = encode_labels(y, lengths)
+        partial = None
+        if not hasattr(y, "__len__") and hasattr(y, "__iter__"):
+            y = list(y)  # a generator can be read once: for the scan and the encoding
+        if holds_partial_labels(y):
+            refusal = self._partial_labels_refusal()
+            if refusal is not None:
+                raise ValueError(
+                    f"y holds unknown (None) or ambiguous (set) labels, which "
+                    f"{type(self).__name__} cannot train on {refusal}; give every token "
+                    f"one label.")
+            partial = encode_partial_labels(y, lengths)
+            classes, label_ids = partial.classes, partial.label_ids
+        else:
+            classes, label_ids = encode_labels(y, lengths)
         if offsets[-1] == 0:
             raise ValueError("X has no tokens: every sequence is empty.")
         _check_finite_features(X)
@@ -208,8 +223,17 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
                 f"y holds a single class ({classes[0]!r}); a CRF needs at least two.")
         data = TrainingData(FeatureArrays.of_sequences(X), offsets, classes, label_ids,
                             X.feature_names, vectorizer)
+        data.partial = partial
         data.segment_feature_names = None if X.segments is None else X.segments.feature_names
         return data
+
+    def _partial_labels_refusal(self):
+        """Why this estimator cannot train on unknown or set labels, or None if it can.
+
+        The words complete "cannot train on them ..."; see
+        :mod:`skcrf._estimators.partial_labels`.
+        """
+        return "yet (CRFClassifier does, at order=1 with solver='lbfgs')"
 
     def _label_constraints(self, data):
         """The :class:`~skcrf._estimators.constraints.TransitionConstraints` of ``allowed_transitions``.
@@ -219,6 +243,8 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         break explicit pairs raise a ValueError naming them.
         """
         spec = self.allowed_transitions
+        if data.partial is not None:
+            return partial_label_constraints(spec, data, type(self).__name__)
         constraints = resolve_constraints(
             spec, data.classes,
             lambda: self._split(data.classes[data.label_ids], data.offsets))
@@ -555,6 +581,8 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         model = self._fitted_model()
         features, offsets = model._features(X)
         lengths = np.diff(offsets)
+        if holds_partial_labels(y):
+            _refuse_partial_labels([label for labels in y for label in labels], lengths)
         labels = check_labels(y, lengths)
         if labels.shape[0] == 0:
             raise ValueError("score needs at least one token.")

@@ -18,6 +18,7 @@ from .._utils.parallel import kernel_exceptions, kernel_threads
 from .queries import given_label_ids
 from .training import TrainingData, _is_fitted_attribute, _same_values
 from .._utils.type_aliases import FeatureSequences, LabelSequences, SequenceWeights
+from .partial_labels import holds_partial_labels
 from .._utils.validation import (check_finite_features, check_label_type, check_labels,
                           check_sequences, encode_labels)
 from ..features.arrays import FeatureArrays, take_sequences
@@ -349,6 +350,10 @@ def _batch_data(estimator, X, y, classes, first):
     if all_classes.shape[0] < 2:
         raise ValueError(
             f"classes holds a single label ({all_classes[0]!r}); a CRF needs at least two.")
+    if holds_partial_labels(y):
+        raise ValueError("y holds unknown (None) or ambiguous (set) labels, which "
+                         "partial_fit cannot train on yet (the online solvers do not take "
+                         "them); fit with solver='lbfgs' instead.")
     labels = check_labels(y, matrix.lengths)
     check_label_type(labels, all_classes)
     label_ids = given_label_ids(labels, matrix.offsets, all_classes)

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._utils.parallel import kernel_exceptions
 from ..learning.objective import NegativeLogLikelihood
+from ..learning.partial import PartialLabelObjective
 
 
 def _user_stacklevel():
@@ -97,6 +98,10 @@ class TrainingData:
         The vectorizer fitted on dict input; None for a SequenceMatrix.
     segment_feature_names : ndarray of object or None
         Names of the features of candidate segments (``features.segments``).
+    partial : PartialLabels or None
+        With unknown tokens or label sets in ``y``: what is known of each
+        token's label (:mod:`skcrf._estimators.partial_labels`); ``label_ids``
+        is then -1 where a token has no single label. None otherwise.
     """
 
     def __init__(self, features, offsets, classes, label_ids, feature_names, vectorizer):
@@ -109,6 +114,7 @@ class TrainingData:
         self.segment_feature_names = None
         # each sequence's sample weight (None: all 1), for the messages of a failed fit
         self.sequence_weights = None
+        self.partial = None
 
     @property
     def lengths(self):
@@ -150,6 +156,9 @@ class TrainingProblem:
         ``sequence_weights`` (one per sequence, or None for all 1) weigh the
         sequences' loss terms.
         """
+        if data.partial is not None:
+            return PartialLabelObjective(self.structure, data.features, data.offsets,
+                                         data.partial, l2=l2, sequence_weights=sequence_weights)
         return NegativeLogLikelihood(self.structure, data.features, data.offsets,
                                      self.targets, l2=l2, sequence_weights=sequence_weights)
 

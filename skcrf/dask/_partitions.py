@@ -13,6 +13,7 @@ import numpy as np
 from .._estimators.online import nonzero_weights
 from .._utils.parallel import kernel_threads
 from .._utils.validation import check_finite_features, check_sequences, encode_labels
+from .._estimators.partial_labels import holds_partial_labels
 from ..features.arrays import FeatureArrays
 from ..features.vectorizer import SequenceVectorizer
 from ..learning.objective import NegativeLogLikelihood
@@ -88,6 +89,10 @@ def read_partition(index, X, y, sample_weight=None):
                 raise ValueError(f"X has no sequence but y has {len(y)}.")
             return RawPartition(index, None, np.empty(0), np.empty(0, dtype=np.int64))
         matrix = SequenceVectorizer(sort=False).fit_transform(X)
+        if holds_partial_labels(y):
+            raise ValueError("y holds unknown (None) or ambiguous (set) labels, which "
+                             "skcrf.dask.fit cannot train on yet; fit CRFClassifier on "
+                             "them in one process.")
         classes, label_ids = encode_labels(y, matrix.lengths)
     except (ValueError, TypeError) as error:
         raise _in_partition(index, None, error) from error

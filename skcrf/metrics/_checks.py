@@ -39,7 +39,26 @@ def _check_label_sequences(y_true, y_pred):
         lengths[q] = len(labels_true)
         flat_true.extend(_as_list(labels_true))
         flat_pred.extend(_as_list(labels_pred))
+    _refuse_partial_labels(flat_true, lengths)
     return flat_true, flat_pred, lengths
+
+
+def _refuse_partial_labels(flat_true, lengths):
+    """Raise, naming the token, if ``y_true`` holds an unknown (None) or set label.
+
+    Such labels train a model (see the user guide's page on incomplete
+    annotation) but cannot be scored against: evaluation data needs one
+    label per token.
+    """
+    for i, label in enumerate(flat_true):
+        if label is None or isinstance(label, (set, frozenset)):
+            q = int(np.searchsorted(np.cumsum(lengths), i, side="right"))
+            t = i - int(np.sum(lengths[:q]))
+            what = "None (unknown)" if label is None else f"the set {sorted(label)!r}"
+            raise ValueError(
+                f"y_true's label of sequence {q}, token {t} is {what}: unknown and "
+                f"ambiguous labels can train a model but not score one; evaluate on "
+                f"data with one label per token.")
 
 
 def _token_weights(sample_weight, lengths):

@@ -215,9 +215,13 @@ def _edge_scores(features, edge_pairs, edge_weights, transitions):
 
 
 def edge_label_ids(label_ids, offsets, n_classes):
-    """Label-pair id ``y[i-1] * C + y[i]`` of every token, -1 on the first of a sequence."""
+    """Label-pair id ``y[i-1] * C + y[i]`` of every token, -1 on the first of a sequence.
+
+    Also -1 where either label is -1 (a token without one known label).
+    """
     pair_ids = np.full(label_ids.shape[0], -1, dtype=np.int64)
-    follows = np.ones(label_ids.shape[0], dtype=bool)
+    follows = label_ids >= 0
+    follows[1:] &= label_ids[:-1] >= 0
     follows[offsets[:-1][np.diff(offsets) > 0]] = False
     to = np.flatnonzero(follows)
     pair_ids[to] = label_ids[to - 1] * n_classes + label_ids[to]

@@ -1,0 +1,205 @@
+"""The training objective of partially labelled sequences (unknown tokens, label sets).
+
+A sequence whose tokens are known only to take one of some allowed labels
+is trained on the probability of all its labellings that keep to them
+(Tsuboi et al., 2008, "Training conditional random fields using incomplete
+annotations")::
+
+    -log sum_{y consistent} p(y | x) = log Z(x) - log Z_allowed(x)
+
+where ``Z_allowed`` sums over the consistent labellings only: a
+forward-backward whose disallowed (token, label) unary scores are
+``-inf``. Its gradient is ``E_p[Phi] - E_p[Phi | allowed]``. With one
+allowed label per token it is the usual ``log Z - w . Phi(gold)``.
+"""
+
+import copy
+
+import numpy as np
+
+from ..features.arrays import take_sequences
+from ..structures.chain.order1 import ChainPosteriors, ChainStructure, chain_posteriors
+from .objective import NegativeLogLikelihood, weight_groups
+
+
+class ConstrainedTerms:
+    """``w -> (sum_q v_q (log Z_q - log Z_allowed_q), its gradient)`` over some sequences.
+
+    A chain takes :func:`chain_difference_terms`. For another structure, the
+    free ``log Z`` and expectations come from its own
+    :meth:`expectation_terms` (its fused kernel where it has one) and the
+    constrained ones from the unfused path (:meth:`scores`, inference,
+    expected statistics) of a copy of the structure whose unary scores carry
+    the mask, so any structure whose scores have a ``unary`` block of shape
+    (n_tokens, n_classes) takes part.
+
+    Parameters
+    ----------
+    structure : object
+    features : FeatureArrays of shape (n_tokens, n_features)
+    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    allowed : ndarray of bool of shape (n_tokens, n_classes)
+    sequence_weights : ndarray of shape (n_sequences,) or None
+    sequence_names : ndarray of int of shape (n_sequences,) or None
+        What to call each sequence in an error (its index in the caller's ``y``).
+    """
+
+    def __init__(self, structure, features, offsets, allowed, sequence_weights=None,
+                 sequence_names=None):
+        n_sequences = offsets.shape[0] - 1
+        if sequence_weights is None:
+            sequence_weights = np.ones(n_sequences)
+        self.groups = []
+        for value, ids, part, part_offsets, rows in weight_groups(features, offsets,
+                                                                  sequence_weights):
+            mask = np.where(allowed[rows], 0.0, -np.inf)
+            if isinstance(structure, ChainStructure):
+                self.groups.append((value, ids, None,
+                                    chain_difference_terms(structure, part, part_offsets,
+                                                           mask)))
+            else:
+                self.groups.append((value, ids, structure.expectation_terms(part, part_offsets),
+                                    masked_structure(structure, mask).expectation_terms(
+                                        part, part_offsets, fused=False)))
+        self.n_parameters = structure.n_parameters
+        self._check_feasible(sequence_names)
+
+    def _check_feasible(self, sequence_names):
+        """Raise naming the first sequence whose allowed labels admit no labelling."""
+        w = np.zeros(self.n_parameters)
+        for _, ids, free, constrained in self.groups:
+            log_z, _ = constrained(w)
+            # log Z - log Z_allowed is +inf (or log Z_allowed -inf) where nothing is allowed
+            infeasible = np.flatnonzero(np.isposinf(log_z) if free is None
+                                        else np.isneginf(log_z))
+            if infeasible.shape[0]:
+                q = ids[infeasible[0]]
+                name = q if sequence_names is None else sequence_names[q]
+                raise ValueError(
+                    f"The labels of sequence {name} admit no labelling: no sequence of "
+                    f"its allowed labels keeps to the allowed transitions (first and "
+                    f"last labels included); {infeasible.shape[0]} such sequence(s). "
+                    f"Widen its label sets or fix its labels.")
+
+    def __call__(self, w):
+        loss = 0.0
+        grad = np.zeros(self.n_parameters)
+        for value, _, free, constrained in self.groups:
+            if free is None:  # the difference in one go
+                difference, expected_difference = constrained(w)
+                loss += value * difference.sum()
+                grad += value * expected_difference
+                continue
+            log_z, expected = free(w)
+            log_z_allowed, expected_allowed = constrained(w)
+            loss += value * (log_z.sum() - log_z_allowed.sum())
+            grad += value * (expected - expected_allowed)
+        return loss, grad
+
+
+def chain_difference_terms(structure, features, offsets, mask):
+    """``w -> (log Z - log Z_allowed per sequence, E_p[Phi] - E_p[Phi | allowed])`` of a chain.
+
+    The chain's expected statistics are linear in its posteriors, so the two
+    forward-backward passes share one product of features and weights
+    (:meth:`~skcrf.structures.chain.order1.ChainStructure.scores`) and one
+    scatter back to the weights (of the difference of the marginals), where
+    the free fused kernel and the masked unfused path would take two of each.
+    """
+
+    def terms(w):
+        scores = structure.scores(features, w)
+        free = chain_posteriors(scores, offsets, True)
+        scores.unary += mask
+        allowed = chain_posteriors(scores, offsets, True)
+        with np.errstate(invalid="ignore"):  # -inf - -inf: a sequence nothing allows
+            difference = ChainPosteriors(*(
+                None if a is None else a - b for a, b in zip(
+                    (free.log_z, free.marginals, free.transition_counts, free.trigram_counts,
+                     free.pair_marginals),
+                    (allowed.log_z, allowed.marginals, allowed.transition_counts,
+                     allowed.trigram_counts, allowed.pair_marginals))))
+        difference.log_z[np.isneginf(allowed.log_z)] = np.inf
+        return difference.log_z, structure.expected_statistics(features, offsets, difference)
+
+    return terms
+
+
+def masked_structure(structure, mask):
+    """A shallow copy of ``structure`` whose scores add ``mask`` to the unary block.
+
+    ``mask`` (n_tokens, n_classes) holds 0 or ``-inf``; the copy's
+    :meth:`scores` must be called on the features of those tokens.
+    """
+    masked = copy.copy(structure)
+    base_scores = structure.scores
+
+    def scores(features, w):
+        potentials = base_scores(features, w)
+        potentials.unary += mask
+        return potentials
+
+    masked.scores = scores
+    return masked
+
+
+class PartialLabelObjective:
+    """The loss of a training set some of whose tokens are not labelled with one class.
+
+    The fully labelled sequences go through
+    :class:`~skcrf.learning.objective.NegativeLogLikelihood` exactly as in a
+    fully labelled fit (the same fused kernels and gold statistics); those
+    with constraints add the :class:`ConstrainedTerms`; those with no label
+    at all (every token unknown) contribute nothing and are left out.
+
+    Parameters
+    ----------
+    structure : object
+    features : FeatureArrays
+    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    partial : PartialLabels
+        See :class:`skcrf._estimators.partial_labels.PartialLabels`.
+    l2 : float
+    sequence_weights : ndarray of shape (n_sequences,) or None
+    """
+
+    def __init__(self, structure, features, offsets, partial, l2, sequence_weights=None):
+        from .._estimators.partial_labels import CONSTRAINED, FULL
+
+        self.structure = structure
+        self.l2 = l2
+        weights = None if sequence_weights is None else np.asarray(sequence_weights,
+                                                                   dtype=np.float64)
+        self.full = None
+        full_ids = np.flatnonzero(partial.kinds == FULL)
+        if full_ids.shape[0]:
+            part, part_offsets, rows = take_sequences(features, offsets, full_ids)
+            self.full = NegativeLogLikelihood(
+                structure, part, part_offsets, partial.label_ids[rows], l2,
+                sequence_weights=None if weights is None else weights[full_ids])
+        self.constrained = None
+        ids = np.flatnonzero(partial.kinds == CONSTRAINED)
+        if ids.shape[0]:
+            part, part_offsets, rows = take_sequences(features, offsets, ids)
+            self.constrained = ConstrainedTerms(
+                structure, part, part_offsets, partial.allowed[rows],
+                None if weights is None else weights[ids], sequence_names=ids)
+
+    @property
+    def n_parameters(self):
+        return self.structure.n_parameters
+
+    def __call__(self, w):
+        """Return ``(loss, gradient)`` at ``w``; the loss is ``inf`` where either overflows."""
+        if self.full is not None:
+            loss, grad = self.full(w)
+        else:
+            loss, grad = 0.5 * self.l2 * (w @ w), self.l2 * w
+        if self.constrained is not None and np.isfinite(loss):
+            with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+                extra_loss, extra_grad = self.constrained(w)
+                loss = loss + extra_loss
+                grad = grad + extra_grad
+            if not (np.isfinite(loss) and np.isfinite(grad).all()):
+                return np.inf, grad
+        return loss, grad
