@@ -23,6 +23,7 @@ from .._utils.validation import (check_feature_values, check_finite_features, ch
                           encode_labels)
 from .._utils.type_aliases import FeatureSequences, FixedLabels, LabelSequences, SequenceWeights
 from ..features._dense import check_finite
+from ..features._vectors import vector_names
 from ..features.arrays import FeatureArrays, all_feature_names
 from ..features.sequence_matrix import SequenceMatrix
 from ..features.vectorizer import SequenceVectorizer
@@ -38,7 +39,8 @@ SOLVERS = ("lbfgs",) + _online.ONLINE_SOLVERS
 def _vectorizer_makes_the_features(model):
     """A model's own vectorizer makes its ``n_features_in_`` features, named alike."""
     vectorizer = model.vectorizer_
-    if vectorizer is not None and vectorizer.feature_names_ != model.feature_names_.tolist():
+    if vectorizer is not None and vectorizer.feature_names_ + vector_names(
+            getattr(vectorizer, "vector_widths_", {})) != model.feature_names_.tolist():
         raise ValueError(
             f"vectorizer_ makes {len(vectorizer.feature_names_)} features, which are not "
             f"the {model.n_features_in_} of feature_names_")
@@ -358,9 +360,11 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
                 f"too (or fit on feature dicts).")
         with kernel_exceptions():  # its kernels may be interrupted too
             X = self.vectorizer_.transform(X)
-        features = FeatureArrays.of_sequences(X)
+        features = FeatureArrays.of_sequences(X, self._reads_dense_block(False))
         check_feature_values(features.data, features.indices, features.indptr, X.lengths,
-                             self.vectorizer_.feature_names_)
+                             all_feature_names(X))
+        if X.dense is not None:
+            check_finite(X.dense, X.offsets, X.dense_names)
         return features, X.offsets
 
     def _reads_dense_block(self, training):
