@@ -113,7 +113,7 @@ def test_lengths_given_positionally_are_an_error(estimator):
 def test_bad_numeric_input_is_named():
     X, y = numeric_corpus()
     model = CRFClassifier(max_iter=5).fit(X, y)
-    with pytest.raises(ValueError, match=r"X has 3 feature columns \(0 sparse, 3 dense\), "
+    with pytest.raises(ValueError, match=r"X has 3 features \(0 sparse, 3 dense columns\), "
                                          r"but CRFClassifier was fitted with 4 \(0 sparse, "
                                          r"4 dense\)"):
         model.predict([x[:, :3] for x in X])
@@ -130,5 +130,5 @@ def test_bad_numeric_input_is_named():
     # a model of dicts is given numbers
     dicts = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}]]
     words = CRFClassifier(max_iter=5).fit(dicts, [["A", "B"], ["B"]])
-    with pytest.raises(ValueError, match="X has 4 feature columns"):
+    with pytest.raises(ValueError, match="X has 4 features"):
         words.predict(X)
