@@ -409,7 +409,7 @@ class CRFClassifier(CRFEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
     def fit(self, X: FeatureSequences, y: LabelSequences,
-            *positional, sample_weight: SequenceWeights = None) -> CRFClassifier:
+            *positional: Any, sample_weight: SequenceWeights = None) -> CRFClassifier:
         """Learn the weights from labelled sequences.
 
         Parameters

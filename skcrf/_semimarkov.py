@@ -290,7 +290,7 @@ early_stopping, validation_fraction
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
     def fit(self, X: FeatureSequences, y: LabelSequences,
-            *positional, sample_weight: SequenceWeights = None) -> SemiMarkovCRF:
+            *positional: Any, sample_weight: SequenceWeights = None) -> SemiMarkovCRF:
         """Learn the weights from tagged sequences.
 
         Parameters
