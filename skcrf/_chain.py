@@ -23,7 +23,8 @@ from ._estimators.partial_labels import pairs_with_sets
 from ._estimators.constraints import SCHEME_NAMES
 from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSequences,
                      SequenceWeights, Solver)
-from ._utils.validation import check_finite_scores
+from ._utils.validation import check_finite_scores, reject_positional_weights
+from .structures.chain.dense import DenseChainStructure
 from .structures.chain.order1 import (ChainScores, ChainStructure, chain_decode,
                                chain_labelling_scores, chain_nbest, chain_posteriors)
 from .structures.patterns.chain import PatternChainStructure, PatternScores, fitted_patterns
@@ -411,7 +412,7 @@ class CRFClassifier(SpanQueries, CRFEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
     def fit(self, X: FeatureSequences, y: LabelSequences,
-            sample_weight: SequenceWeights = None) -> CRFClassifier:
+            *positional: Any, sample_weight: SequenceWeights = None) -> CRFClassifier:
         """Learn the weights from labelled sequences.
 
         Parameters
@@ -427,6 +428,9 @@ class CRFClassifier(SpanQueries, CRFEstimator):
             on all its labellings consistent with them. See
             :ref:`incomplete-annotation`.
         sample_weight : array-like of shape (n_sequences,), default=None
+            Keyword only: a third positional argument is a TypeError, since
+            seqlearn's and hmmlearn's ``fit(X, y, lengths)`` would otherwise
+            be read as weights (see :func:`skcrf.features.from_lengths`).
             Each sequence's weight: its term of the loss is multiplied by it.
             A weight of 0 trains as if the sequence were not there, an
             integer ``k`` as if it were there ``k`` times (for the online
@@ -445,6 +449,7 @@ class CRFClassifier(SpanQueries, CRFEstimator):
         self._check_pruning_solver()
         if self.order == 1 and self.transition_features is None:
             compile_ahead("chain")  # on a fresh install: prediction's kernels, on another core
+        reject_positional_weights(self, positional)
         return self._fit(X, y, sample_weight)
 
     def _partial_training_problem(self, data, first):
@@ -466,6 +471,13 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                           "label_patterns": "label_patterns_", "pattern_coef": "pattern_coef_",
                           "start": "start_coef_", "end": "end_coef_"}
 
+    def _reads_dense_block(self, training):
+        # transition features read CSR columns only; the online solvers' epochs
+        # and the pruned orders' training run kernels over CSR arrays
+        if self.transition_features is not None:
+            return False
+        return not training or (self.order == 1 and self.solver == "lbfgs")
+
     def _training_problem(self, data):
         constraints = self._label_constraints(data)
         n_classes = data.classes.shape[0]
@@ -484,6 +496,13 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                     edge_pairs=structure.edge_pairs, constraints=constraints)
             # skcrf.compat's CRF trains as CRFsuite, without start and end weights
             structure.boundary_weights = getattr(self, "_boundary_weights", True)
+            if data.features.dense is not None:
+                if data.partial is not None:
+                    raise ValueError(
+                        "y holds unknown (None) or ambiguous (set) labels and X a dense "
+                        "block: training on both at once is not supported yet; give the "
+                        "dense values as CSR columns (SequenceMatrix(matrix=...)) instead.")
+                structure = DenseChainStructure(structure, data.features.n_dense)
         else:
             structure = PatternChainStructure.for_training(
                 data.features, data.offsets, data.label_ids, n_classes, self.order,

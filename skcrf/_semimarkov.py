@@ -17,7 +17,7 @@ from ._estimators.fitted_state import saved_as
 from ._estimators.training import TrainingProblem, _same_values
 from ._estimators.constraints import explicit_constraints
 from ._utils.parallel import kernel_threads
-from ._utils.validation import check_finite_scores
+from ._utils.validation import check_finite_scores, reject_positional_weights
 from ._estimators.segment_tags import _SegmentTags
 from ._estimators.semimarkov_state import _COEFFICIENT_NAMES, SEMI_MARKOV_STATE, _segment_attributes
 from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSequences,
@@ -299,7 +299,7 @@ early_stopping, validation_fraction
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
     def fit(self, X: FeatureSequences, y: LabelSequences,
-            sample_weight: SequenceWeights = None) -> SemiMarkovCRF:
+            *positional: Any, sample_weight: SequenceWeights = None) -> SemiMarkovCRF:
         """Learn the weights from tagged sequences.
 
         Parameters
@@ -324,6 +324,7 @@ early_stopping, validation_fraction
                 f"of segment labels (the span types and 'O'), such as {{('PER', 'O')}}.")
         if self.order == 1:
             compile_ahead("semi-markov")  # on a fresh install: prediction's kernels, elsewhere
+        reject_positional_weights(self, positional)
         return self._fit(X, y, sample_weight)
 
     def _training_problem(self, data):

@@ -10,7 +10,7 @@ from ._estimators.compile_ahead import compile_ahead
 from ._estimators.fitted_state import Array, IfPresent, Sparse, saved_as, weights
 from ._chain import transition_columns
 from ._estimators.training import TrainingProblem
-from ._utils.validation import check_finite_scores
+from ._utils.validation import check_finite_scores, reject_positional_weights
 from .features.arrays import FeatureArrays
 from .structures.tree.structure import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
                               tree_posteriors)
@@ -206,7 +206,7 @@ early_stopping, validation_fraction
 
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, *positional, sample_weight=None):
         """Learn the weights from labelled trees.
 
         Parameters
@@ -226,6 +226,7 @@ early_stopping, validation_fraction
         """
         if self.transition_features is None:
             compile_ahead("tree")  # on a fresh install: prediction's kernels, on another core
+        reject_positional_weights(self, positional)
         return self._fit(X, y, sample_weight)
 
     def _training_problem(self, data):

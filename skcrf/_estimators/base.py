@@ -23,7 +23,9 @@ from .._utils.validation import (check_feature_values, check_finite_features, ch
                           check_labels, check_sequences, describe_largest_value,
                           encode_labels)
 from .._utils.type_aliases import FeatureSequences, FixedLabels, LabelSequences, SequenceWeights
-from ..features.arrays import FeatureArrays
+from ..features._dense import check_finite
+from ..features._vectors import vector_names
+from ..features.arrays import FeatureArrays, all_feature_names
 from ..features.sequence_matrix import SequenceMatrix
 from ..features.vectorizer import SequenceVectorizer
 from .training import (TrainingData, _is_fitted_attribute_set, _same_values,
@@ -39,7 +41,8 @@ SOLVERS = ("lbfgs",) + _online.ONLINE_SOLVERS
 def _vectorizer_makes_the_features(model):
     """A model's own vectorizer makes its ``n_features_in_`` features, named alike."""
     vectorizer = model.vectorizer_
-    if vectorizer is not None and vectorizer.feature_names_ != model.feature_names_.tolist():
+    if vectorizer is not None and vectorizer.feature_names_ + vector_names(
+            getattr(vectorizer, "vector_widths_", {})) != model.feature_names_.tolist():
         raise ValueError(
             f"vectorizer_ makes {len(vectorizer.feature_names_)} features, which are not "
             f"the {model.n_features_in_} of feature_names_")
@@ -88,6 +91,7 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         {"classes_": Labels("n_classes", min_size=2),
          "n_features_in_": Integer(dim="n_features"),
          "feature_names_": Names("n_features"),
+         "n_dense_features_in_": IfPresent(Integer()),
          "vectorizer_": Fitted(SequenceVectorizer, none_ok=True),
          "n_iter_": Integer(),
          "loss_curve_": RealList(),
@@ -218,11 +222,15 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         if offsets[-1] == 0:
             raise ValueError("X has no tokens: every sequence is empty.")
         _check_finite_features(X)
+        if X.dense is not None:
+            check_finite(X.dense, offsets, X.dense_names)  # it may have changed in place
         if classes.shape[0] < 2:
             raise ValueError(
                 f"y holds a single class ({classes[0]!r}); a CRF needs at least two.")
-        data = TrainingData(FeatureArrays.of_sequences(X), offsets, classes, label_ids,
-                            X.feature_names, vectorizer)
+        data = TrainingData(FeatureArrays.of_sequences(X, self._reads_dense_block(True)),
+                            offsets, classes, label_ids,
+                            all_feature_names(X), vectorizer)
+        data.n_dense = X.n_dense
         data.partial = partial
         data.segment_feature_names = None if X.segments is None else X.segments.feature_names
         return data
@@ -363,7 +371,9 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
     def _store_training(self, data, result):
         """Set the fitted attributes every estimator shares: the features, the vectorizer
         and the solver's record (called on the shadow estimator of ``fit``)."""
-        self.n_features_in_ = data.features.n_features
+        n_dense = getattr(data.features, "n_dense", 0)  # a distributed fit's has none
+        self.n_features_in_ = data.features.n_features + n_dense
+        self.n_dense_features_in_ = getattr(data, "n_dense", 0)
         self.feature_names_ = self._feature_names(data)
         self.vectorizer_ = data.vectorizer
         self.n_iter_ = result.n_iter
@@ -371,7 +381,7 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
 
     @staticmethod
     def _feature_names(data):
-        n_features = data.features.n_features
+        n_features = data.features.n_features + getattr(data.features, "n_dense", 0)
         if data.feature_names is not None:
             return np.asarray(data.feature_names, dtype=object)
         return np.asarray([f"x{i}" for i in range(n_features)], dtype=object)
@@ -405,31 +415,60 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         X = check_sequences(X)
         if isinstance(X, SequenceMatrix):
             X._check_consistency()
-            if X.n_features != self.n_features_in_:
-                hint = ""
-                if self.vectorizer_ is None and X.feature_names is not None:
-                    # a TokenFeaturizer's output numbers each call's features afresh
-                    hint = (" A SequenceMatrix with feature names made by a call of its own "
-                            "(TokenFeaturizer().fit_transform) has that call's vocabulary: "
-                            "fit on feature dicts, or keep a SequenceVectorizer between the "
-                            "featurizer and the model (make_pipeline(TokenFeaturizer(), "
-                            "SequenceVectorizer(), model)), which maps new text onto the "
-                            "training columns.")
-                raise ValueError(
-                    f"X has {X.n_features} features, but {type(self).__name__} was fitted "
-                    f"with {self.n_features_in_}.{hint}")
+            X = self._numeric_layout(X)
             _check_finite_features(X)
-            return FeatureArrays.of_sequences(X), X.offsets
+            return FeatureArrays.of_sequences(X, self._reads_dense_block(False)), X.offsets
         if self.vectorizer_ is None:
             raise TypeError(
                 f"This {type(self).__name__} was fitted on a SequenceMatrix; pass one here "
                 f"too (or fit on feature dicts).")
         with kernel_exceptions():  # its kernels may be interrupted too
             X = self.vectorizer_.transform(X)
-        features = FeatureArrays.of_sequences(X)
+        features = FeatureArrays.of_sequences(X, self._reads_dense_block(False))
         check_feature_values(features.data, features.indices, features.indptr, X.lengths,
-                             self.vectorizer_.feature_names_)
+                             all_feature_names(X))
+        if X.dense is not None:
+            check_finite(X.dense, X.offsets, X.dense_names)
         return features, X.offsets
+
+    def _reads_dense_block(self, training):
+        """Whether this model's structure multiplies a dense block by BLAS.
+
+        ``training`` says whether for ``fit`` (the objective) or for
+        prediction (the unary scores of :func:`~skcrf.features.arrays.csr_times_dense`).
+        Otherwise a dense block reaches the kernels as CSR columns.
+        """
+        return False
+
+    def _numeric_layout(self, X):
+        """``X`` checked against the columns the model was fitted with.
+
+        The weights see sparse columns, then dense ones, so what counts is
+        the total width and that a model of dense columns is not given
+        sparse-only columns of another width; numbers given as sparse to a
+        model fitted on a dense block (or the reverse) are the same columns
+        and are accepted.
+        """
+        name = type(self).__name__
+        n_dense = getattr(self, "n_dense_features_in_", 0)
+        width = X.n_features + X.n_dense
+        if width != self.n_features_in_:
+            hint = ""
+            if self.vectorizer_ is None and X.feature_names is not None:
+                # a TokenFeaturizer's output numbers each call's features afresh
+                hint = (" A SequenceMatrix with feature names made by a call of its own "
+                        "(TokenFeaturizer().fit_transform) has that call's vocabulary: "
+                        "fit on feature dicts, or keep a SequenceVectorizer between the "
+                        "featurizer and the model (make_pipeline(TokenFeaturizer(), "
+                        "SequenceVectorizer(), model)), which maps new text onto the "
+                        "training columns.")
+            raise ValueError(
+                f"X has {width} features ({X.n_features} sparse, {X.n_dense} dense "
+                f"columns), but {name} was fitted with {self.n_features_in_} "
+                f"({self.n_features_in_ - n_dense} sparse, {n_dense} dense).{hint}")
+        if X.dense is not None:
+            check_finite(X.dense, X.offsets, X.dense_names)  # it may have changed in place
+        return X
 
     @staticmethod
     def _split(values, offsets):

@@ -102,6 +102,8 @@ class TrainingData:
         With unknown tokens or label sets in ``y``: what is known of each
         token's label (:mod:`skcrf._estimators.partial_labels`); ``label_ids``
         is then -1 where a token has no single label. None otherwise.
+    n_dense : int
+        How many of the last columns of ``features`` are a dense block's.
     """
 
     def __init__(self, features, offsets, classes, label_ids, feature_names, vectorizer):
@@ -115,6 +117,8 @@ class TrainingData:
         # each sequence's sample weight (None: all 1), for the messages of a failed fit
         self.sequence_weights = None
         self.partial = None
+        #: columns of ``features`` that came from a dense block (the last ones)
+        self.n_dense = 0
 
     @property
     def lengths(self):

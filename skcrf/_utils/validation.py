@@ -26,6 +26,8 @@ def check_sequences(X, name="X", tokens="per-token feature dicts", matrix_ok=Tru
     """
     if isinstance(X, SequenceMatrix):
         return X
+    if matrix_ok and _numeric_sequences(X):
+        return SequenceMatrix.from_sequences(X)
     expected = f"a list of sequences of {tokens}" + (
         " or a SequenceMatrix" if matrix_ok else "")
     if isinstance(X, (str, bytes)):
@@ -56,6 +58,23 @@ def check_sequences(X, name="X", tokens="per-token feature dicts", matrix_ok=Tru
                 f"Sequence {q} of {name} is a {type(sequence).__name__}; expected a "
                 f"list of {tokens}.")
     return X
+
+
+def _is_numeric_block(sequence):
+    """Whether a sequence is a 2-D numeric block (numpy, scipy sparse, DataFrame)."""
+    if sp.issparse(sequence):
+        return True
+    if isinstance(sequence, np.ndarray):
+        # a 2-D object array is meant as numbers too: from_sequences names its dtype
+        return sequence.dtype.kind in "biuf" or (sequence.ndim == 2 and sequence.dtype == object)
+    return hasattr(sequence, "columns") and hasattr(sequence, "to_numpy")
+
+
+def _numeric_sequences(X):
+    """Whether ``X`` is a list of numeric 2-D blocks, one per sequence (its first says)."""
+    if not isinstance(X, (list, tuple)) or not X:
+        return False
+    return _is_numeric_block(X[0])
 
 
 def _label_kind(kind):
@@ -289,3 +308,21 @@ def _describe_entry(data, indices, indptr, lengths, feature_names, k):
     col = int(indices[k])
     feature = feature_names[col] if feature_names is not None else f"column {col}"
     return f"Sequence {seq}, token {tok}, feature {feature!r}"
+
+
+def reject_positional_weights(estimator, positional):
+    """Raise if ``fit`` got a third positional argument.
+
+    ``sample_weight`` is keyword-only: seqlearn and hmmlearn take
+    ``fit(X, y, lengths)`` and ``fit(X, lengths)``, and a ``lengths`` array
+    read as sequence weights would silently change the model. A check of its
+    length or sum could not tell the two apart when every sequence has the
+    same length, so no positional argument is taken at all.
+    """
+    if positional:
+        raise TypeError(
+            f"{type(estimator).__name__}.fit takes X and y positionally and sample_weight "
+            f"by keyword only (sample_weight=...); got {len(positional)} more positional "
+            f"argument(s). For a stacked array and the lengths of its sequences (the "
+            f"hmmlearn/seqlearn convention), pass skcrf.features.from_lengths(X, lengths) "
+            f"as X.")

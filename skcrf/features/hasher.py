@@ -137,8 +137,11 @@ class SequenceHasher(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         indices = columns[indices]
         data, indices, indptr = _canonical(data, indices, indptr, self.n_features)
         data = None if data is None else values_or_none(data)
-        return SequenceMatrix._from_arrays(data, indices, indptr, self.n_features, offsets,
-                                           None, self.dtype, named.parents, segments)
+        hashed = SequenceMatrix._from_arrays(data, indices, indptr, self.n_features, offsets,
+                                             None, self.dtype, named.parents, segments)
+        if named.dense is not None:  # dict vectors, or the input's block: not hashed
+            hashed._set_dense(named.dense, named.dense_names)
+        return hashed
 
     def _validate_params(self):
         # also run by load_model: a model file's dtype is checked as the constructor's
