@@ -12,6 +12,7 @@ _PUBLIC = {
     "SequenceMatrix": ".sequence_matrix",
     "SequenceVectorizer": ".vectorizer",
     "TokenFeaturizer": ".featurizer",
+    "from_lengths": ".sequence_matrix",
 }
 
 __all__ = sorted(_PUBLIC)
@@ -19,7 +20,7 @@ __all__ = sorted(_PUBLIC)
 if TYPE_CHECKING:  # what static checkers and IDEs see
     from .featurizer import TokenFeaturizer
     from .hasher import SequenceHasher
-    from .sequence_matrix import SequenceMatrix
+    from .sequence_matrix import SequenceMatrix, from_lengths
     from .vectorizer import SequenceVectorizer
 
 

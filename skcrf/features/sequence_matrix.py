@@ -5,6 +5,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from ._dense import (as_dense_block, blocks_from_sequences, checked_dense_names,
+                     default_dense_names)
 from ._parents import checked_parents
 
 
@@ -60,7 +62,7 @@ def _check_rows(offsets, n_rows):
 
 
 class SequenceMatrix:
-    """Token features of many sequences: one CSR matrix plus sequence offsets.
+    """Token features of many sequences: a CSR matrix and/or a dense block, plus offsets.
 
     This is what :class:`SequenceVectorizer` (and any transformer before a
     :class:`CRFClassifier` in a pipeline) produces. It behaves as a list of
@@ -71,9 +73,10 @@ class SequenceMatrix:
 
     Parameters
     ----------
-    matrix : sparse matrix of shape (n_tokens, n_features)
-        Features of all tokens of all sequences, stacked in order. Converted to
-        CSR.
+    matrix : sparse matrix of shape (n_tokens, n_features) or None
+        Sparse features of all tokens of all sequences, stacked in order.
+        Converted to CSR. None when there is only a dense block (then
+        :attr:`matrix` reads as a CSR matrix with no columns).
     offsets : array-like of shape (n_sequences + 1,)
         Sequence ``q`` owns rows ``offsets[q]:offsets[q + 1]``; ``offsets[0]`` is
         0 and ``offsets[-1]`` is ``n_tokens``.
@@ -92,6 +95,15 @@ class SequenceMatrix:
         holding the features of the segment of ``d`` tokens from token ``t``
         (``segments.offsets`` is ``offsets * L``). Other estimators ignore
         them.
+    dense : array-like of shape (n_tokens, n_dense), default=None
+        Dense numeric features of the same tokens (word vectors, sensor
+        readings), kept beside the sparse matrix and never copied into it:
+        the estimators multiply them by their weights with BLAS. float32 and
+        float64 are kept as they are (not copied when already C-contiguous);
+        other real numbers become float64. NaN and infinite values are an
+        error naming their sequence, token and column.
+    dense_names : list of str of shape (n_dense,), default=None
+        Names of the dense columns; ``"x0"``, ``"x1"``, ... by default.
 
     Attributes
     ----------
@@ -108,6 +120,13 @@ class SequenceMatrix:
         Checked like the constructor's; split with the sequences.
     segment_length : int
         ``L``, the longest candidate segment of :attr:`segments` (0 for none).
+    dense : ndarray of float32 or float64 of shape (n_tokens, n_dense) or None
+        A read-only view of the dense block; assigning a new one is checked
+        like the constructor's.
+    dense_names : ndarray of str objects of shape (n_dense,) or None
+    n_dense : int
+        Number of dense columns (0 for no dense block); :attr:`n_features`
+        counts the sparse columns only.
     shape : tuple of (int,)
         ``(n_sequences,)``: scikit-learn reads the number of samples from it.
 
@@ -129,14 +148,33 @@ class SequenceMatrix:
     (2, [2, 3])
     >>> X[[1]].lengths.tolist()
     [3]
+
+    Numeric sequences, one 2-D array per sequence, make a dense block:
+
+    >>> X = SequenceMatrix.from_sequences([np.zeros((2, 3)), np.ones((4, 3))])
+    >>> X.n_dense, X.lengths.tolist(), X.dense_names.tolist()
+    (3, [2, 4], ['x0', 'x1', 'x2'])
     """
 
-    def __init__(self, matrix, offsets, feature_names=None, parents=None, segments=None):
+    def __init__(self, matrix, offsets, feature_names=None, parents=None, segments=None,
+                 dense=None, dense_names=None):
         self._offsets = _checked_offsets(offsets)
         self._parents = None
         self._segments = None
+        self._dense = None
+        self._dense_names = None
         self.feature_names = None
+        if matrix is None:
+            if dense is None:
+                raise ValueError("SequenceMatrix needs a sparse matrix, a dense block "
+                                 "or both; got neither.")
+            matrix = sp.csr_matrix((int(self._offsets[-1]), 0))
         self.matrix = matrix  # checked against the offsets
+        if dense is not None:
+            self._dense = as_dense_block(dense, self._offsets, self.n_tokens)
+            self._dense_names = checked_dense_names(dense_names, self._dense.shape[1])
+        elif dense_names is not None:
+            raise ValueError("dense_names were given without a dense block.")
         self.parents = parents
         if feature_names is not None:
             feature_names = np.asarray(feature_names, dtype=object)
@@ -171,7 +209,35 @@ class SequenceMatrix:
             self._parents = parents if trusted else checked_parents(parents, self._offsets)
         self._segments = None if segments is None else checked_segments(segments,
                                                                         self._offsets)
+        self._dense = None
+        self._dense_names = None
         return self
+
+    @classmethod
+    def from_sequences(cls, sequences, parents=None):
+        """A SequenceMatrix of numeric sequences, one 2-D block per sequence.
+
+        Parameters
+        ----------
+        sequences : list of array-like of shape (n_tokens_q, n_features)
+            numpy arrays (float32 or float64; other real numbers become
+            float64), scipy sparse matrices or pandas DataFrames, whose column
+            names become the feature names. Every sequence has the same
+            columns.
+        parents : array-like of int of shape (n_tokens,), default=None
+            Trees of the sequences (see :attr:`parents`), for :class:`TreeCRF`.
+
+        Returns
+        -------
+        X : SequenceMatrix
+            A dense block (copied once: the stacking) when any sequence is
+            dense, float32 when every sequence is float32; a sparse matrix
+            when all are sparse.
+        """
+        matrix, dense, offsets, names = blocks_from_sequences(sequences)
+        if dense is None:
+            return cls(matrix, offsets, names, parents=parents)
+        return cls(None, offsets, parents=parents, dense=dense, dense_names=names)
 
     @property
     def offsets(self):
@@ -216,6 +282,31 @@ class SequenceMatrix:
                                                                         self._offsets)
 
     @property
+    def dense(self):
+        """The dense block, (n_tokens, n_dense) float32 or float64, read-only; or None."""
+        return None if self._dense is None else self._dense.view()
+
+    @dense.setter
+    def dense(self, dense):
+        if dense is None:
+            self._dense = self._dense_names = None
+            return
+        dense = as_dense_block(dense, self._offsets, self.n_tokens)
+        if self._dense_names is None or self._dense_names.shape[0] != dense.shape[1]:
+            self._dense_names = default_dense_names(dense.shape[1])
+        self._dense = dense
+
+    @property
+    def dense_names(self):
+        """Names of the dense columns (object array of str), or None for no dense block."""
+        return self._dense_names
+
+    @property
+    def n_dense(self):
+        """Number of dense columns, 0 for no dense block."""
+        return 0 if self._dense is None else self._dense.shape[1]
+
+    @property
     def segment_length(self):
         """Rows of :attr:`segments` per token: the longest candidate segment (0 for none)."""
         return segment_length(self._segments, self._offsets)
@@ -237,6 +328,9 @@ class SequenceMatrix:
     def matrix(self, matrix):
         matrix = sp.csr_matrix(matrix)
         _check_rows(self._offsets, matrix.shape[0])
+        if self.__dict__.get("_dense") is not None and matrix.shape[0] != self.n_tokens:
+            raise ValueError(f"The matrix has {matrix.shape[0]} rows; the dense block "
+                             f"has {self.n_tokens}.")
         if self.feature_names is not None and self.feature_names.shape[0] != matrix.shape[1]:
             raise ValueError(
                 f"The matrix has {matrix.shape[1]} feature columns for "
@@ -285,6 +379,11 @@ class SequenceMatrix:
         state["_parents"] = (None if parents is None
                              else _read_only(np.array(parents, dtype=np.int64)))
         state.setdefault("_segments", None)  # absent before segment features existed
+        dense = state.get("_dense")  # absent before dense blocks existed
+        if dense is not None:
+            dense.flags.writeable = False  # the unpickled copy is the block's own
+        state["_dense"] = dense
+        state.setdefault("_dense_names", None)
         self.__dict__.update(state)
 
     def _check_consistency(self):
@@ -346,7 +445,14 @@ class SequenceMatrix:
             if not -n <= q < n:
                 raise IndexError(f"sequence index {q} out of range for {n} sequences.")
             q %= n
-            return self._row_block(self._offsets[q], self._offsets[q + 1])
+            start, stop = self._offsets[q], self._offsets[q + 1]
+            if self._dense is None:
+                return self._row_block(start, stop)
+            if self.n_features == 0:
+                return self._dense[start:stop]
+            # one sequence's sparse columns then its dense ones, as one matrix
+            return sp.hstack([self._row_block(start, stop),
+                              sp.csr_matrix(self._dense[start:stop])], format="csr")
         return self.take(np.arange(len(self))[key])
 
     def _row_block(self, start, stop):
@@ -373,6 +479,15 @@ class SequenceMatrix:
         # parent indices are local to each sequence: they move with it unchanged
         parents = None if self._parents is None else _read_only(self._parents[rows])
         segments = None if self._segments is None else self._segments.take(sequence_ids)
+        taken = self._take_sparse(rows, offsets, parents, segments)
+        if self._dense is not None:
+            dense = self._dense[rows]  # the one copy: the taken rows
+            dense.flags.writeable = False
+            taken._dense = dense
+            taken._dense_names = self._dense_names
+        return taken
+
+    def _take_sparse(self, rows, offsets, parents, segments):
         arrays = self._canonical_arrays()
         if arrays is None:
             taken = SequenceMatrix(self.matrix[rows], offsets, self.feature_names)
@@ -397,8 +512,9 @@ class SequenceMatrix:
         segments = ("" if self._segments is None else
                     f", segments=<{self._segments.n_features} features of segments of up "
                     f"to {self.segment_length} tokens>")
+        dense = "" if self._dense is None else f", n_dense={self.n_dense}"
         return (f"SequenceMatrix(n_sequences={len(self)}, n_tokens={self.n_tokens}, "
-                f"n_features={self.n_features}, nnz={self.nnz}{trees}{segments})")
+                f"n_features={self.n_features}, nnz={self.nnz}{dense}{trees}{segments})")
 
     @property
     def nnz(self):
@@ -438,3 +554,51 @@ def checked_segments(segments, offsets):
             f"candidate length, segments.offsets = offsets * L); got {rows} rows for "
             f"{n_tokens} tokens, arranged otherwise.")
     return segments
+
+
+def from_lengths(X, lengths):
+    """A SequenceMatrix of one stacked array and the length of each sequence.
+
+    The convention of hmmlearn and seqlearn (``fit(X, lengths)``): code
+    written for them moves with one line,
+    ``est.fit(from_lengths(X, lengths), y_sequences)``.
+
+    Parameters
+    ----------
+    X : array-like, sparse matrix or pandas DataFrame of shape (n_tokens, n_features)
+        The tokens of all sequences, stacked in order. A numpy array becomes
+        the dense block without a copy when it is C-contiguous float32 or
+        float64; a DataFrame's column names become the feature names; a
+        sparse matrix becomes the sparse part.
+    lengths : array-like of int of shape (n_sequences,)
+        Number of tokens of each sequence; they sum to ``n_tokens``.
+
+    Returns
+    -------
+    X : SequenceMatrix
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcrf.features import from_lengths
+    >>> X = from_lengths(np.arange(10.0).reshape(5, 2), [2, 3])
+    >>> X.lengths.tolist(), X.n_dense
+    ([2, 3], 2)
+    """
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
+        raise TypeError("lengths must be a 1-D array of integers, one per sequence.")
+    if lengths.size and lengths.min() < 0:
+        raise ValueError("lengths must be non-negative.")
+    offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
+    if offsets[-1] != n_rows:
+        raise ValueError(f"lengths sum to {offsets[-1]}; X has {n_rows} rows.")
+    if sp.issparse(X):
+        return SequenceMatrix(X, offsets)
+    names = None
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        _, dense, _, names = blocks_from_sequences([X])
+        return SequenceMatrix(None, offsets, dense=dense, dense_names=names)
+    return SequenceMatrix(None, offsets, dense=X)
