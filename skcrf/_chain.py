@@ -11,7 +11,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._estimators import defaults as _defaults
-from ._estimators.base import CRFEstimator, forbidden_where_not_allowed
+from ._estimators.base import CRFEstimator, reject_positional_weights, forbidden_where_not_allowed
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.pruning import (PRUNER_ATTRIBUTES, PRUNER_THRESHOLD, PrunedTrainingProblem,
                        prune_unary, pruner_comes_whole)
@@ -408,7 +408,7 @@ class CRFClassifier(CRFEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
     def fit(self, X: FeatureSequences, y: LabelSequences,
-            sample_weight: SequenceWeights = None) -> CRFClassifier:
+            *positional, sample_weight: SequenceWeights = None) -> CRFClassifier:
         """Learn the weights from labelled sequences.
 
         Parameters
@@ -420,6 +420,9 @@ class CRFClassifier(CRFEstimator):
         y : list of sequences of labels
             One label (str or int) per token.
         sample_weight : array-like of shape (n_sequences,), default=None
+            Keyword only: a third positional argument is a TypeError, since
+            seqlearn's and hmmlearn's ``fit(X, y, lengths)`` would otherwise
+            be read as weights (see :func:`skcrf.features.from_lengths`).
             Each sequence's weight: its term of the loss is multiplied by it.
             A weight of 0 trains as if the sequence were not there, an
             integer ``k`` as if it were there ``k`` times (for the online
@@ -438,6 +441,7 @@ class CRFClassifier(CRFEstimator):
         self._check_pruning_solver()
         if self.order == 1 and self.transition_features is None:
             compile_ahead("chain")  # on a fresh install: prediction's kernels, on another core
+        reject_positional_weights(self, positional)
         return self._fit(X, y, sample_weight)
 
     def _partial_training_problem(self, data, first):

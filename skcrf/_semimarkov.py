@@ -10,7 +10,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._estimators import defaults as _defaults
-from ._estimators.base import CRFEstimator
+from ._estimators.base import CRFEstimator, reject_positional_weights
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.fitted_state import saved_as
 from ._estimators.training import TrainingProblem, _same_values
@@ -290,7 +290,7 @@ early_stopping, validation_fraction
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
     def fit(self, X: FeatureSequences, y: LabelSequences,
-            sample_weight: SequenceWeights = None) -> SemiMarkovCRF:
+            *positional, sample_weight: SequenceWeights = None) -> SemiMarkovCRF:
         """Learn the weights from tagged sequences.
 
         Parameters
@@ -315,6 +315,7 @@ early_stopping, validation_fraction
                 f"of segment labels (the span types and 'O'), such as {{('PER', 'O')}}.")
         if self.order == 1:
             compile_ahead("semi-markov")  # on a fresh install: prediction's kernels, elsewhere
+        reject_positional_weights(self, positional)
         return self._fit(X, y, sample_weight)
 
     def _training_problem(self, data):

@@ -5,7 +5,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
 from ._estimators import defaults as _defaults
-from ._estimators.base import CRFEstimator
+from ._estimators.base import CRFEstimator, reject_positional_weights
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.fitted_state import Array, IfPresent, Sparse, saved_as, weights
 from ._chain import transition_columns
@@ -206,7 +206,7 @@ early_stopping, validation_fraction
 
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, *positional, sample_weight=None):
         """Learn the weights from labelled trees.
 
         Parameters
@@ -226,6 +226,7 @@ early_stopping, validation_fraction
         """
         if self.transition_features is None:
             compile_ahead("tree")  # on a fresh install: prediction's kernels, on another core
+        reject_positional_weights(self, positional)
         return self._fit(X, y, sample_weight)
 
     def _training_problem(self, data):

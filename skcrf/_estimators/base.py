@@ -22,7 +22,8 @@ from .._utils.validation import (check_feature_values, check_finite_features, ch
                           check_labels, check_sequences, describe_largest_value,
                           encode_labels)
 from .._utils.type_aliases import FeatureSequences, FixedLabels, LabelSequences, SequenceWeights
-from ..features.arrays import FeatureArrays
+from ..features._dense import check_finite
+from ..features.arrays import FeatureArrays, all_feature_names
 from ..features.sequence_matrix import SequenceMatrix
 from ..features.vectorizer import SequenceVectorizer
 from .training import (TrainingData, _is_fitted_attribute_set, _same_values,
@@ -86,6 +87,7 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         {"classes_": Labels("n_classes", min_size=2),
          "n_features_in_": Integer(dim="n_features"),
          "feature_names_": Names("n_features"),
+         "n_dense_features_in_": IfPresent(Integer()),
          "vectorizer_": Fitted(SequenceVectorizer, none_ok=True),
          "n_iter_": Integer(),
          "loss_curve_": RealList(),
@@ -202,11 +204,14 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         if offsets[-1] == 0:
             raise ValueError("X has no tokens: every sequence is empty.")
         _check_finite_features(X)
+        if X.dense is not None:
+            check_finite(X.dense, offsets, X.dense_names)  # it may have changed in place
         if classes.shape[0] < 2:
             raise ValueError(
                 f"y holds a single class ({classes[0]!r}); a CRF needs at least two.")
         data = TrainingData(FeatureArrays.of_sequences(X), offsets, classes, label_ids,
-                            X.feature_names, vectorizer)
+                            all_feature_names(X), vectorizer)
+        data.n_dense = X.n_dense
         data.segment_feature_names = None if X.segments is None else X.segments.feature_names
         return data
 
@@ -301,6 +306,7 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         """Set the fitted attributes every estimator shares: the features, the vectorizer
         and the solver's record (called on the shadow estimator of ``fit``)."""
         self.n_features_in_ = data.features.n_features
+        self.n_dense_features_in_ = getattr(data, "n_dense", 0)
         self.feature_names_ = self._feature_names(data)
         self.vectorizer_ = data.vectorizer
         self.n_iter_ = result.n_iter
@@ -342,10 +348,7 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         X = check_sequences(X)
         if isinstance(X, SequenceMatrix):
             X._check_consistency()
-            if X.n_features != self.n_features_in_:
-                raise ValueError(
-                    f"X has {X.n_features} features, but {type(self).__name__} was fitted "
-                    f"with {self.n_features_in_}.")
+            X = self._numeric_layout(X)
             _check_finite_features(X)
             return FeatureArrays.of_sequences(X), X.offsets
         if self.vectorizer_ is None:
@@ -358,6 +361,27 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         check_feature_values(features.data, features.indices, features.indptr, X.lengths,
                              self.vectorizer_.feature_names_)
         return features, X.offsets
+
+    def _numeric_layout(self, X):
+        """``X`` checked against the columns the model was fitted with.
+
+        The weights see sparse columns, then dense ones, so what counts is
+        the total width and that a model of dense columns is not given
+        sparse-only columns of another width; numbers given as sparse to a
+        model fitted on a dense block (or the reverse) are the same columns
+        and are accepted.
+        """
+        name = type(self).__name__
+        n_dense = getattr(self, "n_dense_features_in_", 0)
+        width = X.n_features + X.n_dense
+        if width != self.n_features_in_:
+            raise ValueError(
+                f"X has {width} feature columns ({X.n_features} sparse, {X.n_dense} "
+                f"dense), but {name} was fitted with {self.n_features_in_} "
+                f"({self.n_features_in_ - n_dense} sparse, {n_dense} dense).")
+        if X.dense is not None:
+            check_finite(X.dense, X.offsets, X.dense_names)  # it may have changed in place
+        return X
 
     @staticmethod
     def _split(values, offsets):
@@ -537,6 +561,24 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         tags.input_tags.dict = True
         tags.target_tags.required = True
         return tags
+
+
+def reject_positional_weights(estimator, positional):
+    """Raise if ``fit`` got a third positional argument.
+
+    ``sample_weight`` is keyword-only: seqlearn and hmmlearn take
+    ``fit(X, y, lengths)`` and ``fit(X, lengths)``, and a ``lengths`` array
+    read as sequence weights would silently change the model. A check of its
+    length or sum could not tell the two apart when every sequence has the
+    same length, so no positional argument is taken at all.
+    """
+    if positional:
+        raise TypeError(
+            f"{type(estimator).__name__}.fit takes X and y positionally and sample_weight "
+            f"by keyword only (sample_weight=...); got {len(positional)} more positional "
+            f"argument(s). For a stacked array and the lengths of its sequences (the "
+            f"hmmlearn/seqlearn convention), pass skcrf.features.from_lengths(X, lengths) "
+            f"as X.")
 
 
 def _check_finite_features(X):

@@ -20,7 +20,7 @@ from .training import TrainingData, _is_fitted_attribute, _same_values
 from .._utils.type_aliases import FeatureSequences, LabelSequences, SequenceWeights
 from .._utils.validation import (check_finite_features, check_label_type, check_labels,
                           check_sequences, encode_labels)
-from ..features.arrays import FeatureArrays, take_sequences
+from ..features.arrays import FeatureArrays, all_feature_names, take_sequences
 from ..features.sequence_matrix import SequenceMatrix
 from ..features.vectorizer import SequenceVectorizer, vectorizer_with_names
 from ..learning._online_kernels import N_COUNTERS, SCALE
@@ -277,9 +277,10 @@ def _batch_data(estimator, X, y, classes, first):
     vectorizer = None if first else estimator.vectorizer_
     if isinstance(X, SequenceMatrix):
         X._check_consistency()
-        if not first and X.n_features != estimator.n_features_in_:
+        if not first and X.n_features + X.n_dense != estimator.n_features_in_:
             raise ValueError(
-                f"X has {X.n_features} features, but {type(estimator).__name__} was fitted "
+                f"X has {X.n_features + X.n_dense} features ({X.n_dense} of them dense), "
+                f"but {type(estimator).__name__} was fitted "
                 f"with {estimator.n_features_in_}: a SequenceMatrix keeps its width from one "
                 f"partial_fit to the next (SequenceHasher makes a fixed width of any "
                 f"vocabulary).")
@@ -327,12 +328,14 @@ def _batch_data(estimator, X, y, classes, first):
     labels = check_labels(y, matrix.lengths)
     check_label_type(labels, all_classes)
     label_ids = given_label_ids(labels, matrix.offsets, all_classes)
-    names = matrix.feature_names
+    names = all_feature_names(matrix)
     if names is None and not first:
         # the model's own "x0", "x1", ...: a hashed stream's million names, made once
         names = estimator.feature_names_
-    return TrainingData(FeatureArrays.of_sequences(matrix), matrix.offsets, all_classes,
+    data = TrainingData(FeatureArrays.of_sequences(matrix), matrix.offsets, all_classes,
                         label_ids, names, vectorizer)
+    data.n_dense = matrix.n_dense
+    return data
 
 
 def partial_fit(estimator, X, y, classes, sample_weight):

@@ -97,6 +97,8 @@ class TrainingData:
         The vectorizer fitted on dict input; None for a SequenceMatrix.
     segment_feature_names : ndarray of object or None
         Names of the features of candidate segments (``features.segments``).
+    n_dense : int
+        How many of the last columns of ``features`` are a dense block's.
     """
 
     def __init__(self, features, offsets, classes, label_ids, feature_names, vectorizer):
@@ -107,6 +109,8 @@ class TrainingData:
         self.feature_names = feature_names
         self.vectorizer = vectorizer
         self.segment_feature_names = None
+        #: columns of ``features`` that came from a dense block (the last ones)
+        self.n_dense = 0
 
     @property
     def lengths(self):

@@ -26,6 +26,8 @@ def check_sequences(X, name="X", tokens="per-token feature dicts", matrix_ok=Tru
     """
     if isinstance(X, SequenceMatrix):
         return X
+    if matrix_ok and _numeric_sequences(X):
+        return SequenceMatrix.from_sequences(X)
     expected = f"a list of sequences of {tokens}" + (
         " or a SequenceMatrix" if matrix_ok else "")
     if isinstance(X, (str, bytes)):
@@ -56,6 +58,22 @@ def check_sequences(X, name="X", tokens="per-token feature dicts", matrix_ok=Tru
                 f"Sequence {q} of {name} is a {type(sequence).__name__}; expected a "
                 f"list of {tokens}.")
     return X
+
+
+def _is_numeric_block(sequence):
+    """Whether a sequence is a 2-D numeric block (numpy, scipy sparse, DataFrame)."""
+    if sp.issparse(sequence):
+        return True
+    if isinstance(sequence, np.ndarray):
+        return sequence.dtype != object or sequence.ndim == 2
+    return hasattr(sequence, "columns") and hasattr(sequence, "to_numpy")
+
+
+def _numeric_sequences(X):
+    """Whether ``X`` is a list of numeric 2-D blocks, one per sequence (its first says)."""
+    if not isinstance(X, (list, tuple)) or not X:
+        return False
+    return _is_numeric_block(X[0])
 
 
 def _label_kind(kind):
