@@ -32,6 +32,12 @@ EXPECTED = {
                          "8323 training sentences", ("B-PER", "B-LOC")),
     "conll2000_chunking.py": ((("conll2000", "train.txt"), ("conll2000", "test.txt")),
                               "8936 training sentences", ("B-NP", "B-VP")),
+    "conll2002_word_vectors.py": ((("conll2002", "esp.train"), ("conll2002", "esp.testa"),
+                                   ("conll2002", "esp.testb")),
+                                  "8323 training sentences",
+                                  ("words + vectors", "words + clusters")),
+    "numeric_sequences.py": ((), "300 training sequences",
+                             ("LogisticRegression", "CRFClassifier")),
 }
 
 

@@ -28,6 +28,10 @@ def make_sequence_classification(n_sequences=100, *, n_features=2, n_classes=3,
     follow each other in runs. The sequences are what every skcrf estimator
     takes as ``X``: a list of 2-D arrays, one per sequence.
 
+    The states' means come from ``random_state`` too, so two calls with
+    different seeds make two different tasks: for training and test sets,
+    make the sequences in one call and split them.
+
     Parameters
     ----------
     n_sequences : int, default=100
