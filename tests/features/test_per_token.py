@@ -94,3 +94,20 @@ def test_params_clone_and_width_check():
     with pytest.raises(ValueError, match="2 columns per token; PerTokenTransformer was "
                                          "fitted on 3"):
         fitted.transform([x[:, :2] for x in X])
+
+
+def test_a_scaled_crf_beats_a_per_token_classifier_on_sticky_states():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from skcrf import CRFClassifier
+
+    X_, y_ = make_sequence_classification(200, n_features=2, n_classes=3, random_state=0)
+    train, test = slice(0, 100), slice(100, 200)
+    crf = make_pipeline(PerTokenTransformer(StandardScaler()), CRFClassifier())
+    crf.fit(X_[train], y_[train])
+    crf_accuracy = np.mean(np.concatenate(crf.predict(X_[test])) == np.concatenate(y_[test]))
+    logistic = LogisticRegression().fit(np.vstack(X_[train]), np.concatenate(y_[train]))
+    logistic_accuracy = logistic.score(np.vstack(X_[test]), np.concatenate(y_[test]))
+    # the neighbours tell overlapping emissions apart: far more than 5 points here
+    assert crf_accuracy >= logistic_accuracy + 0.05

@@ -173,3 +173,24 @@ def _stacked(X):
     if X.dense is None:
         return X.matrix if X.n_features else sp.csr_matrix(np.ones((X.n_tokens, 1)))
     return X.dense
+
+
+def test_a_crf_learns_from_the_joined_blocks():
+    from skcrf import CRFClassifier
+
+    # the label is the second number of the word's vector; the words are new at test time
+    table = {w: [0.5, float(i % 2)] for i, w in enumerate("abcdefgh")}
+    rng = np.random.RandomState(0)
+    X_ = [[str(w) for w in rng.choice(list("abcdefgh"), size=6)] for _ in range(60)]
+    y_ = [["odd" if table[w][1] else "even" for w in s] for s in X_]
+    pipe = make_pipeline(
+        SequenceUnion([("words", make_pipeline(TokenFeaturizer(window=0),
+                                               SequenceVectorizer(min_freq=1000))),
+                       ("vectors", WordVectorizer(table))]),
+        CRFClassifier(max_iter=100))
+    pipe.fit(X_[:40], y_[:40])
+    crf = pipe[-1]
+    assert list(crf.feature_names_[-2:]) == ["vectors__vec[0]", "vectors__vec[1]"]
+    predicted = pipe.predict(X_[40:])
+    assert [len(p) for p in predicted] == [len(s) for s in X_[40:]]
+    assert all(list(p) == list(t) for p, t in zip(predicted, y_[40:]))
