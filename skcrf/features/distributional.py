@@ -184,7 +184,7 @@ class WordClusters(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     >>> clusters = WordClusters(table, n_clusters=2, random_state=0)
     >>> Xt = clusters.fit_transform([["one", "two", "cat", "zebra"]])
     >>> Xt.matrix.toarray().tolist()
-    [[0.0, 1.0], [0.0, 1.0], [1.0, 0.0], [0.0, 0.0]]
+    [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
     """
 
     def __init__(self, vectors, *, vocabulary=None, n_clusters=(50, 200), window=0,
@@ -226,8 +226,12 @@ class WordClusters(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         # unit vectors: words of similar use point the same way, whatever their frequency
         lengths = np.linalg.norm(table, axis=1)
         unit = table / np.where(lengths > 0, lengths, 1.0)[:, None]
+        # random starts, best of three: k-means++ seeding of hundreds of
+        # clusters costs several times the clustering itself (28 s against 4 s
+        # for 500 clusters of 14k words), for little better clusters
         self.clusters_ = np.column_stack([
-            MiniBatchKMeans(n_clusters=k, n_init=1, random_state=rng.randint(2 ** 31 - 1))
+            MiniBatchKMeans(n_clusters=k, init="random", n_init=3,
+                            random_state=rng.randint(2 ** 31 - 1))
             .fit_predict(unit) for k in sizes]).astype(np.int64)
         vocabulary = {}
         for row, word in enumerate(words):
