@@ -22,6 +22,7 @@ from ._estimators.constraints import SCHEME_NAMES
 from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSequences,
                      SequenceWeights, Solver)
 from ._utils.validation import check_finite_scores
+from .structures.chain.dense import DenseChainStructure
 from .structures.chain.order1 import (ChainScores, ChainStructure, chain_decode,
                                chain_labelling_scores, chain_nbest, chain_posteriors)
 from .structures.patterns.chain import PatternChainStructure, PatternScores, fitted_patterns
@@ -463,6 +464,13 @@ class CRFClassifier(CRFEstimator):
                           "label_patterns": "label_patterns_", "pattern_coef": "pattern_coef_",
                           "start": "start_coef_", "end": "end_coef_"}
 
+    def _reads_dense_block(self, training):
+        # transition features read CSR columns only; the online solvers' epochs
+        # and the pruned orders' training run kernels over CSR arrays
+        if self.transition_features is not None:
+            return False
+        return not training or (self.order == 1 and self.solver == "lbfgs")
+
     def _training_problem(self, data):
         constraints = self._label_constraints(data)
         n_classes = data.classes.shape[0]
@@ -473,6 +481,8 @@ class CRFClassifier(CRFEstimator):
                 transition_columns=self._transition_columns(data.feature_names,
                                                             data.features.n_features),
                 constraints=constraints)
+            if data.features.dense is not None:
+                structure = DenseChainStructure(structure, data.features.n_dense)
         else:
             structure = PatternChainStructure.for_training(
                 data.features, data.offsets, data.label_ids, n_classes, self.order,

@@ -23,6 +23,7 @@ from .._utils.validation import (check_feature_values, check_finite_features, ch
                           encode_labels)
 from .._utils.type_aliases import FeatureSequences, FixedLabels, LabelSequences, SequenceWeights
 from ..features._dense import check_finite
+from ..features._vectors import vector_names
 from ..features.arrays import FeatureArrays, all_feature_names
 from ..features.sequence_matrix import SequenceMatrix
 from ..features.vectorizer import SequenceVectorizer
@@ -38,7 +39,8 @@ SOLVERS = ("lbfgs",) + _online.ONLINE_SOLVERS
 def _vectorizer_makes_the_features(model):
     """A model's own vectorizer makes its ``n_features_in_`` features, named alike."""
     vectorizer = model.vectorizer_
-    if vectorizer is not None and vectorizer.feature_names_ != model.feature_names_.tolist():
+    if vectorizer is not None and vectorizer.feature_names_ + vector_names(
+            getattr(vectorizer, "vector_widths_", {})) != model.feature_names_.tolist():
         raise ValueError(
             f"vectorizer_ makes {len(vectorizer.feature_names_)} features, which are not "
             f"the {model.n_features_in_} of feature_names_")
@@ -209,7 +211,8 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         if classes.shape[0] < 2:
             raise ValueError(
                 f"y holds a single class ({classes[0]!r}); a CRF needs at least two.")
-        data = TrainingData(FeatureArrays.of_sequences(X), offsets, classes, label_ids,
+        data = TrainingData(FeatureArrays.of_sequences(X, self._reads_dense_block(True)),
+                            offsets, classes, label_ids,
                             all_feature_names(X), vectorizer)
         data.n_dense = X.n_dense
         data.segment_feature_names = None if X.segments is None else X.segments.feature_names
@@ -305,7 +308,7 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
     def _store_training(self, data, result):
         """Set the fitted attributes every estimator shares: the features, the vectorizer
         and the solver's record (called on the shadow estimator of ``fit``)."""
-        self.n_features_in_ = data.features.n_features
+        self.n_features_in_ = data.features.n_features + data.features.n_dense
         self.n_dense_features_in_ = getattr(data, "n_dense", 0)
         self.feature_names_ = self._feature_names(data)
         self.vectorizer_ = data.vectorizer
@@ -314,7 +317,7 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
 
     @staticmethod
     def _feature_names(data):
-        n_features = data.features.n_features
+        n_features = data.features.n_features + data.features.n_dense
         if data.feature_names is not None:
             return np.asarray(data.feature_names, dtype=object)
         return np.asarray([f"x{i}" for i in range(n_features)], dtype=object)
@@ -350,17 +353,28 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
             X._check_consistency()
             X = self._numeric_layout(X)
             _check_finite_features(X)
-            return FeatureArrays.of_sequences(X), X.offsets
+            return FeatureArrays.of_sequences(X, self._reads_dense_block(False)), X.offsets
         if self.vectorizer_ is None:
             raise TypeError(
                 f"This {type(self).__name__} was fitted on a SequenceMatrix; pass one here "
                 f"too (or fit on feature dicts).")
         with kernel_exceptions():  # its kernels may be interrupted too
             X = self.vectorizer_.transform(X)
-        features = FeatureArrays.of_sequences(X)
+        features = FeatureArrays.of_sequences(X, self._reads_dense_block(False))
         check_feature_values(features.data, features.indices, features.indptr, X.lengths,
-                             self.vectorizer_.feature_names_)
+                             all_feature_names(X))
+        if X.dense is not None:
+            check_finite(X.dense, X.offsets, X.dense_names)
         return features, X.offsets
+
+    def _reads_dense_block(self, training):
+        """Whether this model's structure multiplies a dense block by BLAS.
+
+        ``training`` says whether for ``fit`` (the objective) or for
+        prediction (the unary scores of :func:`~skcrf.features.arrays.csr_times_dense`).
+        Otherwise a dense block reaches the kernels as CSR columns.
+        """
+        return False
 
     def _numeric_layout(self, X):
         """``X`` checked against the columns the model was fitted with.

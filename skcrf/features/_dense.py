@@ -42,7 +42,7 @@ def check_finite(values, offsets, names=None, what="dense block"):
         f"{_describe(names, bad[1])}; every value must be finite.")
 
 
-def as_dense_block(dense, offsets, n_tokens=None):
+def as_dense_block(dense, offsets, n_tokens=None, names=None):
     """``dense`` as a checked C-contiguous float32/float64 array (copied at most once).
 
     float32 and float64 are kept as they are (a view when already
@@ -69,7 +69,7 @@ def as_dense_block(dense, offsets, n_tokens=None):
             + ".")
     dtype = values.dtype if values.dtype in DENSE_DTYPES else np.dtype(np.float64)
     values = np.ascontiguousarray(values, dtype=dtype)
-    check_finite(values, offsets)
+    check_finite(values, offsets, names)
     view = values.view()
     view.flags.writeable = False  # the caller's array stays writable
     return view

@@ -344,7 +344,8 @@ def _vectorize_loop(X, vocabulary, grow, separator):
                         if not isinstance(item, str):
                             raise FeatureValueError(
                                 seq_idx, tok_idx, key, value,
-                                "a list/tuple/set value may hold only str")
+                                "a list/tuple/set value may hold only str (a vector of "
+                                "numbers is a 1-D numpy array: np.asarray(values))")
                         name = f"{key}{separator}{item}"
                         idx = get(name)
                         if idx is None:

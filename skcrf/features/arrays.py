@@ -29,6 +29,14 @@ class FeatureArrays:
         the semi-Markov structure.
     segment_length : int, default=0
         Rows of ``segments`` per token.
+
+    Attributes
+    ----------
+    dense : ndarray of shape (n_tokens, n_dense) or None
+        A dense block (:attr:`SequenceMatrix.dense`) kept beside the CSR
+        arrays, for the routes that multiply it by BLAS: its columns come
+        after the ``n_features`` sparse ones. None otherwise (set after
+        construction: only :meth:`of_sequences` with ``keep_dense`` makes it).
     """
 
     def __init__(self, data, indices, indptr, n_features, parents=None, segments=None,
@@ -40,6 +48,7 @@ class FeatureArrays:
         self.parents = parents
         self.segments = segments
         self.segment_length = segment_length
+        self.dense = None
 
     @classmethod
     def from_sparse(cls, X):
@@ -51,13 +60,19 @@ class FeatureArrays:
                    X.indptr.astype(np.int64, copy=False), X.shape[1])
 
     @classmethod
-    def of_sequences(cls, X):
+    def of_sequences(cls, X, keep_dense=False):
         """The arrays of a SequenceMatrix, with no array of ones read or built.
 
         A dense block becomes columns ``n_features..n_features + n_dense - 1``
         after the sparse ones: the layout of the weights whatever route the
-        values take (see :func:`with_dense_columns`).
+        values take. With ``keep_dense`` it stays a block (:attr:`dense`, not
+        copied), for the consumers that read it; otherwise it is copied into
+        CSR columns (:func:`with_dense_columns`), which every kernel reads.
         """
+        if X.dense is not None and keep_dense:
+            arrays = cls.of_sequences(_sparse_part(X))
+            arrays.dense = X.dense
+            return arrays
         if X.dense is not None:
             arrays = cls.from_sparse(with_dense_columns(X))
             arrays.parents = X.parents
@@ -74,6 +89,11 @@ class FeatureArrays:
         return arrays
 
     @property
+    def n_dense(self):
+        """Columns of the dense block (0 for none)."""
+        return 0 if self.dense is None else self.dense.shape[1]
+
+    @property
     def binary(self):
         return self.data is None
 
@@ -85,6 +105,14 @@ class FeatureArrays:
         """(data, indices, indptr, binary) for a kernel; data is empty if binary."""
         data = np.empty(0) if self.data is None else self.data
         return data, self.indices, self.indptr, self.binary
+
+
+def _sparse_part(X):
+    """``X`` without its dense block (a shallow copy sharing the sparse arrays)."""
+    part = X.__class__.__new__(X.__class__)
+    part.__dict__.update(X.__dict__)
+    part._dense = part._dense_names = None
+    return part
 
 
 def with_dense_columns(X):
@@ -114,10 +142,22 @@ def as_feature_arrays(X):
 
 
 def csr_times_dense(X, dense):
-    """``X @ dense`` for a sparse matrix or FeatureArrays, through the parallel kernel."""
-    data, indices, indptr, binary = as_feature_arrays(X).kernel_args()
-    return csr_dot_dense(data, indices, indptr,
-                         np.ascontiguousarray(dense, dtype=np.float64), binary)
+    """``X @ dense`` for a sparse matrix or FeatureArrays, through the parallel kernel.
+
+    FeatureArrays with a dense block take ``dense``'s rows past their
+    sparse columns as its weights: one BLAS product, added to the sparse
+    part's.
+    """
+    arrays = as_feature_arrays(X)
+    data, indices, indptr, binary = arrays.kernel_args()
+    if arrays.dense is None:
+        return csr_dot_dense(data, indices, indptr,
+                             np.ascontiguousarray(dense, dtype=np.float64), binary)
+    n = arrays.n_features
+    product = csr_dot_dense(data, indices, indptr,
+                            np.ascontiguousarray(dense[:n], dtype=np.float64), binary)
+    product += arrays.dense @ np.asarray(dense[n:], dtype=arrays.dense.dtype)
+    return product
 
 
 def take_sequences(features, offsets, sequence_ids):
@@ -156,6 +196,8 @@ def take_sequences(features, offsets, sequence_ids):
         parents.flags.writeable = False
     taken = FeatureArrays(None if features.data is None else features.data[entries],
                           features.indices[entries], indptr, features.n_features, parents)
+    if features.dense is not None:
+        taken.dense = features.dense[rows]
     return taken, taken_offsets, rows
 
 
@@ -167,4 +209,6 @@ def sequence_view(features, offsets, q):
     parents = None if features.parents is None else features.parents[lo:hi]
     view = FeatureArrays(None if features.data is None else features.data[a:b],
                          features.indices[a:b], indptr, features.n_features, parents)
+    if features.dense is not None:
+        view.dense = features.dense[lo:hi]
     return view, np.array([0, hi - lo], dtype=np.int64)

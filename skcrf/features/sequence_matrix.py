@@ -171,8 +171,7 @@ class SequenceMatrix:
             matrix = sp.csr_matrix((int(self._offsets[-1]), 0))
         self.matrix = matrix  # checked against the offsets
         if dense is not None:
-            self._dense = as_dense_block(dense, self._offsets, self.n_tokens)
-            self._dense_names = checked_dense_names(dense_names, self._dense.shape[1])
+            self._set_dense(dense, dense_names)
         elif dense_names is not None:
             raise ValueError("dense_names were given without a dense block.")
         self.parents = parents
@@ -295,6 +294,14 @@ class SequenceMatrix:
         if self._dense_names is None or self._dense_names.shape[0] != dense.shape[1]:
             self._dense_names = default_dense_names(dense.shape[1])
         self._dense = dense
+
+    def _set_dense(self, dense, names=None):
+        """Check and keep ``dense`` with its ``names`` (the defaults for None)."""
+        width = np.shape(dense)[1] if np.ndim(dense) == 2 else 0
+        names = checked_dense_names(names, width) if width or names is not None else None
+        self._dense = as_dense_block(dense, self._offsets, self.n_tokens, names)
+        self._dense_names = (names if names is not None
+                             else default_dense_names(self._dense.shape[1]))
 
     @property
     def dense_names(self):

@@ -20,11 +20,12 @@ from .._utils.parallel import kernel_exceptions
 from .._utils.type_aliases import FeatureSequences, LabelSequences
 from .._utils.validation import check_sequences
 from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
-from ._dict_arrays import _release_freed_memory, _vectorize_compact
+from ._dict_arrays import FeatureValueError, _release_freed_memory, _vectorize_compact
 from ._kernels import column_counts, remap_columns, sort_row_indices
 from ._numbering import factorize
 from ._output import SequenceOutputMixin
 from ._parents import PARENT_KEY
+from ._vectors import is_vector, split_vectors, vector_names
 from .sequence_matrix import SequenceMatrix, values_or_none
 
 
@@ -59,7 +60,14 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
 
     - a ``str`` value gives the one-hot feature ``name=value`` (see ``separator``);
     - a real number or a ``bool`` gives the real-valued feature ``name``;
-    - a list, tuple or set of ``str`` gives one one-hot feature per item.
+    - a list, tuple or set of ``str`` gives one one-hot feature per item;
+    - a 1-D numpy array is a vector: its numbers become the dense columns
+      ``key[0]..key[d-1]`` of the output's :attr:`~SequenceMatrix.dense`
+      block, which :class:`CRFClassifier` multiplies by BLAS. The array type
+      is the marker: a list of floats is not a vector (wrap it in
+      ``np.asarray``). One key has one length throughout (another length is
+      an error naming the sequence, token, key and both lengths); a token
+      without the key has zeros there. ``vector_widths_`` keeps the lengths.
 
     Any other value (None, a nested mapping, ...) raises a ``TypeError`` naming
     the sequence, the token and the key.
@@ -107,7 +115,10 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     vocabulary_ : dict
         Feature name to column index.
     feature_names_ : list of str
-        Column index to feature name.
+        Column index to feature name (sparse columns).
+    vector_widths_ : dict of str to int
+        The length of each vector key met in ``fit`` (empty for none); its
+        columns are the output's dense block, named ``key[0]``, ``key[1]``...
     segment_vectorizer_ : SequenceVectorizer or None
         The vectorizer of the features of candidate segments, when ``fit``
         received a SequenceMatrix with ``segments``; None otherwise.
@@ -146,6 +157,8 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         {"feature_names_": StrList("n_features"), "vocabulary_": TypeOf(dict),
          # the names as the outputs share them (set by fit; absent from older files)
          "_names_out": IfPresent(Names("n_features")),
+         # the length of each vector key's values (absent from older files)
+         "vector_widths_": IfPresent(TypeOf(dict)),
          # the vocabulary of segment features (SequenceMatrix.segments): a
          # vectorizer of this class
          "segment_vectorizer_": IfPresent(Fitted("skcrf.SequenceVectorizer", none_ok=True))},
@@ -195,7 +208,16 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         # a Ctrl-C while a kernel runs comes out as KeyboardInterrupt, not as the
         # SystemError numba wraps it in
         with kernel_exceptions():
-            matrix = self._to_matrix(*self._fit_arrays(X))
+            X = check_sequences(X)  # a one-shot iterator, read once
+            self.vector_widths_ = {}
+            try:
+                matrix = self._to_matrix(*self._fit_arrays(X))
+            except FeatureValueError as error:
+                if not is_vector(error.value):
+                    raise
+                stripped, dense, self.vector_widths_ = split_vectors(X)
+                matrix = self._with_vectors(self._to_matrix(*self._fit_arrays(stripped)),
+                                            dense)
             segments = X.segments if isinstance(X, SequenceMatrix) else None
             self.segment_vectorizer_ = None
             if segments is not None:
@@ -280,7 +302,13 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
             One row per token, the columns of ``feature_names_``.
         """
         with kernel_exceptions():  # as in fit_transform
-            matrix = self._to_matrix(*self._transform_arrays(X))
+            widths = getattr(self, "vector_widths_", None)  # absent from older files
+            if widths and not isinstance(X, SequenceMatrix):
+                stripped, dense, _ = split_vectors(check_sequences(X), widths)
+                matrix = self._with_vectors(
+                    self._to_matrix(*self._transform_arrays(stripped)), dense)
+            else:
+                matrix = self._to_matrix(*self._transform_arrays(X))
             # fitted without segments (or by an earlier skcrf): no vocabulary for them
             vectorizer = getattr(self, "segment_vectorizer_", None)
             if (vectorizer is not None and isinstance(X, SequenceMatrix)
@@ -332,6 +360,11 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         """
         check_is_fitted(self, "feature_names_")
         return np.asarray(self.feature_names_, dtype=object)
+
+    def _with_vectors(self, matrix, dense):
+        """``matrix`` with the dict vectors' dense block and its names."""
+        matrix._set_dense(dense, vector_names(self.vector_widths_))
+        return matrix
 
     def _to_matrix(self, data, indices, indptr, offsets, parents):
         """The SequenceMatrix of canonical compact arrays (and the trees' parents)."""

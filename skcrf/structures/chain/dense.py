@@ -1,0 +1,139 @@
+"""A chain with a dense block: its unary scores and their gradient by BLAS, chunk by chunk.
+
+Dense features (word vectors, sensor readings) give every token a value in
+every column, so through CSR they cost 12 bytes a value and a sparse walk
+per evaluation. Here they stay one C-contiguous array: per chunk of
+sequences the unary scores are the sparse part's (the structure's own
+kernel) plus ``X_dense @ W.T``, forward-backward runs on the chunk, and the
+gradient of the dense weights is ``marginals.T @ X_dense``: two matrix
+products per chunk, and never more than a chunk's (n_tokens, n_classes)
+scores and marginals at once.
+"""
+
+import numpy as np
+
+from ...features.arrays import FeatureArrays
+from .order1 import chain_posteriors
+
+#: Tokens per chunk of the dense route: each chunk holds its (tokens, n_classes)
+#: unary scores and marginals (and the sparse part's), so memory stays
+#: O(chunk) whatever the corpus; 64k tokens keep BLAS calls large enough to
+#: run at full speed.
+CHUNK_TOKENS = 1 << 16
+
+
+def sequence_range(features, offsets, first, stop):
+    """The FeatureArrays of sequences ``first:stop`` as views, with offsets from 0."""
+    lo, hi = int(offsets[first]), int(offsets[stop])
+    a, b = int(features.indptr[lo]), int(features.indptr[hi])
+    part = FeatureArrays(None if features.data is None else features.data[a:b],
+                         features.indices[a:b], features.indptr[lo:hi + 1] - a,
+                         features.n_features)
+    if features.dense is not None:
+        part.dense = features.dense[lo:hi]
+    return part, offsets[first:stop + 1] - lo
+
+
+def chunk_starts(offsets, budget=None):
+    """Sequence indices that cut the sequences into chunks of about ``budget`` tokens
+    (:data:`CHUNK_TOKENS` by default)."""
+    budget = CHUNK_TOKENS if budget is None else budget
+    n_sequences = offsets.shape[0] - 1
+    cuts = np.searchsorted(offsets, np.arange(budget, int(offsets[-1]), budget))
+    return np.unique(np.concatenate([[0], np.clip(cuts, 0, n_sequences), [n_sequences]]))
+
+
+class DenseChainStructure:
+    """An order-1 :class:`~skcrf.structures.chain.order1.ChainStructure` plus dense weights.
+
+    The weight vector is the chain's, then ``W`` (n_classes, n_dense) in C
+    order. The features are :class:`~skcrf.features.arrays.FeatureArrays`
+    whose ``dense`` block is read by matrix products; their sparse part goes
+    to the chain's own kernels. The fitted ``coef`` is the chain's
+    ``coef`` with ``W`` as its last columns: the layout the CSR route gives
+    the same values.
+
+    Parameters
+    ----------
+    chain : ChainStructure
+        Of order 1, over the sparse columns.
+    n_dense : int
+    """
+
+    def __init__(self, chain, n_dense):
+        self.chain = chain
+        self.n_dense = n_dense
+        self.n_classes = chain.n_classes
+
+    @property
+    def n_parameters(self):
+        return self.chain.n_parameters + self.n_classes * self.n_dense
+
+    def _split(self, w):
+        n = self.chain.n_parameters
+        return w[:n], w[n:].reshape(self.n_classes, self.n_dense)
+
+    def gold_statistics(self, features, offsets, label_ids):
+        """Phi(gold): the chain's, then the sum of each class's dense rows."""
+        dense = features.dense
+        gold = np.zeros((self.n_classes, self.n_dense))
+        for c in range(self.n_classes):
+            rows = label_ids == c
+            if rows.any():
+                gold[c] = dense[rows].sum(axis=0, dtype=np.float64)
+        return np.concatenate([self.chain.gold_statistics(features, offsets, label_ids),
+                               gold.ravel()])
+
+    def expectation_terms(self, features, offsets, fused=True):
+        """``w -> (log_z, expected statistics)``, chunk by chunk of about CHUNK_TOKENS tokens.
+
+        ``fused`` is accepted for the structures' interface: this route
+        always runs the chain's unfused kernels on each chunk, since its
+        unary scores have a dense part.
+        """
+        starts = chunk_starts(offsets)
+        chunks = [sequence_range(features, offsets, a, b)
+                  for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
+
+        def terms(w):
+            w_chain, W = self._split(w)
+            dense_weights = W.T.astype(features.dense.dtype)  # (n_dense, n_classes)
+            log_z = []
+            expected = np.zeros(self.chain.n_parameters)
+            expected_dense = np.zeros((self.n_classes, self.n_dense))
+            for part, part_offsets in chunks:
+                scores = self.chain.scores(part, w_chain)
+                scores.unary += part.dense @ dense_weights
+                posteriors = chain_posteriors(scores, part_offsets, True)
+                log_z.append(posteriors.log_z)
+                expected += self.chain.expected_statistics(part, part_offsets, posteriors)
+                marginals = posteriors.marginals.astype(part.dense.dtype, copy=False)
+                expected_dense += marginals.T @ part.dense
+            return np.concatenate(log_z), np.concatenate([expected, expected_dense.ravel()])
+
+        return terms
+
+    def scores(self, features, w):
+        """:class:`ChainScores` of the features (sparse part and dense block) under ``w``."""
+        w_chain, W = self._split(w)
+        scores = self.chain.scores(features, w_chain)
+        scores.unary += features.dense @ W.T.astype(features.dense.dtype)
+        return scores
+
+    def coefficients(self, w):
+        """The chain's named coefficients, with the dense weights as ``coef``'s last columns."""
+        w_chain, W = self._split(w)
+        named = self.chain.coefficients(w_chain)
+        named["coef"] = np.hstack([named["coef"], W])
+        return named
+
+    def weights(self, named):
+        """The inverse of :meth:`coefficients`, or None for coefficients of another layout."""
+        coef = named.get("coef")
+        n_sparse = self.chain.state_pairs.n_features
+        if coef is None or coef.shape != (self.n_classes, n_sparse + self.n_dense):
+            return None
+        w_chain = self.chain.weights(dict(named, coef=coef[:, :n_sparse]))
+        if w_chain is None:
+            return None
+        return np.concatenate([w_chain, np.asarray(coef[:, n_sparse:], dtype=np.float64).ravel()])
