@@ -11,7 +11,8 @@ The four rows of issue 42's targets, side by side in one run:
 2. ``conll``: CoNLL-2002 Spanish, the sklearn-crfsuite tutorial's dicts alone
    against the dicts plus a ``--vector-dims`` vector per token (vectors learned
    from esp.train + esp.testa by :func:`skcrf.features.learn_word_vectors`),
-   joined by :class:`skcrf.features.SequenceUnion`; and sklearn-crfsuite with
+   joined by :class:`skcrf.features.SequenceUnion`, or put in each token's
+   dict as ``f["vec"] = emb[word]``; and sklearn-crfsuite with
    the same vectors as float features ``v0``, ``v1``, ... Both skcrf rows
    time the dicts' making too (sklearn-crfsuite's does not): the ratios are
    conservative for skcrf. ``--vector-dims 300`` gives the memory row.
@@ -136,8 +137,24 @@ def bench_conll(args):
     def vector_part():
         return WordVectorizer(vectors, vocabulary=vocabulary, lowercase=True, norm="l2")
 
+    lookup = vector_part().fit(X_train)
+
+    def dicts_with_vectors(sentences):
+        """The tutorial's dicts plus one line: ``f["vec"] = emb[word]``."""
+        block = lookup.transform(sentences).dense
+        out, token = [], 0
+        for sentence in sentences:
+            features = sent2features(sentence)
+            for f in features:
+                f["vec"] = block[token]
+                token += 1
+            out.append(features)
+        return out
+
     models = {
         "skcrf: dicts alone": make_pipeline(dicts(), CRFClassifier(max_iter=args.conll_iter)),
+        f"skcrf: dicts with f['vec'] ({dims}-d)": make_pipeline(
+            FunctionTransformer(dicts_with_vectors), CRFClassifier(max_iter=args.conll_iter)),
         f"skcrf: dicts + {dims}-d vectors": make_pipeline(
             SequenceUnion([("dicts", dicts()), ("vectors", vector_part())],
                           verbose_feature_names_out=False),
@@ -153,10 +170,8 @@ def bench_conll(args):
         sklearn_crfsuite = None
         print("sklearn-crfsuite is not installed: no comparison")
     if sklearn_crfsuite is not None:
-        table = vector_part().fit(X_train)
-
         def with_vectors(sentences):
-            block = table.transform(sentences).dense
+            block = lookup.transform(sentences).dense
             out, row_ = [], 0
             for sentence in sentences:
                 features = sent2features(sentence)
