@@ -135,9 +135,8 @@ for name, (score, accuracy, seconds, n_iter) in results.items():
 # already name every word and its suffixes. In a run capped at 50 iterations
 # (on a busy machine), the window features alone scored an entity F1 of
 # 0.784, the same plus the raw 100-d vectors 0.782 (no gain), and the same
-# plus the clusters of the vectors 0.788 (+0.4 point). Vectors learned from a
+# plus the clusters of the vectors 0.790 (+0.55 point). Vectors learned from a
 # third of a million words are noisy; their clusters are sparse features that
 # the L1 penalty keeps only where they help (Guo et al., 2014 found the same
-# order with vectors from far more text). Training with the clusters took
-# longer mostly because ``WordClusters.fit`` runs k-means three times. See
+# order with vectors from far more text). See
 # :doc:`/user_guide/numeric_features` for the pieces used here.

@@ -43,7 +43,7 @@ class PerTokenTransformer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         The transformer fitted on the stacked tokens.
     n_features_in_ : int
         The number of columns it was fitted on.
-    feature_names_in_ : ndarray of str objects of shape (n_features_in_,)
+    feature_names_in_ : ndarray of str objects of shape (n_features_in,)
         Their names.
 
     Examples
