@@ -113,7 +113,7 @@ def test_lengths_given_positionally_are_an_error(estimator):
 def test_bad_numeric_input_is_named():
     X, y = numeric_corpus()
     model = CRFClassifier(max_iter=5).fit(X, y)
-    with pytest.raises(ValueError, match=r"X has 3 feature columns \(0 sparse, 3 dense\), "
+    with pytest.raises(ValueError, match=r"X has 3 features \(0 sparse, 3 dense columns\), "
                                          r"but CRFClassifier was fitted with 4 \(0 sparse, "
                                          r"4 dense\)"):
         model.predict([x[:, :3] for x in X])
@@ -130,5 +130,25 @@ def test_bad_numeric_input_is_named():
     # a model of dicts is given numbers
     dicts = [[{"w": "a"}, {"w": "b"}], [{"w": "b"}]]
     words = CRFClassifier(max_iter=5).fit(dicts, [["A", "B"], ["B"]])
-    with pytest.raises(ValueError, match="X has 4 feature columns"):
+    with pytest.raises(ValueError, match="X has 4 features"):
         words.predict(X)
+
+
+def test_sparse_and_dense_blocks_side_by_side():
+    X, y = numeric_corpus()
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
+    matrix = sp.random(int(offsets[-1]), 3, density=0.3, format="csr", random_state=0)
+    both = SequenceMatrix(matrix, offsets, dense=np.vstack(X))
+    model = CRFClassifier().fit(both, y)
+    # unnamed columns: x0..x2 sparse, then x3..x6 dense, no name twice
+    assert model.feature_names_.tolist() == [f"x{i}" for i in range(7)]
+    stacked = SequenceMatrix(sp.hstack([matrix, sp.csr_matrix(np.vstack(X))]).tocsr(), offsets)
+    np.testing.assert_allclose(model.coef_, CRFClassifier().fit(stacked, y).coef_,
+                               rtol=1e-6, atol=1e-8)
+    named = SequenceMatrix(matrix, offsets, feature_names=["a", "b", "c"],
+                           dense=np.vstack(X), dense_names=["u", "v", "w", "z"])
+    assert CRFClassifier(max_iter=3).fit(named, y).feature_names_.tolist() == [
+        "a", "b", "c", "u", "v", "w", "z"]
+    # the same numbers given as sparse columns to a model of a dense block: accepted
+    np.testing.assert_array_equal(np.concatenate(model.predict(stacked)),
+                                  np.concatenate(model.predict(both)))

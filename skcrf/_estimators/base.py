@@ -308,7 +308,8 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
     def _store_training(self, data, result):
         """Set the fitted attributes every estimator shares: the features, the vectorizer
         and the solver's record (called on the shadow estimator of ``fit``)."""
-        self.n_features_in_ = data.features.n_features + data.features.n_dense
+        n_dense = getattr(data.features, "n_dense", 0)  # a distributed fit's has none
+        self.n_features_in_ = data.features.n_features + n_dense
         self.n_dense_features_in_ = getattr(data, "n_dense", 0)
         self.feature_names_ = self._feature_names(data)
         self.vectorizer_ = data.vectorizer
@@ -317,7 +318,7 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
 
     @staticmethod
     def _feature_names(data):
-        n_features = data.features.n_features + data.features.n_dense
+        n_features = data.features.n_features + getattr(data.features, "n_dense", 0)
         if data.feature_names is not None:
             return np.asarray(data.feature_names, dtype=object)
         return np.asarray([f"x{i}" for i in range(n_features)], dtype=object)
@@ -390,8 +391,8 @@ class CRFEstimator(StructureQueries, _online.OnlineTraining, BaseEstimator):
         width = X.n_features + X.n_dense
         if width != self.n_features_in_:
             raise ValueError(
-                f"X has {width} feature columns ({X.n_features} sparse, {X.n_dense} "
-                f"dense), but {name} was fitted with {self.n_features_in_} "
+                f"X has {width} features ({X.n_features} sparse, {X.n_dense} dense "
+                f"columns), but {name} was fitted with {self.n_features_in_} "
                 f"({self.n_features_in_ - n_dense} sparse, {n_dense} dense).")
         if X.dense is not None:
             check_finite(X.dense, X.offsets, X.dense_names)  # it may have changed in place

@@ -65,7 +65,8 @@ def _is_numeric_block(sequence):
     if sp.issparse(sequence):
         return True
     if isinstance(sequence, np.ndarray):
-        return sequence.dtype != object or sequence.ndim == 2
+        # a 2-D object array is meant as numbers too: from_sequences names its dtype
+        return sequence.dtype.kind in "biuf" or (sequence.ndim == 2 and sequence.dtype == object)
     return hasattr(sequence, "columns") and hasattr(sequence, "to_numpy")
 
 

@@ -127,13 +127,22 @@ def with_dense_columns(X):
 
 
 def all_feature_names(X):
-    """Names of the sparse columns (``x<i>`` when unnamed), then the dense columns'."""
-    sparse = X.feature_names
-    if sparse is None:
-        sparse = np.asarray([f"x{i}" for i in range(X.n_features)], dtype=object)
+    """Names of the sparse columns, then the dense columns'; None when all are unnamed.
+
+    Unnamed sparse columns are ``x<i>``; so are default-named dense columns,
+    numbered on after them, so that no two columns share a default name.
+    """
     if X.dense is None:
         return X.feature_names
-    return np.concatenate([np.asarray(sparse, dtype=object), X.dense_names])
+    n = X.n_features
+    dense = X.dense_names
+    if X.feature_names is None and dense.tolist() == [f"x{j}" for j in range(X.n_dense)]:
+        return None if n == 0 else np.asarray(
+            [f"x{i}" for i in range(n + X.n_dense)], dtype=object)
+    sparse = X.feature_names
+    if sparse is None:
+        sparse = [f"x{i}" for i in range(n)]
+    return np.concatenate([np.asarray(sparse, dtype=object), dense])
 
 
 def as_feature_arrays(X):

@@ -77,10 +77,12 @@ class DenseChainStructure:
         """Phi(gold): the chain's, then the sum of each class's dense rows."""
         dense = features.dense
         gold = np.zeros((self.n_classes, self.n_dense))
-        for c in range(self.n_classes):
-            rows = label_ids == c
-            if rows.any():
-                gold[c] = dense[rows].sum(axis=0, dtype=np.float64)
+        # one-hot labels times the block, a chunk at a time: no copy of its rows
+        for lo in range(0, dense.shape[0], CHUNK_TOKENS):
+            hi = min(lo + CHUNK_TOKENS, dense.shape[0])
+            onehot = np.zeros((hi - lo, self.n_classes), dtype=dense.dtype)
+            onehot[np.arange(hi - lo), label_ids[lo:hi]] = 1
+            gold += onehot.T @ dense[lo:hi]
         return np.concatenate([self.chain.gold_statistics(features, offsets, label_ids),
                                gold.ravel()])
 
