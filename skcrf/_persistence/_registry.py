@@ -35,6 +35,8 @@ _MODULES = {
     "skcrf.TreeCRF": "skcrf._tree",
     "skcrf.TokenFeaturizer": "skcrf.features.featurizer",
     "skcrf.SequenceVectorizer": "skcrf.features.vectorizer",
+    "skcrf.features.WordVectorizer": "skcrf.features.word_vectors",
+    "skcrf.features.WordClusters": "skcrf.features.distributional",
     "skcrf.compat.CRF": "skcrf.compat._crf",
     "sklearn.pipeline.Pipeline": "skcrf._estimators.fitted_state",
 }

@@ -19,9 +19,11 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.cluster import MiniBatchKMeans
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.extmath import randomized_svd
 from sklearn.utils.validation import check_is_fitted
 
+from .._estimators.fitted_state import Array, FittedState, Names, TypeOf, at_least, saved_as
 from ._numbering import factorize
 from ._output import SequenceOutputMixin
 from ._word_column import sequence_words
@@ -136,6 +138,23 @@ def _ppmi(counts, smoothing):
                          shape=counts.shape)
 
 
+def _clusters_fit_the_names(clusters):
+    """Each word's cluster is below its clustering's size; one name per column."""
+    sizes = clusters.n_clusters_
+    if not sizes or not all(type(k) is int and k >= 1 for k in sizes) or \
+            clusters.clusters_.shape[1] != len(sizes):
+        raise ValueError(f"n_clusters_ is {sizes!r}; expected one positive int per column "
+                         f"of clusters_")
+    if clusters.clusters_.size and np.any(clusters.clusters_.max(axis=0) >= np.array(sizes)):
+        raise ValueError("clusters_ holds a cluster number beyond its clustering's size")
+    if clusters.feature_names_.shape[0] % sum(sizes):
+        raise ValueError("feature_names_ does not name every cluster of every position")
+    if not all(type(row) is int and 0 <= row < clusters.clusters_.shape[0]
+               for row in clusters.vocabulary_.values()):
+        raise ValueError("vocabulary_ must map words to rows of clusters_")
+
+
+@saved_as("skcrf.features.WordClusters")
 class WordClusters(SequenceOutputMixin, TransformerMixin, BaseEstimator,
                    auto_wrap_output_keys=None):
     """Clusters of word vectors as one-hot token features (Guo et al., 2014).
@@ -174,6 +193,8 @@ class WordClusters(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         Each word of the table to its row of ``clusters_``.
     clusters_ : ndarray of int64 of shape (n_words, n_clusterings)
         Each word's cluster in each clustering.
+    n_clusters_ : tuple of int
+        The number of clusters of each clustering.
     feature_names_ : ndarray of str objects
         The names of the output's columns.
 
@@ -186,6 +207,21 @@ class WordClusters(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     >>> Xt.matrix.toarray().tolist()
     [[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 0.0]]
     """
+
+    _fitted_state = FittedState(
+        {"clusters_": Array(("n_words", "n_clusterings"), np.int64, values=at_least(0)),
+         "n_clusters_": TypeOf(tuple), "vocabulary_": TypeOf(dict),
+         "feature_names_": Names("n_features")},
+        rules=[_clusters_fit_the_names])
+
+    _parameter_constraints = {
+        "vectors": "no_validation", "vocabulary": [None, "array-like"],
+        "n_clusters": "no_validation",
+        "window": [Interval(numbers.Integral, 0, None, closed="left")],
+        "lowercase": ["boolean"],
+        "word_column": [Interval(numbers.Integral, 0, None, closed="left")],
+        "prefix": [str], "random_state": ["random_state"],
+    }
 
     def __init__(self, vectors, *, vocabulary=None, n_clusters=(50, 200), window=0,
                  lowercase=False, word_column=0, prefix="cluster", random_state=None):
@@ -239,7 +275,7 @@ class WordClusters(SequenceOutputMixin, TransformerMixin, BaseEstimator,
             if key not in vocabulary or key == word:
                 vocabulary[key] = row
         self.vocabulary_ = vocabulary
-        self._sizes = sizes
+        self.n_clusters_ = tuple(int(k) for k in sizes)
         names = []
         for offset in range(-self.window, self.window + 1):
             stem = "" if offset == 0 else f"{offset:+d}:"
@@ -271,7 +307,7 @@ class WordClusters(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         n_tokens = len(words)
         sequence = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
         tokens = np.arange(n_tokens)
-        starts = np.cumsum((0,) + self._sizes)
+        starts = np.cumsum((0,) + self.n_clusters_)
         n_per_offset = int(starts[-1])
         token_ids, columns = [], []
         for position, offset in enumerate(range(-self.window, self.window + 1)):
@@ -281,7 +317,7 @@ class WordClusters(SequenceOutputMixin, TransformerMixin, BaseEstimator,
             word_rows = np.full(n_tokens, -1, dtype=np.int64)
             word_rows[inside] = rows_of_words[neighbour[inside]]
             known = word_rows >= 0
-            for s in range(len(self._sizes)):
+            for s in range(len(self.n_clusters_)):
                 token_ids.append(tokens[known])
                 columns.append(position * n_per_offset + starts[s]
                                + self.clusters_[word_rows[known], s])

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._estimators.fitted_state import FittedState, Names, TypeOf, saved_as
 from ._output import SequenceOutputMixin
 from ._word_column import sequence_words
 from .sequence_matrix import SequenceMatrix
@@ -15,6 +18,25 @@ from .sequence_matrix import SequenceMatrix
 __all__ = ["WordVectorizer"]
 
 
+def _table_fits_the_names(vectorizer):
+    """vectors_ is a finite 2-D float table with one column per name and an OOV row;
+    vocabulary_ maps str to its rows."""
+    table = vectorizer.vectors_
+    if table.dtype not in (np.float32, np.float64) or table.ndim != 2 or not table.shape[0]:
+        raise ValueError(f"vectors_ is an array of dtype {table.dtype} and shape "
+                         f"{table.shape}; expected a 2-D float table")
+    if table.shape[1] != vectorizer.dense_names_.shape[0]:
+        raise ValueError(f"vectors_ has {table.shape[1]} columns for "
+                         f"{vectorizer.dense_names_.shape[0]} dense_names_")
+    if not np.isfinite(table).all():
+        raise ValueError("vectors_ holds NaN or infinite values")
+    rows = vectorizer.vocabulary_.values()
+    if not all(type(row) is int and 0 <= row < table.shape[0] - 1 for row in rows) or \
+            not all(type(word) is str for word in vectorizer.vocabulary_):
+        raise ValueError("vocabulary_ must map words (str) to rows of vectors_")
+
+
+@saved_as("skcrf.features.WordVectorizer")
 class WordVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
                      auto_wrap_output_keys=None):
     """Look each token's word up in a table of vectors: a dense block per token.
@@ -86,6 +108,18 @@ class WordVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     >>> Xt.dense_names.tolist(), Xt.lengths.tolist()
     (['vec[0]', 'vec[1]'], [2, 1])
     """
+
+    _fitted_state = FittedState(
+        {"dense_names_": Names("n_dims"), "vectors_": TypeOf(np.ndarray),
+         "vocabulary_": TypeOf(dict)},
+        rules=[_table_fits_the_names])
+
+    _parameter_constraints = {
+        "vectors": "no_validation", "vocabulary": [None, "array-like"],
+        "lowercase": ["boolean"], "oov": "no_validation", "norm": [StrOptions({"l2"}), None],
+        "word_column": [Interval(numbers.Integral, 0, None, closed="left")],
+        "prefix": [str], "dtype": "no_validation",
+    }
 
     def __init__(self, vectors, *, vocabulary=None, lowercase=False, oov="zeros", norm=None,
                  word_column=0, prefix="vec", dtype=np.float64):
