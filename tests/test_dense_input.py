@@ -152,3 +152,14 @@ def test_sparse_and_dense_blocks_side_by_side():
     # the same numbers given as sparse columns to a model of a dense block: accepted
     np.testing.assert_array_equal(np.concatenate(model.predict(stacked)),
                                   np.concatenate(model.predict(both)))
+
+
+def test_distributed_fit_refuses_dense_input_rather_than_dropping_it():
+    from skcrf.dask._partitions import read_partition
+
+    X, y = numeric_corpus(n_sequences=4)
+    with pytest.raises(TypeError, match="partition 0.*numeric arrays.*fit on one machine"):
+        read_partition(0, X, y)
+    dicts = [[{"w": "a", "vec": row} for row in x] for x in X]
+    with pytest.raises(TypeError, match="partition 0.*vectors.*fit on one machine"):
+        read_partition(0, dicts, y)

@@ -12,7 +12,8 @@ import numpy as np
 
 from .._estimators.online import nonzero_weights
 from .._utils.parallel import kernel_threads
-from .._utils.validation import check_finite_features, check_sequences, encode_labels
+from .._utils.validation import (_numeric_sequences, check_finite_features, check_sequences,
+                                 encode_labels)
 from ..features.arrays import FeatureArrays
 from ..features.vectorizer import SequenceVectorizer
 from ..learning.objective import NegativeLogLikelihood
@@ -70,6 +71,11 @@ class RawPartition:
         return self.n_sequences, int(self.matrix.offsets[-1]), names, self.classes.tolist()
 
 
+#: Dense blocks are not merged across partitions yet: say so rather than drop them.
+_NO_DENSE_YET = ("X holds {what}, which skcrf.dask.fit does not take yet (the partitions' "
+                 "dense blocks are not merged): fit on one machine.")
+
+
 def read_partition(index, X, y, sample_weight=None):
     """The :class:`RawPartition` of the sequences ``X`` and labels ``y`` of one partition.
 
@@ -87,7 +93,11 @@ def read_partition(index, X, y, sample_weight=None):
             if len(y):
                 raise ValueError(f"X has no sequence but y has {len(y)}.")
             return RawPartition(index, None, np.empty(0), np.empty(0, dtype=np.int64))
+        if _numeric_sequences(X):
+            raise TypeError(_NO_DENSE_YET.format(what="numeric arrays"))
         matrix = SequenceVectorizer(sort=False).fit_transform(X)
+        if matrix.dense is not None:
+            raise TypeError(_NO_DENSE_YET.format(what="vectors (numpy arrays) in its dicts"))
         classes, label_ids = encode_labels(y, matrix.lengths)
     except (ValueError, TypeError) as error:
         raise _in_partition(index, None, error) from error

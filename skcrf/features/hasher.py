@@ -131,8 +131,11 @@ class SequenceHasher(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         indices = columns[indices]
         data, indices, indptr = _canonical(data, indices, indptr, self.n_features)
         data = None if data is None else values_or_none(data)
-        return SequenceMatrix._from_arrays(data, indices, indptr, self.n_features, offsets,
-                                           None, self.dtype, named.parents)
+        hashed = SequenceMatrix._from_arrays(data, indices, indptr, self.n_features, offsets,
+                                             None, self.dtype, named.parents)
+        if named.dense is not None:  # dict vectors, or the input's block: not hashed
+            hashed._set_dense(named.dense, named.dense_names)
+        return hashed
 
     def _hashed(self, names):
         """Each name's column and sign: the signed 32-bit MurmurHash3 as FeatureHasher takes it."""

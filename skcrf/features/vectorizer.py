@@ -218,6 +218,7 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
                 stripped, dense, self.vector_widths_ = split_vectors(X)
                 matrix = self._with_vectors(self._to_matrix(*self._fit_arrays(stripped)),
                                             dense)
+            _carry_dense(X, matrix)
             segments = X.segments if isinstance(X, SequenceMatrix) else None
             self.segment_vectorizer_ = None
             if segments is not None:
@@ -309,6 +310,7 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
                     self._to_matrix(*self._transform_arrays(stripped)), dense)
             else:
                 matrix = self._to_matrix(*self._transform_arrays(X))
+                _carry_dense(X, matrix)
             # fitted without segments (or by an earlier skcrf): no vocabulary for them
             vectorizer = getattr(self, "segment_vectorizer_", None)
             if (vectorizer is not None and isinstance(X, SequenceMatrix)
@@ -379,6 +381,12 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         tags.input_tags.two_d_array = False
         tags.input_tags.dict = True
         return tags
+
+
+def _carry_dense(X, matrix):
+    """Pass a SequenceMatrix input's dense block on: only its sparse columns are renamed."""
+    if isinstance(X, SequenceMatrix) and X.dense is not None:
+        matrix._set_dense(X.dense, X.dense_names)
 
 
 def vectorizer_with_names(names, *, separator="=", dtype=np.float64):

@@ -84,3 +84,27 @@ def test_bad_vectors_are_named():
     X[3][2] = dict(X[3][2], vec=[1.0, 2.0, 3.0])
     with pytest.raises(FeatureValueError, match=r"np.asarray\(values\)"):
         SequenceVectorizer().fit(X)
+
+
+def test_vectorizer_passes_a_dense_block_on():
+    import scipy.sparse as sp
+
+    from skcrf import SequenceMatrix
+
+    dense = np.arange(6.0).reshape(3, 2)
+    X = SequenceMatrix(sp.eye(3, format="csr"), [0, 1, 3], feature_names=["c", "a", "b"],
+                       dense=dense, dense_names=["u", "v"])
+    vectorizer = SequenceVectorizer()
+    for Xt in (vectorizer.fit_transform(X), vectorizer.transform(X)):
+        assert Xt.feature_names.tolist() == ["a", "b", "c"]
+        np.testing.assert_array_equal(Xt.dense, dense)
+        assert Xt.dense_names.tolist() == ["u", "v"]
+
+
+def test_hasher_keeps_vectors_as_a_dense_block():
+    from skcrf import SequenceHasher
+
+    X, _, _ = _corpus()
+    Xt = SequenceHasher(n_features=16).transform(X)
+    assert Xt.n_features == 16 and Xt.dense_names.tolist() == ["vec[0]", "vec[1]", "vec[2]"]
+    np.testing.assert_array_equal(Xt.dense[0], X[0][0]["vec"])
