@@ -11,7 +11,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._estimators import defaults as _defaults
-from ._estimators.base import CRFEstimator, reject_positional_weights, forbidden_where_not_allowed
+from ._estimators.base import CRFEstimator, forbidden_where_not_allowed
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.pruning import (PRUNER_ATTRIBUTES, PRUNER_THRESHOLD, PrunedTrainingProblem,
                        prune_unary, pruner_comes_whole)
@@ -21,7 +21,7 @@ from ._estimators.training import TrainingProblem
 from ._estimators.constraints import SCHEME_NAMES
 from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSequences,
                      SequenceWeights, Solver)
-from ._utils.validation import check_finite_scores
+from ._utils.validation import check_finite_scores, reject_positional_weights
 from .structures.chain.dense import DenseChainStructure
 from .structures.chain.order1 import (ChainScores, ChainStructure, chain_decode,
                                chain_labelling_scores, chain_nbest, chain_posteriors)
@@ -409,7 +409,7 @@ class CRFClassifier(CRFEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
     def fit(self, X: FeatureSequences, y: LabelSequences,
-            *positional, sample_weight: SequenceWeights = None) -> CRFClassifier:
+            *positional: Any, sample_weight: SequenceWeights = None) -> CRFClassifier:
         """Learn the weights from labelled sequences.
 
         Parameters

@@ -10,13 +10,13 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._estimators import defaults as _defaults
-from ._estimators.base import CRFEstimator, reject_positional_weights
+from ._estimators.base import CRFEstimator
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.fitted_state import saved_as
 from ._estimators.training import TrainingProblem, _same_values
 from ._estimators.constraints import explicit_constraints
 from ._utils.parallel import kernel_threads
-from ._utils.validation import check_finite_scores
+from ._utils.validation import check_finite_scores, reject_positional_weights
 from ._estimators.segment_tags import _SegmentTags
 from ._estimators.semimarkov_state import _COEFFICIENT_NAMES, SEMI_MARKOV_STATE, _segment_attributes
 from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSequences,
@@ -290,7 +290,7 @@ early_stopping, validation_fraction
     @_fit_context(prefer_skip_nested_validation=True)
     @CRFEstimator._atomic_fit
     def fit(self, X: FeatureSequences, y: LabelSequences,
-            *positional, sample_weight: SequenceWeights = None) -> SemiMarkovCRF:
+            *positional: Any, sample_weight: SequenceWeights = None) -> SemiMarkovCRF:
         """Learn the weights from tagged sequences.
 
         Parameters

@@ -5,12 +5,12 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import StrOptions
 
 from ._estimators import defaults as _defaults
-from ._estimators.base import CRFEstimator, reject_positional_weights
+from ._estimators.base import CRFEstimator
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.fitted_state import Array, IfPresent, Sparse, saved_as, weights
 from ._chain import transition_columns
 from ._estimators.training import TrainingProblem
-from ._utils.validation import check_finite_scores
+from ._utils.validation import check_finite_scores, reject_positional_weights
 from .features.arrays import FeatureArrays
 from .structures.tree.structure import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
                               tree_posteriors)

@@ -308,3 +308,21 @@ def _describe_entry(data, indices, indptr, lengths, feature_names, k):
     col = int(indices[k])
     feature = feature_names[col] if feature_names is not None else f"column {col}"
     return f"Sequence {seq}, token {tok}, feature {feature!r}"
+
+
+def reject_positional_weights(estimator, positional):
+    """Raise if ``fit`` got a third positional argument.
+
+    ``sample_weight`` is keyword-only: seqlearn and hmmlearn take
+    ``fit(X, y, lengths)`` and ``fit(X, lengths)``, and a ``lengths`` array
+    read as sequence weights would silently change the model. A check of its
+    length or sum could not tell the two apart when every sequence has the
+    same length, so no positional argument is taken at all.
+    """
+    if positional:
+        raise TypeError(
+            f"{type(estimator).__name__}.fit takes X and y positionally and sample_weight "
+            f"by keyword only (sample_weight=...); got {len(positional)} more positional "
+            f"argument(s). For a stacked array and the lengths of its sequences (the "
+            f"hmmlearn/seqlearn convention), pass skcrf.features.from_lengths(X, lengths) "
+            f"as X.")

@@ -16,7 +16,7 @@ _PUBLIC = {
     "TokenFeaturizer": ".featurizer",
     "WordClusters": ".distributional",
     "WordVectorizer": ".word_vectors",
-    "from_lengths": ".sequence_matrix",
+    "from_lengths": "._dense",
     "learn_word_vectors": ".distributional",
     "make_sequence_union": ".union",
 }
@@ -27,8 +27,9 @@ if TYPE_CHECKING:  # what static checkers and IDEs see
     from .distributional import WordClusters, learn_word_vectors
     from .featurizer import TokenFeaturizer
     from .hasher import SequenceHasher
+    from ._dense import from_lengths
     from .per_token import PerTokenTransformer
-    from .sequence_matrix import SequenceMatrix, from_lengths
+    from .sequence_matrix import SequenceMatrix
     from .union import SequenceUnion, make_sequence_union
     from .vectorizer import SequenceVectorizer
     from .word_vectors import WordVectorizer

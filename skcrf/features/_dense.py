@@ -177,3 +177,53 @@ def blocks_from_sequences(sequences):
         values[offsets[q]:offsets[q + 1]] = part
     check_finite(values, offsets, names, what="input")
     return None, values, offsets, names
+
+
+def from_lengths(X, lengths):
+    """A SequenceMatrix of one stacked array and the length of each sequence.
+
+    The convention of hmmlearn and seqlearn (``fit(X, lengths)``): code
+    written for them moves with one line,
+    ``est.fit(from_lengths(X, lengths), y_sequences)``.
+
+    Parameters
+    ----------
+    X : array-like, sparse matrix or pandas DataFrame of shape (n_tokens, n_features)
+        The tokens of all sequences, stacked in order. A numpy array becomes
+        the dense block without a copy when it is C-contiguous float32 or
+        float64; a DataFrame's column names become the feature names; a
+        sparse matrix becomes the sparse part.
+    lengths : array-like of int of shape (n_sequences,)
+        Number of tokens of each sequence; they sum to ``n_tokens``.
+
+    Returns
+    -------
+    X : SequenceMatrix
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skcrf.features import from_lengths
+    >>> X = from_lengths(np.arange(10.0).reshape(5, 2), [2, 3])
+    >>> X.lengths.tolist(), X.n_dense
+    ([2, 3], 2)
+    """
+    from .sequence_matrix import SequenceMatrix  # it imports this module
+
+    lengths = np.asarray(lengths)
+    if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
+        raise TypeError("lengths must be a 1-D array of integers, one per sequence.")
+    if lengths.size and lengths.min() < 0:
+        raise ValueError("lengths must be non-negative.")
+    offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    n_rows = X.shape[0] if hasattr(X, "shape") else len(X)
+    if offsets[-1] != n_rows:
+        raise ValueError(f"lengths sum to {offsets[-1]}; X has {n_rows} rows.")
+    if sp.issparse(X):
+        return SequenceMatrix(X, offsets)
+    names = None
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        _, dense, _, names = blocks_from_sequences([X])
+        return SequenceMatrix(None, offsets, dense=dense, dense_names=names)
+    return SequenceMatrix(None, offsets, dense=X)
