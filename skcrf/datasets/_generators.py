@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import numbers
+from typing import Optional, Union
 
 import numpy as np
+from numpy.typing import NDArray
 from sklearn.utils import check_random_state
 
 __all__ = ["make_sequence_classification"]
 
 
-def make_sequence_classification(n_sequences=100, *, n_features=2, n_classes=3,
-                                 length_range=(20, 50), stickiness=0.9, class_sep=1.0,
-                                 noise=1.0, return_lengths=False, random_state=None):
+def make_sequence_classification(
+        n_sequences: int = 100, *, n_features: int = 2, n_classes: int = 3,
+        length_range: tuple[int, int] = (20, 50), stickiness: float = 0.9,
+        class_sep: float = 1.0, noise: float = 1.0, return_lengths: bool = False,
+        random_state: Optional[Union[int, np.random.RandomState]] = None,
+) -> Union[tuple[list[NDArray[np.float64]], list[NDArray[np.int64]]],
+           tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64]]]:
     """Generate labelled numeric sequences from a sticky hidden Markov model.
 
     Each sequence is a walk over ``n_classes`` hidden states: the first state
