@@ -163,3 +163,13 @@ def test_distributed_fit_refuses_dense_input_rather_than_dropping_it():
     dicts = [[{"w": "a", "vec": row} for row in x] for x in X]
     with pytest.raises(TypeError, match="partition 0.*vectors.*fit on one machine"):
         read_partition(0, dicts, y)
+
+
+def test_dataframes_train_with_their_column_names():
+    pd = pytest.importorskip("pandas")
+    X, y = numeric_corpus()
+    frames = [pd.DataFrame(x, columns=["speed", "heading", "altitude", "load"]) for x in X]
+    model = CRFClassifier().fit(frames, y)
+    assert model.feature_names_.tolist() == ["speed", "heading", "altitude", "load"]
+    np.testing.assert_array_equal(np.concatenate(model.predict(frames)),
+                                  np.concatenate(model.predict(X)))

@@ -224,6 +224,9 @@ def from_lengths(X, lengths):
         return SequenceMatrix(X, offsets)
     names = None
     if hasattr(X, "columns") and hasattr(X, "to_numpy"):
-        _, dense, _, names = blocks_from_sequences([X])
+        try:
+            _, dense, _, names = blocks_from_sequences([X])
+        except (TypeError, ValueError) as error:  # one stacked frame, not sequence 0
+            raise type(error)(str(error).replace("Sequence 0 of X is", "X is")) from None
         return SequenceMatrix(None, offsets, dense=dense, dense_names=names)
     return SequenceMatrix(None, offsets, dense=X)
