@@ -17,7 +17,7 @@ MAX_ITER = 50
 
 
 #: Examples fast enough to train in full during the build.
-IN_FULL = {"ud_sample.py"}
+IN_FULL = {"ud_sample.py", "numeric_sequences.py"}
 
 
 def reset_argv(gallery_conf, script_vars):
@@ -30,6 +30,8 @@ def reset_argv(gallery_conf, script_vars):
 #: script -> the corpus files it reads from the data home
 NEEDS = {"conll2002_ner.py": [("conll2002", "esp.train"), ("conll2002", "esp.testb")],
          "active_learning.py": [("conll2002", "esp.train"), ("conll2002", "esp.testb")],
+         "conll2002_word_vectors.py": [("conll2002", "esp.train"), ("conll2002", "esp.testa"),
+                                       ("conll2002", "esp.testb")],
          "conll2000_chunking.py": [("conll2000", "train.txt"), ("conll2000", "test.txt")]}
 
 

@@ -34,6 +34,12 @@ EXPECTED = {
                               "8936 training sentences", ("B-NP", "B-VP")),
     "active_learning.py": ((("conll2002", "esp.train"), ("conll2002", "esp.testb")),
                            "a pool of 8323 sentences", ("PER", "LOC")),
+    "conll2002_word_vectors.py": ((("conll2002", "esp.train"), ("conll2002", "esp.testa"),
+                                   ("conll2002", "esp.testb")),
+                                  "8323 training sentences",
+                                  ("words + vectors", "words + clusters")),
+    "numeric_sequences.py": ((), "300 training sequences",
+                             ("LogisticRegression", "CRFClassifier")),
 }
 
 

@@ -37,6 +37,8 @@ _MODULES = {
     "skcrf.TokenFeaturizer": "skcrf.features.featurizer",
     "skcrf.SequenceVectorizer": "skcrf.features.vectorizer",
     "skcrf.SequenceHasher": "skcrf.features.hasher",
+    "skcrf.features.WordVectorizer": "skcrf.features.word_vectors",
+    "skcrf.features.WordClusters": "skcrf.features.distributional",
     "skcrf.compat.CRF": "skcrf.compat._crf",
     "sklearn.pipeline.Pipeline": "skcrf._estimators.fitted_state",
 }

@@ -16,6 +16,7 @@ relative to the current directory. ``python -m skcrf.datasets conll2002``
 # _corpora.py names the corpora on top of them; __main__.py is the command.
 from ._conll import iter_conll, load_conll
 from ._conllu import load_conllu
+from ._generators import make_sequence_classification
 from ._corpora import (
     fetch_conll2000,
     fetch_conll2002,
@@ -27,4 +28,5 @@ from ._corpora import (
 )
 
 __all__ = ["fetch_conll2000", "fetch_conll2002", "fetch_ud", "get_data_home", "iter_conll",
-           "load_conll", "load_conll2000", "load_conll2002", "load_conllu", "load_ud_sample"]
+           "load_conll", "load_conll2000", "load_conll2002", "load_conllu", "load_ud_sample",
+           "make_sequence_classification"]

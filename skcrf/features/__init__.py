@@ -8,21 +8,31 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 _PUBLIC = {
+    "PerTokenTransformer": ".per_token",
     "SequenceHasher": ".hasher",
     "SequenceMatrix": ".sequence_matrix",
+    "SequenceUnion": ".union",
     "SequenceVectorizer": ".vectorizer",
     "TokenFeaturizer": ".featurizer",
+    "WordClusters": ".distributional",
+    "WordVectorizer": ".word_vectors",
     "from_lengths": "._dense",
+    "learn_word_vectors": ".distributional",
+    "make_sequence_union": ".union",
 }
 
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:  # what static checkers and IDEs see
+    from .distributional import WordClusters, learn_word_vectors
     from .featurizer import TokenFeaturizer
     from .hasher import SequenceHasher
     from ._dense import from_lengths
+    from .per_token import PerTokenTransformer
     from .sequence_matrix import SequenceMatrix
+    from .union import SequenceUnion, make_sequence_union
     from .vectorizer import SequenceVectorizer
+    from .word_vectors import WordVectorizer
 
 
 def __getattr__(name):
