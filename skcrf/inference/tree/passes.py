@@ -35,7 +35,7 @@ from .._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp_
                         normalize_log_block, normalized_exp_sum, shift_of,
                         shifted_rows)
 from .._potentials import shifted_exp_by_column_and_row, tree_scaled_potentials
-from ._scaled import scaled_tree_posteriors
+from ._scaled import scaled_forest_posteriors
 
 
 @compiled()
@@ -193,12 +193,20 @@ def tree_sequence_posteriors(unary, transitions, root, parents, lo, hi, potentia
 def scaled_tree_sequence(unary, parents, lo, hi, scaled, with_counts, marginals, counts,
                          work):
     """The scaled pass of the forest of tokens lo..hi-1; NaN, writing nothing, if it gives up."""
+    trans_max, root_max, exp_trans, exp_trans_by_child, exp_root, forbidden = scaled
+    if forbidden:
+        return np.nan
     (up, message, excluded, down, child_ptr, children, order, cursor, block, suffix,
      scratch, zero, total) = work
     tree_layout(parents, lo, hi, child_ptr, children, order, cursor)
-    return scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, order,
-                                  with_counts, marginals, counts, up, message, excluded, down,
-                                  total)
+    n_classes = exp_trans.shape[0]
+    # every link shares the one block (see scaled_forest_posteriors)
+    return scaled_forest_posteriors(
+        unary, parents, lo, hi, (child_ptr, children, order),
+        exp_trans.reshape((1, n_classes, n_classes)),
+        exp_trans_by_child.reshape((1, n_classes, n_classes)), np.full(1, trans_max),
+        False, exp_root, root_max, with_counts, marginals, lo, counts,
+        np.empty((0, n_classes, n_classes)), (up, message, excluded, down, total))
 
 
 @compiled()
@@ -355,17 +363,30 @@ def tree_viterbi(unary, transitions, root, parents, offsets):
     -------
     label_ids : (n_tokens,) int64
     """
-    n_tokens, n_classes = unary.shape
+    n_classes = unary.shape[1]
+    # every link shares the one block (see forest_viterbi)
+    blocks = np.ascontiguousarray(transitions, dtype=np.float64).reshape(1, n_classes,
+                                                                         n_classes)
+    return forest_viterbi(unary, blocks, False, root, parents, offsets)
+
+
+def forest_viterbi(unary, blocks, per_link, root, parents, offsets):
+    """The best labelling of every forest, each link scored by its block (:func:`tree_viterbi`).
+
+    ``blocks[v]`` scores the link of token v (its rows the parent's labels) when
+    ``per_link`` (the link-feature tree), else ``blocks[0]`` every link.
+    """
+    n_tokens = unary.shape[0]
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     label_ids = np.zeros(n_tokens, np.int64)
-    run_chunks(_tree_viterbi_chunks, n_chunks, bounds, unary, transitions, root, parents,
-               offsets, label_ids)
+    run_chunks(_tree_viterbi_chunks, n_chunks, bounds, unary, blocks, bool(per_link), root,
+               parents, offsets, label_ids)
     return label_ids
 
 
 @compiled()
-def _tree_viterbi_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, root, parents,
+def _tree_viterbi_chunks(chunk_lo, chunk_hi, bounds, unary, blocks, per_link, root, parents,
                          offsets, label_ids):
     """The best labellings of the chunks' trees into ``label_ids``."""
     n_classes = unary.shape[1]
@@ -392,11 +413,12 @@ def _tree_viterbi_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, root, p
                 p = parents[lo + v]
                 if p < 0:
                     continue
+                block = blocks[lo + v if per_link else 0]
                 for i in range(n_classes):
                     top = -np.inf
                     top_j = 0
                     for j in range(n_classes):
-                        s = transitions[i, j] + best[v, j]
+                        s = block[i, j] + best[v, j]
                         if s > top:
                             top = s
                             top_j = j
