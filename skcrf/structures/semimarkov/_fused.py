@@ -432,6 +432,7 @@ def _exact_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_
                       chunk_lengths, chunk_transitions, chunk_start, chunk_end):
     """The exact log-space pass of the sequences ``exact`` flags, added to their chunks' sums."""
     C = transitions.shape[0]
+    no_boundaries = np.zeros(0, np.int8)  # training fixes no boundary
     for c in range(chunk_lo, chunk_hi):
         if not exact[bounds[c]:bounds[c + 1]].any():
             continue
@@ -456,8 +457,8 @@ def _exact_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_
                 span_binary, span_pair_ptr, span_pair_labels, segment_weights, with_spans,
                 span_length, lo, hi, scratch)
             value = _sequence_posteriors(
-                state, first, last, length, spans, transitions, start, end, longest,
-                np.int64(0), hi - lo, roles, marginals, chunk_lengths[c], chunk_transitions[c],
+                state, first, last, length, spans, transitions, start, end, no_boundaries,
+                longest, np.int64(0), hi - lo, roles, marginals, chunk_lengths[c], chunk_transitions[c],
                 chunk_start[c], chunk_end[c], cum, blocked, alpha, enter, beta, leave, cover)
             log_z[q] = value
             if not np.isfinite(value):
