@@ -28,8 +28,7 @@ validates or mutates its inputs.
 import numpy as np
 
 from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
-from .._logspace import logsumexp_sum, normalize_log_block, normalized_exp_sum
-from .passes import _combine_children, _shift_to_zero, forest_viterbi, tree_layout
+from .passes import exact_forest_posteriors, forest_viterbi, tree_layout
 from ._scaled import scaled_forest_posteriors
 
 
@@ -64,113 +63,22 @@ def scaled_tree_edge_posteriors(unary, exp_edges, edge_shift, exp_root, root_shi
 
 
 @compiled()
-def _log_block_vector(block, values, out):
-    """out[i] = log sum_j exp(block[i, j] + values[j]) (-inf where every term is)."""
-    n = block.shape[0]
-    for i in range(n):
-        top = -np.inf
-        for j in range(block.shape[1]):
-            v = block[i, j] + values[j]
-            if v > top:
-                top = v
-        if top == -np.inf:
-            out[i] = -np.inf
-            continue
-        s = 0.0
-        for j in range(block.shape[1]):
-            s += np.exp(block[i, j] + values[j] - top)
-        out[i] = top + np.log(s)
-
-
-@compiled()
-def _log_vector_block(values, block, out):
-    """out[j] = log sum_i exp(values[i] + block[i, j]) (-inf where every term is)."""
-    n_rows, n_cols = block.shape
-    for j in range(n_cols):
-        top = -np.inf
-        for i in range(n_rows):
-            v = values[i] + block[i, j]
-            if v > top:
-                top = v
-        if top == -np.inf:
-            out[j] = -np.inf
-            continue
-        s = 0.0
-        for i in range(n_rows):
-            s += np.exp(values[i] + block[i, j] - top)
-        out[j] = top + np.log(s)
-
-
-@compiled()
 def exact_tree_edge_posteriors(unary, edges, edge_lo, root, parents, lo, hi, with_pairs,
                                marginals, pair_marginals, out_lo, work):
     """The log-space pass of the forest of tokens lo..hi-1; ``edges[edge_lo + v]`` scores v's link.
 
     The forest's layout must be in ``work``. Returns -inf, writing nothing,
     when no labelling has a finite score; else writes what
-    :func:`scaled_tree_edge_posteriors` writes.
+    :func:`scaled_tree_edge_posteriors` writes. The plain tree's pass with a
+    block per link (:func:`~.passes.exact_forest_posteriors`).
     """
     (up, message, excluded, down, child_ptr, children, order, _, _, scratch, suffix,
      block) = work
-    n_classes = unary.shape[1]
-    n = hi - lo
-    log_z = 0.0
-    for v in range(n):
-        top = -np.inf
-        for j in range(n_classes):
-            if unary[lo + v, j] > top:
-                top = unary[lo + v, j]
-        if top == -np.inf:
-            return -np.inf
-        log_z += top
-        for j in range(n_classes):
-            up[v, j] = unary[lo + v, j] - top
-
-    for m in range(n - 1, -1, -1):
-        v = order[m]
-        _combine_children(v, child_ptr, children, up, message, excluded, suffix)
-        if parents[lo + v] >= 0:
-            _log_block_vector(edges[edge_lo + v], up[v], message[v])
-            top = _shift_to_zero(message[v])
-            if top == -np.inf:
-                return -np.inf
-            log_z += top
-        else:
-            top = logsumexp_sum(root, up[v])
-            if top == -np.inf:
-                return -np.inf
-            log_z += top
-
-    for m in range(n):
-        v = order[m]
-        p = parents[lo + v]
-        if p < 0:
-            for j in range(n_classes):
-                down[v, j] = root[j]
-            if with_pairs:
-                for i in range(n_classes):
-                    for j in range(n_classes):
-                        pair_marginals[out_lo + v, i, j] = 0.0
-        else:
-            for i in range(n_classes):
-                scratch[i] = down[p, i] + excluded[v, i]
-            _log_vector_block(scratch, edges[edge_lo + v], down[v])
-            _shift_to_zero(down[v])
-            if with_pairs:
-                for i in range(n_classes):
-                    for j in range(n_classes):
-                        block[i, j] = scratch[i] + edges[edge_lo + v, i, j] + up[v, j]
-                pairs = pair_marginals[out_lo + v]
-                if normalize_log_block(block):
-                    for i in range(n_classes):
-                        for j in range(n_classes):
-                            pairs[i, j] = block[i, j]
-                else:
-                    for i in range(n_classes):
-                        for j in range(n_classes):
-                            pairs[i, j] = 0.0
-        normalized_exp_sum(down[v], up[v], marginals[out_lo + v])
-    return log_z
+    no_factors = (np.empty(0), np.empty((0, 0)), np.empty(0), np.empty((0, 0)))
+    return exact_forest_posteriors(
+        unary, edges, edge_lo, True, no_factors, root, parents, lo, hi, with_pairs, marginals,
+        out_lo, np.empty((0, 0)), pair_marginals, (child_ptr, children, order),
+        (up, message, excluded, down, scratch, suffix, block, suffix))
 
 
 @compiled()
