@@ -199,6 +199,17 @@ def _backward(cum, blocked, first, last, length, spans, transitions, end, bounda
 
 
 @compiled()
+def exact_workspace(rows, n_labels):
+    """Scratch of :func:`_sequence_posteriors` for up to ``rows - 1`` tokens.
+
+    (cum, blocked, alpha, enter, beta, leave, cover), each (rows, n_labels).
+    """
+    return (np.empty((rows, n_labels)), np.empty((rows, n_labels), np.int64),
+            np.empty((rows, n_labels)), np.empty((rows, n_labels)), np.empty((rows, n_labels)),
+            np.empty((rows, n_labels)), np.empty((rows, n_labels)))
+
+
+@compiled()
 def _sequence_posteriors(state, first, last, length, spans, transitions, start, end,
                          boundaries, longest, lo, hi, roles, span_marginals, length_counts,
                          transition_counts, start_counts, end_counts, cum, blocked, alpha,
@@ -396,13 +407,7 @@ def _exact_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, leng
         if not exact[bounds[c]:bounds[c + 1]].any():
             continue
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
-        cum = np.empty((rows, n_labels))
-        blocked = np.empty((rows, n_labels), np.int64)
-        alpha = np.empty((rows, n_labels))
-        enter = np.empty((rows, n_labels))
-        beta = np.empty((rows, n_labels))
-        leave = np.empty((rows, n_labels))
-        cover = np.empty((rows, n_labels))
+        cum, blocked, alpha, enter, beta, leave, cover = exact_workspace(rows, n_labels)
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]

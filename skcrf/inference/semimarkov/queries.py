@@ -31,7 +31,7 @@ from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_s
 from ._roles import CUT, N_ROLES, NO_REPEAT
 from .._topn import merge_best
 from .passes import (_lse_add, _lse_value, _prefix_sums, _segment, _sequence_posteriors,
-                     longest_segments, no_spans)
+                     exact_workspace, longest_segments, no_spans)
 
 __all__ = ["CUT", "NO_REPEAT", "fixed_segment_posteriors", "nbest_segmentations"]
 
@@ -237,13 +237,7 @@ def _fixed_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, leng
         # the counts the pass adds up, which prediction does not need
         counts = (np.zeros(length.shape), np.zeros((n_labels, n_labels)), np.zeros(n_labels),
                   np.zeros(n_labels))
-        cum = np.empty((rows, n_labels))
-        blocked = np.empty((rows, n_labels), np.int64)
-        alpha = np.empty((rows, n_labels))
-        enter = np.empty((rows, n_labels))
-        beta = np.empty((rows, n_labels))
-        leave = np.empty((rows, n_labels))
-        cover = np.empty((rows, n_labels))
+        cum, blocked, alpha, enter, beta, leave, cover = exact_workspace(rows, n_labels)
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]

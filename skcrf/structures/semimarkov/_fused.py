@@ -24,7 +24,7 @@ from ...inference.semimarkov._scaled import (FACTOR_CAP, exp_factors, norm_floor
                                             scaled_factor_posteriors,
                                             scaled_sequence_posteriors, scaled_workspace)
 from ...inference.semimarkov._roles import COVERED, FIRST, LAST, N_ROLES
-from ...inference.semimarkov.passes import _sequence_posteriors, longest_segments
+from ...inference.semimarkov.passes import _sequence_posteriors, exact_workspace, longest_segments
 from ..chain._fused import FusedChainTerms
 from .._fused_features import (exp_slot_rows, hot_state_rows, scatter_expected, sequence_unary,
                               summed_pair_partials)
@@ -439,13 +439,7 @@ def _exact_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         scratch = _chunk_scratch(rows, C, weighted_roles.shape[0], span_length, with_spans)
         state, first, last, roles = scratch[1], scratch[2], scratch[3], scratch[4]
-        cum = np.empty((rows, C))
-        blocked = np.empty((rows, C), np.int64)
-        alpha = np.empty((rows, C))
-        enter = np.empty((rows, C))
-        beta = np.empty((rows, C))
-        leave = np.empty((rows, C))
-        cover = np.empty((rows, C))
+        cum, blocked, alpha, enter, beta, leave, cover = exact_workspace(rows, C)
         for q in range(bounds[c], bounds[c + 1]):
             if not exact[q]:
                 continue
