@@ -14,8 +14,8 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "CRFClassifier": "._chain",
     "CRFClassifierCV": "._cv",
-    "CacheDamagedWarning": ".inference._batch",
-    "CacheUnavailableWarning": ".inference._batch",
+    "CacheDamagedWarning": ".inference._runtime.batch",
+    "CacheUnavailableWarning": ".inference._runtime.batch",
     "ModelVersionWarning": "._persistence",
     "SemiMarkovCRF": "._semimarkov",
     "SequenceHasher": ".features",

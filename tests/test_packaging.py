@@ -26,3 +26,11 @@ def test_an_editable_install_is_a_plain_path_entry():
     assert setuptools["package-dir"] == {"": "."}
     assert (REPO / "skcrf" / "__init__.py").is_file()
     assert setuptools["packages"]["find"]["include"] == ["skcrf*"]
+
+
+def test_every_public_name_resolves():
+    # skcrf.CacheDamagedWarning pointed at a module the regrouping had moved
+    import skcrf
+
+    for name in skcrf.__all__:
+        assert getattr(skcrf, name) is not None, name
