@@ -33,7 +33,7 @@ _SCORE_DOC = """Token-level {title}: :func:`sklearn.metrics.{function}` on all t
         Labels to include, e.g. every label but ``"O"``; see scikit-learn.
     pos_label : int, float, bool or str, default=1
         The positive class when ``average="binary"``.
-    average : {{"micro", "macro", "samples", "weighted", "binary"}} or None, \\
+    average : {{"micro", "macro", "samples", "weighted", "binary"}} or None, \
             default="binary"
         As in scikit-learn; sequence labelling usually has more than two labels,
         so pass ``"micro"``, ``"macro"`` or ``"weighted"``.
