@@ -80,8 +80,33 @@ def warm_kernels():
     loss(np.zeros(loss.n_parameters))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "corpus_or_sample: reads CoNLL-2002 Spanish when the data home has it, else "
+        "the embedded sample (tests/_corpora.py); .ci/run runs these once more with no corpora")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that reads a corpus or, offline, the sample (see corpus_or_sample)."""
+    for item in items:
+        if "corpus_or_sample" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.corpus_or_sample)
+
+
 @pytest.fixture(scope="session")
-def tagged_small():
+def corpus_or_sample():
+    """What a fixture that calls ``tests._corpora.tagged_sentences`` requests, to be marked.
+
+    Such a test runs on CoNLL-2002 Spanish where the data home has it and on
+    the embedded sample elsewhere: ``.ci/run`` runs the tests marked
+    ``corpus_or_sample`` once more with an empty data home, so that the offline
+    path (a fresh clone's ``make test``) is tested too.
+    """
+    return data_home()
+
+
+@pytest.fixture(scope="session")
+def tagged_small(corpus_or_sample):
     """300 training and 100 test sentences of (word, POS) tokens with IOB2 span tags.
 
     CoNLL-2002 Spanish when the data home has it, else the embedded sample of UD

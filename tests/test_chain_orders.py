@@ -13,6 +13,7 @@ from skcrf.inspection import LabelPattern, pattern_features, trigram_features
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.patterns import chain as pattern_chain
 from skcrf.structures.chain.order1 import ChainStructure
+from tests._ties import assert_same_predictions
 
 
 def _history_corpus(order, n_sequences=80, seed=0):
@@ -192,13 +193,10 @@ def test_every_pattern_at_order_2_is_todays_dense_order_2(l1_ratio, monkeypatch)
     legacy = pickle.loads(pickle.dumps(crf))
     del legacy.label_patterns_, legacy.pattern_coef_
     legacy.transition2_coef_ = dense["trigram"]
-    expected = legacy.predict(X)
-    for a, b in zip(crf.predict(X), expected):
-        assert a.tolist() == b.tolist()
+    assert_same_predictions(crf, legacy, X)
     # the same trigrams through the pattern automaton rather than the dense kernels
     monkeypatch.setattr(pattern_chain, "DENSE_TRIGRAM_FRACTION", 2.0)
-    for a, b in zip(crf.predict(X), expected):
-        assert a.tolist() == b.tolist()
+    assert_same_predictions(crf, legacy, X)
     for a, b in zip(crf.predict_marginals(X), legacy.predict_marginals(X)):
         np.testing.assert_allclose(a, b, atol=1e-6)
     # inspection reads today's trigram weights too

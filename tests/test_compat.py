@@ -34,7 +34,7 @@ def word2features(sent, i):
 
 
 @pytest.fixture(scope="module")
-def corpus():
+def corpus(corpus_or_sample):
     """The tutorial's features of CoNLL-2002 Spanish, else of the embedded sample's names."""
     X, y, X_test, y_test, _ = tagged_sentences(600, 200)
     features = [[word2features(s, i) for i in range(len(s))] for s in X]
@@ -451,6 +451,7 @@ print_state_features(Counter(crf.state_features_).most_common()[-30:])
 '''
 
 
+@pytest.mark.corpus_or_sample
 def test_the_sklearn_crfsuite_tutorial_runs_once_its_imports_change(capsys):
     namespace = {}
     with warnings.catch_warnings():

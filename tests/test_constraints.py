@@ -163,7 +163,7 @@ def test_matrix_form_saves_and_loads(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def tagged():
+def tagged(corpus_or_sample):
     """CoNLL-2002 Spanish (1,500 training sentences, all of testb), else the sample's names."""
     return tagged_sentences(1500)[:4]
 

@@ -16,6 +16,7 @@ import dask.bag as db  # noqa: E402
 
 import skcrf.dask  # noqa: E402
 from skcrf import CRFClassifier, SemiMarkovCRF, TreeCRF  # noqa: E402
+from tests._ties import assert_same_predictions  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +101,9 @@ def test_chain_distributed_fit_equals_local_fit(client, ner, params):
                       client=client)
     assert type(dist) is CRFClassifier and dist.n_iter_ == local.n_iter_
     _assert_same_model(local, dist)
-    expected = local.predict(X_test)
-    assert all(np.array_equal(a, b) for a, b in zip(expected, dist.predict(X_test)))
-    # prediction mapped over the partitions of a bag
+    assert_same_predictions(local, dist, X_test)
+    # prediction mapped over the partitions of a bag: the same model's, exactly
+    expected = dist.predict(X_test)
     test_bag = db.from_sequence(X_test, npartitions=3)
     mapped = skcrf.dask.predict(dist, test_bag).compute()
     assert len(mapped) == len(expected)
@@ -126,7 +127,7 @@ def test_tree_distributed_fit_equals_local_fit(client, trees):
     local = _quiet_fit(TreeCRF(max_iter=30).fit, X, y)
     dist = _quiet_fit(skcrf.dask.fit, TreeCRF(max_iter=30), *_bags(X, y, 2), client=client)
     _assert_same_model(local, dist)
-    assert all(np.array_equal(a, b) for a, b in zip(local.predict(X[:50]), dist.predict(X[:50])))
+    assert_same_predictions(local, dist, X[:50])
 
 
 @pytest.mark.parametrize("npartitions", [1, 3])
@@ -144,7 +145,7 @@ def test_semimarkov_distributed_fit_equals_local_fit(client, ner, npartitions):
     assert type(dist) is SemiMarkovCRF and dist.n_iter_ == local.n_iter_
     assert dist.scheme_ == local.scheme_ == "IOB2"
     _assert_same_model(local, dist, rtol=1e-9 if npartitions > 1 else 0.0)
-    assert all(np.array_equal(a, b) for a, b in zip(local.predict(X_test), dist.predict(X_test)))
+    assert_same_predictions(local, dist, X_test)
 
 
 def test_semimarkov_segment_too_long_is_named_as_a_local_fit_names_it(client, ner):

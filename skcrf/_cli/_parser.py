@@ -122,9 +122,10 @@ def _separator(text):
 def build_parser():
     parser = _Parser(
         prog="skcrf", formatter_class=_HelpFormatter,
-        description="Train, apply and evaluate linear-chain CRFs on CoNLL-style column "
-                    "files:\none token per line, columns separated by spaces or tabs, a "
-                    "blank line between sequences.",
+        description="Train, apply and evaluate CRFs (linear chains, semi-Markov and tree "
+                    "CRFs: --structure) on\nCoNLL-style column files: one token per line, "
+                    "columns separated by spaces or tabs,\na blank line between sequences "
+                    "(CoNLL-U for trees).",
         epilog="examples:\n"
                "  skcrf train esp.train --model ner.skcrf\n"
                "  skcrf tag --model ner.skcrf esp.testb > tagged.txt\n"

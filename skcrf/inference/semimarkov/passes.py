@@ -40,7 +40,7 @@ log space, where it needs no exponentials.
 import numpy as np
 
 from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
-from ._roles import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
+from ._roles import COVERED, CUT, FIRST, LAST, N_ROLES, NO_REPEAT, REPEAT, SINGLE
 from ._scaled import (exp_factors, norm_floor, scaled_sequence_posteriors,
                                  scaled_workspace)
 
@@ -120,9 +120,21 @@ def _lse_value(acc_max, acc_sum):
 
 
 @compiled()
-def _forward(cum, blocked, first, last, length, spans, transitions, start, longest, lo, n,
-             alpha, enter):
-    """Forward log scores of one sequence.
+def _cut_before(boundaries, t):
+    """Whether token ``t`` starts a segment by a fixed boundary (:data:`CUT`)."""
+    return boundaries.shape[0] > 0 and boundaries[t] & CUT != 0
+
+
+@compiled()
+def _no_repeat_at(boundaries, t):
+    """Whether a segment starting at token ``t`` must change label (:data:`NO_REPEAT`)."""
+    return boundaries.shape[0] > 0 and boundaries[t] & NO_REPEAT != 0
+
+
+@compiled()
+def _forward(cum, blocked, first, last, length, spans, transitions, start, boundaries, longest,
+             lo, n, alpha, enter):
+    """Forward log scores of one sequence, under the boundary codes (empty: none).
 
     ``enter[r, y]``: the prefixes ``:r`` followed by a y-segment starting at r;
     ``alpha[r, y]``: the prefixes ``:r`` whose last segment has label y.
@@ -136,24 +148,27 @@ def _forward(cum, blocked, first, last, length, spans, transitions, start, longe
             m, s = -np.inf, 0.0
             for d in range(1, min(b, longest[y]) + 1):
                 a = b - d
+                if d > 1 and _cut_before(boundaries, lo + a + 1):
+                    break
                 if enter[a, y] == -np.inf:
                     continue
                 m, s = _lse_add(m, s, enter[a, y] + _segment(cum, blocked, first, last,
                                                              length, spans, lo, y, a, b))
             alpha[b, y] = _lse_value(m, s)
         if b < n:
+            no_repeat = _no_repeat_at(boundaries, lo + b)
             for y in range(n_labels):
                 m, s = -np.inf, 0.0
                 for x in range(n_labels):
-                    if alpha[b, x] > -np.inf:
+                    if alpha[b, x] > -np.inf and not (no_repeat and x == y):
                         m, s = _lse_add(m, s, alpha[b, x] + transitions[x, y])
                 enter[b, y] = _lse_value(m, s)
 
 
 @compiled()
-def _backward(cum, blocked, first, last, length, spans, transitions, end, longest, lo, n,
-              beta, leave):
-    """Backward log scores of one sequence.
+def _backward(cum, blocked, first, last, length, spans, transitions, end, boundaries, longest,
+              lo, n, beta, leave):
+    """Backward log scores of one sequence, under the boundary codes (empty: none).
 
     ``leave[a, y]``: a y-segment starting at a and any suffix after it;
     ``beta[b, y]``: the suffixes ``b:`` after a y-segment that ends at b.
@@ -166,43 +181,59 @@ def _backward(cum, blocked, first, last, length, spans, transitions, end, longes
             m, s = -np.inf, 0.0
             for d in range(1, min(n - a, longest[y]) + 1):
                 b = a + d
+                if d > 1 and _cut_before(boundaries, lo + b - 1):
+                    break
                 if beta[b, y] == -np.inf:
                     continue
                 m, s = _lse_add(m, s, beta[b, y] + _segment(cum, blocked, first, last,
                                                             length, spans, lo, y, a, b))
             leave[a, y] = _lse_value(m, s)
         if a > 0:
+            no_repeat = _no_repeat_at(boundaries, lo + a)
             for x in range(n_labels):
                 m, s = -np.inf, 0.0
                 for y in range(n_labels):
-                    if leave[a, y] > -np.inf:
+                    if leave[a, y] > -np.inf and not (no_repeat and x == y):
                         m, s = _lse_add(m, s, transitions[x, y] + leave[a, y])
                 beta[a, x] = _lse_value(m, s)
 
 
 @compiled()
-def _sequence_posteriors(state, first, last, length, spans, transitions, start, end, longest,
-                         lo, hi, roles, span_marginals, length_counts, transition_counts,
-                         start_counts, end_counts, cum, blocked, alpha, enter, beta, leave,
-                         cover):
+def exact_workspace(rows, n_labels):
+    """Scratch of :func:`_sequence_posteriors` for up to ``rows - 1`` tokens.
+
+    (cum, blocked, alpha, enter, beta, leave, cover), each (rows, n_labels).
+    """
+    return (np.empty((rows, n_labels)), np.empty((rows, n_labels), np.int64),
+            np.empty((rows, n_labels)), np.empty((rows, n_labels)), np.empty((rows, n_labels)),
+            np.empty((rows, n_labels)), np.empty((rows, n_labels)))
+
+
+@compiled()
+def _sequence_posteriors(state, first, last, length, spans, transitions, start, end,
+                         boundaries, longest, lo, hi, roles, span_marginals, length_counts,
+                         transition_counts, start_counts, end_counts, cum, blocked, alpha,
+                         enter, beta, leave, cover):
     """log Z of tokens lo..hi-1; adds their marginals and expected counts to the outputs.
 
-    ``span_marginals`` (as ``spans``, or empty for none) gets the probability
-    of each scored segment.
+    Under the boundary codes ``boundaries`` (empty for none: training; the
+    fixed-boundary queries of :mod:`.queries` give some). ``span_marginals``
+    (as ``spans``, or empty for none) gets the probability of each scored
+    segment.
     """
     n_labels = state.shape[1]
     n = hi - lo
     _prefix_sums(state, lo, hi, cum, blocked)
-    _forward(cum, blocked, first, last, length, spans, transitions, start, longest, lo, n,
-             alpha, enter)
+    _forward(cum, blocked, first, last, length, spans, transitions, start, boundaries, longest,
+             lo, n, alpha, enter)
     m, s = -np.inf, 0.0
     for y in range(n_labels):
         m, s = _lse_add(m, s, alpha[n, y] + end[y])
     log_z = _lse_value(m, s)
     if log_z == -np.inf:
         return log_z
-    _backward(cum, blocked, first, last, length, spans, transitions, end, longest, lo, n,
-              beta, leave)
+    _backward(cum, blocked, first, last, length, spans, transitions, end, boundaries, longest,
+              lo, n, beta, leave)
     n_scored = span_marginals.shape[1]
     for r in range(n + 1):
         for y in range(n_labels):
@@ -213,6 +244,8 @@ def _sequence_posteriors(state, first, last, length, spans, transitions, start, 
                 continue
             for d in range(1, min(n - a, longest[y]) + 1):
                 b = a + d
+                if d > 1 and _cut_before(boundaries, lo + b - 1):
+                    break
                 v = (enter[a, y]
                      + _segment(cum, blocked, first, last, length, spans, lo, y, a, b)
                      + beta[b, y])
@@ -237,10 +270,13 @@ def _sequence_posteriors(state, first, last, length, spans, transitions, start, 
         start_counts[y] += np.exp(start[y] + leave[0, y] - log_z)
         end_counts[y] += np.exp(alpha[n, y] + end[y] - log_z)
     for r in range(1, n):
+        no_repeat = _no_repeat_at(boundaries, lo + r)
         for x in range(n_labels):
             if alpha[r, x] == -np.inf:
                 continue
             for y in range(n_labels):
+                if no_repeat and x == y:
+                    continue
                 v = alpha[r, x] + transitions[x, y] + leave[r, y]
                 if v == -np.inf:
                     continue
@@ -366,17 +402,12 @@ def _exact_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, leng
                             chunk_end):
     """The exact log-space pass of the chunks' sequences that ``exact`` flags."""
     n_labels = state.shape[1]
+    no_boundaries = np.zeros(0, np.int8)
     for c in range(chunk_lo, chunk_hi):
         if not exact[bounds[c]:bounds[c + 1]].any():
             continue
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
-        cum = np.empty((rows, n_labels))
-        blocked = np.empty((rows, n_labels), np.int64)
-        alpha = np.empty((rows, n_labels))
-        enter = np.empty((rows, n_labels))
-        beta = np.empty((rows, n_labels))
-        leave = np.empty((rows, n_labels))
-        cover = np.empty((rows, n_labels))
+        cum, blocked, alpha, enter, beta, leave, cover = exact_workspace(rows, n_labels)
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -392,8 +423,8 @@ def _exact_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, leng
                         for y in range(n_labels):
                             span_marginals[t, d, y] = 0.0
             log_z[q] = _sequence_posteriors(
-                state, first, last, length, spans, transitions, start, end, longest, lo, hi,
-                roles, span_marginals, chunk_lengths[c], chunk_transitions[c], chunk_start[c],
+                state, first, last, length, spans, transitions, start, end, no_boundaries,
+                longest, lo, hi, roles, span_marginals, chunk_lengths[c], chunk_transitions[c], chunk_start[c],
                 chunk_end[c], cum, blocked, alpha, enter, beta, leave, cover)
 
 

@@ -28,14 +28,10 @@ for the token roles only. Nothing here validates or mutates its inputs.
 import numpy as np
 
 from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
-from ._roles import COVERED, FIRST, LAST, N_ROLES, REPEAT, SINGLE
+from ._roles import CUT, N_ROLES, NO_REPEAT
 from .._topn import merge_best
-from .passes import (_lse_add, _lse_value, _prefix_sums, _segment, longest_segments,
-                         no_spans)
-
-#: Boundary flags (see the module docstring).
-CUT = 1
-NO_REPEAT = 2
+from .passes import (_lse_add, _lse_value, _prefix_sums, _segment, _sequence_posteriors,
+                     exact_workspace, longest_segments, no_spans)
 
 __all__ = ["CUT", "NO_REPEAT", "fixed_segment_posteriors", "nbest_segmentations"]
 
@@ -193,128 +189,14 @@ def _nbest_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, spans,
                     b = a
 
 
-@compiled()
-def _fixed_forward(cum, blocked, first, last, length, spans, transitions, start, boundaries,
-                   longest, lo, n, alpha, enter):
-    """:func:`.semimarkov._forward` under the boundary codes."""
-    n_labels = cum.shape[1]
-    for y in range(n_labels):
-        enter[0, y] = start[y]
-        alpha[0, y] = -np.inf
-    for b in range(1, n + 1):
-        for y in range(n_labels):
-            m, s = -np.inf, 0.0
-            for d in range(1, min(b, longest[y]) + 1):
-                a = b - d
-                if d > 1 and boundaries[lo + a + 1] & CUT:
-                    break
-                if enter[a, y] == -np.inf:
-                    continue
-                m, s = _lse_add(m, s, enter[a, y] + _segment(cum, blocked, first, last,
-                                                             length, spans, lo, y, a, b))
-            alpha[b, y] = _lse_value(m, s)
-        if b < n:
-            no_repeat = boundaries[lo + b] & NO_REPEAT
-            for y in range(n_labels):
-                m, s = -np.inf, 0.0
-                for x in range(n_labels):
-                    if alpha[b, x] > -np.inf and not (no_repeat and x == y):
-                        m, s = _lse_add(m, s, alpha[b, x] + transitions[x, y])
-                enter[b, y] = _lse_value(m, s)
-
-
-@compiled()
-def _fixed_backward(cum, blocked, first, last, length, spans, transitions, end, boundaries,
-                    longest, lo, n, beta, leave):
-    """:func:`.semimarkov._backward` under the boundary codes."""
-    n_labels = cum.shape[1]
-    for y in range(n_labels):
-        beta[n, y] = end[y]
-    for a in range(n - 1, -1, -1):
-        for y in range(n_labels):
-            m, s = -np.inf, 0.0
-            for d in range(1, min(n - a, longest[y]) + 1):
-                b = a + d
-                if d > 1 and boundaries[lo + b - 1] & CUT:
-                    break
-                if beta[b, y] == -np.inf:
-                    continue
-                m, s = _lse_add(m, s, beta[b, y] + _segment(cum, blocked, first, last,
-                                                            length, spans, lo, y, a, b))
-            leave[a, y] = _lse_value(m, s)
-        if a > 0:
-            no_repeat = boundaries[lo + a] & NO_REPEAT
-            for x in range(n_labels):
-                m, s = -np.inf, 0.0
-                for y in range(n_labels):
-                    if leave[a, y] > -np.inf and not (no_repeat and x == y):
-                        m, s = _lse_add(m, s, transitions[x, y] + leave[a, y])
-                beta[a, x] = _lse_value(m, s)
-
-
-@compiled()
-def _fixed_sequence_roles(state, first, last, length, spans, transitions, start, end, boundaries,
-                          longest, lo, hi, roles, cum, blocked, alpha, enter, beta, leave,
-                          cover):
-    """log Z of tokens lo..hi-1 under the boundary codes; their role marginals into ``roles``."""
-    n_labels = state.shape[1]
-    n = hi - lo
-    _prefix_sums(state, lo, hi, cum, blocked)
-    _fixed_forward(cum, blocked, first, last, length, spans, transitions, start, boundaries,
-                   longest, lo, n, alpha, enter)
-    m, s = -np.inf, 0.0
-    for y in range(n_labels):
-        m, s = _lse_add(m, s, alpha[n, y] + end[y])
-    log_z = _lse_value(m, s)
-    if log_z == -np.inf:
-        return log_z
-    _fixed_backward(cum, blocked, first, last, length, spans, transitions, end, boundaries,
-                    longest, lo, n, beta, leave)
-    for r in range(n + 1):
-        for y in range(n_labels):
-            cover[r, y] = 0.0
-    for a in range(n):
-        for y in range(n_labels):
-            if enter[a, y] == -np.inf:
-                continue
-            for d in range(1, min(n - a, longest[y]) + 1):
-                b = a + d
-                if d > 1 and boundaries[lo + b - 1] & CUT:
-                    break
-                v = (enter[a, y]
-                     + _segment(cum, blocked, first, last, length, spans, lo, y, a, b)
-                     + beta[b, y])
-                if v == -np.inf:
-                    continue
-                p = np.exp(v - log_z)
-                roles[lo + a, FIRST, y] += p
-                roles[lo + b - 1, LAST, y] += p
-                if d == 1:
-                    roles[lo + a, SINGLE, y] += p
-                cover[a, y] += p
-                cover[b, y] -= p
-    for y in range(n_labels):
-        total = 0.0
-        for r in range(n):
-            total += cover[r, y]
-            roles[lo + r, COVERED, y] = total
-    for r in range(1, n):
-        if boundaries[lo + r] & NO_REPEAT:
-            continue
-        for y in range(n_labels):
-            v = alpha[r, y] + transitions[y, y] + leave[r, y]
-            if v > -np.inf:
-                roles[lo + r, REPEAT, y] += np.exp(v - log_z)
-    return log_z
-
-
 def fixed_segment_posteriors(state, first, last, length, transitions, start, end, offsets,
                              boundaries, spans=None):
     """Log partition functions and token role marginals under fixed boundaries.
 
-    Exact, in log space. The role marginals are those of
-    :func:`.semimarkov.segment_posteriors` (no expected counts: this serves
-    prediction, not training).
+    Exact, in log space: the exact pass of :func:`.passes.segment_posteriors`
+    under the boundary codes. The role marginals are those of
+    :func:`.passes.segment_posteriors` (the expected counts are dropped: this
+    serves prediction, not training).
 
     Parameters
     ----------
@@ -349,20 +231,19 @@ def _fixed_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, leng
                             roles):
     """log Z and role marginals of the chunks' sequences under fixed boundaries."""
     n_labels = state.shape[1]
+    no_marginals = np.zeros((0, 0, n_labels))
     for c in range(chunk_lo, chunk_hi):
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
-        cum = np.empty((rows, n_labels))
-        blocked = np.empty((rows, n_labels), np.int64)
-        alpha = np.empty((rows, n_labels))
-        enter = np.empty((rows, n_labels))
-        beta = np.empty((rows, n_labels))
-        leave = np.empty((rows, n_labels))
-        cover = np.empty((rows, n_labels))
+        # the counts the pass adds up, which prediction does not need
+        counts = (np.zeros(length.shape), np.zeros((n_labels, n_labels)), np.zeros(n_labels),
+                  np.zeros(n_labels))
+        cum, blocked, alpha, enter, beta, leave, cover = exact_workspace(rows, n_labels)
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
             if hi == lo:
                 continue
-            log_z[q] = _fixed_sequence_roles(state, first, last, length, spans, transitions, start,
-                                             end, boundaries, longest, lo, hi, roles, cum,
-                                             blocked, alpha, enter, beta, leave, cover)
+            log_z[q] = _sequence_posteriors(
+                state, first, last, length, spans, transitions, start, end, boundaries, longest,
+                lo, hi, roles, no_marginals, counts[0], counts[1], counts[2], counts[3], cum,
+                blocked, alpha, enter, beta, leave, cover)

@@ -1,7 +1,8 @@
 """Belief propagation on a tree in the probability domain, scaled per node.
 
-The fast pass of :mod:`.tree`: exponentials of the transitions and root scores
-are taken once for all trees (shifted by their maxima), each token's unary
+The fast pass of both tree models (:mod:`.passes`, :mod:`.edges`): the
+exponentials of the links' and root scores come in (for the plain tree taken
+once for all trees, shifted by their maxima), each token's unary
 scores need ``n_classes`` exponentials, and messages are products and sums,
 each message scaled to a maximum of 1 with the log of the scale added to
 log Z. It gives up (returns NaN, writing nothing) whenever a value falls
@@ -42,22 +43,33 @@ def _scale_to_max(row):
 
 
 @compiled()
-def scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, order,
-                           with_counts, marginals, counts, up, message, rest, down, total):
-    """log Z of the forest of tokens lo..hi-1 and its marginals and link counts, or NaN.
+def scaled_forest_posteriors(unary, parents, lo, hi, layout, blocks, blocks_by_child, shifts,
+                             per_link, exp_root, root_shift, with_pairs, marginals, out_lo,
+                             counts, pair_marginals, work):
+    """log Z of the forest of tokens lo..hi-1 and its marginals and link pair marginals, or NaN.
 
-    ``child_ptr``, ``children`` and ``order`` hold the forest's layout
-    (:func:`~.tree.tree_layout`). ``up[v]`` becomes the shifted exponentials
-    of v's unary scores times its children's messages; ``rest[c]`` the same
-    for c's parent without c's message, then times the parent's downward
-    values; ``down[c]`` the downward values of c. Only once every check has
-    passed are ``marginals`` and ``counts`` written.
+    One pass for both tree models: a link's block of exponentiated scores
+    ``blocks[b]`` (shifted by ``shifts[b]``) is the link's own
+    (``b = v`` for local node v, when ``per_link``: the link-feature tree) or
+    the one every link shares (``b = 0``: the plain tree, whose caller has
+    checked that no score is -inf). ``blocks_by_child[b]``, the transposed
+    blocks, may be given (else it is empty): the upward messages are then sums
+    of rows, contiguous in memory. ``layout`` is (child_ptr, children, order)
+    of :func:`~.passes.tree_layout`; ``work`` is (up, message, rest, down,
+    total). ``up[v]`` becomes the shifted exponentials of v's unary scores
+    times its children's messages; ``rest[c]`` the same for c's parent
+    without c's message, then times the parent's downward values; ``down[c]``
+    the downward values of c. Only once every check has passed are the
+    outputs written: the marginals into ``marginals[out_lo + v]`` and, with
+    ``with_pairs``, each link's (parent label, child label) marginals into
+    ``pair_marginals[out_lo + v]`` (zero for a root) when ``per_link``, else
+    added up into ``counts``.
     """
-    trans_max, root_max, exp_trans, exp_trans_by_child, exp_root, forbidden = scaled
+    child_ptr, children, order = layout
+    up, message, rest, down, total = work
     n_classes = unary.shape[1]
     n = hi - lo
-    if forbidden:
-        return np.nan
+    by_rows = blocks_by_child.shape[0] > 0
     log_z = 0.0
     for v in range(n):
         top = -np.inf
@@ -99,17 +111,25 @@ def scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, 
                 z += exp_root[j] * up[v, j]
             if not z > FLOOR:
                 return np.nan
-            log_z += root_max + np.log(z)
+            log_z += root_shift + np.log(z)
             continue
-        # message[i] = sum_j exp_trans[i, j] up[v, j], as a sum of rows: the
-        # inner loop then runs over contiguous memory with no reduction
-        for i in range(n_classes):
-            message[v, i] = 0.0
-        add_vector_matrix(up[v], exp_trans_by_child, message[v])
+        b = v if per_link else 0
+        # message[i] = sum_j block[i, j] up[v, j]
+        if by_rows:
+            for i in range(n_classes):
+                message[v, i] = 0.0
+            add_vector_matrix(up[v], blocks_by_child[b], message[v])
+        else:
+            block = blocks[b]
+            for i in range(n_classes):
+                s = 0.0
+                for j in range(n_classes):
+                    s += block[i, j] * up[v, j]
+                message[v, i] = s
         top = _scale_to_max(message[v])
         if top == 0.0:
             return np.nan
-        log_z += trans_max + np.log(top)
+        log_z += shifts[b] + np.log(top)
 
     # downward: parents before their children; rest[c] becomes the weights of
     # the parent's labels seen from c, down[c] c's downward values
@@ -124,7 +144,7 @@ def scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, 
                 rest[v, i] *= down[p, i]
             for j in range(n_classes):
                 down[v, j] = 0.0
-            add_vector_matrix(rest[v], exp_trans, down[v])
+            add_vector_matrix(rest[v], blocks[v if per_link else 0], down[v])
             top = _scale_to_max(down[v])
             if top == 0.0:
                 return np.nan
@@ -141,12 +161,22 @@ def scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, 
     for v in range(n):
         inverse = 1.0 / total[v]
         for j in range(n_classes):
-            marginals[lo + v, j] = down[v, j] * up[v, j] * inverse
-        if with_counts and parents[lo + v] >= 0:
-            # P(parent a, child b) = rest[v, a] exp_trans[a, b] up[v, b] / total[v],
-            # on the scale of down[v] (rest was divided by the same maximum)
-            for i in range(n_classes):
-                a = rest[v, i] * inverse
-                for j in range(n_classes):
-                    counts[i, j] += a * exp_trans[i, j] * up[v, j]
+            marginals[out_lo + v, j] = down[v, j] * up[v, j] * inverse
+        if not with_pairs:
+            continue
+        if parents[lo + v] < 0:
+            if per_link:
+                pair_marginals[out_lo + v] = 0.0
+            continue
+        # P(parent a, child b) = rest[v, a] block[a, b] up[v, b] / total[v], on
+        # the scale of down[v] (rest was divided by the same maximum)
+        block = blocks[v if per_link else 0]
+        pairs = pair_marginals[out_lo + v] if per_link else counts
+        for i in range(n_classes):
+            a = rest[v, i] * inverse
+            for j in range(n_classes):
+                if per_link:
+                    pairs[i, j] = a * block[i, j] * up[v, j]
+                else:
+                    pairs[i, j] += a * block[i, j] * up[v, j]
     return log_z

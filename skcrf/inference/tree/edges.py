@@ -28,10 +28,8 @@ validates or mutates its inputs.
 import numpy as np
 
 from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
-from .._logspace import FLOOR, logsumexp_sum, normalize_log_block, normalized_exp_sum
-from .._products import add_vector_matrix
-from .passes import _combine_children, _shift_to_zero, tree_layout
-from ._scaled import _scale_to_max
+from .passes import exact_forest_posteriors, forest_viterbi, tree_layout
+from ._scaled import scaled_forest_posteriors
 
 
 @compiled()
@@ -54,145 +52,14 @@ def scaled_tree_edge_posteriors(unary, exp_edges, edge_shift, exp_root, root_shi
     ``work`` (:func:`~.tree.tree_layout`). Only when every check passed are the
     marginals (``marginals[out_lo + v]``) and, with ``with_pairs``, each link's
     (parent label, child label) marginals (``pair_marginals[out_lo + v]``,
-    zero for a root) written; NaN leaves them as they were.
+    zero for a root) written; NaN leaves them as they were. The plain tree's
+    pass with a block per link (:func:`._scaled.scaled_forest_posteriors`).
     """
     (up, message, rest, down, child_ptr, children, order, _, total, _, _, _) = work
-    n_classes = unary.shape[1]
-    n = hi - lo
-    log_z = 0.0
-    for v in range(n):
-        top = -np.inf
-        for j in range(n_classes):
-            if unary[lo + v, j] > top:
-                top = unary[lo + v, j]
-        if not top > -np.inf:
-            return np.nan
-        log_z += top
-        for j in range(n_classes):
-            if unary[lo + v, j] == -np.inf:
-                return np.nan
-            up[v, j] = np.exp(unary[lo + v, j] - top)
-
-    # upward: children before their parent
-    for m in range(n - 1, -1, -1):
-        v = order[m]
-        first, stop = child_ptr[v], child_ptr[v + 1]
-        for k in range(first, stop):
-            c = children[k]
-            for j in range(n_classes):
-                rest[c, j] = up[v, j]
-                up[v, j] *= message[c, j]
-        if stop - first > 1:
-            for j in range(n_classes):
-                suffix = 1.0
-                for k in range(stop - 1, first - 1, -1):
-                    c = children[k]
-                    rest[c, j] *= suffix
-                    suffix *= message[c, j]
-        for j in range(n_classes):
-            if up[v, j] < FLOOR:
-                return np.nan
-        if parents[lo + v] < 0:
-            z = 0.0
-            for j in range(n_classes):
-                z += exp_root[j] * up[v, j]
-            if not z > FLOOR:
-                return np.nan
-            log_z += root_shift + np.log(z)
-            continue
-        block = exp_edges[v]
-        for i in range(n_classes):
-            s = 0.0
-            for j in range(n_classes):
-                s += block[i, j] * up[v, j]
-            message[v, i] = s
-        top = _scale_to_max(message[v])
-        if top == 0.0:
-            return np.nan
-        log_z += edge_shift[v] + np.log(top)
-
-    # downward: parents before their children
-    for m in range(n):
-        v = order[m]
-        p = parents[lo + v]
-        if p < 0:
-            for j in range(n_classes):
-                down[v, j] = exp_root[j]
-        else:
-            for i in range(n_classes):
-                rest[v, i] *= down[p, i]
-            for j in range(n_classes):
-                down[v, j] = 0.0
-            add_vector_matrix(rest[v], exp_edges[v], down[v])
-            top = _scale_to_max(down[v])
-            if top == 0.0:
-                return np.nan
-            for i in range(n_classes):
-                rest[v, i] /= top
-        s = 0.0
-        for j in range(n_classes):
-            s += down[v, j] * up[v, j]
-        if not s > FLOOR:
-            return np.nan
-        total[v] = s
-
-    # every check passed: only now write the outputs
-    for v in range(n):
-        inverse = 1.0 / total[v]
-        for j in range(n_classes):
-            marginals[out_lo + v, j] = down[v, j] * up[v, j] * inverse
-        if not with_pairs:
-            continue
-        pairs = pair_marginals[out_lo + v]
-        if parents[lo + v] < 0:
-            for i in range(n_classes):
-                for j in range(n_classes):
-                    pairs[i, j] = 0.0
-            continue
-        block = exp_edges[v]
-        for i in range(n_classes):
-            a = rest[v, i] * inverse
-            for j in range(n_classes):
-                pairs[i, j] = a * block[i, j] * up[v, j]
-    return log_z
-
-
-@compiled()
-def _log_block_vector(block, values, out):
-    """out[i] = log sum_j exp(block[i, j] + values[j]) (-inf where every term is)."""
-    n = block.shape[0]
-    for i in range(n):
-        top = -np.inf
-        for j in range(block.shape[1]):
-            v = block[i, j] + values[j]
-            if v > top:
-                top = v
-        if top == -np.inf:
-            out[i] = -np.inf
-            continue
-        s = 0.0
-        for j in range(block.shape[1]):
-            s += np.exp(block[i, j] + values[j] - top)
-        out[i] = top + np.log(s)
-
-
-@compiled()
-def _log_vector_block(values, block, out):
-    """out[j] = log sum_i exp(values[i] + block[i, j]) (-inf where every term is)."""
-    n_rows, n_cols = block.shape
-    for j in range(n_cols):
-        top = -np.inf
-        for i in range(n_rows):
-            v = values[i] + block[i, j]
-            if v > top:
-                top = v
-        if top == -np.inf:
-            out[j] = -np.inf
-            continue
-        s = 0.0
-        for i in range(n_rows):
-            s += np.exp(values[i] + block[i, j] - top)
-        out[j] = top + np.log(s)
+    return scaled_forest_posteriors(
+        unary, parents, lo, hi, (child_ptr, children, order), exp_edges,
+        np.empty((0, 0, 0)), edge_shift, True, exp_root, root_shift, with_pairs, marginals,
+        out_lo, np.empty((0, 0)), pair_marginals, (up, message, rest, down, total))
 
 
 @compiled()
@@ -202,125 +69,16 @@ def exact_tree_edge_posteriors(unary, edges, edge_lo, root, parents, lo, hi, wit
 
     The forest's layout must be in ``work``. Returns -inf, writing nothing,
     when no labelling has a finite score; else writes what
-    :func:`scaled_tree_edge_posteriors` writes.
+    :func:`scaled_tree_edge_posteriors` writes. The plain tree's pass with a
+    block per link (:func:`~.passes.exact_forest_posteriors`).
     """
     (up, message, excluded, down, child_ptr, children, order, _, _, scratch, suffix,
      block) = work
-    n_classes = unary.shape[1]
-    n = hi - lo
-    log_z = 0.0
-    for v in range(n):
-        top = -np.inf
-        for j in range(n_classes):
-            if unary[lo + v, j] > top:
-                top = unary[lo + v, j]
-        if top == -np.inf:
-            return -np.inf
-        log_z += top
-        for j in range(n_classes):
-            up[v, j] = unary[lo + v, j] - top
-
-    for m in range(n - 1, -1, -1):
-        v = order[m]
-        _combine_children(v, child_ptr, children, up, message, excluded, suffix)
-        if parents[lo + v] >= 0:
-            _log_block_vector(edges[edge_lo + v], up[v], message[v])
-            top = _shift_to_zero(message[v])
-            if top == -np.inf:
-                return -np.inf
-            log_z += top
-        else:
-            top = logsumexp_sum(root, up[v])
-            if top == -np.inf:
-                return -np.inf
-            log_z += top
-
-    for m in range(n):
-        v = order[m]
-        p = parents[lo + v]
-        if p < 0:
-            for j in range(n_classes):
-                down[v, j] = root[j]
-            if with_pairs:
-                for i in range(n_classes):
-                    for j in range(n_classes):
-                        pair_marginals[out_lo + v, i, j] = 0.0
-        else:
-            for i in range(n_classes):
-                scratch[i] = down[p, i] + excluded[v, i]
-            _log_vector_block(scratch, edges[edge_lo + v], down[v])
-            _shift_to_zero(down[v])
-            if with_pairs:
-                for i in range(n_classes):
-                    for j in range(n_classes):
-                        block[i, j] = scratch[i] + edges[edge_lo + v, i, j] + up[v, j]
-                pairs = pair_marginals[out_lo + v]
-                if normalize_log_block(block):
-                    for i in range(n_classes):
-                        for j in range(n_classes):
-                            pairs[i, j] = block[i, j]
-                else:
-                    for i in range(n_classes):
-                        for j in range(n_classes):
-                            pairs[i, j] = 0.0
-        normalized_exp_sum(down[v], up[v], marginals[out_lo + v])
-    return log_z
-
-
-@compiled()
-def tree_edge_sequence_viterbi(unary, edges, edge_lo, root, parents, lo, hi, label_ids, work):
-    """The best labelling of the forest of tokens lo..hi-1 into ``label_ids[lo:hi]``.
-
-    Ties go to the lowest label id. The forest's layout must be in ``work``;
-    ``up``, ``message`` and ``down`` serve as best scores, back-pointers and
-    scratch.
-    """
-    (best, backpointer, _, _, child_ptr, children, order, _, _, message, _, _) = work
-    n_classes = unary.shape[1]
-    n = hi - lo
-    for v in range(n):
-        top = -np.inf
-        for j in range(n_classes):
-            if unary[lo + v, j] > top:
-                top = unary[lo + v, j]
-        for j in range(n_classes):
-            best[v, j] = unary[lo + v, j] - top if top > -np.inf else unary[lo + v, j]
-    for m in range(n - 1, -1, -1):
-        v = order[m]
-        p = parents[lo + v]
-        if p < 0:
-            continue
-        shift = -np.inf
-        for i in range(n_classes):
-            top = -np.inf
-            top_j = 0
-            for j in range(n_classes):
-                s = edges[edge_lo + v, i, j] + best[v, j]
-                if s > top:
-                    top = s
-                    top_j = j
-            message[i] = top
-            backpointer[v, i] = top_j
-            if top > shift:
-                shift = top
-        if shift == -np.inf:
-            shift = 0.0
-        for i in range(n_classes):
-            best[p, i] += message[i] - shift
-    for m in range(n):
-        v = order[m]
-        p = parents[lo + v]
-        if p >= 0:
-            label_ids[lo + v] = np.int64(backpointer[v, label_ids[lo + p]])
-            continue
-        top = -np.inf
-        top_j = 0
-        for j in range(n_classes):
-            s = root[j] + best[v, j]
-            if s > top:
-                top = s
-                top_j = j
-        label_ids[lo + v] = top_j
+    no_factors = (np.empty(0), np.empty((0, 0)), np.empty(0), np.empty((0, 0)))
+    return exact_forest_posteriors(
+        unary, edges, edge_lo, True, no_factors, root, parents, lo, hi, with_pairs, marginals,
+        out_lo, np.empty((0, 0)), pair_marginals, (child_ptr, children, order),
+        (up, message, excluded, down, scratch, suffix, block, suffix))
 
 
 @compiled()
@@ -435,33 +193,11 @@ def tree_edge_viterbi(unary, edges, root, parents, offsets):
 
     Ties go to the lowest label id. A ``-inf`` score never appears in a
     returned labelling unless the sequence has no feasible labelling at all.
+    The plain tree's pass with a block per link (:func:`~.passes.forest_viterbi`).
 
     Returns
     -------
     label_ids : (n_tokens,) int64
     """
-    n_tokens, n_classes = unary.shape
-    n_chunks = default_n_chunks(offsets)
-    bounds = chunk_bounds(offsets, n_chunks)
-    label_ids = np.zeros(n_tokens, np.int64)
-    run_chunks(_viterbi_chunks, n_chunks, bounds, unary, edges, root, parents, offsets,
-               label_ids)
-    return label_ids
-
-
-@compiled()
-def _viterbi_chunks(chunk_lo, chunk_hi, bounds, unary, edges, root, parents, offsets,
-                    label_ids):
-    """The best labellings of the chunks' forests into ``label_ids``."""
-    n_classes = unary.shape[1]
-    for c in range(chunk_lo, chunk_hi):
-        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        work = tree_edge_workspace(longest, n_classes)
-        child_ptr, children, order, cursor = work[4], work[5], work[6], work[7]
-        for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
-            if hi > lo:
-                tree_layout(parents, lo, hi, child_ptr, children, order, cursor)
-                tree_edge_sequence_viterbi(unary, edges, lo, root, parents, lo, hi,
-                                           label_ids, work)
+    return forest_viterbi(unary, np.ascontiguousarray(edges, dtype=np.float64), True, root,
+                          parents, offsets)

@@ -35,7 +35,7 @@ from .._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp_
                         normalize_log_block, normalized_exp_sum, shift_of,
                         shifted_rows)
 from .._potentials import shifted_exp_by_column_and_row, tree_scaled_potentials
-from ._scaled import scaled_tree_posteriors
+from ._scaled import scaled_forest_posteriors
 
 
 @compiled()
@@ -193,12 +193,20 @@ def tree_sequence_posteriors(unary, transitions, root, parents, lo, hi, potentia
 def scaled_tree_sequence(unary, parents, lo, hi, scaled, with_counts, marginals, counts,
                          work):
     """The scaled pass of the forest of tokens lo..hi-1; NaN, writing nothing, if it gives up."""
+    trans_max, root_max, exp_trans, exp_trans_by_child, exp_root, forbidden = scaled
+    if forbidden:
+        return np.nan
     (up, message, excluded, down, child_ptr, children, order, cursor, block, suffix,
      scratch, zero, total) = work
     tree_layout(parents, lo, hi, child_ptr, children, order, cursor)
-    return scaled_tree_posteriors(unary, parents, lo, hi, scaled, child_ptr, children, order,
-                                  with_counts, marginals, counts, up, message, excluded, down,
-                                  total)
+    n_classes = exp_trans.shape[0]
+    # every link shares the one block (see scaled_forest_posteriors)
+    return scaled_forest_posteriors(
+        unary, parents, lo, hi, (child_ptr, children, order),
+        exp_trans.reshape((1, n_classes, n_classes)),
+        exp_trans_by_child.reshape((1, n_classes, n_classes)), np.full(1, trans_max),
+        False, exp_root, root_max, with_counts, marginals, lo, counts,
+        np.empty((0, n_classes, n_classes)), (up, message, excluded, down, total))
 
 
 @compiled()
@@ -216,9 +224,39 @@ def exact_tree_sequence(unary, transitions, root, parents, lo, hi, exact, with_c
 def _exact_tree_posteriors(unary, transitions, root, parents, lo, hi, potentials,
                            with_counts, marginals, counts, work):
     """The log-space pass of :func:`tree_sequence_posteriors`, on the layout it made."""
-    col_max, exp_by_col, row_max, exp_by_row = potentials
     (up, message, excluded, down, child_ptr, children, order, cursor, block, suffix,
      scratch, zero, total) = work
+    n_classes = transitions.shape[0]
+    # every link shares the one block (see exact_forest_posteriors)
+    return exact_forest_posteriors(
+        unary, np.ascontiguousarray(transitions).reshape((1, n_classes, n_classes)),
+        np.int64(0), False, potentials, root, parents, lo, hi, with_counts, marginals, lo,
+        counts, np.empty((0, n_classes, n_classes)), (child_ptr, children, order),
+        (up, message, excluded, down, scratch, suffix, block, zero))
+
+
+@compiled()
+def exact_forest_posteriors(unary, blocks, block_lo, per_link, factored, root, parents, lo, hi,
+                            with_pairs, marginals, out_lo, counts, pair_marginals, layout,
+                            work):
+    """The log-space pass of the forest of tokens lo..hi-1, for both tree models.
+
+    Returns -inf, writing nothing, when no labelling has a finite score. A
+    link's log scores are ``blocks[block_lo + v]`` when ``per_link`` (the
+    link-feature tree: each link's messages take one exponential per cell,
+    and with ``with_pairs`` its normalized pair marginals go to
+    ``pair_marginals[out_lo + v]``, zero for a root), else ``blocks[0]`` for
+    every link (the plain tree: the messages are factored with ``factored``,
+    :func:`~.._logspace.shifted_exp_by_column_and_row` of the block, and the
+    pair marginals added up into ``counts``). Marginals go to
+    ``marginals[out_lo + v]``. ``layout`` is (child_ptr, children, order) of
+    :func:`tree_layout`; ``work`` is (up, message, excluded, down, scratch,
+    suffix, block, zero), ``zero`` all zeros.
+    """
+    col_max, exp_by_col, row_max, exp_by_row = factored
+    child_ptr, children, order = layout
+    up, message, excluded, down, scratch, suffix, block, zero = work
+    n_classes = unary.shape[1]
     n = hi - lo
     log_z = shifted_rows(unary, lo, hi, up)
 
@@ -227,7 +265,10 @@ def _exact_tree_posteriors(unary, transitions, root, parents, lo, hi, potentials
         v = order[m]
         _combine_children(v, child_ptr, children, up, message, excluded, suffix)
         if parents[lo + v] >= 0:
-            log_matrix_vector(transitions, up[v], row_max, exp_by_row, scratch, message[v])
+            if per_link:
+                _log_block_vector(blocks[block_lo + v], up[v], message[v])
+            else:
+                log_matrix_vector(blocks[0], up[v], row_max, exp_by_row, scratch, message[v])
             top = _shift_to_zero(message[v])
             if top == -np.inf:
                 return -np.inf
@@ -243,19 +284,81 @@ def _exact_tree_posteriors(unary, transitions, root, parents, lo, hi, potentials
         v = order[m]
         p = parents[lo + v]
         if p < 0:
-            for j in range(root.shape[0]):
+            for j in range(n_classes):
                 down[v, j] = root[j]
+            if with_pairs and per_link:
+                pair_marginals[out_lo + v] = 0.0
         else:
-            for i in range(root.shape[0]):
+            for i in range(n_classes):
                 scratch[i] = down[p, i] + excluded[v, i]
-            log_vector_matrix(zero, scratch, transitions, col_max, exp_by_col, suffix,
-                              down[v])
+            links = blocks[block_lo + v if per_link else 0]
+            if per_link:
+                _log_vector_block(scratch, links, down[v])
+            else:
+                log_vector_matrix(zero, scratch, links, col_max, exp_by_col, suffix, down[v])
             _shift_to_zero(down[v])
-            if with_counts:
-                _accumulate_link(scratch, transitions, col_max, exp_by_col, up[v], counts,
-                                 block, suffix)
-        normalized_exp_sum(down[v], up[v], marginals[lo + v])
+            if with_pairs and per_link:
+                _link_pair_marginals(scratch, links, up[v], block, pair_marginals[out_lo + v])
+            elif with_pairs:
+                _accumulate_link(scratch, links, col_max, exp_by_col, up[v], counts, block,
+                                 suffix)
+        normalized_exp_sum(down[v], up[v], marginals[out_lo + v])
     return log_z
+
+
+@compiled()
+def _link_pair_marginals(above, links, below, block, pairs):
+    """pairs[a, b] = P(parent a, child b) of one link, from exp(above[a] + links[a, b] + below[b])."""
+    n_classes = links.shape[0]
+    for i in range(n_classes):
+        for j in range(n_classes):
+            block[i, j] = above[i] + links[i, j] + below[j]
+    if normalize_log_block(block):
+        for i in range(n_classes):
+            for j in range(n_classes):
+                pairs[i, j] = block[i, j]
+    else:
+        for i in range(n_classes):
+            for j in range(n_classes):
+                pairs[i, j] = 0.0
+
+
+@compiled()
+def _log_block_vector(block, values, out):
+    """out[i] = log sum_j exp(block[i, j] + values[j]) (-inf where every term is)."""
+    n = block.shape[0]
+    for i in range(n):
+        top = -np.inf
+        for j in range(block.shape[1]):
+            v = block[i, j] + values[j]
+            if v > top:
+                top = v
+        if top == -np.inf:
+            out[i] = -np.inf
+            continue
+        s = 0.0
+        for j in range(block.shape[1]):
+            s += np.exp(block[i, j] + values[j] - top)
+        out[i] = top + np.log(s)
+
+
+@compiled()
+def _log_vector_block(values, block, out):
+    """out[j] = log sum_i exp(values[i] + block[i, j]) (-inf where every term is)."""
+    n_rows, n_cols = block.shape
+    for j in range(n_cols):
+        top = -np.inf
+        for i in range(n_rows):
+            v = values[i] + block[i, j]
+            if v > top:
+                top = v
+        if top == -np.inf:
+            out[j] = -np.inf
+            continue
+        s = 0.0
+        for i in range(n_rows):
+            s += np.exp(values[i] + block[i, j] - top)
+        out[j] = top + np.log(s)
 
 
 def tree_forward_backward(unary, transitions, root, parents, offsets, with_counts):
@@ -355,17 +458,30 @@ def tree_viterbi(unary, transitions, root, parents, offsets):
     -------
     label_ids : (n_tokens,) int64
     """
-    n_tokens, n_classes = unary.shape
+    n_classes = unary.shape[1]
+    # every link shares the one block (see forest_viterbi)
+    blocks = np.ascontiguousarray(transitions, dtype=np.float64).reshape(1, n_classes,
+                                                                         n_classes)
+    return forest_viterbi(unary, blocks, False, root, parents, offsets)
+
+
+def forest_viterbi(unary, blocks, per_link, root, parents, offsets):
+    """The best labelling of every forest, each link scored by its block (:func:`tree_viterbi`).
+
+    ``blocks[v]`` scores the link of token v (its rows the parent's labels) when
+    ``per_link`` (the link-feature tree), else ``blocks[0]`` every link.
+    """
+    n_tokens = unary.shape[0]
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     label_ids = np.zeros(n_tokens, np.int64)
-    run_chunks(_tree_viterbi_chunks, n_chunks, bounds, unary, transitions, root, parents,
-               offsets, label_ids)
+    run_chunks(_tree_viterbi_chunks, n_chunks, bounds, unary, blocks, bool(per_link), root,
+               parents, offsets, label_ids)
     return label_ids
 
 
 @compiled()
-def _tree_viterbi_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, root, parents,
+def _tree_viterbi_chunks(chunk_lo, chunk_hi, bounds, unary, blocks, per_link, root, parents,
                          offsets, label_ids):
     """The best labellings of the chunks' trees into ``label_ids``."""
     n_classes = unary.shape[1]
@@ -392,11 +508,12 @@ def _tree_viterbi_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, root, p
                 p = parents[lo + v]
                 if p < 0:
                     continue
+                block = blocks[lo + v if per_link else 0]
                 for i in range(n_classes):
                     top = -np.inf
                     top_j = 0
                     for j in range(n_classes):
-                        s = transitions[i, j] + best[v, j]
+                        s = block[i, j] + best[v, j]
                         if s > top:
                             top = s
                             top_j = j

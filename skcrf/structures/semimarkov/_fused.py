@@ -24,7 +24,7 @@ from ...inference.semimarkov._scaled import (FACTOR_CAP, exp_factors, norm_floor
                                             scaled_factor_posteriors,
                                             scaled_sequence_posteriors, scaled_workspace)
 from ...inference.semimarkov._roles import COVERED, FIRST, LAST, N_ROLES
-from ...inference.semimarkov.passes import _sequence_posteriors, longest_segments
+from ...inference.semimarkov.passes import _sequence_posteriors, exact_workspace, longest_segments
 from ..chain._fused import FusedChainTerms
 from .._fused_features import (exp_slot_rows, hot_state_rows, scatter_expected, sequence_unary,
                               summed_pair_partials)
@@ -432,19 +432,14 @@ def _exact_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_
                       chunk_lengths, chunk_transitions, chunk_start, chunk_end):
     """The exact log-space pass of the sequences ``exact`` flags, added to their chunks' sums."""
     C = transitions.shape[0]
+    no_boundaries = np.zeros(0, np.int8)  # training fixes no boundary
     for c in range(chunk_lo, chunk_hi):
         if not exact[bounds[c]:bounds[c + 1]].any():
             continue
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         scratch = _chunk_scratch(rows, C, weighted_roles.shape[0], span_length, with_spans)
         state, first, last, roles = scratch[1], scratch[2], scratch[3], scratch[4]
-        cum = np.empty((rows, C))
-        blocked = np.empty((rows, C), np.int64)
-        alpha = np.empty((rows, C))
-        enter = np.empty((rows, C))
-        beta = np.empty((rows, C))
-        leave = np.empty((rows, C))
-        cover = np.empty((rows, C))
+        cum, blocked, alpha, enter, beta, leave, cover = exact_workspace(rows, C)
         for q in range(bounds[c], bounds[c + 1]):
             if not exact[q]:
                 continue
@@ -456,8 +451,8 @@ def _exact_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_
                 span_binary, span_pair_ptr, span_pair_labels, segment_weights, with_spans,
                 span_length, lo, hi, scratch)
             value = _sequence_posteriors(
-                state, first, last, length, spans, transitions, start, end, longest,
-                np.int64(0), hi - lo, roles, marginals, chunk_lengths[c], chunk_transitions[c],
+                state, first, last, length, spans, transitions, start, end, no_boundaries,
+                longest, np.int64(0), hi - lo, roles, marginals, chunk_lengths[c], chunk_transitions[c],
                 chunk_start[c], chunk_end[c], cum, blocked, alpha, enter, beta, leave, cover)
             log_z[q] = value
             if not np.isfinite(value):

@@ -10,34 +10,20 @@ that the unfused path builds. Tested against that path on random problems.
 
 import numpy as np
 
-from ...inference._runtime.batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence, run_chunks
+from ...inference._runtime.batch import chunk_bounds, compiled, longest_sequence, run_chunks
 from ...inference.tree.passes import tree_layout
 from ...inference.tree.edges import (exact_tree_edge_posteriors, exp_edge_blocks, root_factors,
                                     scaled_tree_edge_posteriors, tree_edge_workspace)
+from ..chain._edges_fused import _pair_rows
 
-#: Per-chunk partial sums of the expected pair counts, in float64 values: the
-#: chunk count is this budget over the number of pairs (at least
-#: _MIN_CHUNKS, for the threads to share, and at most N_CHUNKS).
-_PAIR_BUDGET = 1 << 19
-_MIN_CHUNKS = 4
+# The chain's link-feature kernel sums a token's feature weights (_pair_rows) and
+# sizes its chunks (edge_chunk_count) as this one does: both are shared.
 
 #: The exponentiated link blocks are products of exponentiated weights while
 #: every weight magnitude times the most link-feature entries of a token stays
 #: below this: no product then leaves float64's normal range (as the chain's
 #: PRODUCT_EXPONENT_BOUND).
 PRODUCT_EXPONENT_BOUND = 600.0
-
-
-@compiled()
-def _add_pair_rows(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights, lo, hi,
-                   rows):
-    """``rows[r] += sum of token lo + r's features' pair weights`` for r < hi - lo."""
-    for r in range(hi - lo):
-        for k in range(indptr[lo + r], indptr[lo + r + 1]):
-            value = 1.0 if binary else data[k]
-            col = indices[k]
-            for p in range(pair_ptr[col], pair_ptr[col + 1]):
-                rows[r, pair_labels[p]] += value * pair_weights[p]
 
 
 @compiled()
@@ -176,7 +162,7 @@ def _tree_edge_nll_chunks(chunk_lo, chunk_hi, bounds, data, indices, indptr, bin
             for r in range(n):
                 for a in range(n_classes):
                     unary[r, a] = 0.0
-            _add_pair_rows(data, indices, indptr, binary, state_ptr, state_labels,
+            _pair_rows(data, indices, indptr, binary, state_ptr, state_labels,
                            state_weights, lo, hi, unary)
             tree_layout(local_parents, np.int64(0), n, child_ptr, children, order, cursor)
             with_log_blocks = not by_products
@@ -232,12 +218,5 @@ def _link_log_blocks(data, indices, indptr, binary, edge_ptr, edge_labels, edge_
         for a in range(n_classes):
             for b in range(n_classes):
                 edges[r, a, b] = transitions[a, b]
-    _add_pair_rows(data, indices, indptr, binary, edge_ptr, edge_labels, edge_weights, lo, hi,
+    _pair_rows(data, indices, indptr, binary, edge_ptr, edge_labels, edge_weights, lo, hi,
                    edge_rows)
-
-
-def tree_edge_chunk_count(offsets, n_pairs):
-    """Number of forest chunks of :func:`tree_edge_nll_terms`: from the data alone."""
-    n_sequences = offsets.shape[0] - 1
-    by_memory = _PAIR_BUDGET // max(n_pairs, 1)
-    return max(1, min(n_sequences, N_CHUNKS, max(_MIN_CHUNKS, by_memory)))

@@ -29,7 +29,8 @@ from ...inference.tree.passes import tree_forward_backward, tree_viterbi
 from ...inference.tree.edges import tree_edge_forward_backward, tree_edge_viterbi
 from .._parameters import (ParameterLayout, StatePairs, TokenStatistics, same_shapes,
                           weights_of_blocks)
-from ._edges_fused import tree_edge_nll_terms, tree_edge_chunk_count
+from ..chain._edges_fused import edge_chunk_count
+from ._edges_fused import tree_edge_nll_terms
 from ..chain.order1 import pin_labels
 from ._fused import FusedTreeTerms
 
@@ -382,7 +383,7 @@ class _FusedEdgeTerms:
         self.structure = structure
         self.features = features
         self.offsets = offsets
-        self.n_chunks = tree_edge_chunk_count(
+        self.n_chunks = edge_chunk_count(
             offsets, structure.state_pairs.n_pairs + structure.edge_pairs.n_pairs
             + structure.n_classes ** 2)
 
