@@ -37,7 +37,8 @@ from .._utils.parallel import kernel_threads
 from .._utils.type_aliases import FeatureSequences
 from ..inference.chain.windows import window_probabilities
 from ..inference.semimarkov.queries import CUT
-from ..tags import SCHEMES, _B, _E, _I, _O, _S, _decode_spans, _encode_tags, detect_scheme
+from .._utils.span_decoding import _B, _E, _I, _O, _S, _decode_spans, _encode_tags
+from ..tags import SCHEMES, detect_scheme
 
 __all__ = ["SpanQueries"]
 
