@@ -13,6 +13,7 @@ changed is compiled again, not run stale (:func:`key_by_kernel_sources`).
 import functools
 import hashlib
 import os
+import re
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -185,22 +186,58 @@ def key_by_kernel_sources(dispatcher):
 _PACKAGE = Path(__file__).resolve().parents[2]
 
 
+#: Folders of ``root`` every module of which counts, kernels or not: their
+#: modules of constants (``inference/semimarkov/_roles.py``) compile into kernels.
+KERNEL_FOLDERS = ("inference", "structures")
+
+_RELATIVE_IMPORT = re.compile(rb"^\s*from\s+(\.+)([\w.]*)\s+import", re.MULTILINE)
+
+
+def _is_kernel_file(text):
+    return b"@compiled" in text or b"njit(" in text
+
+
+def _imported_modules(path, text, root):
+    """The files of ``root`` that ``path``'s relative imports name (modules or packages)."""
+    found = set()
+    for dots, dotted in _RELATIVE_IMPORT.findall(text):
+        base = path.parent
+        for _ in range(len(dots) - 1):
+            base = base.parent
+        target = base.joinpath(*dotted.decode().split(".")) if dotted else base
+        for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+            if candidate.is_file() and root in candidate.parents:
+                found.add(candidate)
+    return found
+
+
 @functools.lru_cache(maxsize=None)
 def kernel_sources_digest(root=_PACKAGE):
-    """SHA-256 of the path and text of every file under ``root`` that defines kernels.
+    """SHA-256 of the path and text of every file under ``root`` a kernel may compile in.
 
-    A file defines kernels when it decorates with ``@compiled`` (or numba's
-    ``njit``); the others (estimators, documentation) may change without
+    These are the files that decorate with ``@compiled`` (or numba's
+    ``njit``), every module under :data:`KERNEL_FOLDERS`, and every module
+    a kernel file imports from: numba compiles a module-level constant's
+    value into each kernel that reads it, so an edit of a module of
+    constants must make its kernels compile again as much as an edit of the
+    kernels. Other files (estimators, documentation) may change without
     compiling anything again. None when the sources cannot be read (an
     install without them): numba's own keys then stand alone.
     """
     hasher = hashlib.sha256()
     try:
-        for path in sorted(root.rglob("*.py")):
-            text = path.read_bytes()
-            if b"@compiled" in text or b"njit(" in text:
+        paths = sorted(root.rglob("*.py"))
+        texts = {path: path.read_bytes() for path in paths}
+        counted = {path for path in paths
+                   if path.relative_to(root).parts[0] in KERNEL_FOLDERS
+                   or _is_kernel_file(texts[path])}
+        for path in paths:
+            if _is_kernel_file(texts[path]):
+                counted |= _imported_modules(path, texts[path], root)
+        for path in paths:
+            if path in counted:
                 hasher.update(path.relative_to(root).as_posix().encode() + b"\0")
-                hasher.update(text + b"\0")
+                hasher.update(texts[path] + b"\0")
     except OSError:
         return None
     return hasher.hexdigest()
