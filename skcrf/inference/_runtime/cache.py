@@ -14,6 +14,7 @@ import functools
 import hashlib
 import os
 import re
+import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -134,6 +135,9 @@ def recover_damaged_cache(dispatcher):
         try:
             with _locked(_index_of(cache), shared=True):
                 return load(sig, target_context)
+        except _LockTimeout as error:  # the cache is fine, only busy: compile, keep it
+            _warn_lock_timeout(error)
+            return None
         except Exception as error:  # noqa: BLE001 - anything unreadable: recompile
             index = _index_of(cache)
             _warn_cache_damaged(index, error)
@@ -149,6 +153,8 @@ def recover_damaged_cache(dispatcher):
         try:
             with _locked(index, shared=False):
                 save(sig, data)
+        except _LockTimeout as error:
+            _warn_lock_timeout(error)
         except Exception as error:  # noqa: BLE001 - the compiled kernel works anyway
             _warn_cache_damaged(index, error)
 
@@ -243,6 +249,29 @@ def kernel_sources_digest(root=_PACKAGE):
     return hasher.hexdigest()
 
 
+#: Seconds a process waits for another's lock on a kernel's cache entry before
+#: going on without the cache. A load or save holds it for milliseconds; a
+#: holder past this is stopped (Ctrl-Z, SIGSTOP, a debugger) or hung.
+LOCK_TIMEOUT = 30.0
+
+#: Lock files a wait ran out on in this process: not waited for again.
+_stuck_locks = set()
+
+
+class _LockTimeout(Exception):
+    """Another process held a cache lock for more than :data:`LOCK_TIMEOUT` seconds."""
+
+
+def _holder(handle):
+    """The pid the lock file names (the last process that took it), or "unknown"."""
+    try:
+        handle.seek(0)
+        text = handle.read(32).decode("ascii", "replace").strip()
+    except OSError:
+        return "unknown"
+    return text if text.isdigit() else "unknown"
+
+
 @contextmanager
 def _locked(index_path, shared):
     """Hold a lock on ``index_path + ".lock"`` (POSIX; elsewhere, nothing).
@@ -255,6 +284,14 @@ def _locked(index_path, shared):
     other's machine code; a process loading between the index and the data
     can read the data file an older source left under that number. A save
     holds the lock exclusively and a load shared, so neither happens.
+
+    The wait is bounded by :data:`LOCK_TIMEOUT`: a process stopped while
+    holding a lock (Ctrl-Z, a debugger) would otherwise block every other
+    skcrf process forever. Past it, :class:`_LockTimeout` is raised, naming
+    the holder's pid, which each holder writes into the lock file; the
+    callers then go on without the cache (compile, do not save) rather than
+    fail: the cache only saves time, and a kernel compiled without it gives
+    the same results.
     """
     try:
         import fcntl
@@ -263,17 +300,53 @@ def _locked(index_path, shared):
     if fcntl is None or index_path is None:
         yield
         return
+    lock_path = index_path + ".lock"
     try:
-        handle = open(index_path + ".lock", "a+b")
+        handle = open(lock_path, "a+b")
     except OSError:  # an unwritable cache: numba's own save fails and is reported
         yield
         return
     with handle:
-        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        deadline = time.monotonic() + (0.0 if lock_path in _stuck_locks else LOCK_TIMEOUT)
+        delay = 0.001
+        while True:
+            try:
+                fcntl.flock(handle, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    _stuck_locks.add(lock_path)
+                    raise _LockTimeout(
+                        f"the lock {lock_path} of skcrf's kernel cache has been held (last taken "
+                        f"by process {_holder(handle)}) for more than {LOCK_TIMEOUT:g} s (a "
+                        f"stopped process: Ctrl-Z, SIGSTOP or a debugger?); this process "
+                        f"compiles the kernel without the cache instead") from None
+                time.sleep(delay)
+                delay = min(2 * delay, 0.1)
         try:
+            _name_holder(handle)
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _name_holder(handle):
+    """Write this process's pid into the lock file it holds, for whoever waits.
+
+    "a+b" appends whatever the position, so the file is emptied first; of
+    several shared holders, the last one's pid stays.
+    """
+    try:
+        handle.truncate(0)
+        handle.write(str(os.getpid()).encode())
+        handle.flush()
+    except OSError:
+        pass
+
+
+def _warn_lock_timeout(error):
+    warnings.warn(str(error), CacheUnavailableWarning, stacklevel=3)
 
 
 def _warn_cache_damaged(path, error):
