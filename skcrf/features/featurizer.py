@@ -24,13 +24,14 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._estimators.fitted_state import FittedState, saved_as
+from .._estimators.fitted_state import FittedState, IfPresent, _Spec, saved_as
 from .._utils.parallel import kernel_exceptions
 from .._utils.type_aliases import LabelSequences, TokenSequences
 from .._utils.validation import _locate, check_sequences
 from ._dict_arrays import FeatureValueError, _vectorize
 from ._heads import head_matrix
-from ._segments import (adds_features, check_segment_params, gazetteer_token_dicts,
+from ._segments import (adds_features, check_gazetteer_entries, check_segment_params,
+                        fitted_gazetteer_entries, gazetteer_token_dicts,
                         with_segment_features)
 from ._plan import checked_plan
 from ._small import transform_small
@@ -45,6 +46,13 @@ from .vectorizer import SequenceVectorizer, _csr
 
 #: The widest context window (``window`` and each of ``columns``) a featurizer takes.
 MAX_WINDOW = 100
+
+
+class _GazetteerEntries(_Spec):
+    """A gazetteer's entries as fit read them: a dict of phrase to a tuple of types."""
+
+    def check(self, value, label, dims):
+        check_gazetteer_entries(value, label)
 
 
 @saved_as("skcrf.TokenFeaturizer")
@@ -176,7 +184,17 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         the weaker kinds), and with ``segment_features`` the matching
         segment the features of the ``"gazetteer"`` kind. Every kind that
         holds is emitted: an exact match is also a case-folded and a fuzzy
-        one. A file is read once per distinct parameter value.
+        one. A file is read by :meth:`fit` (and :meth:`fit_transform`),
+        which keeps its entries in ``gazetteer_entries_``: a fitted
+        featurizer, and a model file that holds one, uses those and never
+        opens the path again. An unfitted featurizer reads the file on
+        :meth:`transform`, again whenever the file changed.
+
+    Attributes
+    ----------
+    gazetteer_entries_ : dict of str to tuple of str
+        The entries of the gazetteer file, phrase to types, as :meth:`fit`
+        read them. Only when ``gazetteer`` is a path.
 
     See Also
     --------
@@ -229,7 +247,11 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     }
 
     # it learns nothing: its parameters are its whole state
-    _fitted_state = FittedState({}, check_params=lambda featurizer: featurizer._check_params())
+    _fitted_state = FittedState(
+        # the entries of a gazetteer file, read at fit: a model file carries them, and
+        # loading one never opens the path it names
+        {"gazetteer_entries_": IfPresent(_GazetteerEntries())},
+        check_params=lambda featurizer: featurizer._check_params(read_files=False))
 
     def __init__(self, *, window=1,
                  word_features=("lower", "suffix", "isupper", "istitle", "isdigit"),
@@ -258,7 +280,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
 
     def fit(self, X: TokenSequences,
             y: Optional[LabelSequences] = None) -> TokenFeaturizer:
-        """Check the parameters; the featurizer learns nothing from data.
+        """Check the parameters and read a gazetteer file; nothing is learned from data.
 
         Parameters
         ----------
@@ -273,6 +295,11 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
             The featurizer.
         """
         self._check_params()
+        entries = fitted_gazetteer_entries(self)
+        if entries is not None:
+            self.gazetteer_entries_ = entries
+        else:
+            vars(self).pop("gazetteer_entries_", None)
         return self
 
     def transform(self, X: TokenSequences) -> SequenceMatrix:
@@ -315,7 +342,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
 
     def fit_transform(self, X: TokenSequences,
                       y: Optional[LabelSequences] = None) -> SequenceMatrix:
-        """Check the parameters and return the features of ``X``.
+        """Fit (check the parameters, read a gazetteer file) and return the features of ``X``.
 
         Parameters
         ----------
@@ -329,7 +356,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         Xt : SequenceMatrix
             See :meth:`transform`.
         """
-        return self.transform(X)
+        return self.fit(X).transform(X)
 
     def transform_dicts(self, X: TokenSequences) -> list[list[dict[str, Any]]]:
         """The features of :meth:`transform` as per-token dicts, for inspection.
@@ -375,7 +402,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         """``n_columns -> _Plan`` of the current parameters, checked (raises if invalid)."""
         return checked_plan(self)
 
-    def _check_params(self):
+    def _check_params(self, read_files=True):
         self._validate_params()
         windows = [("window", self.window)] + (
             [(f"columns[{column!r}]", window) for column, window in self.columns.items()]
@@ -428,7 +455,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
                 or len(set(self.column_names)) != len(self.column_names)):
             raise ValueError(
                 f"column_names must be distinct str; got {self.column_names!r}.")
-        check_segment_params(self)
+        check_segment_params(self, read_files=read_files)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -161,7 +161,7 @@ class Gazetteer:
         its line).
         """
         if isinstance(spec, (str, os.PathLike)):
-            return cls(_read_entries(spec, name))
+            return cls(read_entries(spec, name))
         if not isinstance(spec, Mapping):
             raise TypeError(
                 f"{name} must be a mapping from phrases to types (a str or a list of str) "
@@ -280,7 +280,7 @@ class Gazetteer:
                 np.asarray(candidates, dtype=np.int64).reshape(-1))
 
 
-def _read_entries(path, name):
+def read_entries(path, name):
     """Entries of a file of ``phrase<TAB>type`` lines (blank lines and ``#`` comments skipped)."""
     entries = {}
     try:
