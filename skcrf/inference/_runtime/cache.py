@@ -34,48 +34,53 @@ _read_only_warned = False
 
 
 def read_only_in_tree_cache(dispatcher):
-    """Read ``dispatcher``'s kernels from a read-only ``__pycache__`` that holds them.
+    """Read ``dispatcher``'s kernels from a read-only cache directory that holds them.
 
-    numba caches a kernel in the ``__pycache__`` beside its source only if it
-    can write there; otherwise it uses the user's cache directory, empty for
-    a user who did not compile. So an image whose build ran ``skcrf warmup``
-    as root and whose container runs as another user compiled every kernel
-    again in every container. When ``NUMBA_CACHE_DIR`` is not set, numba did
-    not pick the in-tree directory, and that directory holds an index for
-    this kernel, the kernel's cache is pointed there instead, read-only: the
-    kernels it holds load, and one it lacks (a new type of input) is compiled
-    in each process, with one :class:`CacheUnavailableWarning` saying so.
+    numba caches a kernel in ``NUMBA_CACHE_DIR`` when it is set, else in the
+    ``__pycache__`` beside its source, only if it can write there; otherwise
+    it falls back to the user's cache directory, empty for a user who did
+    not compile. So an image whose build ran ``skcrf warmup`` as root (into
+    ``__pycache__``, or into a ``NUMBA_CACHE_DIR`` shared read-only) and
+    whose container runs as another user compiled every kernel again in
+    every container. When numba did not pick the directory it was asked for
+    (``NUMBA_CACHE_DIR``, else the in-tree one) and that directory holds an
+    index for this kernel, the kernel's cache is pointed there instead,
+    read-only: the kernels it holds load, and one it lacks (a new type of
+    input) is compiled in each process, with one
+    :class:`CacheUnavailableWarning` saying so.
     """
     cache = getattr(dispatcher, "_cache", None)
     impl = getattr(cache, "_impl", None)
-    if impl is None or os.environ.get("NUMBA_CACHE_DIR"):
+    if impl is None:
         return
     try:
-        from numba.core import caching
-        if isinstance(impl.locator, caching.InTreeCacheLocator):
+        from numba.core import caching, config
+        wanted = (caching.UserProvidedCacheLocator if config.CACHE_DIR
+                  else caching.InTreeCacheLocator)
+        if isinstance(impl.locator, wanted):
             return
         source = dispatcher.py_func.__code__.co_filename
-        index = os.path.join(os.path.dirname(source), "__pycache__",
-                             impl.filename_base + ".nbi")
+        directory = wanted(dispatcher.py_func, source).get_cache_path()
+        index = os.path.join(directory, impl.filename_base + ".nbi")
         if not os.path.isfile(index):
             return
-        read_only = _read_only_function_cache(caching)(dispatcher.py_func)
+        read_only = _read_only_function_cache(caching, wanted)(dispatcher.py_func)
     except Exception:  # noqa: BLE001 - another numba: its own cache, as it chose
         return
     read_only.save_overload = _skipped_save(read_only._cache_path)
     dispatcher._cache = read_only
 
 
-def _read_only_function_cache(caching):
-    """numba's FunctionCache, located in the in-tree ``__pycache__`` even if unwritable."""
+def _read_only_function_cache(caching, locator):
+    """numba's FunctionCache, located by ``locator``'s class even if its directory is unwritable."""
 
-    class ReadOnlyInTreeLocator(caching.InTreeCacheLocator):
+    class ReadOnlyLocator(locator):
         def ensure_cache_path(self):
             if not os.path.isdir(self.get_cache_path()):
                 raise OSError(f"no directory {self.get_cache_path()}")
 
     class ReadOnlyImpl(caching.CompileResultCacheImpl):
-        _locator_classes = [ReadOnlyInTreeLocator]
+        _locator_classes = [ReadOnlyLocator]
 
     class ReadOnlyFunctionCache(caching.FunctionCache):
         _impl_class = ReadOnlyImpl

@@ -9,7 +9,7 @@ from pathlib import Path
 from skcrf.inference._runtime import cache as _cache
 from skcrf.inference._runtime.batch import chunk_bounds
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]  # the checkout, whose skcrf the children import
 
 
 def test_the_digest_follows_kernel_files_and_ignores_the_others(tmp_path):
