@@ -110,3 +110,42 @@ def test_damaged_entries_in_a_model_file_are_named(tmp_path, entries, match):
     buffer.seek(0)
     with pytest.raises(ValueError, match=match):
         load_model(buffer)
+
+
+def test_random_edits_of_a_gazetteer_model_open_no_file(tmp_path, monkeypatch):
+    """Hostile edits of a fitted featurizer with a gazetteer file (its path, its entries):
+    each is refused at load or transforms as its entries say; no file is ever opened."""
+    import numpy as np
+
+    from tests import _hostile
+
+    path = tmp_path / "places.tsv"
+    _write(path, "Nueva York\tLOC\nMadrid\tLOC\nLa Paz\tLOC\nAna\tPER\n")
+    buffer = io.BytesIO()
+    save_model(TokenFeaturizer(gazetteer=str(path)).fit(SENTENCES), buffer)
+    data = buffer.getvalue()
+    os.remove(path)
+    _segments._GAZETTEERS.clear()
+    opened = []
+    real_open = builtins.open
+
+    def watching_open(file, *args, **kwargs):
+        opened.append(file)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", watching_open)
+    monkeypatch.setattr(io, "open", watching_open)
+    loaded = refused = 0
+    for what, edited in _hostile.edited_files(data, np.random.default_rng(43), 200):
+        try:
+            featurizer = load_model(io.BytesIO(edited))
+        except ValueError:
+            refused += 1
+            continue
+        loaded += 1
+        try:
+            featurizer.transform_dicts([["Madrid", "y", "La", "Paz"]])
+        except ValueError:
+            pass  # a clear refusal of the parameters the edit made
+        assert not opened, (what, opened)
+    assert loaded + refused >= 150 and refused > 0 and loaded > 0
