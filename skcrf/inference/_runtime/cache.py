@@ -72,7 +72,7 @@ def read_only_in_tree_cache(dispatcher):
 
 
 def _read_only_function_cache(caching, locator):
-    """numba's FunctionCache, located by ``locator``'s class even if its directory is unwritable."""
+    """numba's FunctionCache, located by ``locator``'s class, its directory maybe unwritable."""
 
     class ReadOnlyLocator(locator):
         def ensure_cache_path(self):
