@@ -90,6 +90,23 @@ CHAIN_STATE = CRFEstimator._fitted_state.extended(
            _patterns_are_label_ngrams, pruner_comes_whole])
 
 
+def _shift_tokens(unary):
+    """Take each token's largest finite unary score from its scores, in place.
+
+    Every labelling takes one unary score per token, so this takes the same
+    amount from every labelling's score and from log Z: probabilities are
+    unchanged. The kernels' passes shift alike inside, but the n-best and
+    labelling scores were the unshifted sums, so that one huge feature value
+    (1e16 to 1e20) rounded the other tokens' scores away in them: n-best
+    lists of four labellings of probability 1, or ``return_proba``
+    disagreeing with the best labelling's probability. Shifted, the best
+    label of every token scores 0 and no sum holds a huge term.
+    """
+    top = np.where(np.isfinite(unary), unary, -np.inf).max(axis=1, initial=-np.inf)
+    top[~np.isfinite(top)] = 0.0
+    unary -= top[:, np.newaxis]
+
+
 @saved_as("skcrf.CRFClassifier")
 class CRFClassifier(SpanQueries, CRFEstimator):
     """Linear-chain conditional random field trained by L-BFGS.
@@ -554,6 +571,7 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                                 allowed=np.isneginf(self.transition_coef_))
         if fixed is not None:
             scores.fix_labels(fixed)
+        _shift_tokens(scores.unary)
         return scores
 
     def _pattern_potentials(self, features, offsets, fixed):
@@ -581,6 +599,7 @@ class CRFClassifier(SpanQueries, CRFEstimator):
         prune_unary(self, features, offsets, scores, fixed)
         if fixed is not None:
             scores.fix_labels(fixed)
+        _shift_tokens(scores.unary)
         return scores
 
     def _viterbi(self, potentials, offsets):

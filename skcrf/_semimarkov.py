@@ -491,7 +491,8 @@ early_stopping, validation_fraction
         scores = self._scores(features)
         patterns = isinstance(scores, PatternSegmentScores)
         labels = scores.labels if patterns else scores
-        for block in (labels.state, labels.first, labels.last):
+        spans = () if labels.spans is None else (labels.spans,)
+        for block in (labels.state, labels.first, labels.last, *spans):
             check_finite_scores(block, offsets)
         # log Z and the scores of segmentations come out less the same shift: the
         # queries report only their differences (probabilities), which keep every digit

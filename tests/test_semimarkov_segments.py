@@ -142,3 +142,27 @@ def test_fit_bitwise_identical_for_one_and_two_threads():
     one, two = results_per_thread_count(lambda: SemiMarkovCRF(max_iter=15).fit(Xt, y))
     np.testing.assert_array_equal(one.segment_coef_, two.segment_coef_)
     np.testing.assert_array_equal(one.coef_, two.coef_)
+
+
+@pytest.mark.parametrize("value", [1e9, 1e12, 1e300])
+def test_a_huge_segment_feature_value_is_refused_naming_the_token(value):
+    """Not marginals summing to 2 or 3 (issue 43, item 7): a segment's score counts only
+    in the segmentations holding it, so no shift removes it; the token is named."""
+    X, y = _dictionary_task(30, seed=1)
+    pipe = _pipeline(SemiMarkovCRF(max_iter=30), segment_features=True)
+    pipe.fit(X, y)
+    crf = pipe[-1]
+    sentences = [["f0", "s0", "x"], ["x", "f1", "s1"]]
+    features = pipe[:-1].transform(sentences)
+    # plain values first: proper marginals
+    for rows in crf.predict_marginals(features):
+        np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=1e-9)
+    segments = features.segments.matrix.tocsr(copy=True)
+    L = features.segment_length
+    row = (features.offsets[1] + 1) * L + 1  # sequence 1, token 1: its two-token segment
+    assert segments[row].nnz
+    segments.data[segments.indptr[row]:segments.indptr[row + 1]] *= value
+    features.segments.matrix = segments
+    for query in (crf.predict, crf.predict_marginals):
+        with pytest.raises(ValueError, match=r"segment scores of sequence 1, token 1 "):
+            query(features)

@@ -19,6 +19,7 @@ segments, but for a user's callable, which is called once per candidate
 segment.
 """
 
+import os
 from collections.abc import Mapping
 from numbers import Integral
 
@@ -28,19 +29,28 @@ import scipy.sparse as sp
 from ._dict_arrays import FeatureValueError, _vectorize
 from ._numbering import factorize
 from ._words import word_shape
-from .gazetteer import FEATURE_PREFIXES, MATCH_KINDS, Gazetteer, token_features
+from .gazetteer import (FEATURE_PREFIXES, MATCH_KINDS, Gazetteer, read_entries,
+                        token_features)
 
 #: The built-in kinds of segment features, and what ``segment_features=True`` takes.
 SEGMENT_KINDS = ("words", "shape", "columns", "length", "first", "last", "before", "after",
                  "gazetteer")
 
-#: The gazetteer of each parameter value already read (by its repr), most recent last.
+#: Gazetteers already built, most recent last: of a file by its path and state on
+#: disk (a changed file is read again), of a fitted featurizer's entries by
+#: identity (the cache holds the entries, so their id is not reused), of a
+#: mapping by its repr.
 _GAZETTEERS = {}
 _REMEMBERED = 4
 
 
-def check_segment_params(featurizer):
-    """Raise if ``segment_features``, ``max_segment_length`` or ``gazetteer`` is invalid."""
+def check_segment_params(featurizer, read_files=True):
+    """Raise if ``segment_features``, ``max_segment_length`` or ``gazetteer`` is invalid.
+
+    With ``read_files=False`` (a model file being loaded) a gazetteer path is
+    not opened: the model must carry the entries it was fitted with
+    (``gazetteer_entries_``), which are checked instead.
+    """
     chosen = featurizer.segment_features
     if not (isinstance(chosen, bool) or callable(chosen)):
         if not isinstance(chosen, (list, tuple)) or not chosen:
@@ -61,7 +71,42 @@ def check_segment_params(featurizer):
     if isinstance(length, bool) or not isinstance(length, Integral) or length < 1:
         raise ValueError(f"max_segment_length must be an int >= 1; got {length!r}.")
     if featurizer.gazetteer is not None:
-        gazetteer_of(featurizer)
+        if read_files or not is_gazetteer_path(featurizer.gazetteer):
+            gazetteer_of(featurizer)
+        elif "gazetteer_entries_" not in vars(featurizer):
+            raise ValueError(
+                f"gazetteer names the file {os.fspath(featurizer.gazetteer)!r}, but the model "
+                f"carries no gazetteer_entries_; a model file is never allowed to make skcrf "
+                f"open a file it names. Fit the featurizer before saving it, so that it "
+                f"carries the entries.")
+
+
+def is_gazetteer_path(spec):
+    """Whether a ``gazetteer`` parameter is a file's path (not a mapping)."""
+    return isinstance(spec, (str, os.PathLike))
+
+
+def check_gazetteer_entries(entries, label="gazetteer_entries_"):
+    """Raise a ValueError naming the entry unless ``entries`` maps phrases to tuples of types."""
+    if type(entries) is not dict:
+        raise ValueError(f"{label} is a {type(entries).__name__}; expected a dict")
+    for phrase, types in entries.items():
+        if type(types) is not tuple:
+            raise ValueError(f"{label}[{phrase!r}] is a {type(types).__name__}; expected a "
+                             f"tuple of str")
+    Gazetteer.of(entries, name=label)
+
+
+def fitted_gazetteer_entries(featurizer):
+    """The entries of ``featurizer.gazetteer`` read now, to carry as ``gazetteer_entries_``.
+
+    None unless the gazetteer is a file: a mapping is a parameter, saved as
+    such. The file is read on every fit, never from a cache.
+    """
+    spec = featurizer.gazetteer
+    if not is_gazetteer_path(spec):
+        return None
+    return read_entries(spec, "gazetteer")
 
 
 def segment_kinds(featurizer):
@@ -81,16 +126,34 @@ def adds_features(featurizer):
 
 
 def gazetteer_of(featurizer):
-    """The :class:`Gazetteer` of ``featurizer.gazetteer``, read once per distinct value."""
+    """The :class:`Gazetteer` of a featurizer: its fitted entries, else its parameter.
+
+    A fitted featurizer whose gazetteer is a file uses the entries it read
+    at fit (``gazetteer_entries_``), as a loaded model does: the file is not
+    read again, whatever became of it. An unfitted one reads the file, again
+    whenever its size or modification time changed.
+    """
     spec = featurizer.gazetteer
-    key = (type(spec), repr(spec))
-    found = _GAZETTEERS.get(key)
+    entries = vars(featurizer).get("gazetteer_entries_")
+    if entries is not None and is_gazetteer_path(spec):
+        key, build = ("entries", id(entries)), lambda: Gazetteer.of(entries)
+    elif is_gazetteer_path(spec):
+        try:
+            stat = os.stat(spec)
+            key = ("file", os.fspath(spec), stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        except OSError:  # let reading it raise the message that names the file
+            key = None
+        build = lambda: Gazetteer.of(spec)  # noqa: E731
+    else:
+        key, build = (type(spec), repr(spec)), lambda: Gazetteer.of(spec)
+    found = _GAZETTEERS.get(key) if key is not None else None
     if found is None:
-        found = Gazetteer.of(spec)
-        if len(_GAZETTEERS) >= _REMEMBERED:
-            _GAZETTEERS.pop(next(iter(_GAZETTEERS)))
-        _GAZETTEERS[key] = found
-    return found
+        found = (entries, build())
+        if key is not None:
+            if len(_GAZETTEERS) >= _REMEMBERED:
+                _GAZETTEERS.pop(next(iter(_GAZETTEERS)))
+            _GAZETTEERS[key] = found
+    return found[1]
 
 
 def with_segment_features(featurizer, tokens, features):

@@ -24,13 +24,14 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._estimators.fitted_state import FittedState, IfPresent, Integer, saved_as
+from .._estimators.fitted_state import FittedState, IfPresent, Integer, _Spec, saved_as
 from .._utils.parallel import kernel_exceptions
 from .._utils.type_aliases import LabelSequences, TokenSequences
 from .._utils.validation import _locate, check_sequences
 from ._dict_arrays import FeatureValueError, _vectorize
 from ._heads import head_matrix
-from ._segments import (adds_features, check_segment_params, gazetteer_token_dicts,
+from ._segments import (adds_features, check_gazetteer_entries, check_segment_params,
+                        fitted_gazetteer_entries, gazetteer_token_dicts,
                         with_segment_features)
 from ._plan import checked_plan
 from ._small import transform_small
@@ -46,6 +47,13 @@ from .vectorizer import SequenceVectorizer, _csr
 
 #: The widest context window (``window`` and each of ``columns``) a featurizer takes.
 MAX_WINDOW = 100
+
+
+class _GazetteerEntries(_Spec):
+    """A gazetteer's entries as fit read them: a dict of phrase to a tuple of types."""
+
+    def check(self, value, label, dims):
+        check_gazetteer_entries(value, label)
 
 
 @saved_as("skcrf.TokenFeaturizer")
@@ -177,7 +185,11 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         the weaker kinds), and with ``segment_features`` the matching
         segment the features of the ``"gazetteer"`` kind. Every kind that
         holds is emitted: an exact match is also a case-folded and a fuzzy
-        one. A file is read once per distinct parameter value.
+        one. A file is read by :meth:`fit` (and :meth:`fit_transform`),
+        which keeps its entries in ``gazetteer_entries_``: a fitted
+        featurizer, and a model file that holds one, uses those and never
+        opens the path again. An unfitted featurizer reads the file on
+        :meth:`transform`, again whenever the file changed.
     template : str or path-like, default=None
         A CRF++ feature template (its text, or the path of a UTF-8 file), which
         then makes all the features, instead of the parameters above: each
@@ -203,6 +215,9 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         each token had (1 for bare words). ``transform`` then refuses tokens
         of another width, which would otherwise be featurized silently and
         tag worse (bare words for a model trained on ``(word, POS)``).
+    gazetteer_entries_ : dict of str to tuple of str
+        The entries of the gazetteer file, phrase to types, as :meth:`fit`
+        read them. Only when ``gazetteer`` is a path.
 
     See Also
     --------
@@ -256,8 +271,12 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     }
 
     # it learns nothing: its parameters are its whole state
-    _fitted_state = FittedState({"n_columns_": IfPresent(Integer(1))},
-                                check_params=lambda featurizer: featurizer._check_params())
+    _fitted_state = FittedState(
+        # the entries of a gazetteer file, read at fit: a model file carries them, and
+        # loading one never opens the path it names
+        {"n_columns_": IfPresent(Integer(1)),
+         "gazetteer_entries_": IfPresent(_GazetteerEntries())},
+        check_params=lambda featurizer: featurizer._check_params(read_files=False))
 
     def __init__(self, *, window=1,
                  word_features=("lower", "suffix", "isupper", "istitle", "isdigit"),
@@ -288,7 +307,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
 
     def fit(self, X: TokenSequences,
             y: Optional[LabelSequences] = None) -> TokenFeaturizer:
-        """Check the parameters; the featurizer learns nothing from data.
+        """Check the parameters and read a gazetteer file; nothing is learned from data.
 
         Parameters
         ----------
@@ -306,6 +325,11 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         n_columns = _token_width(X)
         if n_columns is not None:
             self.n_columns_ = n_columns
+        entries = fitted_gazetteer_entries(self)
+        if entries is not None:
+            self.gazetteer_entries_ = entries
+        else:
+            vars(self).pop("gazetteer_entries_", None)
         return self
 
     def _check_width(self, X):
@@ -363,7 +387,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
 
     def fit_transform(self, X: TokenSequences,
                       y: Optional[LabelSequences] = None) -> SequenceMatrix:
-        """Check the parameters and return the features of ``X``.
+        """Fit (check the parameters, read a gazetteer file) and return the features of ``X``.
 
         Parameters
         ----------
@@ -426,7 +450,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         """``n_columns -> _Plan`` of the current parameters, checked (raises if invalid)."""
         return checked_plan(self)
 
-    def _check_params(self):
+    def _check_params(self, read_files=True):
         self._validate_params()
         windows = [("window", self.window)] + (
             [(f"columns[{column!r}]", window) for column, window in self.columns.items()]
@@ -479,7 +503,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
                 or len(set(self.column_names)) != len(self.column_names)):
             raise ValueError(
                 f"column_names must be distinct str; got {self.column_names!r}.")
-        check_segment_params(self)
+        check_segment_params(self, read_files=read_files)
         if self.template is not None:
             template_lines(self.template)  # raises if malformed
             combined = [name for name, default in (

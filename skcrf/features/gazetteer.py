@@ -161,7 +161,7 @@ class Gazetteer:
         its line).
         """
         if isinstance(spec, (str, os.PathLike)):
-            return cls(_read_entries(spec, name))
+            return cls(read_entries(spec, name))
         if not isinstance(spec, Mapping):
             raise TypeError(
                 f"{name} must be a mapping from phrases to types (a str or a list of str) "
@@ -280,7 +280,7 @@ class Gazetteer:
                 np.asarray(candidates, dtype=np.int64).reshape(-1))
 
 
-def _read_entries(path, name):
+def read_entries(path, name):
     """Entries of a file of ``phrase<TAB>type`` lines (blank lines and ``#`` comments skipped)."""
     entries = {}
     try:
@@ -304,20 +304,38 @@ def _read_entries(path, name):
     return entries
 
 
+def _longest_per_start(found):
+    """The longest match of each (start, type): the shorter ones cover nothing it does not.
+
+    Nested entries ("a", "a a", ... of up to ``L`` words) on repetitive text
+    match ``L`` times at each token; covering every match would cost
+    ``n_tokens * L**2``, covering the longest ``n_tokens * L``.
+    """
+    order = np.lexsort((-found.lengths, found.type_ids, found.starts))
+    starts, type_ids = found.starts[order], found.type_ids[order]
+    first = np.ones(order.shape[0], dtype=bool)
+    first[1:] = (starts[1:] != starts[:-1]) | (type_ids[1:] != type_ids[:-1])
+    keep = order[first]
+    return Matches(found.starts[keep], found.lengths[keep], found.type_ids[keep])
+
+
 def token_features(gazetteer, words, word_ids, offsets):
     """BIO-style token features of the matches, as the entries of a sparse matrix.
 
     Every token a match of type ``T`` starts at gets ``gaz:B-T`` (with the
     prefix of its kind, :data:`FEATURE_PREFIXES`), every other token it
     covers ``gaz:I-T``, for each kind of match that holds. Returns ``(rows,
-    columns, names)``: the token row and column of every entry, and the names
-    of the columns, only those some token has.
+    columns, names)``: the token row and column of every entry (an entry may
+    repeat), and the names of the columns, only those some token has. Only
+    the longest match of each start and type is spread over its tokens, so
+    the entries number at most ``n_tokens * longest entry`` per kind and type.
     """
     rows, columns, names = [], [], []
     for kind in MATCH_KINDS:
         found = gazetteer.matches(words, word_ids, offsets, kind)
         if not found.starts.shape[0]:
             continue
+        found = _longest_per_start(found)
         n_types = len(gazetteer.types)
         covered = np.repeat(found.starts, found.lengths) + (
             np.arange(found.lengths.sum())

@@ -150,3 +150,49 @@ def test_bad_entries_are_named(spec, error, match):
     # the featurizer's own check names the parameter
     with pytest.raises(error, match="gazetteer"):
         TokenFeaturizer(gazetteer=spec).fit_transform([["a"]])
+
+
+def _naive_token_flags(entries, sequences):
+    """Each token's exact BIO flags from the plain matches: B at a start, I after it."""
+    flags = set()
+    for start, length, kind in _naive_matches(entries, sequences, "exact"):
+        flags.add((start, f"gaz:B-{kind}"))
+        flags.update((start + i, f"gaz:I-{kind}") for i in range(1, length))
+    return flags
+
+
+def test_nested_entries_on_repetitive_text_cost_tokens_times_the_longest_entry():
+    """Entries "a", "a a", ... on "a a a ...": ``L`` matches per token, spread over ``L`` tokens
+    each, were ``n * L**2`` entries; the longest match per start covers all (issue 43, item 18)."""
+    longest, n_tokens = 40, 200
+    entries = {" ".join(["a"] * k): ["X"] for k in range(1, longest + 1)}
+    gazetteer = Gazetteer.of(entries)
+    sequences = [["a"] * n_tokens]
+    word_ids, words = factorize(sequences[0])
+    rows, columns, names = token_features(gazetteer, words, word_ids,
+                                          np.array([0, n_tokens], dtype=np.int64))
+    n_kinds = 3
+    assert rows.shape[0] <= n_kinds * n_tokens * longest
+    flags = {(int(r), names[c]) for r, c in zip(rows, columns)}
+    assert {f for f in flags if f[1].startswith("gaz:")} == _naive_token_flags(entries,
+                                                                               sequences)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_token_flags_equal_a_plain_reading_of_the_matches(data):
+    vocabulary = st.sampled_from(["a", "b", "c"])
+    phrases = data.draw(st.lists(st.lists(vocabulary, min_size=1, max_size=4), min_size=1,
+                                 max_size=6))
+    entries = {}
+    for k, words in enumerate(phrases):
+        entries.setdefault(" ".join(words), set()).add("XY"[k % 2])
+    sequences = data.draw(st.lists(st.lists(vocabulary, min_size=0, max_size=8), min_size=1,
+                                   max_size=3))
+    tokens = [w for words in sequences for w in words]
+    word_ids, words = factorize(tokens)
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in sequences])]).astype(np.int64)
+    gazetteer = Gazetteer.of({p: sorted(t) for p, t in entries.items()})
+    rows, columns, names = token_features(gazetteer, words, word_ids, offsets)
+    flags = {(int(r), names[c]) for r, c in zip(rows, columns) if names[c].startswith("gaz:")}
+    assert flags == _naive_token_flags(entries, sequences)

@@ -13,6 +13,8 @@ changed is compiled again, not run stale (:func:`key_by_kernel_sources`).
 import functools
 import hashlib
 import os
+import re
+import time
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,48 +34,53 @@ _read_only_warned = False
 
 
 def read_only_in_tree_cache(dispatcher):
-    """Read ``dispatcher``'s kernels from a read-only ``__pycache__`` that holds them.
+    """Read ``dispatcher``'s kernels from a read-only cache directory that holds them.
 
-    numba caches a kernel in the ``__pycache__`` beside its source only if it
-    can write there; otherwise it uses the user's cache directory, empty for
-    a user who did not compile. So an image whose build ran ``skcrf warmup``
-    as root and whose container runs as another user compiled every kernel
-    again in every container. When ``NUMBA_CACHE_DIR`` is not set, numba did
-    not pick the in-tree directory, and that directory holds an index for
-    this kernel, the kernel's cache is pointed there instead, read-only: the
-    kernels it holds load, and one it lacks (a new type of input) is compiled
-    in each process, with one :class:`CacheUnavailableWarning` saying so.
+    numba caches a kernel in ``NUMBA_CACHE_DIR`` when it is set, else in the
+    ``__pycache__`` beside its source, only if it can write there; otherwise
+    it falls back to the user's cache directory, empty for a user who did
+    not compile. So an image whose build ran ``skcrf warmup`` as root (into
+    ``__pycache__``, or into a ``NUMBA_CACHE_DIR`` shared read-only) and
+    whose container runs as another user compiled every kernel again in
+    every container. When numba did not pick the directory it was asked for
+    (``NUMBA_CACHE_DIR``, else the in-tree one) and that directory holds an
+    index for this kernel, the kernel's cache is pointed there instead,
+    read-only: the kernels it holds load, and one it lacks (a new type of
+    input) is compiled in each process, with one
+    :class:`CacheUnavailableWarning` saying so.
     """
     cache = getattr(dispatcher, "_cache", None)
     impl = getattr(cache, "_impl", None)
-    if impl is None or os.environ.get("NUMBA_CACHE_DIR"):
+    if impl is None:
         return
     try:
-        from numba.core import caching
-        if isinstance(impl.locator, caching.InTreeCacheLocator):
+        from numba.core import caching, config
+        wanted = (caching.UserProvidedCacheLocator if config.CACHE_DIR
+                  else caching.InTreeCacheLocator)
+        if isinstance(impl.locator, wanted):
             return
         source = dispatcher.py_func.__code__.co_filename
-        index = os.path.join(os.path.dirname(source), "__pycache__",
-                             impl.filename_base + ".nbi")
+        directory = wanted(dispatcher.py_func, source).get_cache_path()
+        index = os.path.join(directory, impl.filename_base + ".nbi")
         if not os.path.isfile(index):
             return
-        read_only = _read_only_function_cache(caching)(dispatcher.py_func)
+        read_only = _read_only_function_cache(caching, wanted)(dispatcher.py_func)
     except Exception:  # noqa: BLE001 - another numba: its own cache, as it chose
         return
     read_only.save_overload = _skipped_save(read_only._cache_path)
     dispatcher._cache = read_only
 
 
-def _read_only_function_cache(caching):
-    """numba's FunctionCache, located in the in-tree ``__pycache__`` even if unwritable."""
+def _read_only_function_cache(caching, locator):
+    """numba's FunctionCache, located by ``locator``'s class, its directory maybe unwritable."""
 
-    class ReadOnlyInTreeLocator(caching.InTreeCacheLocator):
+    class ReadOnlyLocator(locator):
         def ensure_cache_path(self):
             if not os.path.isdir(self.get_cache_path()):
                 raise OSError(f"no directory {self.get_cache_path()}")
 
     class ReadOnlyImpl(caching.CompileResultCacheImpl):
-        _locator_classes = [ReadOnlyInTreeLocator]
+        _locator_classes = [ReadOnlyLocator]
 
     class ReadOnlyFunctionCache(caching.FunctionCache):
         _impl_class = ReadOnlyImpl
@@ -133,6 +140,9 @@ def recover_damaged_cache(dispatcher):
         try:
             with _locked(_index_of(cache), shared=True):
                 return load(sig, target_context)
+        except _LockTimeout as error:  # the cache is fine, only busy: compile, keep it
+            _warn_lock_timeout(error)
+            return None
         except Exception as error:  # noqa: BLE001 - anything unreadable: recompile
             index = _index_of(cache)
             _warn_cache_damaged(index, error)
@@ -148,6 +158,8 @@ def recover_damaged_cache(dispatcher):
         try:
             with _locked(index, shared=False):
                 save(sig, data)
+        except _LockTimeout as error:
+            _warn_lock_timeout(error)
         except Exception as error:  # noqa: BLE001 - the compiled kernel works anyway
             _warn_cache_damaged(index, error)
 
@@ -185,25 +197,84 @@ def key_by_kernel_sources(dispatcher):
 _PACKAGE = Path(__file__).resolve().parents[2]
 
 
+#: Folders of ``root`` every module of which counts, kernels or not: their
+#: modules of constants (``inference/semimarkov/_roles.py``) compile into kernels.
+KERNEL_FOLDERS = ("inference", "structures")
+
+_RELATIVE_IMPORT = re.compile(rb"^\s*from\s+(\.+)([\w.]*)\s+import", re.MULTILINE)
+
+
+def _is_kernel_file(text):
+    return b"@compiled" in text or b"njit(" in text
+
+
+def _imported_modules(path, text, root):
+    """The files of ``root`` that ``path``'s relative imports name (modules or packages)."""
+    found = set()
+    for dots, dotted in _RELATIVE_IMPORT.findall(text):
+        base = path.parent
+        for _ in range(len(dots) - 1):
+            base = base.parent
+        target = base.joinpath(*dotted.decode().split(".")) if dotted else base
+        for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+            if candidate.is_file() and root in candidate.parents:
+                found.add(candidate)
+    return found
+
+
 @functools.lru_cache(maxsize=None)
 def kernel_sources_digest(root=_PACKAGE):
-    """SHA-256 of the path and text of every file under ``root`` that defines kernels.
+    """SHA-256 of the path and text of every file under ``root`` a kernel may compile in.
 
-    A file defines kernels when it decorates with ``@compiled`` (or numba's
-    ``njit``); the others (estimators, documentation) may change without
+    These are the files that decorate with ``@compiled`` (or numba's
+    ``njit``), every module under :data:`KERNEL_FOLDERS`, and every module
+    a kernel file imports from: numba compiles a module-level constant's
+    value into each kernel that reads it, so an edit of a module of
+    constants must make its kernels compile again as much as an edit of the
+    kernels. Other files (estimators, documentation) may change without
     compiling anything again. None when the sources cannot be read (an
     install without them): numba's own keys then stand alone.
     """
     hasher = hashlib.sha256()
     try:
-        for path in sorted(root.rglob("*.py")):
-            text = path.read_bytes()
-            if b"@compiled" in text or b"njit(" in text:
+        paths = sorted(root.rglob("*.py"))
+        texts = {path: path.read_bytes() for path in paths}
+        counted = {path for path in paths
+                   if path.relative_to(root).parts[0] in KERNEL_FOLDERS
+                   or _is_kernel_file(texts[path])}
+        for path in paths:
+            if _is_kernel_file(texts[path]):
+                counted |= _imported_modules(path, texts[path], root)
+        for path in paths:
+            if path in counted:
                 hasher.update(path.relative_to(root).as_posix().encode() + b"\0")
-                hasher.update(text + b"\0")
+                hasher.update(texts[path] + b"\0")
     except OSError:
         return None
     return hasher.hexdigest()
+
+
+#: Seconds a process waits for another's lock on a kernel's cache entry before
+#: going on without the cache. A load or save holds it for milliseconds; a
+#: holder past this is stopped (Ctrl-Z, SIGSTOP, a debugger) or hung.
+LOCK_TIMEOUT = 30.0
+
+#: Lock files a wait ran out on in this process: not waited for again.
+_stuck_locks = set()
+
+
+class _LockTimeout(Exception):
+    """Another process held a cache lock for more than :data:`LOCK_TIMEOUT` seconds."""
+
+
+def _holder(handle):
+    """The pid the lock file names (the last process that took it), or "unknown"."""
+    try:
+        handle.seek(0)
+        text = handle.read(32).decode("ascii", "replace").strip()
+    except OSError:
+        return "unknown"
+    return text if text.isdigit() else "unknown"
 
 
 @contextmanager
@@ -218,6 +289,14 @@ def _locked(index_path, shared):
     other's machine code; a process loading between the index and the data
     can read the data file an older source left under that number. A save
     holds the lock exclusively and a load shared, so neither happens.
+
+    The wait is bounded by :data:`LOCK_TIMEOUT`: a process stopped while
+    holding a lock (Ctrl-Z, a debugger) would otherwise block every other
+    skcrf process forever. Past it, :class:`_LockTimeout` is raised, naming
+    the holder's pid, which each holder writes into the lock file; the
+    callers then go on without the cache (compile, do not save) rather than
+    fail: the cache only saves time, and a kernel compiled without it gives
+    the same results.
     """
     try:
         import fcntl
@@ -226,17 +305,53 @@ def _locked(index_path, shared):
     if fcntl is None or index_path is None:
         yield
         return
+    lock_path = index_path + ".lock"
     try:
-        handle = open(index_path + ".lock", "a+b")
+        handle = open(lock_path, "a+b")
     except OSError:  # an unwritable cache: numba's own save fails and is reported
         yield
         return
     with handle:
-        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        deadline = time.monotonic() + (0.0 if lock_path in _stuck_locks else LOCK_TIMEOUT)
+        delay = 0.001
+        while True:
+            try:
+                fcntl.flock(handle, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    _stuck_locks.add(lock_path)
+                    raise _LockTimeout(
+                        f"the lock {lock_path} of skcrf's kernel cache has been held (last taken "
+                        f"by process {_holder(handle)}) for more than {LOCK_TIMEOUT:g} s (a "
+                        f"stopped process: Ctrl-Z, SIGSTOP or a debugger?); this process "
+                        f"compiles the kernel without the cache instead") from None
+                time.sleep(delay)
+                delay = min(2 * delay, 0.1)
         try:
+            _name_holder(handle)
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _name_holder(handle):
+    """Write this process's pid into the lock file it holds, for whoever waits.
+
+    "a+b" appends whatever the position, so the file is emptied first; of
+    several shared holders, the last one's pid stays.
+    """
+    try:
+        handle.truncate(0)
+        handle.write(str(os.getpid()).encode())
+        handle.flush()
+    except OSError:
+        pass
+
+
+def _warn_lock_timeout(error):
+    warnings.warn(str(error), CacheUnavailableWarning, stacklevel=3)
 
 
 def _warn_cache_damaged(path, error):

@@ -10,6 +10,7 @@ made a fresh install's first fit spend most of its time compiling, and its
 thread pools brought their own spin-waits and launch rules.
 """
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -55,6 +56,23 @@ def _shared_pool():
                 _pool = ThreadPoolExecutor(max_workers=max(1, available_threads() - 1),
                                            thread_name_prefix="skcrf-kernel")
     return _pool
+
+
+def _forget_pool_in_child():
+    """Drop the parent's pool in a forked child, which inherits it without its threads.
+
+    ``fork`` copies only the forking thread: the child's pool would be an
+    object whose workers never run, and :func:`run_chunks` would wait for
+    them forever. The child makes its own pool on its first parallel use.
+    The lock is replaced too, as another thread may have held it at the fork.
+    """
+    global _pool, _pool_lock
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
 #: Tasks per thread: ranges of chunks handed out in turn, so that a thread

@@ -45,8 +45,23 @@ def exp_pattern_weights(pattern_weights):
 
 
 @compiled()
-def lattice_sizes(offsets, cand_ptr, order, node_count, edge_count):
-    """Fill each token's node and edge counts; return the largest node count of a token."""
+def _capped_product(a, b, cap):
+    """``min(a * b, cap)`` for ``0 <= a, b <= cap``, without the int64 product overflowing."""
+    if a != 0 and b > cap // a:
+        return cap
+    return min(a * b, cap)
+
+
+@compiled()
+def lattice_sizes(offsets, cand_ptr, order, cap, node_count, edge_count):
+    """Fill each token's node and edge counts, each at most ``cap``; return the largest node count.
+
+    A token's count is a product of ``order`` candidate counts, which can
+    exceed int64 (wrapping to a small or negative number) long before any
+    sum of them is taken: each product stops at ``cap``, so a caller that
+    refuses lattices larger than ``cap - 1`` sees a count past its limit, and
+    a sum of ``n_tokens`` counts stays far below int64's range.
+    """
     n_sequences = offsets.shape[0] - 1
     largest = 0
     for q in range(n_sequences):
@@ -56,13 +71,14 @@ def lattice_sizes(offsets, cand_ptr, order, node_count, edge_count):
             t = g - lo
             nodes = 1
             for i in range(max(lo, g - order + 1), g + 1):
-                nodes *= cand_ptr[i + 1] - cand_ptr[i]
+                nodes = _capped_product(nodes, cand_ptr[i + 1] - cand_ptr[i], cap)
             node_count[g] = nodes
             largest = max(largest, nodes)
             if t == 0:
                 edge_count[g] = 0
             elif t >= order:
-                edge_count[g] = nodes * (cand_ptr[g - order + 1] - cand_ptr[g - order])
+                edge_count[g] = _capped_product(nodes, cand_ptr[g - order + 1]
+                                                - cand_ptr[g - order], cap)
             else:
                 edge_count[g] = nodes
     return largest

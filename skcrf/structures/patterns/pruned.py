@@ -79,15 +79,23 @@ class CandidateLattice:
         n_tokens = cand_ptr.shape[0] - 1
         node_count = np.empty(n_tokens, dtype=np.int64)
         edge_count = np.empty(n_tokens, dtype=np.int64)
-        lattice_sizes(self.offsets, cand_ptr, np.int64(order), node_count, edge_count)
-        size = int(node_count.sum()) + int(edge_count.sum())
+        if np.any(np.diff(cand_ptr) < 0) or cand_ptr[-1] != cand_label.shape[0]:
+            raise ValueError("cand_ptr must be non-decreasing and end at len(cand_label)")
+        # counts stop at cap (one past the limit), so that no product or sum overflows int64
+        # and every count past the limit still reads as one
+        cap = MAX_LATTICE_SIZE + 1
+        lattice_sizes(self.offsets, cand_ptr, np.int64(order), np.int64(cap), node_count,
+                      edge_count)
+        size = min(int(node_count.sum()) + int(edge_count.sum()), cap)
         if size > MAX_LATTICE_SIZE:
             widest = int(np.argmax(node_count))
             q = int(np.searchsorted(self.offsets, widest, side="right")) - 1
+            nodes = int(node_count[widest])
             raise ValueError(
-                f"the pruned lattice of order {order} has {size} nodes and edges, more than "
-                f"the {MAX_LATTICE_SIZE} skcrf affords; the widest is at token "
-                f"{widest - int(self.offsets[q])} of sequence {q} ({int(node_count[widest])} "
+                f"the pruned lattice of order {order} has more nodes and edges than the "
+                f"{MAX_LATTICE_SIZE} skcrf affords; the widest is at token "
+                f"{widest - int(self.offsets[q])} of sequence {q} "
+                f"({'more than ' + str(MAX_LATTICE_SIZE) if nodes >= cap else nodes} "
                 f"nodes). Raise prune_threshold, or lower the order.")
         self.node_ptr = np.zeros(n_tokens + 1, dtype=np.int64)
         np.cumsum(node_count, out=self.node_ptr[1:])

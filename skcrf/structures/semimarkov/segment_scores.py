@@ -297,10 +297,17 @@ def check_score_range(scores, offsets):
 
     A huge feature value makes the state scores of a token's labels differ
     by more than :data:`MAX_SCORE` (or its first or last scores exceed it):
-    the running sums would then round away the other tokens' scores.
+    the running sums would then round away the other tokens' scores. So do
+    the scores of segment features (``spans``, by a segment's first token):
+    a segment's score counts only in the segmentations that hold it, so no
+    shift common to them all removes it, and the marginals summed to 2 or 3.
     """
-    for role, block in (("state", scores.state), ("first-token", scores.first),
-                        ("last-token", scores.last)):
+    blocks = [("state", scores.state), ("first-token", scores.first),
+              ("last-token", scores.last)]
+    if scores.spans is not None:
+        blocks.append(("segment", scores.spans))
+    for role, block in blocks:
+        block = block.reshape(block.shape[0], -1)
         large = (np.abs(np.where(np.isfinite(block), block, 0.0)) > MAX_SCORE).any(axis=1)
         if large.any():
             token = int(np.argmax(large))

@@ -218,3 +218,31 @@ def test_the_scaled_pass_is_the_log_space_pass(monkeypatch):
                 np.zeros((C, C)), np.zeros(p["weights"].shape[0]), np.zeros(C), np.zeros(C),
                 np.empty(n_nodes), np.empty(n_nodes), np.empty(n_nodes), np.empty(hi - lo))
             np.testing.assert_allclose(z, logspace[0][q], rtol=1e-10)
+
+
+def test_a_lattice_whose_size_overflows_int64_is_refused_before_any_allocation():
+    """Sizes past int64 are refused, not wrapped into a small lattice the fill writes past.
+
+    Order 60 over 2 labels (the most their codes allow), every label a
+    candidate: a sequence of 64 tokens has nodes and edges summing to
+    ``2**64 - 6``, a second one of 2 tokens 10 more, so int64 sums read 4.
+    """
+    order = 60
+    lengths = [order + 4, 2]
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    n_tokens = int(offsets[-1])
+    cand_ptr = np.arange(0, 2 * n_tokens + 1, 2, dtype=np.int64)
+    cand_label = np.tile(np.array([0, 1], dtype=np.int64), n_tokens)
+    patterns = LabelPatterns(2, order, {})
+    with pytest.raises(ValueError, match=r"more nodes and edges than the \d+ skcrf affords; "
+                                         r"the widest is at token \d+ of sequence 0 "
+                                         r"\(more than \d+ nodes\)"):
+        CandidateLattice(offsets, cand_ptr, cand_label, patterns)
+
+
+def test_candidate_pointers_that_disagree_with_the_labels_are_refused():
+    patterns = LabelPatterns(3, 2, {})
+    offsets = np.array([0, 2], dtype=np.int64)
+    with pytest.raises(ValueError, match="cand_ptr"):
+        CandidateLattice(offsets, np.array([0, 2, 9], dtype=np.int64),
+                         np.array([0, 1, 2], dtype=np.int64), patterns)

@@ -9,7 +9,7 @@ from pathlib import Path
 from skcrf.inference._runtime import cache as _cache
 from skcrf.inference._runtime.batch import chunk_bounds
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]  # the checkout, whose skcrf the children import
 
 
 def test_the_digest_follows_kernel_files_and_ignores_the_others(tmp_path):
@@ -73,3 +73,31 @@ def test_a_kernel_cached_under_other_kernel_sources_is_compiled_again(tmp_path):
     assert not compiled("before")  # loaded from the cache
     assert compiled("after")  # the sources changed: compiled, not run stale
     assert not compiled("after")
+
+
+def test_the_digest_follows_modules_of_constants_kernels_compile_in(tmp_path):
+    """A constant's value is compiled into the kernels that read it (issue 43, item 15)."""
+    digest = _cache.kernel_sources_digest.__wrapped__
+    (tmp_path / "inference").mkdir()
+    (tmp_path / "inference" / "__init__.py").write_text("")
+    (tmp_path / "inference" / "_roles.py").write_text("OUTSIDE = 0\n")
+    (tmp_path / "learning").mkdir()
+    (tmp_path / "learning" / "_codes.py").write_text("STEP = 1\n")
+    (tmp_path / "learning" / "unrelated.py").write_text("X = 1\n")
+    (tmp_path / "learning" / "kernels.py").write_text(
+        "from ._codes import STEP\n@compiled()\ndef k(x):\n    return x + STEP\n")
+    first = digest(tmp_path)
+    (tmp_path / "inference" / "_roles.py").write_text("OUTSIDE = 1\n")
+    second = digest(tmp_path)
+    (tmp_path / "learning" / "_codes.py").write_text("STEP = 2\n")
+    third = digest(tmp_path)
+    assert len({first, second, third}) == 3
+    (tmp_path / "learning" / "unrelated.py").write_text("X = 2\n")
+    assert digest(tmp_path) == third
+
+
+def test_the_digest_of_skcrf_covers_the_semimarkov_roles():
+    root = _cache._PACKAGE
+    roles = root / "inference" / "semimarkov" / "_roles.py"
+    assert roles.is_file()
+    assert roles.relative_to(root).parts[0] in _cache.KERNEL_FOLDERS

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from skcrf.inference._runtime.compile_notice import MESSAGE, CompileNotice
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]  # the checkout, whose skcrf the children import
 
 
 def _event(module):

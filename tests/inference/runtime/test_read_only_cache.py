@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]  # the checkout, whose skcrf the children import
 
 
 def _read_only_mounts_work():
@@ -70,15 +70,20 @@ RUN = textwrap.dedent("""
 """)
 
 
-def _run(directory, dtypes, read_only=False, home=None):
-    """Run RUN with ``directory`` importable, its tree mounted read-only if asked."""
+def _run(directory, dtypes, read_only=False, home=None, cache_dir=None):
+    """Run RUN with ``directory`` importable, its tree mounted read-only if asked.
+
+    With ``cache_dir``, that is NUMBA_CACHE_DIR, and it is the tree mounted read-only.
+    """
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    if cache_dir is not None:
+        env["NUMBA_CACHE_DIR"] = str(cache_dir)
     env["PYTHONPATH"] = os.pathsep.join([str(directory), str(REPO)])
     if home is not None:
         env["HOME"] = str(home)
     command = [sys.executable, "-c", RUN, *dtypes]
     if read_only:
-        where = shlex.quote(str(directory))
+        where = shlex.quote(str(cache_dir if cache_dir is not None else directory))
         command = ["unshare", "-m", "sh", "-c",
                    f"mount --bind {where} {where} && mount -o remount,ro,bind {where} {where}"
                    f" && exec {shlex.join(command)}"]
@@ -106,3 +111,24 @@ def test_a_read_only_cache_written_ahead_is_read_by_another_user(tmp_path):
     assert len(run["warnings"]) == 1 and "read-only" in run["warnings"][0]
     assert "NUMBA_CACHE_DIR" in run["warnings"][0]
     assert not list(home.rglob("*.nbi"))  # nothing went to the user's cache either
+
+
+def test_a_read_only_numba_cache_dir_written_ahead_is_read(tmp_path):
+    """NUMBA_CACHE_DIR written by the build and read-only at run time (issue 43, item 14)."""
+    package = tmp_path / "image"
+    package.mkdir()
+    (package / "tinykernels.py").write_text(KERNEL)
+    cache_dir = tmp_path / "numba-cache"
+    cache_dir.mkdir()
+    built = _run(package, ["float64"], cache_dir=cache_dir)
+    assert built["compiled"] == 1 and built["results"] == [6.0]
+    assert list(cache_dir.rglob("tinykernels.total-*.nbi"))
+    home = tmp_path / "home"
+    home.mkdir()
+    run = _run(package, ["float64"], read_only=True, home=home, cache_dir=cache_dir)
+    assert run == {"results": [6.0], "compiled": 0, "warnings": []}
+    run = _run(package, ["float64", "int64"], read_only=True, home=home, cache_dir=cache_dir)
+    assert run["results"] == [6.0, 6.0] and run["compiled"] == 1
+    assert len(run["warnings"]) == 1 and "read-only" in run["warnings"][0]
+    assert not list(home.rglob("*.nbi"))
+    assert not list((package / "__pycache__").glob("*.nbi"))  # nor beside the source
