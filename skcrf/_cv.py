@@ -18,7 +18,8 @@ from sklearn.utils._param_validation import StrOptions
 from ._estimators import defaults as _defaults
 from ._estimators.base import CRFEstimator
 from ._estimators.training import _user_stacklevel
-from ._chain import CHAIN_STATE, CRFClassifier
+from ._chain import CRFClassifier
+from ._estimators.chain_state import CHAIN_STATE
 from ._estimators.fitted_state import (Array, Real, all_of, at_least, finite, saved_as)
 from ._estimators.online import nonzero_weights
 from ._utils.type_aliases import AllowedTransitions, FeatureSequences, LabelSequences, SequenceWeights

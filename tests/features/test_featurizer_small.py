@@ -15,7 +15,8 @@ from sklearn.pipeline import make_pipeline
 from skcrf import CRFClassifier, SequenceVectorizer
 from skcrf.features import _small
 from skcrf.features._tokens import _Tokens
-from skcrf.features.featurizer import TokenFeaturizer, _featurize
+from skcrf.features._slot_matrix import _featurize
+from skcrf.features.featurizer import TokenFeaturizer
 
 
 def general(featurizer, X):

@@ -1,6 +1,8 @@
 """Order-1 chains: parameters, potentials, gradient and gold statistics.
 
 - :mod:`.order1`: the structure (plain and observation-conditioned transitions);
+- :mod:`.scores`: potentials of a batch (:class:`ChainScores`) and the inference
+  over them (marginals, Viterbi, n-best, the score of a given labelling);
 - :mod:`._fused`, :mod:`._edges_fused`: their fused training kernels.
 
 The structure's public names are importable from here.
