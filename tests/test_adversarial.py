@@ -314,9 +314,9 @@ def _interrupted_in_a_kernel(name):
 
 
 @pytest.mark.parametrize("module, kernel, call", [
-    ("skcrf.features.featurizer", "slot_features",
+    ("skcrf.features._slot_matrix", "slot_features",
      lambda: TokenFeaturizer().transform([["a", "b"]] * 2000)),
-    ("skcrf.features.featurizer", "slot_features",
+    ("skcrf.features._slot_matrix", "slot_features",
      lambda: make_pipeline(TokenFeaturizer(), SequenceVectorizer()).fit_transform(
          [["a", "b"]] * 2000)),
     ("skcrf.features.vectorizer", "sort_row_indices",

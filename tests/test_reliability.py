@@ -189,7 +189,9 @@ def test_generators_are_read_once_and_give_the_list_results(toy, fitted, fitted_
 @pytest.mark.parametrize("value, why", [
     (b"bytes", "unsupported type"),
     (None, "unsupported type"),
-    (np.array([1.0, 2.0]), "unsupported type"),
+    # a 1-D array is a vector (dense columns); a 2-D one is not (a model fitted
+    # without vectors calls any array an unsupported type)
+    (np.ones((2, 2)), "(a vector value must be a 1-D numpy array|unsupported type)"),
     (datetime.date(2024, 1, 1), "unsupported type"),
     (object(), "unsupported type"),
     (complex(0, 1), "unsupported type"),

@@ -17,11 +17,15 @@ A model is calibrated when, among the predictions it gives confidence about
 from __future__ import annotations
 
 from collections import namedtuple
+from collections.abc import Sequence
+from typing import Any
 from numbers import Integral
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..tags import SCHEMES, get_spans
+from .._utils.type_aliases import LabelSequences
 from ._checks import _check_label_sequences
 
 __all__ = ["ReliabilityCurve", "expected_calibration_error", "reliability_curve",
@@ -54,7 +58,8 @@ def _bins(confidence, n_bins):
     return np.minimum((confidence * n_bins).astype(np.int64), n_bins - 1)
 
 
-def reliability_curve(correct, confidence, *, n_bins: int = 10) -> ReliabilityCurve:
+def reliability_curve(correct: ArrayLike, confidence: ArrayLike, *,
+                      n_bins: int = 10) -> ReliabilityCurve:
     """Accuracy against confidence, in equal-width confidence bins.
 
     Parameters
@@ -91,7 +96,8 @@ def reliability_curve(correct, confidence, *, n_bins: int = 10) -> ReliabilityCu
     return ReliabilityCurve(mean[kept], accuracy[kept], count[kept])
 
 
-def expected_calibration_error(correct, confidence, *, n_bins: int = 10) -> float:
+def expected_calibration_error(correct: ArrayLike, confidence: ArrayLike, *,
+                               n_bins: int = 10) -> float:
     """Expected calibration error: the mean gap between confidence and accuracy.
 
     ``sum_b (n_b / n) * |accuracy_b - confidence_b|`` over the equal-width
@@ -123,7 +129,8 @@ def expected_calibration_error(correct, confidence, *, n_bins: int = 10) -> floa
     return float(np.sum(curve.count * np.abs(curve.accuracy - curve.confidence)) / total)
 
 
-def token_confidences(y_true, marginals, classes):
+def token_confidences(y_true: LabelSequences, marginals: Sequence[ArrayLike],
+                      classes: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
     """``(correct, confidence)`` of each token's most probable label.
 
     Parameters
@@ -158,7 +165,8 @@ def token_confidences(y_true, marginals, classes):
     return np.concatenate(correct).astype(bool), np.concatenate(confidence)
 
 
-def span_confidences(y_true, spans, *, scheme: str = "IOB2"):
+def span_confidences(y_true: LabelSequences, spans: Sequence[Sequence[tuple[Any, ...]]], *,
+                     scheme: str = "IOB2") -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
     """``(correct, confidence)`` of each predicted span.
 
     Parameters

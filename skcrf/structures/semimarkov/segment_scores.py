@@ -307,6 +307,8 @@ def check_score_range(scores, offsets):
     if scores.spans is not None:
         blocks.append(("segment", scores.spans))
     for role, block in blocks:
+        if block.size == 0:  # no tokens, or no candidate segments: nothing to check
+            continue
         block = block.reshape(block.shape[0], -1)
         large = (np.abs(np.where(np.isfinite(block), block, 0.0)) > MAX_SCORE).any(axis=1)
         if large.any():
