@@ -18,6 +18,7 @@ from ._estimators.compile_ahead import compile_ahead
 from ._estimators.pruning import PrunedTrainingProblem, prune_unary
 from ._estimators.fitted_state import saved_as
 from ._estimators.training import TrainingProblem
+from ._estimators.training_settings import training_setting
 from ._estimators.partial_labels import pairs_with_sets
 from ._estimators.constraints import SCHEME_NAMES
 from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSequences,
@@ -437,21 +438,22 @@ class CRFClassifier(SpanQueries, CRFEstimator):
     def _training_problem(self, data):
         constraints = self._label_constraints(data)
         n_classes = data.classes.shape[0]
+        # skcrf.compat's CRF trains as CRFsuite, without start and end weights
+        boundary_weights = training_setting("boundary_weights", True)
         if self.order == 1:
             structure = ChainStructure.for_training(
                 data.features, data.offsets, data.label_ids, n_classes,
                 all_possible_states=self.all_possible_states,
                 transition_columns=self._transition_columns(data.feature_names,
                                                             data.features.n_features),
-                constraints=constraints)
+                constraints=constraints, boundary_weights=boundary_weights)
             if data.partial is not None:
                 # a class a token's set offers gets its features' weights too
                 structure = ChainStructure(
                     n_classes, pairs_with_sets(structure.state_pairs, data.features,
                                                data.partial),
-                    edge_pairs=structure.edge_pairs, constraints=constraints)
-            # skcrf.compat's CRF trains as CRFsuite, without start and end weights
-            structure.boundary_weights = getattr(self, "_boundary_weights", True)
+                    edge_pairs=structure.edge_pairs, constraints=constraints,
+                    boundary_weights=boundary_weights)
             if data.features.dense is not None:
                 if data.partial is not None:
                     raise ValueError(

@@ -9,6 +9,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import skcrf.compat as sklearn_crfsuite
 from skcrf import CRFClassifier, load_model, save_model
+from skcrf._estimators.training_settings import training_settings
 from skcrf.compat import metrics, scorers
 from tests._corpora import tagged_sentences
 
@@ -78,10 +79,12 @@ def test_c1_c2_map_to_the_same_objective_as_crfclassifier(crf, corpus):
     vectorizer = SequenceVectorizer(separator=":")
     c1, c2 = 0.1, 0.1
     direct = CRFClassifier(alpha=c1 + 2 * c2, l1_ratio=c1 / (c1 + 2 * c2), max_iter=50, tol=1e-5)
-    direct._boundary_weights = False  # what compat.CRF sets for its fit
-    direct.fit(vectorizer.fit_transform(X), y)
+    with training_settings(boundary_weights=False):  # what compat.CRF's fit runs under
+        direct.fit(vectorizer.fit_transform(X), y)
     assert not np.any(crf.estimator_.start_coef_) and not np.any(crf.estimator_.end_coef_)
-    assert "_boundary_weights" not in vars(crf.estimator_)
+    # a setting of that fit only: nothing of it stays on the estimator
+    assert not [name for name in vars(crf.estimator_) if name.startswith("_")
+                and not name.startswith("__")]
     np.testing.assert_array_equal(crf.estimator_.coef_, direct.coef_)
     assert crf.predict(X_test) == [p.tolist() for p in direct.predict(
         vectorizer.transform(X_test))]
@@ -479,27 +482,35 @@ def test_the_sklearn_crfsuite_tutorial_runs_once_its_imports_change(capsys):
 ])
 def test_online_algorithms_map_to_skcrf_solvers(options, solver, expected):
     crf = sklearn_crfsuite.CRF(**options)
-    classifier = crf._classifier()
+    classifier, _ = crf._classifier()
     assert classifier.solver == solver
     for name, value in expected.items():
         assert classifier.get_params()[name] == value, name
 
 
 def test_crfsuite_only_options_reach_the_solver():
-    """calibration_*, pa_type, error_sensitive, variance and epsilon: the solver reads them."""
+    """calibration_*, pa_type, error_sensitive, variance and epsilon: the solver reads them
+    (given as settings of the fit, as compat.CRF.fit gives them)."""
     from skcrf._estimators.online import online_options
 
-    options = online_options(sklearn_crfsuite.CRF(
+    def options_of(crf):
+        classifier, online = crf._classifier()
+        with training_settings(online=online):
+            return online_options(classifier)
+
+    options = options_of(sklearn_crfsuite.CRF(
         algorithm="l2sgd", calibration_eta=0.2, calibration_rate=3.0, calibration_samples=50,
-        calibration_candidates=4, calibration_max_trials=6)._classifier())
+        calibration_candidates=4, calibration_max_trials=6))
     calibration = options.calibration
     assert (calibration.eta, calibration.rate, calibration.samples, calibration.candidates,
             calibration.max_trials) == (0.2, 3.0, 50, 4, 6)
-    options = online_options(sklearn_crfsuite.CRF(
-        algorithm="pa", pa_type=2, error_sensitive=False, epsilon=0.5)._classifier())
+    options = options_of(sklearn_crfsuite.CRF(
+        algorithm="pa", pa_type=2, error_sensitive=False, epsilon=0.5))
     assert (options.pa_type, options.error_sensitive, options.epsilon) == (2, False, 0.5)
-    assert online_options(sklearn_crfsuite.CRF(
-        algorithm="arow", variance=3.0)._classifier()).variance == 3.0
+    assert options_of(sklearn_crfsuite.CRF(algorithm="arow", variance=3.0)).variance == 3.0
+    # outside compat.CRF's fit, CRFsuite's settings are not there
+    assert online_options(sklearn_crfsuite.CRF(algorithm="arow", variance=3.0)._classifier()[0]
+                          ).variance == 1.0
 
 
 @pytest.mark.parametrize("algorithm", ["l2sgd", "ap", "pa", "arow"])

@@ -3,15 +3,17 @@ python-crfsuite's own trainer and tagger."""
 
 import pickle
 import struct
+import tracemalloc
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import skcrf.compat as compat
 from skcrf import CRFClassifier, SequenceVectorizer
 from skcrf.compat._crf import _sequences
-from skcrf.compat._crfsuite_format import (CRFsuiteFormatError, hashlittle, read_crfsuite,
-                                           write_crfsuite)
+from skcrf.compat._crfsuite_format import (CRFsuiteFormatError, CRFsuiteWeights, hashlittle,
+                                           read_crfsuite, weight_count, write_crfsuite)
 from tests._corpora import tagged_sentences
 
 pycrfsuite = pytest.importorskip("pycrfsuite")
@@ -129,6 +131,40 @@ def test_a_compat_crf_saved_tags_as_skcrf_in_crfsuite(corpus, tmp_path):
         crf.estimator_.feature_names_)
 
 
+@pytest.mark.parametrize("algorithm, options", [
+    ("l2sgd", {"c2": 0.1, "calibration_samples": 50}), ("ap", {}), ("pa", {}),
+    ("arow", {"gamma": 2.0})])
+def test_every_trainer_s_model_is_a_crfsuite_file(corpus, tmp_path, algorithm, options):
+    """The online trainers train without start and end weights too (CRFsuite's chain has
+    none): their models are written exactly and tag alike in CRFsuite's tagger."""
+    X, y, X_test = corpus
+    crf = compat.CRF(algorithm=algorithm, max_iterations=4, **options).fit(X, y)
+    classifier = crf.estimator_
+    assert not np.any(classifier.start_coef_) and not np.any(classifier.end_coef_)
+    assert np.any(classifier.coef_) and np.any(classifier.transition_coef_)
+    path = tmp_path / f"{algorithm}.crfsuite"
+    compat.save_crfsuite(crf, path)
+    assert_tags_as_crfsuite(crf, path, X + X_test)
+    back = compat.load_crfsuite(path)
+    assert back.state_features_ == crf.state_features_
+    assert back.transition_features_ == crf.transition_features_
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_online_settings_of_a_compat_fit_stay_out_of_the_model(corpus, tmp_path):
+    """What compat.CRF tells its estimator's fit is not left on it: the model saves in
+    skcrf's format, and a CRFClassifier fitted afterwards keeps its start and end weights."""
+    from skcrf import load_model, save_model
+
+    X, y, X_test = corpus
+    crf = compat.CRF(algorithm="ap", max_iterations=3).fit(X, y)
+    save_model(crf, tmp_path / "ap.skcrf")
+    assert load_model(tmp_path / "ap.skcrf").predict(X_test) == crf.predict(X_test)
+    features = SequenceVectorizer(separator=":").fit_transform(_sequences(X))
+    direct = CRFClassifier(solver="perceptron", max_iter=3).fit(features, y)
+    assert np.any(direct.start_coef_) or np.any(direct.end_coef_)
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_what_crfsuite_cannot_store_is_refused_with_the_reason(corpus, tmp_path):
     X, y, _ = corpus
@@ -207,6 +243,79 @@ def test_labels_and_attributes_of_a_made_up_file_are_checked():
     one_label = write_crfsuite(type(good)(["A"], ["x"], np.ones((1, 1)), np.zeros((1, 1))))
     with pytest.raises(ValueError, match="at least 2"):
         compat.load_crfsuite(one_label)
+
+
+def _peak_bytes_of_loading(data, **kwargs):
+    """(loaded or refused, peak bytes traced while ``load_crfsuite(data)`` ran)."""
+    tracemalloc.start()
+    try:
+        loaded = True
+        try:
+            compat.load_crfsuite(data, **kwargs)
+        except ValueError as error:
+            assert str(error)
+            loaded = False
+        return loaded, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _made_up(n_labels, n_attributes, features_per_attribute=1):
+    """A well-formed file: few bytes, many labels and attributes each weighted once."""
+    state = sp.lil_matrix((n_attributes, n_labels))
+    for a in range(n_attributes):
+        for k in range(features_per_attribute):
+            state[a, (a + k) % n_labels] = 1.0
+    return write_crfsuite(CRFsuiteWeights([f"L{i}" for i in range(n_labels)],
+                                          [f"a{i}" for i in range(n_attributes)],
+                                          state.tocsr(), np.zeros((n_labels, n_labels))))
+
+
+@pytest.mark.parametrize("n_labels, n_attributes", [(3000, 0), (1200, 4000), (1000, 20000)])
+def test_a_small_file_claiming_many_weights_is_refused_before_allocating(n_labels,
+                                                                           n_attributes):
+    """Counts backed by real records, but a dense model out of proportion to the file:
+    refused, peak memory a small multiple of the file (the model would take far more)."""
+    data = _made_up(n_labels, n_attributes)
+    model_bytes = 8 * weight_count(n_labels, n_attributes)
+    loaded, peak = _peak_bytes_of_loading(data)
+    assert not loaded
+    assert model_bytes > 60 * len(data)
+    # what is read (names, features, references) and at most the limit's transitions
+    assert peak < 40 * len(data) + 8 * (1 << 22) / 33 + (1 << 20) < model_bytes / 2
+    with pytest.raises(ValueError, match="max_weights"):
+        compat.load_crfsuite(data)
+
+
+def test_a_trusted_large_model_loads_with_max_weights_and_memory_stays_bounded():
+    data = _made_up(300, 20000)
+    cells = weight_count(300, 20000)
+    with pytest.raises(ValueError, match="max_weights"):
+        compat.load_crfsuite(data)
+    loaded, peak = _peak_bytes_of_loading(data, max_weights=cells)
+    assert loaded
+    # a few times what max_weights allows (the checks of the fitted model copy it
+    # once), and what is in proportion to the file
+    assert peak < 3 * 8 * cells + 60 * len(data)
+    crf = compat.load_crfsuite(data, max_weights=cells)
+    assert len(crf.classes_) == 300 and len(crf.attributes_) == 20000
+    assert crf.predict_single([{"a7": 1.0}]) == ["L7"]
+
+
+def test_attributes_without_a_weight_make_no_dense_column():
+    """A file naming attributes no feature is referenced by (CRFsuite writes none such):
+    they make no column of the dense weights."""
+    data = bytearray(_made_up(300, 20000))
+    refs_at = struct.unpack_from("<I", data, 44)[0]
+    offsets = np.frombuffer(bytes(data), dtype="<u4", count=20000, offset=refs_at + 12)
+    for offset in offsets[1:].tolist():  # every attribute but the first: no references
+        struct.pack_into("<I", data, offset, 0)
+    weights = read_crfsuite(bytes(data))
+    assert len(weights.attributes) == 20000 and weights.state.nnz == 1
+    # 300 x 20300 dense weights if every named attribute were a column: refused;
+    # 300 x 301 of the one weighted attribute: loaded
+    crf = compat.load_crfsuite(bytes(data))
+    assert crf.estimator_.coef_.shape == (300, 1) and crf.attributes_ == ["a0"]
 
 
 def _tiny():

@@ -53,6 +53,6 @@ def test_defaults_are_crfsuites_usual_c1_c2():
 
 def test_compat_keeps_sklearn_crfsuites_own_defaults():
     """CRFsuite's c1=0, c2=1 and delta=1e-5, whatever CRFClassifier's defaults are."""
-    classifier = CRF()._classifier()
+    classifier, _ = CRF()._classifier()
     assert classifier.alpha == 2.0 and classifier.l1_ratio == 0.0
     assert classifier.tol == 1e-5

@@ -17,6 +17,7 @@ from sklearn.utils import _safe_indexing, check_random_state
 from .._utils.parallel import kernel_exceptions, kernel_threads
 from .queries import given_label_ids
 from .training import TrainingData, _is_fitted_attribute, _same_values
+from .training_settings import training_setting
 from .._utils.type_aliases import FeatureSequences, LabelSequences, SequenceWeights
 from .partial_labels import holds_partial_labels
 from .._utils.validation import (check_finite_features, check_label_type, check_labels,
@@ -50,8 +51,8 @@ def online_options(estimator):
     if solver == "sgd" and estimator.learning_rate == "constant" and isinstance(eta0, str):
         raise ValueError("learning_rate='constant' needs a given eta0 (a float > 0); "
                          "eta0='auto' calibrates the 'optimal' schedule only.")
-    # CRFsuite's settings that skcrf's parameters do not name (skcrf.compat sets them)
-    extra = dict(getattr(estimator, "_crfsuite_options", None) or {})
+    # CRFsuite's settings that skcrf's parameters do not name (skcrf.compat gives them)
+    extra = dict(training_setting("online", {}))
     calibration = Calibration(**extra.pop("calibration", {}))
     return OnlineOptions(
         solver=solver, alpha=float(estimator.alpha), l1_ratio=float(estimator.l1_ratio),

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._chain import CRFClassifier
 from .._estimators.fitted_state import Fitted, FittedState, Integer, TypeOf, saved_as
+from .._estimators.training_settings import training_settings
 from ..features.vectorizer import SequenceVectorizer
 from ..metrics import flat_accuracy_score
 
@@ -154,10 +155,10 @@ class CRF(BaseEstimator):
     :class:`~skcrf.CRFClassifier` trained by skcrf's solver of CRFsuite's
     ``algorithm``; for L-BFGS with ``alpha = c1 + 2 * c2`` and ``l1_ratio =
     c1 / alpha``, the same objective as CRFsuite's. As CRFsuite's, the
-    L-BFGS model has no start and end weights (``estimator_.start_coef_`` and
-    ``end_coef_`` stay 0), so :func:`skcrf.compat.save_crfsuite` writes it as
-    a CRFsuite model file exactly; the online trainers (``l2sgd``, ``ap``,
-    ``pa``, ``arow``) learn them, as :class:`~skcrf.CRFClassifier` does.
+    model has no start and end weights, whatever the trainer
+    (``estimator_.start_coef_`` and ``end_coef_`` stay 0), so
+    :func:`skcrf.compat.save_crfsuite` writes it as a CRFsuite model file
+    exactly.
 
     Parameters
     ----------
@@ -314,7 +315,8 @@ calibration_candidates, calibration_max_trials : default=None
         return tags
 
     def _classifier(self):
-        """The CRFClassifier these arguments describe; unsupported ones raise ValueError."""
+        """The CRFClassifier these arguments describe, and the options of CRFsuite's online
+        trainer that its parameters do not name; unsupported arguments raise ValueError."""
         algorithm = "lbfgs" if self.algorithm is None else self.algorithm
         if algorithm not in _ALGORITHM_OPTIONS:
             raise ValueError(
@@ -333,7 +335,7 @@ calibration_candidates, calibration_max_trials : default=None
                              f"of algorithm={algorithm!r} (CRFsuite refuses them too); its "
                              f"options are {', '.join(own)}.")
         if algorithm == "lbfgs":
-            return self._lbfgs_classifier()
+            return self._lbfgs_classifier(), {}
         return self._online_classifier(algorithm)
 
     def _lbfgs_classifier(self):
@@ -356,7 +358,8 @@ calibration_candidates, calibration_max_trials : default=None
             verbose=int(bool(self.verbose)))
 
     def _online_classifier(self, algorithm):
-        """The CRFClassifier of an online trainer, CRFsuite's defaults where None."""
+        """The CRFClassifier of an online trainer and its extra options, CRFsuite's defaults
+        where None."""
         epochs = (_DEFAULT_EPOCHS[algorithm] if self.max_iterations is None
                   else int(self.max_iterations))
         params = {"solver": _SOLVERS[algorithm], "max_iter": epochs,
@@ -396,9 +399,7 @@ calibration_candidates, calibration_max_trials : default=None
                                  f"variance={variance}.")
             params["C"] = 1.0 / gamma
             extra["variance"] = variance
-        classifier = CRFClassifier(**params)
-        classifier._crfsuite_options = extra
-        return classifier
+        return CRFClassifier(**params), extra
 
     def fit(self, X, y, X_dev=None, y_dev=None):
         """Train on feature-dict sequences ``X`` and label sequences ``y``.
@@ -417,21 +418,17 @@ calibration_candidates, calibration_max_trials : default=None
         -------
         self : CRF
         """
-        classifier = self._classifier()
+        classifier, online = self._classifier()
         vectorizer = SequenceVectorizer(separator=":", min_freq=self._min_freq())
-        if classifier.solver == "lbfgs":
-            # CRFsuite's chain has no start or end weights: without them the model
-            # is CRFsuite's own, and skcrf.compat.save_crfsuite writes it exactly
-            classifier._boundary_weights = False
-        with warnings.catch_warnings():
+        # CRFsuite's chain has no start or end weights, whatever the trainer: without
+        # them the model is CRFsuite's own, and skcrf.compat.save_crfsuite writes it
+        # exactly. Settings of this fit, not of the fitted model (nor of its file).
+        with warnings.catch_warnings(), training_settings(boundary_weights=False,
+                                                          online=online):
             # CRFsuite stops at max_iterations without a word, and so does its
             # interface here; CRFClassifier itself warns
             warnings.simplefilter("ignore", ConvergenceWarning)
-            try:
-                classifier.fit(vectorizer.fit_transform(_sequences(X)), y)
-            finally:
-                # a setting of this fit, not part of the fitted model (nor of its file)
-                classifier.__dict__.pop("_boundary_weights", None)
+            classifier.fit(vectorizer.fit_transform(_sequences(X)), y)
         self.vectorizer_ = vectorizer
         self.estimator_ = classifier
         for name, value in _summaries(classifier).items():
@@ -455,7 +452,10 @@ calibration_candidates, calibration_max_trials : default=None
         return max(1, math.ceil(value))
 
     def _transform(self, X):
-        check_is_fitted(self, "estimator_")
+        # sklearn's check reads the estimator's tags first, a cost every one-sentence
+        # predict would pay: call it only to raise its error
+        if "estimator_" not in self.__dict__:
+            check_is_fitted(self, "estimator_")
         return self.vectorizer_.transform(_sequences(X))
 
     def predict(self, X):

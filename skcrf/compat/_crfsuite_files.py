@@ -7,7 +7,8 @@ import numpy as np
 from .._chain import CRFClassifier
 from ..features.vectorizer import SequenceVectorizer
 from ._crf import CRF, _summaries
-from ._crfsuite_format import CRFsuiteWeights, read_crfsuite, write_crfsuite
+from ._crfsuite_format import (CRFsuiteWeights, check_weight_count, read_crfsuite,
+                               write_crfsuite)
 
 
 def _model_bytes(source):
@@ -30,7 +31,7 @@ def _model_bytes(source):
                     f"sklearn_crfsuite.CRF; got a {type(source).__name__}.")
 
 
-def load_crfsuite(source):
+def load_crfsuite(source, *, max_weights=None):
     """Load a model CRFsuite trained (python-crfsuite, sklearn-crfsuite, the ``crfsuite`` tool).
 
     Parameters
@@ -41,6 +42,14 @@ def load_crfsuite(source):
         ``model_filename`` keeps it), its bytes, or a fitted
         ``sklearn_crfsuite.CRF`` (unpickled, say): its model file is read,
         without importing sklearn-crfsuite.
+    max_weights : int, default=None
+        The most memory the model may take, in weights of 8 bytes: labels x
+        weighted attributes (skcrf's dense state weights), plus 33 a pair of
+        labels (its weight, and its entry of ``transition_features_``). None
+        allows 4 per byte of the file (at least 4 million, 32 MB), several
+        times what real models take; loading peaks at about 3 times as much. A file that would make more is refused before
+        anything of that size is allocated: a small hostile file cannot claim
+        gigabytes. Raise it for a trusted model of many hundreds of labels.
 
     Returns
     -------
@@ -58,25 +67,38 @@ def load_crfsuite(source):
     ValueError
         If the file is not a CRFsuite model or is truncated or damaged (an
         offset or a count past its end, an id out of range, a non-finite
-        weight), or has fewer than 2 labels.
+        weight), has fewer than 2 labels, or would make more than
+        ``max_weights`` dense weights.
 
     See Also
     --------
     save_crfsuite : The other way.
     """
-    weights = read_crfsuite(_model_bytes(source))
+    data = _model_bytes(source)
+    weights = read_crfsuite(data, max_weights)
     if len(weights.labels) < 2:
         raise ValueError(f"the CRFsuite model has {len(weights.labels)} label(s); skcrf's "
                          f"models have at least 2.")
     by_name = sorted(range(len(weights.labels)), key=weights.labels.__getitem__)
-    vectorizer = SequenceVectorizer(separator=":").fit(
-        [[dict.fromkeys(weights.attributes, 1.0)]])
-    columns = np.fromiter((vectorizer.vocabulary_[name] for name in weights.attributes),
-                          dtype=np.int64, count=len(weights.attributes))
-    coef = np.zeros((len(by_name), len(columns)))
-    coef[:, columns] = weights.state[:, by_name].T
+    rank = np.empty(len(by_name), dtype=np.int64)
+    rank[by_name] = np.arange(len(by_name))
+    # only attributes with a weight become features (an attribute the model lacks is
+    # ignored either way): the dense weights are those of what the file holds
+    state = weights.state.tocoo()
+    weighted = np.unique(state.row)
+    attributes = [weights.attributes[a] for a in weighted.tolist()]
+    check_weight_count(len(by_name), len(attributes), len(data), max_weights)
+    vectorizer = SequenceVectorizer(separator=":").fit([[dict.fromkeys(attributes, 1.0)]])
+    columns = np.fromiter((vectorizer.vocabulary_[name] for name in attributes),
+                          dtype=np.int64, count=len(attributes))
+    column_of = np.zeros(len(weights.attributes), dtype=np.int64)
+    column_of[weighted] = columns
+    # column-major, as a fit leaves coef_: prediction reads coef_.T row by row, and a
+    # row-major coef_ would be copied whole to do so at every predict call
+    coef = np.zeros((len(columns), len(by_name))).T
+    coef[rank[state.col], column_of[state.row]] = state.data
     crf = CRF()
-    classifier = crf._classifier()
+    classifier, _ = crf._classifier()
     n_classes = len(by_name)
     classifier.__dict__.update(
         classes_=np.asarray([weights.labels[k] for k in by_name]),
@@ -120,8 +142,8 @@ def _chain(model):
         raise ValueError(
             "CRFsuite's chains have no start or end weights, and this model has non-zero "
             "ones (start_coef_, end_coef_): written without them it would tag otherwise. "
-            "Train it with skcrf.compat.CRF (algorithm 'lbfgs'), which trains without "
-            "them as CRFsuite does.")
+            "Train it with skcrf.compat.CRF (any algorithm), which trains without them "
+            "as CRFsuite does.")
     return model
 
 
@@ -137,8 +159,8 @@ def save_crfsuite(model, path):
     model : skcrf.compat.CRF or CRFClassifier
         Fitted, of order 1, with plain (not feature-dependent, not
         forbidden) transitions and no start and end weights, as
-        :class:`skcrf.compat.CRF` trains with L-BFGS: CRFsuite's model has
-        nothing else. Its feature names become CRFsuite's attribute names;
+        :class:`skcrf.compat.CRF` trains (every algorithm): CRFsuite's model
+        has nothing else. Its feature names become CRFsuite's attribute names;
         those of :class:`skcrf.compat.CRF` are CRFsuite's already (a string
         value ``{"w": "dog"}`` is ``"w:dog"``), while a CRFClassifier fitted
         on feature dicts names that feature ``"w=dog"``, which python-crfsuite

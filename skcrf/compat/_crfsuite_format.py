@@ -31,6 +31,7 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 _HEADER = struct.Struct("<4sI4sIIIIIIIII")
 _CHUNK = struct.Struct("<4sII")
@@ -42,10 +43,18 @@ _N_TABLES = 256
 _CQDB_DATA = _CQDB_HEADER.size + 8 * _N_TABLES
 _STATE, _TRANSITION = 0, 1
 _MASK = 0xFFFFFFFF
-#: Dense weights (labels x (attributes + labels)) a file may make: at least this many,
-_DENSE_CELLS = 1 << 24
-#: or this many per byte of the file (a real model stores ~30 bytes per attribute).
-_DENSE_PER_BYTE = 64
+#: What a label pair costs, in weights: skcrf.compat.CRF's transition_features_ (a dict
+#: entry of a tuple and a float for every pair, as sklearn-crfsuite's) takes ~250 bytes.
+_PAIR_COST = 32
+#: Weights a file may make by default (labels x weighted attributes, plus _PAIR_COST a
+#: pair of labels): at least this many (32 MB),
+_DENSE_CELLS = 1 << 22
+#: or this many per byte of the file. A weighted attribute takes at least ~70 bytes of
+#: a file (its name's record, hash slots, reference list and a 20-byte feature), and
+#: ~24 more a label it weighs: 4 per byte admits the sparsest models (one label an
+#: attribute) of up to ~280 labels, models of 3 labels an attribute up to ~500; a real
+#: model of 9 labels makes well under 1 per byte.
+_DENSE_PER_BYTE = 4
 
 
 class CRFsuiteFormatError(ValueError):
@@ -62,8 +71,10 @@ class CRFsuiteWeights:
         Label ``l``'s name at ``labels[l]``.
     attributes : list of str
         Attribute ``a``'s name at ``attributes[a]``.
-    state : ndarray of shape (n_attributes, n_labels)
-        ``state[a, l]``: the weight of attribute ``a`` for label ``l``.
+    state : ndarray or scipy.sparse matrix of shape (n_attributes, n_labels)
+        ``state[a, l]``: the weight of attribute ``a`` for label ``l``
+        (:func:`read_crfsuite` gives a CSR matrix of the file's features:
+        memory in proportion to the file, whatever its counts claim).
     transitions : ndarray of shape (n_labels, n_labels)
         ``transitions[i, j]``: the weight of label ``j`` after label ``i``.
     """
@@ -195,15 +206,51 @@ def _references(data, offset, chunk, count, what):
     return items, words[first[items] + within]
 
 
-def read_crfsuite(data):
+def weight_limit(n_bytes, max_weights=None):
+    """The most weights (see :func:`weight_count`) a model read from ``n_bytes`` bytes
+    may make."""
+    if max_weights is not None:
+        return int(max_weights)
+    return max(_DENSE_CELLS, _DENSE_PER_BYTE * n_bytes)
+
+
+def weight_count(n_labels, n_attributes):
+    """The memory a model of these counts takes in skcrf, in weights of 8 bytes: its
+    dense state weights, and each pair of labels's weight and dict entry."""
+    return n_labels * n_attributes + (1 + _PAIR_COST) * n_labels * n_labels
+
+
+def check_weight_count(n_labels, n_attributes, n_bytes, max_weights=None):
+    """Raise unless a model of ``n_labels`` labels and ``n_attributes`` weighted
+    attributes is in proportion to a file of ``n_bytes`` bytes (or within
+    ``max_weights``)."""
+    cells = weight_count(n_labels, n_attributes)
+    limit = weight_limit(n_bytes, max_weights)
+    if cells > limit:
+        raise CRFsuiteFormatError(
+            f"{n_labels} labels and {n_attributes} weighted attributes make a model of "
+            f"{cells} weights ({cells * 8 / 2 ** 20:.0f} MB), more than the {limit} allowed "
+            f"for a {n_bytes}-byte file: refused rather than allocated. If the file is "
+            f"trusted, pass a larger max_weights.")
+
+
+def read_crfsuite(data, max_weights=None):
     """The :class:`CRFsuiteWeights` of the bytes of a CRFsuite model file.
+
+    Every array read is in proportion to the bytes actually present: each
+    count is checked against the records the file holds before anything is
+    allocated; the state weights come as a sparse matrix of the file's
+    features, and the dense transitions (labels x labels) only once the
+    labels' names have been read and their count is within
+    :func:`weight_limit`.
 
     Raises
     ------
     CRFsuiteFormatError
         If the bytes are not a CRFsuite 0.12 model, or are truncated or
         inconsistent (an offset or a count pointing past the bytes, an id out
-        of range, a non-finite weight).
+        of range, a non-finite weight), or would make more dense weights than
+        ``max_weights`` (default: :func:`weight_limit`).
     """
     data = bytes(data)
     if len(data) < _HEADER.size:
@@ -232,14 +279,10 @@ def read_crfsuite(data):
                              dtype=_FEATURE)
     labels = _read_strings(data, labels_at, n_labels, "label")
     attributes = _read_strings(data, attributes_at, n_attributes, "attribute")
-    # the counts are those of names actually stored; the dense weights they make
-    # must still be in proportion to the file
-    cells = n_labels * (n_attributes + n_labels)
-    if cells > max(_DENSE_CELLS, _DENSE_PER_BYTE * len(data)):
-        raise CRFsuiteFormatError(
-            f"{n_labels} labels and {n_attributes} attributes make {cells} weights, out of "
-            f"proportion to a {len(data)}-byte file: refused rather than allocated.")
-    state = np.zeros((n_attributes, n_labels))
+    # the counts are those of names actually stored; the dense transitions they make
+    # must still be in proportion to the file (the state weights stay sparse here)
+    check_weight_count(n_labels, 0, len(data), max_weights)
+    state_parts = None
     transitions = np.zeros((n_labels, n_labels))
     # the weights as CRFsuite's tagger reads them: through the references
     for kind, at, chunk, count, what in (
@@ -262,10 +305,14 @@ def read_crfsuite(data):
         if not np.all(np.isfinite(referenced["weight"])):
             raise CRFsuiteFormatError(f"a feature of a {what} has a non-finite weight.")
         if kind == _STATE:
-            np.add.at(state, (items, destinations), referenced["weight"])
+            state_parts = (referenced["weight"], (items, destinations))
         else:
             # CRFsuite's tagger assigns, so the last of two features of a pair wins
             transitions[items, destinations] = referenced["weight"]
+    # duplicates add up, as CRFsuite's tagger sums the features an attribute references
+    state = sp.csr_matrix(state_parts, shape=(n_attributes, n_labels), dtype=np.float64)
+    state.sum_duplicates()
+    state.eliminate_zeros()
     return CRFsuiteWeights(labels, attributes, state, transitions)
 
 
@@ -337,18 +384,21 @@ def write_crfsuite(weights):
     Only the non-zero weights become features, and only the attributes with
     one are stored, as CRFsuite stores its models.
     """
-    state = np.asarray(weights.state, dtype=np.float64)
+    state = sp.csr_matrix(weights.state, dtype=np.float64)
+    state.sum_duplicates()  # sorted labels within each attribute, as CRFsuite writes them
+    state.eliminate_zeros()
     transitions = np.asarray(weights.transitions, dtype=np.float64)
     n_labels = len(weights.labels)
-    if not (np.all(np.isfinite(state)) and np.all(np.isfinite(transitions))):
+    if not (np.all(np.isfinite(state.data)) and np.all(np.isfinite(transitions))):
         raise ValueError("CRFsuite stores finite weights only; these have an infinite or "
                          "NaN weight.")
-    kept = np.flatnonzero(np.any(state != 0, axis=1))
+    kept = np.flatnonzero(np.diff(state.indptr))
     features, attribute_lists, label_lists = [], [], []
     for new_id, attribute in enumerate(kept.tolist()):
-        labels = np.flatnonzero(state[attribute]).tolist()
+        lo, hi = state.indptr[attribute], state.indptr[attribute + 1]
+        labels, values = state.indices[lo:hi].tolist(), state.data[lo:hi].tolist()
         attribute_lists.append(range(len(features), len(features) + len(labels)))
-        features += [(_STATE, new_id, label, state[attribute, label]) for label in labels]
+        features += [(_STATE, new_id, label, value) for label, value in zip(labels, values)]
     for source in range(n_labels):
         targets = np.flatnonzero(transitions[source]).tolist()
         label_lists.append(range(len(features), len(features) + len(targets)))

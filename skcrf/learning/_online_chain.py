@@ -55,8 +55,9 @@ def _chain_potentials_of(w, scale, trans_at, start_at, end_at, transition_mask, 
     for i in range(n_classes):
         for j in range(n_classes):
             transitions[i, j] = scale * w[trans_at + i * n_classes + j] + transition_mask[i, j]
-        start[i] = scale * w[start_at + i] + start_mask[i]
-        end[i] = scale * w[end_at + i] + end_mask[i]
+        # start_at -1: a chain without start and end weights (CRFsuite's)
+        start[i] = start_mask[i] + (scale * w[start_at + i] if start_at >= 0 else 0.0)
+        end[i] = end_mask[i] + (scale * w[end_at + i] if end_at >= 0 else 0.0)
 
 
 @compiled()
@@ -273,6 +274,8 @@ def _sgd_chain_update(w, gain, pair_ptr, pair_labels, data, indices, indptr, bin
             w[trans_at + i * n_classes + j] += change
             if averaging:
                 average_sum[trans_at + i * n_classes + j] -= average_scale * change
+    if start_at < 0:  # no start and end weights to move
+        return
     first = label_ids[lo]
     last = label_ids[hi - 1]
     for j in range(n_classes):
@@ -351,6 +354,8 @@ def _collect_path_difference(delta, mark, touched, pair_ptr, pair_labels, data, 
             continue
         n_touched = _touch(delta, mark, touched, n_touched, a, factor)
         n_touched = _touch(delta, mark, touched, n_touched, b, -factor)
+    if start_at < 0:  # no start and end weights to move
+        return n_touched
     n_touched = _touch(delta, mark, touched, n_touched, start_at + label_ids[lo], factor)
     n_touched = _touch(delta, mark, touched, n_touched, start_at + path[0], -factor)
     n_touched = _touch(delta, mark, touched, n_touched, end_at + label_ids[hi - 1], factor)
@@ -395,9 +400,11 @@ def _sgd_chain_step(settings, counters, w, l1_applied, average_sum, eta, factor,
                       average_sum, average_scale, averaging, coefficients)
     if settings[L1] > 0.0:
         counters[L1_TOTAL] += eta * factor * settings[L1]
+        # the dense blocks: transitions, then start and end if the chain has them
+        n_classes = coefficients.shape[0]
+        dense_hi = end_at + n_classes if end_at >= 0 else trans_at + n_classes * n_classes
         _sgd_chain_l1(w, scale, counters[L1_TOTAL], l1_applied, pair_ptr, indices, indptr,
-                      lo, hi, trans_at, end_at + coefficients.shape[0], average_sum,
-                      average_scale, averaging)
+                      lo, hi, trans_at, dense_hi, average_sum, average_scale, averaging)
     end_step(settings, counters, factor, w, average_sum)
 
 

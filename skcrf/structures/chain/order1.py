@@ -53,15 +53,15 @@ class ChainStructure:
         stay in ``w`` but every potential adds ``-inf`` to them, so that they
         get no probability, hence a zero gradient: from zero, the solver
         never moves them.
+    boundary_weights : bool, default=True
+        Whether the first and last labels of a sequence have weights of their
+        own. False (CRFsuite's chain, which :class:`skcrf.compat.CRF` trains)
+        keeps the ``start`` and ``end`` blocks in ``w`` at zero for every
+        solver: their statistics are zero and the online kernels skip them.
     """
 
-    #: Whether the first and last labels of a sequence have weights of their own.
-    #: CRFsuite's chains have none: set False (skcrf.compat does, for its files to be
-    #: CRFsuite's), their gold and expected counts are zero, so from zero the solver
-    #: never moves them.
-    boundary_weights = True
-
-    def __init__(self, n_classes, state_pairs, *, order=1, edge_pairs=None, constraints=None):
+    def __init__(self, n_classes, state_pairs, *, order=1, edge_pairs=None, constraints=None,
+                 boundary_weights=True):
         if order not in (1, 2):
             raise ValueError(f"order must be 1 or 2, got {order!r}.")
         if order == 2 and edge_pairs is not None:
@@ -71,6 +71,10 @@ class ChainStructure:
         self.order = order
         self.state_pairs = state_pairs
         self.edge_pairs = edge_pairs
+        # CRFsuite's chains have no start and end weights (skcrf.compat trains without
+        # them, for its files to be CRFsuite's): their statistics are zero, every
+        # solver's step leaves them at 0, and the blocks stay in w as zeros
+        self.boundary_weights = bool(boundary_weights)
         C = n_classes
         blocks = [("state", (state_pairs.n_pairs,))]
         if edge_pairs is not None:
@@ -93,11 +97,13 @@ class ChainStructure:
 
     @classmethod
     def for_training(cls, features, offsets, label_ids, n_classes, *, order=1,
-                     all_possible_states=False, transition_columns=None, constraints=None):
+                     all_possible_states=False, transition_columns=None, constraints=None,
+                     boundary_weights=True):
         """The structure of a training set: which pairs get weights.
 
         ``transition_columns`` is a boolean mask of the features that also
-        weight the transitions, or None; ``constraints`` as for the class.
+        weight the transitions, or None; ``constraints`` and
+        ``boundary_weights`` as for the class.
         """
         state_pairs = (StatePairs.every(features.n_features, n_classes) if all_possible_states
                        else StatePairs.observed(features, label_ids, n_classes))
@@ -112,7 +118,7 @@ class ChainStructure:
                     features, edge_label_ids(label_ids, offsets, n_classes), n_pairs,
                     columns=transition_columns)
         return cls(n_classes, state_pairs, order=order, edge_pairs=edge_pairs,
-                   constraints=constraints)
+                   constraints=constraints, boundary_weights=boundary_weights)
 
     @property
     def n_parameters(self):
@@ -293,8 +299,11 @@ class ChainStructure:
         if self.order != 1 or self.edge_pairs is not None:
             return None
         slices = self.layout.slices
+        # -1: no start and end weights, the kernels neither read nor move them
+        boundary = self.boundary_weights
         return PlainChainLayout(self.state_pairs, slices["transitions"].start,
-                                slices["start"].start, slices["end"].start,
+                                slices["start"].start if boundary else -1,
+                                slices["end"].start if boundary else -1,
                                 np.ascontiguousarray(self.transition_mask),
                                 np.ascontiguousarray(self.start_mask),
                                 np.ascontiguousarray(self.end_mask))
@@ -325,10 +334,11 @@ class ChainStructure:
             np.add.at(trigram,
                       (label_ids[third - 2], label_ids[third - 1], label_ids[third]), 1.0)
             dense["trigram"] = trigram
-        nonempty = np.diff(offsets) > 0
-        first, last = offsets[:-1][nonempty], offsets[1:][nonempty] - 1
-        dense["start"] = np.bincount(label_ids[first], minlength=C).astype(np.float64)
-        dense["end"] = np.bincount(label_ids[last], minlength=C).astype(np.float64)
+        if self.boundary_weights:
+            nonempty = np.diff(offsets) > 0
+            first, last = offsets[:-1][nonempty], offsets[1:][nonempty] - 1
+            dense["start"] = np.bincount(label_ids[first], minlength=C).astype(np.float64)
+            dense["end"] = np.bincount(label_ids[last], minlength=C).astype(np.float64)
         return TokenStatistics(rows, dense)
 
     def expected_rows(self, features, offsets, w, scale=1.0):
@@ -348,9 +358,10 @@ class ChainStructure:
         dense = {"transitions": posteriors.transition_counts}
         if self.order == 2:
             dense["trigram"] = posteriors.trigram_counts
-        nonempty = np.diff(offsets) > 0
-        dense["start"] = posteriors.marginals[offsets[:-1][nonempty]].sum(axis=0)
-        dense["end"] = posteriors.marginals[offsets[1:][nonempty] - 1].sum(axis=0)
+        if self.boundary_weights:
+            nonempty = np.diff(offsets) > 0
+            dense["start"] = posteriors.marginals[offsets[:-1][nonempty]].sum(axis=0)
+            dense["end"] = posteriors.marginals[offsets[1:][nonempty] - 1].sum(axis=0)
         return posteriors.log_z, TokenStatistics(rows, dense)
 
     def decode_targets(self, features, offsets, w):
@@ -368,7 +379,8 @@ class PlainChainLayout:
         The state weights, from position 0 of ``w``.
     transitions_at, start_at, end_at : int
         Where the (C, C) transition weights (row-major, [from, to]) and the
-        start and end weights begin in ``w``.
+        start and end weights begin in ``w``; ``start_at`` and ``end_at`` are
+        -1 for a chain without them (CRFsuite's).
     transition_mask, start_mask, end_mask : ndarray
         0 or ``-inf`` (forbidden), added to the weights' scores.
     """
