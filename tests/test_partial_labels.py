@@ -44,6 +44,18 @@ def test_fit_learns_from_partly_labelled_sequences():
     assert sequence_accuracy_score(y_test, crf.predict(X_test)) > 0.95
 
 
+@pytest.mark.parametrize("order, prune_threshold", [(2, None), (3, None), (2, 1e-3)])
+def test_higher_orders_learn_from_partly_labelled_sequences(order, prune_threshold):
+    X, y = chain_corpus(60, seed=1)
+    rng = np.random.default_rng(0)
+    hidden = [[None if rng.random() < 0.3 else label for label in labels] for labels in y]
+    hidden[0] = [{label, "ADJ"} for label in y[0]]
+    crf = CRFClassifier(alpha=1.0, order=order, prune_threshold=prune_threshold).fit(X, hidden)
+    assert crf.label_patterns_.shape[1] == order + 1
+    X_test, y_test = chain_corpus(30, seed=2)
+    assert sequence_accuracy_score(y_test, crf.predict(X_test)) > 0.95
+
+
 def test_transition_features_and_sample_weight_take_partial_labels():
     X, y = chain_corpus(40, seed=3)
     y[1] = [None] * len(y[1])
@@ -72,7 +84,6 @@ def test_labels_the_constraints_forbid_name_the_sequence():
 
 @pytest.mark.parametrize("make", [
     lambda: CRFClassifier(solver="perceptron"),
-    lambda: CRFClassifier(order=2),
     lambda: SemiMarkovCRF(),
 ])
 def test_estimators_that_cannot_train_on_partial_labels_say_so(make):

@@ -185,6 +185,21 @@ class PartialLabelObjective:
                 structure, part, part_offsets, partial.allowed[rows],
                 None if weights is None else weights[ids], sequence_names=ids)
 
+    @classmethod
+    def of_parts(cls, structure, l2, full, constrained):
+        """The objective of terms built elsewhere (a pruned lattice's, say).
+
+        ``full`` returns ``(loss, gradient)`` of the fully labelled sequences
+        with the L2 term, or is None; ``constrained`` returns the constrained
+        sequences' ``(loss, gradient)`` without it, or is None.
+        """
+        objective = cls.__new__(cls)
+        objective.structure = structure
+        objective.l2 = l2
+        objective.full = full
+        objective.constrained = constrained
+        return objective
+
     @property
     def n_parameters(self):
         return self.structure.n_parameters
