@@ -453,11 +453,6 @@ class CRFClassifier(SpanQueries, CRFEstimator):
             # skcrf.compat's CRF trains as CRFsuite, without start and end weights
             structure.boundary_weights = getattr(self, "_boundary_weights", True)
             if data.features.dense is not None:
-                if data.partial is not None:
-                    raise ValueError(
-                        "y holds unknown (None) or ambiguous (set) labels and X a dense "
-                        "block: training on both at once is not supported yet; give the "
-                        "dense values as CSR columns (SequenceMatrix(matrix=...)) instead.")
                 structure = DenseChainStructure(structure, data.features.n_dense)
         else:
             structure = PatternChainStructure.for_training(

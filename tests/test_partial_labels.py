@@ -170,3 +170,26 @@ def test_labels_from_a_generator_are_read_once():
     y[0] = [None] * len(y[0])
     fitted = CRFClassifier(alpha=0.1).fit(X, (labels for labels in y))
     assert fitted.classes_.tolist() == ["ADJ", "DET", "N", "V"]
+
+
+@pytest.mark.parametrize("sample_weight", [None, "weights"])
+def test_a_dense_block_with_partial_labels_trains_as_its_csr_columns(sample_weight):
+    import scipy.sparse as sp
+
+    from skcrf import SequenceMatrix
+    from tests.test_dense_input import numeric_corpus
+
+    X, y = numeric_corpus(40, seed=3)
+    rng = np.random.default_rng(1)
+    hidden = [[None if rng.random() < 0.3 else
+               ({"A", "B"} if rng.random() < 0.1 else label) for label in labels]
+              for labels in y]
+    weights = None if sample_weight is None else rng.integers(1, 3, len(X)).astype(float)
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
+    csr = SequenceMatrix(sp.csr_matrix(np.vstack(X)), offsets)
+    dense = CRFClassifier(alpha=0.1, tol=1e-8).fit(X, hidden, sample_weight=weights)
+    columns = CRFClassifier(alpha=0.1, tol=1e-8).fit(csr, hidden, sample_weight=weights)
+    assert dense.n_dense_features_in_ == 4
+    np.testing.assert_allclose(dense.coef_, columns.coef_, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dense.transition_coef_, columns.transition_coef_, rtol=1e-5,
+                               atol=1e-6)
