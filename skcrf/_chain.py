@@ -378,10 +378,9 @@ class CRFClassifier(SpanQueries, CRFEstimator):
             sklearn-crfsuite takes them (see :class:`SequenceVectorizer` for the
             value rules), or the output of a vectorizer.
         y : list of sequences of labels
-            One label (str or int) per token; with ``solver="lbfgs"`` (any
-            order, pruned or not), a token's label may also be None
-            (unknown) or a set of labels (one of them): each sequence is
-            then trained on all its labellings consistent with them. See
+            One label (str or int) per token, or None (unknown) or a set of
+            labels (one of them): each sequence is then trained on all its
+            labellings consistent with them (any order and solver). See
             :ref:`incomplete-annotation`.
         sample_weight : array-like of shape (n_sequences,), default=None
             Keyword only: a third positional argument is a TypeError, since
@@ -483,8 +482,6 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                                      self._check_training)
 
     def _partial_labels_refusal(self):
-        if self.solver != "lbfgs":
-            return f"with solver={self.solver!r} (yet: use solver='lbfgs')"
         return None
 
     def _check_pruning_solver(self):

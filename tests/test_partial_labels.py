@@ -83,7 +83,6 @@ def test_labels_the_constraints_forbid_name_the_sequence():
 
 
 @pytest.mark.parametrize("make", [
-    lambda: CRFClassifier(solver="perceptron"),
     lambda: SemiMarkovCRF(),
 ])
 def test_estimators_that_cannot_train_on_partial_labels_say_so(make):
@@ -156,13 +155,6 @@ def test_dask_partitions_refuse_partial_labels():
     y[2] = [None] + y[2][1:]
     with pytest.raises(ValueError, match="partition 3 .*skcrf.dask.fit cannot train on yet"):
         read_partition(3, X, y)
-
-
-def test_partial_fit_refuses_partial_labels():
-    X, y = chain_corpus(6, seed=8)
-    y[1] = [None] * len(y[1])
-    with pytest.raises(ValueError, match="partial_fit cannot train on yet"):
-        CRFClassifier(solver="sgd").partial_fit(X, y, classes=["ADJ", "DET", "N", "V"])
 
 
 def test_labels_from_a_generator_are_read_once():
