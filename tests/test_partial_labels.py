@@ -127,13 +127,29 @@ def test_cli_reads_unknown_markers_and_label_sets(tmp_path):
     assert status != 0 and "unknown (None) or ambiguous (set) labels" in err
 
 
-def test_cross_validation_refuses_partial_labels_it_cannot_score():
+def test_cross_validation_trains_on_partial_labels_and_scores_the_labelled_sequences():
+    from sklearn.model_selection import KFold
+
     from skcrf import CRFClassifierCV
 
-    X, y = chain_corpus(10, seed=6)
-    y[0] = [None] * len(y[0])
+    X, y = chain_corpus(40, seed=6)
+    hidden = [list(labels) for labels in y]
+    for q in range(0, 40, 3):
+        hidden[q][0] = None
+    hidden[1] = [{label, "ADJ"} for label in y[1]]
+    cv = KFold(2)
+    search = CRFClassifierCV(alphas=[0.1, 1.0], cv=cv).fit(X, hidden)
+    assert np.isfinite(search.scores_).all()
+    # fold 0's score of alpha 1.0: a CRFClassifier fitted on its training part (with its
+    # unknown and set labels), scored on its held-out sequences of one label per token
+    train, test = next(cv.split(X))
+    model = CRFClassifier(alpha=1.0).fit([X[i] for i in train], [hidden[i] for i in train])
+    labelled = [i for i in test if not holds_partial_labels([hidden[i]])]
+    assert len(labelled) < len(test)
+    expected = model.score([X[i] for i in labelled], [y[i] for i in labelled])
+    assert search.scores_[0, 1] == pytest.approx(expected, abs=0.02)
     with pytest.raises(ValueError, match="CRFClassifierCV scores each fold"):
-        CRFClassifierCV(alphas=[0.1, 1.0], cv=2).fit(X, y)
+        CRFClassifierCV(alphas=[0.1, 1.0], cv=2).fit(X, [[None] + list(l[1:]) for l in y])
 
 
 def test_warm_start_continues_on_partial_labels():
@@ -145,16 +161,6 @@ def test_warm_start_continues_on_partial_labels():
     warm.fit(X, y)  # from the optimum: it stays there
     np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-3)
     assert warm.n_iter_ < cold.n_iter_
-
-
-def test_dask_partitions_refuse_partial_labels():
-    pytest.importorskip("dask")
-    from skcrf.dask._partitions import read_partition
-
-    X, y = chain_corpus(4, seed=7)
-    y[2] = [None] + y[2][1:]
-    with pytest.raises(ValueError, match="partition 3 .*skcrf.dask.fit cannot train on yet"):
-        read_partition(3, X, y)
 
 
 def test_labels_from_a_generator_are_read_once():
