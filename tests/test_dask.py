@@ -320,3 +320,15 @@ def test_partial_labels_distributed_fit_equals_local_fit(client, ner, params):
                       *_bags(X, y, npartitions=3), client=client)
     assert dist.n_iter_ == local.n_iter_
     _assert_same_model(local, dist)
+
+
+def test_a_partition_of_unknown_labels_only_trains_as_a_local_fit(client, ner):
+    X, y, _ = ner
+    X, y = X[:50], [list(tags) for tags in y[:50]]
+    for q in range(40, 50):  # the last partition: every token unknown
+        y[q] = [None] * len(y[q])
+    y[0] = [None] + y[0][1:]
+    local = _quiet_fit(CRFClassifier(max_iter=10).fit, X, y)
+    dist = _quiet_fit(skcrf.dask.fit, CRFClassifier(max_iter=10), *_bags(X, y, 5),
+                      client=client)
+    _assert_same_model(local, dist)

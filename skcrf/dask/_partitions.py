@@ -105,7 +105,12 @@ def read_partition(index, X, y, sample_weight=None):
         if matrix.dense is not None:
             raise TypeError(_NO_DENSE_YET.format(what="vectors (numpy arrays) in its dicts"))
         allowed = None
-        if holds_partial_labels(y):
+        if all(label is None for labels in y for label in labels):
+            # no label at all here: the other partitions bring the classes
+            classes = np.empty(0, dtype=object)
+            label_ids = np.full(int(matrix.offsets[-1]), -1, dtype=np.int64)
+            allowed = np.ones((label_ids.shape[0], 0), dtype=bool)
+        elif holds_partial_labels(y):
             partial = encode_partial_labels(y, matrix.lengths)
             classes, label_ids, allowed = partial.classes, partial.label_ids, partial.allowed
         else:
@@ -176,8 +181,10 @@ def encoded_partition(raw, first, vectorizer, classes):
     if raw.allowed is None:
         return EncodedPartition(raw.index, first, FeatureArrays.of_sequences(matrix),
                                 matrix.offsets, remap[raw.label_ids], raw.weights)
-    label_ids = np.where(raw.label_ids >= 0, remap[raw.label_ids], -1)
-    unknown = raw.allowed.all(axis=1) & (raw.label_ids < 0)
+    known = raw.label_ids >= 0
+    label_ids = np.full(raw.label_ids.shape[0], -1, dtype=np.int64)
+    label_ids[known] = remap[raw.label_ids[known]]
+    unknown = raw.allowed.all(axis=1) & ~known
     allowed = np.zeros((label_ids.shape[0], classes.shape[0]), dtype=bool)
     allowed[:, remap] = raw.allowed
     allowed[unknown] = True  # any class, those of other partitions too
