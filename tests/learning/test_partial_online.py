@@ -207,3 +207,19 @@ def test_warm_start_continues_online_on_partial_labels():
         crf.fit(X, y)
     # the second fit starts where the first ended, not from zero
     assert crf.loss_curve_[0] < first_curve[0]
+
+
+@pytest.mark.parametrize("solver", ["sgd", "perceptron"])
+def test_online_sample_weight_is_repetition_on_partial_labels(solver):
+    X, y = chain_corpus(20, seed=6)
+    rng = np.random.default_rng(3)
+    y = [[None if rng.random() < 0.3 else label for label in labels] for labels in y]
+    weights = np.ones(len(X))
+    weights[[2, 5]] = 2.0
+    repeated = [q for q in range(len(X)) for _ in range(int(weights[q]))]
+    params = dict(solver=solver, max_iter=3, shuffle=False, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = CRFClassifier(**params).fit(X, y, sample_weight=weights)
+        b = CRFClassifier(**params).fit([X[q] for q in repeated], [y[q] for q in repeated])
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-12)
