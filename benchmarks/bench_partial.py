@@ -14,6 +14,7 @@ CRFClassifier (alpha=0.3, l1_ratio=1/3), span F1 on testb. Rows (issue 45):
 
 The masks are drawn with a fixed seed. Run:
 python benchmarks/bench_partial.py [--n-train 8323] [--max-iter 100] [--rows ...]
+[--order 2] [--prune-threshold 0.001] [--solver sgd]
 The machine may be shared and noisy: compare the times of one run.
 """
 
@@ -67,6 +68,10 @@ def main():
                         help="train on the first N sentences (default: all)")
     parser.add_argument("--max-iter", type=int, default=100)
     parser.add_argument("--rows", nargs="+", default=ROWS, choices=ROWS)
+    # the other configurations partial labels train (issue 45, part A)
+    parser.add_argument("--order", type=int, default=1)
+    parser.add_argument("--prune-threshold", type=float, default=None)
+    parser.add_argument("--solver", default="lbfgs")
     args = parser.parse_args()
     X_train, y_train = load_conll2002("train", data_home=data_home())
     X_test, y_test = load_conll2002("testb", data_home=data_home())
@@ -81,10 +86,14 @@ def main():
         "incomplete-as-O": lambda: incomplete(y_train, np.random.default_rng(1), "O"),
         "ambiguous": lambda: ambiguous(y_train, 0.4, classes, np.random.default_rng(2)),
     }
-    print(f"CoNLL-2002 Spanish, {len(F_train)} training sentences, max_iter={args.max_iter}")
+    print(f"CoNLL-2002 Spanish, {len(F_train)} training sentences, max_iter={args.max_iter}, "
+          f"order={args.order}, prune_threshold={args.prune_threshold}, "
+          f"solver={args.solver}")
     print(f"{'row':<17}{'span F1':>9}{'fit s':>9}{'iters':>7}")
     for row in args.rows:
-        crf = CRFClassifier(alpha=0.3, l1_ratio=1 / 3, max_iter=args.max_iter)
+        crf = CRFClassifier(alpha=0.3, l1_ratio=1 / 3, max_iter=args.max_iter,
+                            order=args.order, prune_threshold=args.prune_threshold,
+                            solver=args.solver, random_state=0)
         y = labels[row]()
         started = time.perf_counter()
         crf.fit(F_train, y)

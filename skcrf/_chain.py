@@ -379,10 +379,9 @@ class CRFClassifier(SpanQueries, CRFEstimator):
             sklearn-crfsuite takes them (see :class:`SequenceVectorizer` for the
             value rules), or the output of a vectorizer.
         y : list of sequences of labels
-            One label (str or int) per token; at ``order=1`` with
-            ``solver="lbfgs"``, a token's label may also be None (unknown)
-            or a set of labels (one of them): each sequence is then trained
-            on all its labellings consistent with them. See
+            One label (str or int) per token, or None (unknown) or a set of
+            labels (one of them): each sequence is then trained on all its
+            labellings consistent with them (any order and solver). See
             :ref:`incomplete-annotation`.
         sample_weight : array-like of shape (n_sequences,), default=None
             Keyword only: a third positional argument is a TypeError, since
@@ -455,11 +454,6 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                     edge_pairs=structure.edge_pairs, constraints=constraints,
                     boundary_weights=boundary_weights)
             if data.features.dense is not None:
-                if data.partial is not None:
-                    raise ValueError(
-                        "y holds unknown (None) or ambiguous (set) labels and X a dense "
-                        "block: training on both at once is not supported yet; give the "
-                        "dense values as CSR columns (SequenceMatrix(matrix=...)) instead.")
                 structure = DenseChainStructure(structure, data.features.n_dense)
         else:
             structure = PatternChainStructure.for_training(
@@ -467,6 +461,12 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                 all_possible_states=self.all_possible_states,
                 all_possible_transitions=self.all_possible_transitions,
                 min_pattern_freq=self.min_pattern_freq, constraints=constraints)
+            if data.partial is not None:
+                # patterns are the n-grams of known labels; a set's classes get state pairs
+                structure = PatternChainStructure(
+                    n_classes, pairs_with_sets(structure.state_pairs, data.features,
+                                               data.partial),
+                    structure.patterns, constraints=constraints)
         problem = TrainingProblem(
             structure, data.label_ids,
             {"classes_": data.classes, "allowed_transitions_": constraints.allowed.copy()},
@@ -477,14 +477,13 @@ class CRFClassifier(SpanQueries, CRFEstimator):
         lower = ChainStructure.for_training(
             data.features, data.offsets, data.label_ids, n_classes,
             all_possible_states=self.all_possible_states, constraints=constraints)
+        if data.partial is not None:  # the same state pairs, a set's classes included
+            lower = ChainStructure(n_classes, problem.structure.state_pairs,
+                                   constraints=constraints)
         return PrunedTrainingProblem(problem, lower, float(self.prune_threshold), self._solve,
                                      self._check_training)
 
     def _partial_labels_refusal(self):
-        if self.solver != "lbfgs":
-            return f"with solver={self.solver!r} (yet: use solver='lbfgs')"
-        if self.order > 1:
-            return f"at order={self.order} (yet: use order=1)"
         return None
 
     def _check_pruning_solver(self):

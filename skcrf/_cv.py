@@ -71,6 +71,21 @@ def default_scorer(y):
     return make_sequence_scorer(span_f1_score, scheme=scheme)
 
 
+def _fully_labelled(y):
+    """Whether each sequence of ``y`` has one label per token (no None, no set).
+
+    Raises a ValueError if none has: the folds could not be scored.
+    """
+    labelled = np.array([not holds_partial_labels([labels]) for labels in y], dtype=bool)
+    if labelled.shape[0] and not labelled.any():
+        raise ValueError(
+            "Every sequence of y holds unknown (None) or ambiguous (set) labels: "
+            "CRFClassifierCV scores each fold on its held-out sequences of one label per "
+            "token, and there are none. Fit CRFClassifier for each alpha and score it on "
+            "fully labelled validation data instead.")
+    return labelled
+
+
 def _unit_or_weights(weights):
     """``weights``, or None when every one is 1 (the unweighted, fused path)."""
     return None if np.all(weights == 1.0) else weights
@@ -444,7 +459,10 @@ class CRFClassifierCV(CRFClassifier):
         X : list of sequences of dict, or SequenceMatrix
             As for :meth:`CRFClassifier.fit`.
         y : list of sequences of labels
-            One label per token.
+            One label per token, or None (unknown) or a set of labels, as
+            for :meth:`CRFClassifier.fit`: every fit trains on them, and
+            each fold is scored on its held-out sequences of one label per
+            token alone (a fold with none scores NaN).
         groups : array-like of shape (n_sequences,), default=None
             Group labels of the sequences, for a group splitter in ``cv``
             (:class:`~sklearn.model_selection.GroupKFold`...).
@@ -459,12 +477,6 @@ class CRFClassifierCV(CRFClassifier):
             The fitted estimator.
         """
         alphas = check_alphas(self.alphas)
-        if holds_partial_labels(y):
-            raise ValueError(
-                "y holds unknown (None) or ambiguous (set) labels: CRFClassifierCV scores "
-                "each fold's held-out sequences, which needs one label per token. Fit "
-                "CRFClassifier for each alpha and score it on fully labelled validation "
-                "data instead.")
         if self.order > 1 and self.transition_features is not None:
             raise ValueError(f"transition_features needs order=1; got order={self.order}.")
         X = check_sequences(X)
@@ -482,8 +494,11 @@ class CRFClassifierCV(CRFClassifier):
             # token in its training part get no (feature, label) pair, no weight
             vectorizer = SequenceVectorizer()
             X = vectorizer.fit_transform(X)
+        # a fold is scored on its held-out sequences of one label per token
+        labelled = _fully_labelled(y)
         scorer = check_scoring(self._estimator(alphas[0]),
-                               default_scorer(y) if self.scoring is None
+                               default_scorer(_safe_indexing(y, np.flatnonzero(labelled)))
+                               if self.scoring is None
                                else check_sequence_scoring(self.scoring))
         splits = list(check_cv(self.cv).split(X, y, groups))
         if not splits:
@@ -496,7 +511,8 @@ class CRFClassifierCV(CRFClassifier):
         solutions = []
         for k, (train, test) in enumerate(splits):
             scores[k], n_iter[k], solution = self._fold_path(
-                X, y, train, test, alphas, path, scorer, k, solutions, weights)
+                X, y, train, test[labelled[test]], alphas, path, scorer, k, solutions,
+                weights)
             solutions.append(solution)
         best = _best_alpha(scores, alphas)
         self._refit(X, y, float(alphas[best]), best, solutions, vectorizer, weights)
@@ -553,7 +569,8 @@ class CRFClassifierCV(CRFClassifier):
             before = None if last is None else (last, w)
             w = solution.w[j] = result.w
             model = fold.store(CRFClassifier(**estimator.get_params()), result)
-            scores[j] = scorer(model, X_test, y_test)
+            # NaN: no held-out sequence is fully labelled (the alpha's mean leaves it out)
+            scores[j] = scorer(model, X_test, y_test) if len(test) else np.nan
             n_iter[j] = result.n_iter
             if self.verbose:
                 print(f"[CRFClassifierCV] fold {k}: alpha={alphas[j]:.6g} "

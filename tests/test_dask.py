@@ -301,3 +301,34 @@ def test_warmup_runs_on_every_worker(client):
     assert all(value >= 0 for value in seconds.values())
     with pytest.raises(ValueError, match="Unknown kind 'chains'"):
         skcrf.dask.warmup(client, kinds=["chains"])
+
+
+@pytest.mark.parametrize("params", [{}, {"order": 2}, {"allowed_transitions": "auto"}],
+                         ids=["plain", "order2", "auto"])
+def test_partial_labels_distributed_fit_equals_local_fit(client, ner, params):
+    X, y, X_test = ner
+    X, y = X[:120], [list(tags) for tags in y[:120]]
+    rng = np.random.default_rng(0)
+    for q, tags in enumerate(y):
+        if q % 3 == 0:  # unknown tokens where the tags are O (a BIO-feasible labelling)
+            y[q] = [None if tag == "O" and rng.random() < 0.5 else tag for tag in tags]
+        elif q % 3 == 1 and tags[0] == "O":
+            y[q] = [{"O", "B-PER", "B-LOC"}] + tags[1:]
+    y[5] = [None] * len(y[5])
+    local = _quiet_fit(CRFClassifier(max_iter=25, **params).fit, X, y)
+    dist = _quiet_fit(skcrf.dask.fit, CRFClassifier(max_iter=25, **params),
+                      *_bags(X, y, npartitions=3), client=client)
+    assert dist.n_iter_ == local.n_iter_
+    _assert_same_model(local, dist)
+
+
+def test_a_partition_of_unknown_labels_only_trains_as_a_local_fit(client, ner):
+    X, y, _ = ner
+    X, y = X[:50], [list(tags) for tags in y[:50]]
+    for q in range(40, 50):  # the last partition: every token unknown
+        y[q] = [None] * len(y[q])
+    y[0] = [None] + y[0][1:]
+    local = _quiet_fit(CRFClassifier(max_iter=10).fit, X, y)
+    dist = _quiet_fit(skcrf.dask.fit, CRFClassifier(max_iter=10), *_bags(X, y, 5),
+                      client=client)
+    _assert_same_model(local, dist)

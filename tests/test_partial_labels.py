@@ -44,6 +44,18 @@ def test_fit_learns_from_partly_labelled_sequences():
     assert sequence_accuracy_score(y_test, crf.predict(X_test)) > 0.95
 
 
+@pytest.mark.parametrize("order, prune_threshold", [(2, None), (3, None), (2, 1e-3)])
+def test_higher_orders_learn_from_partly_labelled_sequences(order, prune_threshold):
+    X, y = chain_corpus(60, seed=1)
+    rng = np.random.default_rng(0)
+    hidden = [[None if rng.random() < 0.3 else label for label in labels] for labels in y]
+    hidden[0] = [{label, "ADJ"} for label in y[0]]
+    crf = CRFClassifier(alpha=1.0, order=order, prune_threshold=prune_threshold).fit(X, hidden)
+    assert crf.label_patterns_.shape[1] == order + 1
+    X_test, y_test = chain_corpus(30, seed=2)
+    assert sequence_accuracy_score(y_test, crf.predict(X_test)) > 0.95
+
+
 def test_transition_features_and_sample_weight_take_partial_labels():
     X, y = chain_corpus(40, seed=3)
     y[1] = [None] * len(y[1])
@@ -71,8 +83,6 @@ def test_labels_the_constraints_forbid_name_the_sequence():
 
 
 @pytest.mark.parametrize("make", [
-    lambda: CRFClassifier(solver="perceptron"),
-    lambda: CRFClassifier(order=2),
     lambda: SemiMarkovCRF(),
 ])
 def test_estimators_that_cannot_train_on_partial_labels_say_so(make):
@@ -117,13 +127,29 @@ def test_cli_reads_unknown_markers_and_label_sets(tmp_path):
     assert status != 0 and "unknown (None) or ambiguous (set) labels" in err
 
 
-def test_cross_validation_refuses_partial_labels_it_cannot_score():
+def test_cross_validation_trains_on_partial_labels_and_scores_the_labelled_sequences():
+    from sklearn.model_selection import KFold
+
     from skcrf import CRFClassifierCV
 
-    X, y = chain_corpus(10, seed=6)
-    y[0] = [None] * len(y[0])
+    X, y = chain_corpus(40, seed=6)
+    hidden = [list(labels) for labels in y]
+    for q in range(0, 40, 3):
+        hidden[q][0] = None
+    hidden[1] = [{label, "ADJ"} for label in y[1]]
+    cv = KFold(2)
+    search = CRFClassifierCV(alphas=[0.1, 1.0], cv=cv).fit(X, hidden)
+    assert np.isfinite(search.scores_).all()
+    # fold 0's score of alpha 1.0: a CRFClassifier fitted on its training part (with its
+    # unknown and set labels), scored on its held-out sequences of one label per token
+    train, test = next(cv.split(X))
+    model = CRFClassifier(alpha=1.0).fit([X[i] for i in train], [hidden[i] for i in train])
+    labelled = [i for i in test if not holds_partial_labels([hidden[i]])]
+    assert len(labelled) < len(test)
+    expected = model.score([X[i] for i in labelled], [y[i] for i in labelled])
+    assert search.scores_[0, 1] == pytest.approx(expected, abs=0.02)
     with pytest.raises(ValueError, match="CRFClassifierCV scores each fold"):
-        CRFClassifierCV(alphas=[0.1, 1.0], cv=2).fit(X, y)
+        CRFClassifierCV(alphas=[0.1, 1.0], cv=2).fit(X, [[None] + list(l[1:]) for l in y])
 
 
 def test_warm_start_continues_on_partial_labels():
@@ -137,25 +163,31 @@ def test_warm_start_continues_on_partial_labels():
     assert warm.n_iter_ < cold.n_iter_
 
 
-def test_dask_partitions_refuse_partial_labels():
-    pytest.importorskip("dask")
-    from skcrf.dask._partitions import read_partition
-
-    X, y = chain_corpus(4, seed=7)
-    y[2] = [None] + y[2][1:]
-    with pytest.raises(ValueError, match="partition 3 .*skcrf.dask.fit cannot train on yet"):
-        read_partition(3, X, y)
-
-
-def test_partial_fit_refuses_partial_labels():
-    X, y = chain_corpus(6, seed=8)
-    y[1] = [None] * len(y[1])
-    with pytest.raises(ValueError, match="partial_fit cannot train on yet"):
-        CRFClassifier(solver="sgd").partial_fit(X, y, classes=["ADJ", "DET", "N", "V"])
-
-
 def test_labels_from_a_generator_are_read_once():
     X, y = chain_corpus(20, seed=9)
     y[0] = [None] * len(y[0])
     fitted = CRFClassifier(alpha=0.1).fit(X, (labels for labels in y))
     assert fitted.classes_.tolist() == ["ADJ", "DET", "N", "V"]
+
+
+@pytest.mark.parametrize("sample_weight", [None, "weights"])
+def test_a_dense_block_with_partial_labels_trains_as_its_csr_columns(sample_weight):
+    import scipy.sparse as sp
+
+    from skcrf import SequenceMatrix
+    from tests.test_dense_input import numeric_corpus
+
+    X, y = numeric_corpus(40, seed=3)
+    rng = np.random.default_rng(1)
+    hidden = [[None if rng.random() < 0.3 else
+               ({"A", "B"} if rng.random() < 0.1 else label) for label in labels]
+              for labels in y]
+    weights = None if sample_weight is None else rng.integers(1, 3, len(X)).astype(float)
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
+    csr = SequenceMatrix(sp.csr_matrix(np.vstack(X)), offsets)
+    dense = CRFClassifier(alpha=0.1, tol=1e-8).fit(X, hidden, sample_weight=weights)
+    columns = CRFClassifier(alpha=0.1, tol=1e-8).fit(csr, hidden, sample_weight=weights)
+    assert dense.n_dense_features_in_ == 4
+    np.testing.assert_allclose(dense.coef_, columns.coef_, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dense.transition_coef_, columns.transition_coef_, rtol=1e-5,
+                               atol=1e-6)

@@ -241,7 +241,7 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         The words complete "cannot train on them ..."; see
         :mod:`skcrf._estimators.partial_labels`.
         """
-        return "yet (CRFClassifier does, at order=1 with solver='lbfgs')"
+        return "yet (CRFClassifier does)"
 
     def _label_constraints(self, data):
         """The :class:`~skcrf._estimators.constraints.TransitionConstraints` of ``allowed_transitions``.

@@ -19,7 +19,8 @@ from .queries import given_label_ids
 from .training import TrainingData, _is_fitted_attribute, _same_values
 from .training_settings import training_setting
 from .._utils.type_aliases import FeatureSequences, LabelSequences, SequenceWeights
-from .partial_labels import holds_partial_labels
+from .partial_labels import (FREE, FULL, PartialLabels, encode_partial_labels,
+                             holds_partial_labels)
 from .._utils.validation import (check_finite_features, check_label_type, check_labels,
                           check_sequences, encode_labels)
 from ..features.arrays import FeatureArrays, all_feature_names, take_sequences
@@ -141,6 +142,45 @@ def _check_targets(structure, features, offsets, targets):
     structure.gold_statistics(features, offsets, targets)
 
 
+def _check_partial_targets(structure, data, targets, weights):
+    """:func:`_check_targets` of the fully labelled sequences; the allowed labels or None.
+
+    With partial labels, a sequence every token of which is unknown gets
+    weight 0 in ``weights`` (it tells nothing), and one whose allowed
+    labels admit no labelling raises, naming it.
+    """
+    partial = getattr(data, "partial", None)
+    if partial is None:
+        _check_targets(structure, data.features, data.offsets, targets)
+        return None
+    full = np.flatnonzero(partial.kinds == FULL)
+    features, offsets, rows = take_sequences(data.features, data.offsets, full)
+    _check_targets(structure, features, offsets, targets[rows])
+    weights[partial.kinds == FREE] = 0.0
+    check_feasible_labels(structure, data.features, data.offsets, partial)
+    return partial.allowed
+
+
+def check_feasible_labels(structure, features, offsets, partial):
+    """Raise, naming the first sequence whose allowed labels admit no labelling."""
+    from ..learning.partial import masked_structure
+    from .partial_labels import CONSTRAINED
+
+    ids = np.flatnonzero(partial.kinds == CONSTRAINED)
+    if not ids.shape[0]:
+        return
+    part, part_offsets, rows = take_sequences(features, offsets, ids)
+    masked = masked_structure(structure, np.where(partial.allowed[rows], 0.0, -np.inf))
+    log_z, _ = masked.expected_rows(part, part_offsets, np.zeros(structure.n_parameters))
+    infeasible = np.flatnonzero(np.isneginf(log_z))
+    if infeasible.shape[0]:
+        raise ValueError(
+            f"The labels of sequence {ids[infeasible[0]]} admit no labelling: no sequence "
+            f"of its allowed labels keeps to the allowed transitions (first and last "
+            f"labels included); {infeasible.shape[0]} such sequence(s). Widen its label "
+            f"sets or fix its labels.")
+
+
 def fit_online(estimator, problem, data, w0, sample_weight):
     """``(SolverResult, solver_state_)`` of a ``fit`` with an online solver."""
     # a structure the online solvers cannot step through (link or segment features)
@@ -150,17 +190,18 @@ def fit_online(estimator, problem, data, w0, sample_weight):
     n_sequences = data.offsets.shape[0] - 1
     weights = np.ones(n_sequences) if sample_weight is None else np.array(sample_weight)
     targets = problem.targets
-    _check_targets(problem.structure, data.features, data.offsets, targets)
+    allowed = _check_partial_targets(problem.structure, data, targets, weights)
     validation = None
     if estimator.early_stopping:
         held = _validation_split(estimator, options, n_sequences)
         weights[held] = 0.0
         features, offsets, rows = take_sequences(data.features, data.offsets, held)
-        validation = OnlineProblem(problem.structure, features, offsets, targets[rows])
+        validation = OnlineProblem(problem.structure, features, offsets, targets[rows],
+                                   None if allowed is None else allowed[rows])
     visits = visits_of_weights(weights)
     _check_eta0(options, float(visits[1].sum()))
     state = OnlineState.start(options, w0)
-    training = OnlineProblem(problem.structure, data.features, data.offsets, targets)
+    training = OnlineProblem(problem.structure, data.features, data.offsets, targets, allowed)
     with kernel_threads(estimator.n_jobs, hold_blas=True), \
             np.errstate(over="ignore", invalid="ignore"):
         result = online(training, state, options, visits=visits, validation=validation)
@@ -352,13 +393,18 @@ def _batch_data(estimator, X, y, classes, first):
     if all_classes.shape[0] < 2:
         raise ValueError(
             f"classes holds a single label ({all_classes[0]!r}); a CRF needs at least two.")
+    partial = None
     if holds_partial_labels(y):
-        raise ValueError("y holds unknown (None) or ambiguous (set) labels, which "
-                         "partial_fit cannot train on yet (the online solvers do not take "
-                         "them); fit with solver='lbfgs' instead.")
-    labels = check_labels(y, matrix.lengths)
-    check_label_type(labels, all_classes)
-    label_ids = given_label_ids(labels, matrix.offsets, all_classes)
+        refusal = estimator._partial_labels_refusal()
+        if refusal is not None:
+            raise ValueError(f"y holds unknown (None) or ambiguous (set) labels, which "
+                             f"partial_fit cannot train on {refusal}.")
+        partial = partial_labels_in(encode_partial_labels(y, matrix.lengths), all_classes)
+        label_ids = partial.label_ids
+    else:
+        labels = check_labels(y, matrix.lengths)
+        check_label_type(labels, all_classes)
+        label_ids = given_label_ids(labels, matrix.offsets, all_classes)
     names = all_feature_names(matrix)
     if names is None and not first:
         # the model's own "x0", "x1", ...: a hashed stream's million names, made once
@@ -366,7 +412,25 @@ def _batch_data(estimator, X, y, classes, first):
     data = TrainingData(FeatureArrays.of_sequences(matrix), matrix.offsets, all_classes,
                         label_ids, names, vectorizer)
     data.n_dense = matrix.n_dense
+    data.partial = partial
     return data
+
+
+def partial_labels_in(partial, classes):
+    """``partial`` (:class:`PartialLabels`) over the model's ``classes`` (a superset)."""
+    extra = [label for label in partial.classes.tolist()
+             if label not in set(classes.tolist())]
+    if extra:
+        raise ValueError(f"y brings {', '.join(map(repr, extra[:3]))} (alone or in a set), "
+                         f"which is not a label of the model: classes_ are "
+                         f"{classes.tolist()[:10]!r}.")
+    column = np.searchsorted(classes, partial.classes)
+    allowed = np.zeros((partial.allowed.shape[0], classes.shape[0]), dtype=bool)
+    allowed[:, column] = partial.allowed
+    unknown = partial.allowed.all(axis=1) & (partial.label_ids < 0)
+    allowed[unknown] = True  # any class of the model, not only those this batch names
+    label_ids = np.where(partial.label_ids >= 0, column[partial.label_ids], -1)
+    return PartialLabels(classes, label_ids, allowed, partial.kinds)
 
 
 def partial_fit(estimator, X, y, classes, sample_weight):
@@ -423,11 +487,12 @@ def _partial_fit(estimator, X, y, classes, sample_weight, attribute):
     else:
         structure, state = _grown(structure, attribute, options)
         problem.structure = structure
-    _check_targets(structure, data.features, data.offsets, problem.targets)
     n_sequences = data.offsets.shape[0] - 1
-    visits = visits_of_weights(np.ones(n_sequences) if weights is None else weights)
+    weights = np.ones(n_sequences) if weights is None else np.array(weights)
+    allowed = _check_partial_targets(structure, data, problem.targets, weights)
+    visits = visits_of_weights(weights)
     _check_eta0(options, float(visits[1].sum()))
-    batch = OnlineProblem(structure, data.features, data.offsets, problem.targets)
+    batch = OnlineProblem(structure, data.features, data.offsets, problem.targets, allowed)
     with kernel_threads(estimator.n_jobs, hold_blas=True), \
             np.errstate(over="ignore", invalid="ignore"):
         result = online(batch, state, options, visits=visits, n_epochs=1)
@@ -489,6 +554,8 @@ class OnlineTraining:
         ----------
         X : list of sequences of dict, or SequenceMatrix
         y : list of sequences of labels
+            As in ``fit``: with :class:`~skcrf.CRFClassifier`, a token's
+            label may be None (unknown) or a set of labels.
         classes : array-like, default=None
             Every label the data may bring; required at the first call, where
             it fixes ``classes_`` (a later batch may not bring another).

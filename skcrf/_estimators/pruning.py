@@ -20,6 +20,8 @@ import numpy as np
 from .base import forbidden_where_not_allowed
 from .training import TrainingProblem
 from ..learning.objective import NegativeLogLikelihood, weighted_gold_statistics
+from ..learning.partial import PartialLabelObjective
+from ..learning.partial_lattice import pruned_partial_objective, pruner_candidates
 from .._utils.validation import check_finite_scores
 from ..structures.chain.order1 import ChainScores, chain_decode, chain_posteriors
 from ..structures.patterns.pruned import CandidateLattice, LatticeTerms, candidates_of_mask
@@ -123,11 +125,25 @@ class PrunedTrainingProblem(TrainingProblem):
     def objective(self, data, l2, sequence_weights=None):
         """Fit the order-1 chain, prune, and return the objective over the candidates."""
         features, offsets = data.features, data.offsets
-        lower_objective = NegativeLogLikelihood(self.lower, features, offsets, self.targets,
-                                                l2=l2, sequence_weights=sequence_weights)
+        if data.partial is not None:
+            lower_objective = PartialLabelObjective(self.lower, features, offsets, data.partial,
+                                                    l2=l2, sequence_weights=sequence_weights)
+        else:
+            lower_objective = NegativeLogLikelihood(self.lower, features, offsets, self.targets,
+                                                    l2=l2, sequence_weights=sequence_weights)
         result = self.solve(lower_objective, np.zeros(self.lower.n_parameters))
         self.check(result, data)
         w1 = result.w
+        if data.partial is not None:
+            # the pruner keeps every label of a token's set (see partial_lattice)
+            keep = pruner_candidates(self.lower, w1, features, offsets, data.partial,
+                                     self.threshold)
+            self.lattice = CandidateLattice(offsets, *candidates_of_mask(keep),
+                                            self.structure.patterns)
+            self._start = self._lifted(w1)
+            self._pruner = self.lower.coefficients(w1)
+            return pruned_partial_objective(self.structure, features, offsets, data.partial,
+                                            keep, l2, sequence_weights)
         marginals = chain_posteriors(self.lower.scores(features, w1), offsets).marginals
         self.lattice = CandidateLattice.of_marginals(offsets, marginals, self.targets,
                                                      self.threshold, self.structure.patterns)

@@ -34,7 +34,9 @@ def fit(estimator, X, y, *, sample_weight=None, client=None, timeout=None):
         :class:`~skcrf.TreeCRF`).
     y : dask.bag.Bag
         One element per sequence: its labels, partitioned as ``X`` (the
-        simplest: both plucked from one bag of ``(x, y)`` pairs).
+        simplest: both plucked from one bag of ``(x, y)`` pairs). For a
+        :class:`~skcrf.CRFClassifier`, a label may be None (unknown) or a
+        set of labels, as for its ``fit``.
     sample_weight : dask.bag.Bag, default=None
         One number per sequence, partitioned as ``X``: each sequence's
         weight, as for the estimator's ``fit`` (0 leaves it out). The

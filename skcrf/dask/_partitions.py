@@ -12,7 +12,9 @@ import numpy as np
 
 from .._estimators.online import nonzero_weights
 from .._utils.parallel import kernel_threads
-from .._estimators.partial_labels import holds_partial_labels
+from .._estimators.partial_labels import (PartialLabels, encode_partial_labels,
+                                          holds_partial_labels, sequence_kinds)
+from ..learning.partial import PartialLabelObjective
 from .._utils.validation import (_numeric_sequences, check_finite_features, check_sequences,
                                  encode_labels)
 from ..features.arrays import FeatureArrays
@@ -50,15 +52,18 @@ class RawPartition:
         None for a partition with no sequence.
     classes : ndarray of shape (n_local_classes,)
     label_ids : ndarray of int64 of shape (n_tokens,)
-        Indices into ``classes``.
+        Indices into ``classes``; -1 for a token of unknown (None) or set label.
+    allowed : ndarray of bool of shape (n_tokens, n_local_classes) or None
+        With partial labels in ``y``: the classes each token may take.
     """
 
-    def __init__(self, index, matrix, classes, label_ids, weights=None):
+    def __init__(self, index, matrix, classes, label_ids, weights=None, allowed=None):
         self.index = index
         self.matrix = matrix
         self.classes = classes
         self.label_ids = label_ids
         self.weights = weights
+        self.allowed = allowed
 
     @property
     def n_sequences(self):
@@ -97,16 +102,22 @@ def read_partition(index, X, y, sample_weight=None):
         if _numeric_sequences(X):
             raise TypeError(_NO_DENSE_YET.format(what="numeric arrays"))
         matrix = SequenceVectorizer(sort=False).fit_transform(X)
-        if holds_partial_labels(y):
-            raise ValueError("y holds unknown (None) or ambiguous (set) labels, which "
-                             "skcrf.dask.fit cannot train on yet; fit CRFClassifier on "
-                             "them in one process.")
         if matrix.dense is not None:
             raise TypeError(_NO_DENSE_YET.format(what="vectors (numpy arrays) in its dicts"))
-        classes, label_ids = encode_labels(y, matrix.lengths)
+        allowed = None
+        if all(label is None for labels in y for label in labels):
+            # no label at all here: the other partitions bring the classes
+            classes = np.empty(0, dtype=object)
+            label_ids = np.full(int(matrix.offsets[-1]), -1, dtype=np.int64)
+            allowed = np.ones((label_ids.shape[0], 0), dtype=bool)
+        elif holds_partial_labels(y):
+            partial = encode_partial_labels(y, matrix.lengths)
+            classes, label_ids, allowed = partial.classes, partial.label_ids, partial.allowed
+        else:
+            classes, label_ids = encode_labels(y, matrix.lengths)
     except (ValueError, TypeError) as error:
         raise _in_partition(index, None, error) from error
-    return RawPartition(index, matrix, classes, label_ids, weights)
+    return RawPartition(index, matrix, classes, label_ids, weights, allowed)
 
 
 def partition_summary(raw):
@@ -128,13 +139,16 @@ class EncodedPartition:
         has :func:`relabelled` the partition.
     """
 
-    def __init__(self, index, first, features, offsets, label_ids, weights=None):
+    def __init__(self, index, first, features, offsets, label_ids, weights=None,
+                 partial=None):
         self.index = index
         self.first = first
         self.features = features
         self.offsets = offsets
         self.label_ids = label_ids
         self.weights = weights
+        #: PartialLabels in the global classes, with unknown or set labels in y
+        self.partial = partial
 
     @property
     def empty(self):
@@ -164,8 +178,20 @@ def encoded_partition(raw, first, vectorizer, classes):
     index = {label: k for k, label in enumerate(classes.tolist())}
     remap = np.fromiter((index[label] for label in raw.classes.tolist()), dtype=np.int64,
                         count=raw.classes.shape[0])
+    if raw.allowed is None:
+        return EncodedPartition(raw.index, first, FeatureArrays.of_sequences(matrix),
+                                matrix.offsets, remap[raw.label_ids], raw.weights)
+    known = raw.label_ids >= 0
+    label_ids = np.full(raw.label_ids.shape[0], -1, dtype=np.int64)
+    label_ids[known] = remap[raw.label_ids[known]]
+    unknown = raw.allowed.all(axis=1) & ~known
+    allowed = np.zeros((label_ids.shape[0], classes.shape[0]), dtype=bool)
+    allowed[:, remap] = raw.allowed
+    allowed[unknown] = True  # any class, those of other partitions too
+    partial = PartialLabels(classes, label_ids, allowed,
+                            sequence_kinds(label_ids, unknown, matrix.lengths))
     return EncodedPartition(raw.index, first, FeatureArrays.of_sequences(matrix),
-                            matrix.offsets, remap[raw.label_ids], raw.weights)
+                            matrix.offsets, label_ids, raw.weights, partial)
 
 
 def _array_bytes(*objects):
@@ -177,7 +203,7 @@ def _array_bytes(*objects):
 def relabelled(part, label_ids):
     """``part`` with other label ids (after tags were repaired), sharing its features."""
     return EncodedPartition(part.index, part.first, part.features, part.offsets, label_ids,
-                            part.weights)
+                            part.weights, part.partial)
 
 
 def observed_pairs(part, label_ids, n_labels, columns=None):
@@ -218,9 +244,15 @@ class PartitionObjective:
         self.objective = None
         if not part.empty:
             try:  # the gold statistics check the targets against the structure
-                self.objective = NegativeLogLikelihood(structure, part.features, part.offsets,
-                                                       part.label_ids, l2=0.0,
-                                                       sequence_weights=part.weights)
+                if part.partial is not None:
+                    # its fully labelled sequences' terms, and its constrained ones'
+                    self.objective = PartialLabelObjective(
+                        structure, part.features, part.offsets, part.partial, l2=0.0,
+                        sequence_weights=part.weights)
+                else:
+                    self.objective = NegativeLogLikelihood(
+                        structure, part.features, part.offsets, part.label_ids, l2=0.0,
+                        sequence_weights=part.weights)
             except ValueError as error:
                 raise _in_partition(part.index, part.first, error) from error
 
@@ -229,13 +261,32 @@ class PartitionObjective:
         # EncodedPartition.__sizeof__
         if self.objective is None:
             return object.__sizeof__(self)
-        return (sys.getsizeof(self.part) + self.objective.empirical.nbytes
+        return (sys.getsizeof(self.part) + self.empirical().nbytes
                 + _array_bytes(self.objective.structure))
 
     def empirical(self):
-        if self.objective is None:
+        full = self.objective
+        if isinstance(full, PartialLabelObjective):
+            full = full.full  # the constrained sequences have no gold statistics
+        if full is None:
             return np.zeros(self.n_parameters)
-        return self.objective.empirical
+        return full.empirical
+
+    def _terms(self, w):
+        """``(log Z summed, expected)``; a constrained sequence adds its difference."""
+        objective = self.objective
+        if not isinstance(objective, PartialLabelObjective):
+            log_z, expected = objective.terms(w)
+            return float(log_z.sum()), expected
+        log_z, expected = 0.0, np.zeros(self.n_parameters)
+        if objective.full is not None:
+            full_log_z, expected = objective.full.terms(w)
+            log_z = float(full_log_z.sum())
+        if objective.constrained is not None:
+            difference, expected_difference = objective.constrained(w)
+            log_z += float(difference)
+            expected = expected + expected_difference
+        return log_z, expected
 
     def __call__(self, w):
         """``(sum of log Z over the partition, expected statistics)`` at ``w``."""
@@ -244,9 +295,9 @@ class PartitionObjective:
         # the solver's arithmetic reports overflow as inf, as the local fit does
         started = time.perf_counter()
         with kernel_threads(self.n_jobs), np.errstate(over="ignore", invalid="ignore"):
-            log_z, expected = self.objective.terms(w)
+            log_z, expected = self._terms(w)
         self.seconds += time.perf_counter() - started
-        return float(log_z.sum()), expected
+        return log_z, expected
 
 
 def partition_objective(part, structure, n_jobs):

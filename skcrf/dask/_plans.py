@@ -25,6 +25,8 @@ from .._semimarkov import SemiMarkovCRF
 from .._estimators.semimarkov_state import _COEFFICIENT_NAMES
 from .._tree import _NO_TREES, TreeCRF
 from .._utils.validation import _label_array
+from .._estimators.partial_labels import pairs_with_sets
+from ..features.arrays import take_sequences
 from ..structures._parameters import StatePairs
 from ..structures.chain.order1 import ChainStructure, edge_label_ids
 from ..structures.patterns.label_patterns import MIN_LENGTH, LabelPatterns, check_code_range, ngram_codes
@@ -49,8 +51,21 @@ def plan_of(estimator):
 
 
 def _tags(part, classes):
-    """The partition's tags (a list over its tokens) and its sequences' lengths."""
-    return classes[part.label_ids].tolist(), np.diff(part.offsets)
+    """The partition's tags (a list over its tokens) and its sequences' lengths.
+
+    With partial labels, the tokens of one known label (as a local fit reads
+    the scheme in them).
+    """
+    if part.partial is None:
+        return classes[part.label_ids].tolist(), np.diff(part.offsets)
+    known = part.label_ids >= 0
+    owner = np.repeat(np.arange(part.offsets.shape[0] - 1), np.diff(part.offsets))
+    return (classes[part.label_ids[known]].tolist(),
+            np.bincount(owner[known], minlength=part.offsets.shape[0] - 1))
+
+
+def _has_partial_labels(part):
+    return getattr(part, "partial", None) is not None
 
 
 def _partition_scheme_counts(part, classes):
@@ -72,7 +87,12 @@ def _state_pairs(run, parts, n_features, n_classes, all_possible_states):
 
 
 def _label_pair_codes(part, n_classes):
-    return observed_pairs(part, part.label_ids, n_classes)
+    if part.empty or part.partial is None:
+        return observed_pairs(part, part.label_ids, n_classes)
+    # a class a token's set offers gets its features' pairs, as in a local fit
+    return pair_codes(pairs_with_sets(
+        StatePairs.observed(part.features, part.label_ids, n_classes), part.features,
+        part.partial))
 
 
 def _partition_ngrams(part, n_classes, order):
@@ -165,7 +185,9 @@ class ChainPlan:
         if spec is None:
             return constraints, classes, parts
         name = type(est).__name__
-        repairs = run.map(_repaired_tags, parts, constraints, classes, spec)
+        # with partial labels anywhere, tags are not repaired (as in a local fit): they raise
+        partial = any(run.gather(run.map(_has_partial_labels, parts)))
+        repairs = run.map(_repaired_tags, parts, constraints, classes, spec, partial)
         found = run.gather(run.map(_repair_summary, repairs))
         if not any(n_bad for n_bad, _, _ in found):
             return constraints, classes, parts
@@ -184,20 +206,34 @@ class ChainPlan:
         return scheme_constraints(new_classes, constraints.scheme, spec), new_classes, parts
 
 
-def _repaired_tags(part, constraints, classes, spec):
+def _repaired_tags(part, constraints, classes, spec, partial=False):
     """``(n_bad, where, tags)``: the partition's tags repaired, or ``(0, None, None)``.
 
     Explicit constraints raise a ValueError naming the first forbidden label
-    (global sequence numbers), as a local fit does.
+    (global sequence numbers), as a local fit does; so does a malformed
+    fully labelled sequence when ``partial`` (some partition holds unknown or
+    set labels), whose constrained sequences are not checked here.
     """
     if part.empty:
         return 0, None, None
-    violation = constraints.first_violation(part.label_ids, part.offsets)
+    label_ids, offsets, names = part.label_ids, part.offsets, None
+    if part.partial is not None:
+        from .._estimators.partial_labels import FULL
+
+        names = np.flatnonzero(part.partial.kinds == FULL)
+        _, offsets, rows = take_sequences(part.features, part.offsets, names)
+        label_ids = part.label_ids[rows]
+    violation = constraints.first_violation(label_ids, offsets)
     if violation is None:
         return 0, None, None
     q, t, what = violation
-    where = describe_violation(violation, classes, part.label_ids, part.offsets, spec)
-    where = where.replace(f"sequence {q}", f"sequence {q + part.first}", 1)
+    where = describe_violation(violation, classes, label_ids, offsets, spec)
+    where = where.replace(f"sequence {q}",
+                          f"sequence {(q if names is None else names[q]) + part.first}", 1)
+    if partial:
+        raise ValueError(f"The fully labelled training sequences break the constraints: "
+                         f"{where}; with unknown or set labels in y they are not repaired: "
+                         f"correct them.")
     if constraints.scheme is None:
         raise ValueError(f"The training labels break the constraints: {where}. Allow that "
                          f"transition, or correct the labels.")

@@ -12,6 +12,7 @@ import numpy as np
 from ..features.arrays import sequence_view
 from . import _online_chain as chain_kernels
 from . import _online_kernels as kernels
+from .partial import masked_structure
 
 
 class OnlineProblem:
@@ -26,10 +27,19 @@ class OnlineProblem:
     features : FeatureArrays
     offsets : ndarray of int64 of shape (n_sequences + 1,)
     targets : ndarray of int64 of shape (n_tokens,)
-        What the structure's statistics read: class ids or segment codes.
+        What the structure's statistics read: class ids or segment codes;
+        -1 where ``allowed`` says more than one label of a token.
+    allowed : ndarray of bool of shape (n_tokens, n_classes) or None, default=None
+        With partial labels (:mod:`skcrf.learning.partial`): the labels each
+        token may take. A sequence some token of which allows more than one
+        (a *constrained* one) is stepped on toward its consistent
+        labellings: SGD on ``log Z - log Z_allowed``, the margin solvers
+        toward the best labelling the mask allows (constrained Viterbi as
+        the target, as latent-variable perceptrons do). The other sequences
+        step as without ``allowed``, bit for bit.
     """
 
-    def __init__(self, structure, features, offsets, targets):
+    def __init__(self, structure, features, offsets, targets, allowed=None):
         self.structure = structure
         self.features = features
         self.offsets = np.asarray(offsets, dtype=np.int64)
@@ -39,6 +49,12 @@ class OnlineProblem:
         self.n_parameters = structure.layout.n_parameters
         self.longest = int(np.diff(self.offsets).max(initial=1))
         self._kernel_args = features.kernel_args()
+        self.allowed = self.constrained = None
+        if allowed is not None and (self.targets < 0).any():
+            self.allowed = np.asarray(allowed, dtype=bool)
+            owner = np.repeat(np.arange(self.n_sequences), np.diff(self.offsets))
+            self.constrained = np.bincount(owner, weights=self.targets < 0,
+                                           minlength=self.n_sequences) > 0
 
     @property
     def n_sequences(self):
@@ -54,6 +70,25 @@ class OnlineProblem:
         """Take one step per visit, in order, updating ``state``."""
         visit_sequences = np.ascontiguousarray(visit_sequences, dtype=np.int64)
         visit_factors = np.ascontiguousarray(visit_factors, dtype=np.float64)
+        if self.plain is not None and self.constrained is not None:
+            # runs of fully labelled visits by the kernels, constrained ones one by one
+            constrained = self.constrained[visit_sequences]
+            cuts = np.flatnonzero(np.diff(constrained)) + 1
+            for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(constrained)].tolist()):
+                if hi == lo:
+                    continue
+                if not constrained[lo]:
+                    self._run_plain_chain(state, settings, visit_sequences[lo:hi],
+                                          visit_factors[lo:hi], scratch)
+                else:
+                    for q, factor in zip(visit_sequences[lo:hi].tolist(),
+                                         visit_factors[lo:hi].tolist()):
+                        self._visit(state, settings, q, factor, scratch)
+                        if state.counters[kernels.FAILED]:
+                            return
+                if state.counters[kernels.FAILED]:
+                    return
+            return
         if self.plain is not None:
             self._run_plain_chain(state, settings, visit_sequences, visit_factors, scratch)
             return
@@ -97,9 +132,34 @@ class OnlineProblem:
         lo, hi = int(self.offsets[q]), int(self.offsets[q + 1])
         eta = kernels.begin_step(settings, counters, factor)
         n_touched, cost, hamming = 0, 0.0, 0
+        masked = None
+        if self.constrained is not None and self.constrained[q]:
+            masked = masked_structure(structure, np.where(self.allowed[lo:hi], 0.0, -np.inf))
         if hi > lo:
             features, offsets = sequence_view(self.features, self.offsets, q)
-            gold_targets = self.targets[lo:hi]
+            if masked is not None and state.solver == "sgd":
+                # log Z - log Z_allowed: the gradient is E_p[Phi] - E_p[Phi | allowed]
+                scale = counters[kernels.SCALE]
+                log_z, expected = structure.expected_rows(features, offsets, state.w, scale)
+                log_z_allowed, expected_allowed = masked.expected_rows(features, offsets,
+                                                                       state.w, scale)
+                loss = float(log_z.sum()) - float(log_z_allowed.sum())
+                if not np.isfinite(loss):
+                    counters[kernels.FAILED] = 1.0
+                    return
+                counters[kernels.LOSS] += factor * loss
+                n_touched = self._collect(expected, factor, True, scratch, lo, hi, n_touched)
+                n_touched = self._collect(expected_allowed, -factor, True, scratch, lo, hi,
+                                          n_touched)
+                kernels.apply_direction(settings, counters, state.w, state.l1_applied,
+                                        state.average_sum, state.covariance, delta, mark,
+                                        touched, n_touched, eta, factor, cost, hamming)
+                kernels.end_step(settings, counters, factor, state.w, state.average_sum)
+                return
+            if masked is not None:  # the best consistent labelling is the target
+                gold_targets = masked.decode_targets(features, offsets, state.w)
+            else:
+                gold_targets = self.targets[lo:hi]
             gold = structure.statistics_rows(features, offsets, gold_targets)
             if state.solver == "sgd":
                 scale = counters[kernels.SCALE]
@@ -168,4 +228,6 @@ class OnlineProblem:
         if self.offsets[-1] == 0:
             return 1.0
         predicted = self.structure.decode_targets(self.features, self.offsets, w)
+        if self.allowed is not None:  # right: a label the token allows
+            return float(np.mean(self.allowed[np.arange(predicted.shape[0]), predicted]))
         return float(np.mean(predicted == self.targets))

@@ -18,6 +18,7 @@ import copy
 import numpy as np
 
 from ..features.arrays import take_sequences
+from ..structures.chain.dense import DenseChainStructure, chunk_starts, sequence_range
 from ..structures.chain.order1 import ChainPosteriors, ChainStructure, chain_posteriors
 from .objective import NegativeLogLikelihood, weight_groups
 
@@ -56,6 +57,10 @@ class ConstrainedTerms:
             if isinstance(structure, ChainStructure):
                 self.groups.append((value, ids, None,
                                     chain_difference_terms(structure, part, part_offsets,
+                                                           mask)))
+            elif isinstance(structure, DenseChainStructure):
+                self.groups.append((value, ids, None,
+                                    dense_difference_terms(structure, part, part_offsets,
                                                            mask)))
             else:
                 self.groups.append((value, ids, structure.expectation_terms(part, part_offsets),
@@ -108,19 +113,59 @@ def chain_difference_terms(structure, features, offsets, mask):
     """
 
     def terms(w):
-        scores = structure.scores(features, w)
-        free = chain_posteriors(scores, offsets, True)
-        scores.unary += mask
-        allowed = chain_posteriors(scores, offsets, True)
-        with np.errstate(invalid="ignore"):  # -inf - -inf: a sequence nothing allows
-            difference = ChainPosteriors(*(
-                None if a is None else a - b for a, b in zip(
-                    (free.log_z, free.marginals, free.transition_counts, free.trigram_counts,
-                     free.pair_marginals),
-                    (allowed.log_z, allowed.marginals, allowed.transition_counts,
-                     allowed.trigram_counts, allowed.pair_marginals))))
-        difference.log_z[np.isneginf(allowed.log_z)] = np.inf
-        return difference.log_z, structure.expected_statistics(features, offsets, difference)
+        log_z, difference = posterior_difference(structure.scores(features, w), offsets, mask)
+        return log_z, structure.expected_statistics(features, offsets, difference)
+
+    return terms
+
+
+def posterior_difference(scores, offsets, mask):
+    """``(log Z - log Z_allowed, free posteriors - allowed ones)`` of chain ``scores``.
+
+    ``scores.unary`` takes ``mask`` in place. The difference of log Z is
+    ``inf`` for a sequence whose allowed labels admit no labelling.
+    """
+    free = chain_posteriors(scores, offsets, True)
+    scores.unary += mask
+    allowed = chain_posteriors(scores, offsets, True)
+    with np.errstate(invalid="ignore"):  # -inf - -inf: a sequence nothing allows
+        difference = ChainPosteriors(*(
+            None if a is None else a - b for a, b in zip(
+                (free.log_z, free.marginals, free.transition_counts, free.trigram_counts,
+                 free.pair_marginals),
+                (allowed.log_z, allowed.marginals, allowed.transition_counts,
+                 allowed.trigram_counts, allowed.pair_marginals))))
+    difference.log_z[np.isneginf(allowed.log_z)] = np.inf
+    return difference.log_z, difference
+
+
+def dense_difference_terms(structure, features, offsets, mask):
+    """:func:`chain_difference_terms` of a chain with a dense block, chunk by chunk.
+
+    As :meth:`~skcrf.structures.chain.dense.DenseChainStructure.expectation_terms`,
+    one chunk of sequences at a time holds its unary scores (the sparse
+    part's plus the dense block's); the dense weights' gradient is the
+    difference of the marginals times the block.
+    """
+    starts = chunk_starts(offsets)
+    chunks = [(*sequence_range(features, offsets, a, b), int(offsets[a]), int(offsets[b]))
+              for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
+    chain = structure.chain
+
+    def terms(w):
+        w_chain, W = structure._split(w)
+        dense_weights = W.T.astype(features.dense.dtype)  # (n_dense, n_classes)
+        log_z = []
+        expected = np.zeros(chain.n_parameters)
+        expected_dense = np.zeros((structure.n_classes, structure.n_dense))
+        for part, part_offsets, lo, hi in chunks:
+            scores = chain.scores(part, w_chain)
+            scores.unary += part.dense @ dense_weights
+            part_log_z, difference = posterior_difference(scores, part_offsets, mask[lo:hi])
+            log_z.append(part_log_z)
+            expected += chain.expected_statistics(part, part_offsets, difference)
+            expected_dense += difference.marginals.astype(part.dense.dtype).T @ part.dense
+        return np.concatenate(log_z), np.concatenate([expected, expected_dense.ravel()])
 
     return terms
 
@@ -184,6 +229,21 @@ class PartialLabelObjective:
             self.constrained = ConstrainedTerms(
                 structure, part, part_offsets, partial.allowed[rows],
                 None if weights is None else weights[ids], sequence_names=ids)
+
+    @classmethod
+    def of_parts(cls, structure, l2, full, constrained):
+        """The objective of terms built elsewhere (a pruned lattice's, say).
+
+        ``full`` returns ``(loss, gradient)`` of the fully labelled sequences
+        with the L2 term, or is None; ``constrained`` returns the constrained
+        sequences' ``(loss, gradient)`` without it, or is None.
+        """
+        objective = cls.__new__(cls)
+        objective.structure = structure
+        objective.l2 = l2
+        objective.full = full
+        objective.constrained = constrained
+        return objective
 
     @property
     def n_parameters(self):

@@ -46,6 +46,7 @@ def ngram_codes(label_ids, offsets, n_classes, length):
     Parameters
     ----------
     label_ids : ndarray of int64 of shape (n_tokens,)
+        -1 for a token without one known label: no n-gram holding it is counted.
     offsets : ndarray of int64 of shape (n_sequences + 1,)
     n_classes, length : int
 
@@ -62,7 +63,8 @@ def ngram_codes(label_ids, offsets, n_classes, length):
     for _ in range(length - 1):
         shifted = np.full(n_tokens, -1, dtype=np.int64)
         shifted[1:] = codes[:-1]
-        codes = np.where(shifted >= 0, shifted * n_classes + label_ids, -1)
+        # a token of unknown label (-1, partial labels) ends no n-gram
+        codes = np.where((shifted >= 0) & (label_ids >= 0), shifted * n_classes + label_ids, -1)
     codes[position < length - 1] = -1
     return codes
 
