@@ -228,3 +228,19 @@ def test_compacted_drops_other_columns_and_keeps_row_order(monkeypatch):
     expected = X.matrix[:, columns[1:]].toarray()
     np.testing.assert_array_equal(narrow.matrix.toarray(), expected)
     assert narrow.matrix.has_sorted_indices
+
+
+def test_a_pipeline_whose_hasher_width_is_not_the_model_s_is_refused_at_load():
+    # n_features_in_ no longer sizes the weights of a compact model: the pipeline's
+    # rule ties it to the hasher's width (it did not run for pipelines before)
+    pipe = make_pipeline(SequenceHasher(n_features=2 ** 20), CRFClassifier(max_iter=5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        pipe.fit(X_DICTS, Y)
+    pipe[-1].n_features_in_ = 2 ** 20 + 1
+    file = io.BytesIO()
+    save_model(pipe, file)
+    file.seek(0)
+    with pytest.raises(ValueError, match="its SequenceHasher makes 1048576 features, but the "
+                                         "CRFClassifier after it was fitted on 1048577"):
+        load_model(file)
