@@ -244,3 +244,15 @@ def test_a_pipeline_whose_hasher_width_is_not_the_model_s_is_refused_at_load():
     with pytest.raises(ValueError, match="its SequenceHasher makes 1048576 features, but the "
                                          "CRFClassifier after it was fitted on 1048577"):
         load_model(file)
+
+
+def test_a_user_matrix_with_repeated_entries_compacts_to_their_sum():
+    import scipy.sparse as sp
+
+    cols, values = np.array([7, 7, 99, 5, 7]), np.array([1.0, 2.0, 1.0, 1.0, 1.0])
+    matrix = sp.csr_matrix((values, cols, np.array([0, 3, 4, 5])), shape=(3, 2 ** 20))
+    assert not matrix.has_canonical_format
+    narrow = compacted(SequenceMatrix(matrix, [0, 3]), np.array([5, 7, 99]))
+    np.testing.assert_array_equal(narrow.matrix.toarray(),
+                                  [[0.0, 3.0, 1.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    assert narrow.matrix.has_canonical_format

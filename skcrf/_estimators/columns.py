@@ -22,13 +22,14 @@ WIDE_UNUSED = 2 ** 16
 
 
 def _csr_arrays(X):
-    """(data or None, indices, indptr, dtype) of ``X``'s sparse block, rows sorted."""
+    """(data or None, indices, indptr, dtype) of ``X``'s sparse block, canonical."""
     arrays = X._canonical_arrays()
     if arrays is not None:
         return (*arrays, X._arrays[3])
     matrix = X.matrix
-    if not matrix.has_sorted_indices:
-        matrix = matrix.sorted_indices()
+    if not matrix.has_canonical_format:  # a user's matrix: repeats summed, rows sorted
+        matrix = matrix.copy()
+        matrix.sum_duplicates()
     return matrix.data, matrix.indices, matrix.indptr, matrix.dtype
 
 
