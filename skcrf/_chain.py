@@ -257,9 +257,17 @@ class CRFClassifier(SpanQueries, CRFEstimator):
     end_coef_ : ndarray of shape (n_classes,)
         Weights of the last label of a sequence (likewise).
     n_features_in_ : int
-        Number of token features.
+        Number of token features (columns of ``X``).
     feature_names_ : ndarray of str of shape (n_features,)
         Name of every feature (column of ``coef_``).
+    feature_columns_ : ndarray of int64 of shape (n_features,)
+        Only for a wide ``X`` without feature names (such as
+        :class:`SequenceHasher`'s) of which at least 65,536 columns never
+        occur in training: the column of ``X`` of each column of ``coef_``.
+        The model keeps the columns the training data holds (``x<j>`` in
+        ``feature_names_``), so its size follows the data, not the width; a
+        column it lacks adds 0 to every score. Otherwise ``coef_`` has a
+        column per column of ``X``.
     vectorizer_ : SequenceVectorizer or None
         The vectorizer fitted on dict input; None when ``fit`` received a
         :class:`SequenceMatrix`.

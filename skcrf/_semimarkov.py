@@ -83,8 +83,11 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
         training data; an int caps every label alike, and a training segment
         longer than it raises a ValueError. Inference costs
         ``O(sum of the labels' longest segments + n_labels ** 2)`` per token,
-        so an int is at most 1000: its cost would otherwise grow with the
-        parameter, not with the data.
+        so that cost follows the data, not the parameter: an int is
+        at most 1000, and ``fit`` takes the smaller of it and the longest
+        training sequence (no segment of the training data is longer; the
+        model's ``max_segment_length_``). ``partial_fit`` takes the int as given: a
+        later batch may bring longer sequences than the first.
     scheme : {"auto", "IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain"}, \
             default="auto"
         Tagging scheme of ``y``; ``"auto"`` detects it with
@@ -203,9 +206,17 @@ early_stopping, validation_fraction
         With ``order >= 2``: the weight of each row of ``label_patterns_``,
         added once per occurrence among a segmentation's labels.
     n_features_in_ : int
-        Number of token features.
+        Number of token features (columns of ``X``).
     feature_names_ : ndarray of str of shape (n_features,)
         Name of every feature (column of ``coef_``).
+    feature_columns_ : ndarray of int64 of shape (n_features,)
+        Only for a wide ``X`` without feature names (such as
+        :class:`SequenceHasher`'s) of which at least 65,536 columns never
+        occur in training: the column of ``X`` of each column of ``coef_``.
+        The model keeps the columns the training data holds (``x<j>`` in
+        ``feature_names_``), so its size follows the data, not the width; a
+        column it lacks adds 0 to every score. Otherwise ``coef_`` has a
+        column per column of ``X``.
     vectorizer_ : SequenceVectorizer or None
         The vectorizer fitted on dict input; None when ``fit`` received a
         :class:`SequenceMatrix`.
@@ -381,7 +392,7 @@ early_stopping, validation_fraction
                                                types | set(codec.segment_classes[:-1]))
             codes = codec.codes(flat, offsets)
             segmentation = Segmentation.of_codes(codes, offsets, len(codec.segment_classes))
-            max_lengths = self._max_lengths(segmentation, offsets, codec)
+            max_lengths = self._max_lengths(segmentation, offsets, codec, stream=True)
         else:
             codec = self._codec()
             codes = codec.codes(flat, offsets)
@@ -424,16 +435,18 @@ early_stopping, validation_fraction
                 f"first call (with max_segment_length=None, the first batch's longest). Set "
                 f"max_segment_length to the longest segment the stream may bring.")
 
-    def _max_lengths(self, segmentation, offsets, codec, first_sequence=0):
+    def _max_lengths(self, segmentation, offsets, codec, first_sequence=0, stream=False):
         """Longest segment each label may take; raise if a training segment exceeds the cap.
 
         With ``max_segment_length=None`` each label takes its own longest
         training segment: a length no training segment of the label has would
         only have its weight pushed down, and every label pays inference for
         its own lengths alone. An int caps every label alike. ``"O"`` segments
-        are single tokens. The longest of a training set split into parts is
-        the elementwise maximum of the parts'; ``first_sequence`` is the index
-        of a part's first sequence in the whole, for the message.
+        are single tokens. The cap is at most the longest sequence of the
+        data, unless ``stream`` (the first batch of ``partial_fit``, whose
+        later batches may be longer). The longest of a training set split
+        into parts is the elementwise maximum of the parts'; ``first_sequence``
+        is the index of a part's first sequence in the whole, for the message.
         """
         first, stops, labels, sequence = segmentation.bounds(offsets)
         n_labels = len(codec.segment_classes)
@@ -454,7 +467,12 @@ early_stopping, validation_fraction
                 f"longer than max_segment_length={self.max_segment_length}. Increase "
                 f"max_segment_length, or set it to None to take the longest training "
                 f"segment of each label ({int(longest.max())} at most).")
-        capped = np.full(n_labels, self.max_segment_length, dtype=np.int64)
+        cap = self.max_segment_length
+        if not stream:
+            # a segment fits in its sequence: lengths beyond the longest one would
+            # cost every token inference time and memory for weights never trained
+            cap = min(cap, int(np.diff(offsets).max(initial=1)))
+        capped = np.full(n_labels, cap, dtype=np.int64)
         if codec.outside is not None:
             capped[codec.outside] = 1
         return capped

@@ -69,6 +69,8 @@ def _final_and_matrix(model, x):
 
 
 def _feature_names(final, matrix):
+    if getattr(final, "feature_columns_", None) is not None:
+        return list(map(str, final.feature_names_))  # the names of the kept columns only
     names = matrix.feature_names
     if names is None and getattr(final, "vectorizer_", None) is not None:
         names = final.vectorizer_.feature_names_
@@ -180,9 +182,20 @@ class SequenceExplanation:
         return f"SequenceExplanation({len(self.rows)} differing terms)"
 
 
-def _active(matrix, position):
+def _active(final, matrix, position):
+    """The model's columns active at ``position`` and their values.
+
+    A model that kept only the columns of its training data
+    (``feature_columns_``, a wide hashed input) has no weight for the others.
+    """
     row = matrix.matrix[position]
-    return row.indices, row.data
+    columns = getattr(final, "feature_columns_", None)
+    if columns is None:
+        return row.indices, row.data
+    at = {int(c): k for k, c in enumerate(columns.tolist())}
+    kept = [(at[j], v) for j, v in zip(row.indices.tolist(), row.data.tolist()) if j in at]
+    return (np.array([k for k, _ in kept], dtype=np.intp),
+            np.array([v for _, v in kept], dtype=np.float64))
 
 
 def _transition_rows(final, label_ids, position, labels):
@@ -247,7 +260,7 @@ def explain_token(model: Any, x: Any, position: int) -> TokenExplanation:
     labels, _ = _weight_labels(final)
     labels = labels.tolist()
     coef = final.coef_
-    indices, values = _active(matrix, position)
+    indices, values = _active(final, matrix, position)
     contributions = values[:, np.newaxis] * coef[:, indices].T
     order = np.argsort(-np.abs(contributions).max(axis=1, initial=0), kind="stable")
     rows = [TokenTerm(names[indices[k]], float(values[k]),
@@ -297,7 +310,7 @@ def explain_sequence(model: Any, x: Any, *, top: int | None = 10) -> SequenceExp
     coef = final.coef_
     for t in np.flatnonzero(row_of_class[best_ids] != row_of_class[second_ids]).tolist():
         a, b = row_of_class[best_ids[t]], row_of_class[second_ids[t]]
-        indices, values = _active(matrix, t)
+        indices, values = _active(final, matrix, t)
         for j, v, d in zip(indices.tolist(), values.tolist(),
                            (values * (coef[a, indices] - coef[b, indices])).tolist()):
             if d:

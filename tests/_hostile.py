@@ -108,10 +108,41 @@ def _models():
                                           CRFClassifier(solver="perceptron", max_iter=3,
                                                         n_jobs=1, random_state=0))
          .fit(X, TAGS), "dicts"),
+        # issue 43, item 31: a wide hashed input, of which the model keeps the used
+        # columns (feature_columns_), with an online solver's state over them
+        ("hasher-wide-pipeline", make_pipeline(SequenceHasher(n_features=2 ** 20),
+                                               CRFClassifier(solver="sgd", max_iter=3,
+                                                             n_jobs=1, random_state=0))
+         .fit(X, TAGS), "dicts"),
+        *_gazetteer_models(common),
         ("vectorizer", SequenceVectorizer().fit(X), "dicts"),
         ("featurizer", TokenFeaturizer(window=2, prefixes=(1, 3)), "tokens"),
     ]
     return cases
+
+
+def _gazetteer_models(common):
+    """A featurizer with a gazetteer file, alone and in a pipeline (issue 43, items 6 and 12).
+
+    The file is gone once they are fitted: their model files carry the entries,
+    and a loaded model that opened the path would fail (not a ValueError).
+    """
+    import tempfile
+    from pathlib import Path
+
+    from sklearn.pipeline import make_pipeline
+
+    from skcrf import CRFClassifier, SequenceVectorizer, TokenFeaturizer
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "places.tsv"
+        path.write_text("Madrid\tLOC\nLa Paz\tLOC\nQuito\tLOC\tCITY\nPedro\tPER\n"
+                        "Ana\tPER\nLuis Quito\tPER\n", encoding="utf-8")
+        featurizer = TokenFeaturizer(window=1, gazetteer=str(path)).fit(TOKENS)
+        pipeline = make_pipeline(TokenFeaturizer(gazetteer=str(path)), SequenceVectorizer(),
+                                 CRFClassifier(**common)).fit(TOKENS, TAGS)
+    return [("gazetteer-featurizer", featurizer, "tokens"),
+            ("gazetteer-pipeline", pipeline, "tokens")]
 
 
 def test_input(kind):
@@ -222,8 +253,12 @@ def _set(tree, path, value):
     tree[path[-1]] = value
 
 
-def edited_files(data, rng, count):
-    """``count`` random edits of the model file ``data``: (what, bytes) pairs."""
+def edited_files(data, rng, count, always=None):
+    """``count`` random edits of the model file ``data``: (what, bytes) pairs.
+
+    With ``always`` (a str), every edit whose description holds it is among
+    them (a state the random draw would otherwise reach a few times only).
+    """
     header, payload = model_files.split(data)
     contents = model_files.members(payload)
     tree = json.loads(contents["model.json"])
@@ -240,8 +275,11 @@ def edited_files(data, rng, count):
         for value in _json_values(original, rng):
             candidates.append((f"model{''.join(f'[{k!r}]' for k in path)} = {value!r}",
                                ("json", path, value)))
-    picked = rng.choice(len(candidates), size=min(count, len(candidates)), replace=False)
-    for k in sorted(picked.tolist()):
+    forced = [k for k, (what, _) in enumerate(candidates) if always and always in what]
+    rest = np.setdiff1d(np.arange(len(candidates)), forced)
+    drawn = rng.choice(rest, size=max(0, min(count - len(forced), rest.shape[0])),
+                       replace=False)
+    for k in sorted(forced + drawn.tolist()):
         what, change = candidates[k]
         new_contents = dict(contents)
         if isinstance(change, tuple):

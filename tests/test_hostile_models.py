@@ -26,10 +26,12 @@ from skcrf import load_model
 from tests import _hostile
 
 EDITS_PER_MODEL = 90
-#: The models of issue 43's surfaces (online state, pruner, patterns, hasher): 1,000
-#: edits among them
+#: The models of issue 43's surfaces (online state, pruner, patterns, hasher, gazetteer):
+#: 1,000 edits among them
 EDITS_PER_NEW_MODEL = {"chain-online-sgd": 300, "chain-online-arow": 250,
-                       "chain-pruned": 250, "hasher-pipeline": 200}
+                       "chain-pruned": 250, "hasher-pipeline": 200,
+                       "hasher-wide-pipeline": 150, "gazetteer-featurizer": 200,
+                       "gazetteer-pipeline": 200}
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -69,14 +71,17 @@ def _run_children(manifest, tmp_path, n_children=2):
 
 def test_edited_model_files_are_refused_or_predict_correctly(saved, tmp_path):
     rng = np.random.default_rng(32)
-    manifest, refused, counts = [], 0, {}
+    manifest, refused, counts, gazetteer_edits = [], 0, {}, 0
     for name, (data, kind) in saved.items():
         original = tmp_path / f"{name}.skcrf"
         original.write_bytes(data)
         n_edits = EDITS_PER_NEW_MODEL.get(name, EDITS_PER_MODEL)
-        for k, (what, edited) in enumerate(_hostile.edited_files(data, rng, n_edits)):
+        always = "gazetteer" if name.startswith("gazetteer") else None
+        for k, (what, edited) in enumerate(_hostile.edited_files(data, rng, n_edits,
+                                                                 always)):
             label = f"{name}: {what}"
             counts[name] = counts.get(name, 0) + 1
+            gazetteer_edits += "gazetteer" in what
             buffer = io.BytesIO(edited)
             buffer.name = f"{name}-{k}.skcrf"
             try:
@@ -88,17 +93,20 @@ def test_edited_model_files_are_refused_or_predict_correctly(saved, tmp_path):
             path = tmp_path / buffer.name
             path.write_bytes(edited)
             manifest.append({"id": len(manifest), "what": label, "path": str(path), "kind": kind,
-                             "reference": str(original) if name in ("vectorizer",
-                                                                    "featurizer") else None})
+                             "reference": str(original) if name in (
+                                 "vectorizer", "featurizer", "gazetteer-featurizer")
+                             else None})
     total = sum(counts.values())
     assert total >= 1000 and all(n >= 60 for n in counts.values()), counts
     assert sum(counts[name] for name in EDITS_PER_NEW_MODEL) >= 1000, counts
+    # the gazetteer's path and entries (in both models, each edit of them)
+    assert gazetteer_edits >= 100, gazetteer_edits
     outcomes = _run_children(manifest, tmp_path)
     failed = [f"{what}: {outcome}" for what, outcome in outcomes.values()
               if outcome not in ("ok", "refused")]
     assert not failed, "\n".join(failed)
     assert len(outcomes) == len(manifest)
-    print(f"{total} edits: {refused} refused at load, {len(manifest)} loaded, of which "
+    print(f"{total} edits ({gazetteer_edits} of a gazetteer): {refused} refused at load, {len(manifest)} loaded, of which "
           f"{sum(o == 'refused' for _, o in outcomes.values())} refused by predict or "
           f"transform with a clear error")
 
@@ -158,7 +166,7 @@ def _first_set_to(value):
      r"CRFClassifier: transition_coef_\[\d, \d\] is 0.0, but allowed_transitions_\[\d, \d\] "
      r"is False"),
     ("chain", ["attributes", "n_features_in_"], lambda n: n + 1,
-     r"CRFClassifier.feature_names_ has shape \(\d+,\); expected"),
+     r"CRFClassifier: n_features_in_ is \d+, but feature_names_ names \d+ features"),
     ("chain", ["attributes", "vectorizer_", "attributes", "vocabulary_", "values"],
      _first_set_to(-10**9),
      r"SequenceVectorizer: vocabulary_ does not map each of the \d+ names of "
@@ -195,7 +203,8 @@ def _first_set_to(value):
      r"CRFClassifierCV.scores_ has shape \(1, 1\); expected \(\?, 2\), that is "
      r"\(n_folds, n_alphas\) with n_alphas = 2 from alphas_"),
     ("pipeline", ["params", "steps", 2, "items", 1, "attributes", "n_features_in_"],
-     lambda n: n - 1, r"CRFClassifier.feature_names_ has shape \(\d+,\); expected"),
+     lambda n: n - 1,
+     r"CRFClassifier: n_features_in_ is \d+, but feature_names_ names \d+ features"),
 ])
 def test_each_lie_is_refused_naming_the_attribute(saved, name, path, change, match):
     data = _edited(saved[name][0], path, change)

@@ -348,3 +348,23 @@ def test_max_segment_length_has_a_documented_bound():
         SemiMarkovCRF(max_segment_length=10 ** 9).fit(X, y)
     assert "at most 1000" in SemiMarkovCRF.__doc__ and MAX_SEGMENT_LENGTH == 1000
     SemiMarkovCRF(max_segment_length=MAX_SEGMENT_LENGTH, max_iter=5).fit(X, y)
+
+
+def test_an_int_max_segment_length_is_bounded_by_the_longest_training_sequence():
+    # issue 43, item 17: with max_segment_length=1000, every token paid for 1000
+    # lengths (memory and time) on sentences of 3 tokens
+    X = [[{"w": "Ada"}, {"w": "Lovelace"}, {"w": "wrote"}], [{"w": "in"}, {"w": "Paris"}]] * 4
+    y = [["B-PER", "I-PER", "O"], ["O", "B-LOC"]] * 4
+    capped = SemiMarkovCRF(max_segment_length=1000, max_iter=20).fit(X, y)
+    longest = SemiMarkovCRF(max_segment_length=3, max_iter=20).fit(X, y)
+    assert capped.max_segment_length_ == 3
+    assert capped.length_coef_.shape == longest.length_coef_.shape
+    for name in ("coef_", "length_coef_", "transition_coef_"):
+        np.testing.assert_array_equal(getattr(capped, name), getattr(longest, name))
+    # a longer sequence at predict: labelled with segments of at most 3 tokens
+    x = [[{"w": "Ada"}, {"w": "Lovelace"}, {"w": "Ada"}, {"w": "Lovelace"}, {"w": "Ada"}]]
+    assert all(s.stop - s.start <= 3 for s in capped.predict_segments(x)[0])
+    # a stream keeps the int: its later batches may be longer than the first
+    stream = SemiMarkovCRF(max_segment_length=8, solver="sgd", random_state=0)
+    stream.partial_fit(X, y, classes=sorted({t for s in y for t in s}))
+    assert stream.max_segment_length_ == 8

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .constraints import check_training_labels, resolve_constraints, scheme_constraints
 from .partial_labels import encode_partial_labels, holds_partial_labels, partial_label_constraints
-from .fitted_state import (Fitted, FittedState, IfPresent, Integer, Labels, Names, RealList,
+from .fitted_state import (Array, Fitted, FittedState, IfPresent, Integer, Labels, Names, RealList,
                             TypeOf)
 from .._utils.parallel import effective_n_threads, kernel_exceptions, kernel_threads
 from .queries import StructureQueries, check_feasible, log_probabilities
@@ -33,6 +33,7 @@ from .training import (TrainingData, _is_fitted_attribute_set, _same_values,
 from ..learning.lbfgs import lbfgs
 from ..metrics._checks import _refuse_partial_labels
 from . import online as _online
+from .columns import check_feature_columns, column_names, compacted, used_columns
 
 #: The solvers of every CRF estimator: batch L-BFGS and the online ones.
 SOLVERS = ("lbfgs",) + _online.ONLINE_SOLVERS
@@ -89,14 +90,16 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
     #: ``n_features_in_`` come first: they set the sizes the weights must have.
     _fitted_state = FittedState(
         {"classes_": Labels("n_classes", min_size=2),
-         "n_features_in_": Integer(dim="n_features"),
+         "n_features_in_": Integer(),
          "feature_names_": Names("n_features"),
+         "feature_columns_": IfPresent(Array(("n_features",), np.int64)),
          "n_dense_features_in_": IfPresent(Integer()),
          "vectorizer_": Fitted(SequenceVectorizer, none_ok=True),
          "n_iter_": Integer(),
          "loss_curve_": RealList(),
          "solver_state_": IfPresent(TypeOf(dict))},
-        rules=[_vectorizer_makes_the_features, _solver_state_is_usable],
+        rules=[check_feature_columns, _vectorizer_makes_the_features,
+               _solver_state_is_usable],
         check_params=_check_crf_params)
 
     # predict's options, asked for by default: with scikit-learn's metadata
@@ -199,8 +202,12 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         if len(X) == 0:
             raise ValueError("X is empty: fit needs at least one sequence.")
         vectorizer = None
+        columns, width = None, None
         if isinstance(X, SequenceMatrix):
             X._check_consistency()
+            columns = used_columns(X)
+            if columns is not None:
+                width, X = X.n_features, compacted(X, columns)
         else:
             vectorizer = SequenceVectorizer()
             X = vectorizer.fit_transform(X)
@@ -231,6 +238,7 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
                             offsets, classes, label_ids,
                             all_feature_names(X), vectorizer)
         data.n_dense = X.n_dense
+        data.columns, data.input_width = columns, width
         data.partial = partial
         data.segment_feature_names = None if X.segments is None else X.segments.feature_names
         return data
@@ -281,9 +289,15 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         """Set the fitted attributes every estimator shares: the features, the vectorizer
         and the solver's record (called on the shadow estimator of ``fit``)."""
         n_dense = getattr(data.features, "n_dense", 0)  # a distributed fit's has none
-        self.n_features_in_ = data.features.n_features + n_dense
+        columns = getattr(data, "columns", None)
+        self.n_features_in_ = (data.features.n_features + n_dense if columns is None
+                               else data.input_width)
         self.n_dense_features_in_ = getattr(data, "n_dense", 0)
         self.feature_names_ = self._feature_names(data)
+        if columns is None:
+            self.__dict__.pop("feature_columns_", None)
+        else:
+            self.feature_columns_ = columns
         self.vectorizer_ = data.vectorizer
         self.n_iter_ = result.n_iter
         self.loss_curve_ = result.loss_curve
@@ -293,6 +307,8 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         n_features = data.features.n_features + getattr(data.features, "n_dense", 0)
         if data.feature_names is not None:
             return np.asarray(data.feature_names, dtype=object)
+        if getattr(data, "columns", None) is not None:
+            return column_names(data.columns)
         return np.asarray([f"x{i}" for i in range(n_features)], dtype=object)
 
     def _fitted_model(self):
@@ -325,6 +341,8 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         if isinstance(X, SequenceMatrix):
             X._check_consistency()
             X = self._numeric_layout(X)
+            if "feature_columns_" in self.__dict__:
+                X = compacted(X, self.feature_columns_)
             _check_finite_features(X)
             return FeatureArrays.of_sequences(X, self._reads_dense_block(False)), X.offsets
         if self.vectorizer_ is None:

@@ -467,8 +467,8 @@ class FittedState:
         if unknown:
             raise ValueError(f"{name} has no attribute {unknown[0]!r} to set")
         present = [attribute for attribute in self.attributes if attribute in state]
-        if not present:
-            return
+        if not present and self.attributes:
+            return  # unfitted (a state of rules alone, a Pipeline's, is checked always)
         missing = [attribute for attribute, spec in self.attributes.items()
                    if not spec.optional and attribute not in state]
         if missing:
@@ -532,13 +532,20 @@ def _check_pipeline_steps(pipeline):
 
 def _pipeline_widths_agree(pipeline):
     """Each step that counts its input features gets as many as the step before makes."""
+    from ..features.hasher import SequenceHasher
+
     steps = [step for _, step in pipeline.steps if step not in (None, "passthrough")]
     for before, after in zip(steps[:-1], steps[1:]):
         made = getattr(before, "feature_names_", None)
+        if made is not None:
+            # a vectorizer's vectors in dicts are dense columns after the named ones
+            made = len(made) + sum(getattr(before, "vector_widths_", {}).values())
+        if isinstance(before, SequenceHasher):  # its width is a parameter
+            made = before.n_features
         taken = getattr(after, "n_features_in_", None)
-        if made is not None and taken is not None and len(made) != taken:
+        if made is not None and taken is not None and made != taken:
             raise ValueError(
-                f"its {type(before).__name__} makes {len(made)} features, but the "
+                f"its {type(before).__name__} makes {made} features, but the "
                 f"{type(after).__name__} after it was fitted on {taken}")
 
 

@@ -30,6 +30,7 @@ from ..learning.online import (SOLVERS, Calibration, OnlineOptions, OnlineProble
                               OnlineState, online, visits_of_weights)
 from ..structures._parameters import StatePairs
 from ..structures.patterns.label_patterns import LabelPatterns, row_codes, row_lengths
+from .columns import compacted, grown_columns, used_columns
 from .online_state import AVERAGED_BY_DEFAULT, checked_solver_state, state_parameter_mismatch
 
 #: The ``solver`` values that train online (and offer ``partial_fit``).
@@ -340,6 +341,7 @@ def _batch_data(estimator, X, y, classes, first):
     if len(X) == 0:
         raise ValueError("X is empty: partial_fit needs at least one sequence.")
     vectorizer = None if first else estimator.vectorizer_
+    columns = width = None
     if isinstance(X, SequenceMatrix):
         X._check_consistency()
         if not first and X.n_features + X.n_dense != estimator.n_features_in_:
@@ -351,6 +353,15 @@ def _batch_data(estimator, X, y, classes, first):
                 f"vocabulary).")
         if not first:
             _check_same_columns(estimator, X)
+        columns = (used_columns(X) if first
+                   else estimator.__dict__.get("feature_columns_"))
+        if columns is not None:
+            # a wide nameless stream keeps the columns that occur; a later batch's
+            # new ones are appended, as new feature names are
+            width = X.n_features
+            if not first:
+                columns = grown_columns(X, columns)
+            X = compacted(X, columns)
         matrix = X
     elif first:
         vectorizer = SequenceVectorizer()
@@ -406,13 +417,14 @@ def _batch_data(estimator, X, y, classes, first):
         check_label_type(labels, all_classes)
         label_ids = given_label_ids(labels, matrix.offsets, all_classes)
     names = all_feature_names(matrix)
-    if names is None and not first:
+    if names is None and not first and columns is None:
         # the model's own "x0", "x1", ...: a hashed stream's million names, made once
         names = estimator.feature_names_
     data = TrainingData(FeatureArrays.of_sequences(matrix), matrix.offsets, all_classes,
                         label_ids, names, vectorizer)
     data.n_dense = matrix.n_dense
     data.partial = partial
+    data.columns, data.input_width = columns, width
     return data
 
 

@@ -82,10 +82,10 @@ def checked_solver_state(estimator, attribute, parameters=True):
             raise bad(f"pairs[{name!r}] lacks feature_ptr, labels or n_labels") from None
         if (ptr.ndim != 1 or labels.ndim != 1 or ptr.dtype.kind not in "iu"
                 or labels.dtype.kind not in "iu" or n_labels < 1
-                or ptr.shape[0] != estimator.n_features_in_ + 1 or ptr[0] != 0
+                or ptr.shape[0] != estimator.feature_names_.shape[0] + 1 or ptr[0] != 0
                 or ptr[-1] != labels.shape[0] or (np.diff(ptr) < 0).any()):
             raise bad(f"pairs[{name!r}] is not a pattern over the model's "
-                      f"{estimator.n_features_in_} features")
+                      f"{estimator.feature_names_.shape[0]} features")
         if labels.shape[0] and (labels.min() < 0 or labels.max() >= n_labels):
             raise bad(f"pairs[{name!r}] has labels outside 0..{n_labels - 1}")
         # labels increase within each feature: codes sorted, full rows in label order

@@ -31,7 +31,10 @@ class SequenceHasher(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     colliding features cancel out on average instead of adding up. It keeps
     no vocabulary: a stream whose feature names never stop coming (new words)
     trains in fixed memory, with :meth:`CRFClassifier.partial_fit` over its
-    batches. The price is collisions and no feature names to inspect.
+    batches. The price is collisions and no feature names to inspect. A CRF
+    fitted on a wide hashed input keeps the columns its training data holds
+    (``feature_columns_``): a large ``n_features`` costs the model nothing
+    per column that never occurs.
 
     Parameters
     ----------

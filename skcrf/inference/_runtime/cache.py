@@ -268,13 +268,43 @@ class _LockTimeout(Exception):
 
 
 def _holder(handle):
-    """The pid the lock file names (the last process that took it), or "unknown"."""
+    """Who holds the lock: "process <pid>" (or "processes ...") that hold it now.
+
+    On Linux, /proc/locks lists the holders of each locked file by inode: a
+    shared lock may have several, and the pid in the file is only the last
+    taker's, who may have let go since. Elsewhere (or if it cannot be read),
+    that last taker's pid, said as such.
+    """
+    try:
+        holders = _lock_holders(os.fstat(handle.fileno()))
+    except (OSError, ValueError):
+        holders = []
+    if holders:
+        return f"process{'es' if len(holders) > 1 else ''} {', '.join(holders)}"
     try:
         handle.seek(0)
         text = handle.read(32).decode("ascii", "replace").strip()
     except OSError:
-        return "unknown"
-    return text if text.isdigit() else "unknown"
+        text = ""
+    return f"last taken by process {text if text.isdigit() else 'unknown'}"
+
+
+def _lock_holders(status):
+    """The pids /proc/locks lists as holding a FLOCK lock on the file of ``status``."""
+    with open("/proc/locks", encoding="ascii", errors="replace") as table:
+        lines = table.read(1 << 20).splitlines()
+    device = f"{os.major(status.st_dev):02x}:{os.minor(status.st_dev):02x}"
+    pids = []
+    for line in lines:
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  READ 4242 08:01:1234 0 EOF"; waiters are marked "->"
+        if len(fields) < 6 or fields[1] != "FLOCK" or "->" in fields[:2]:
+            continue
+        where = fields[5].rsplit(":", 1)
+        if len(where) == 2 and where[1] == str(status.st_ino) and where[0] == device \
+                and fields[4].isdigit() and fields[4] not in pids:
+            pids.append(fields[4])
+    return pids
 
 
 @contextmanager
@@ -323,8 +353,8 @@ def _locked(index_path, shared):
                 if time.monotonic() >= deadline:
                     _stuck_locks.add(lock_path)
                     raise _LockTimeout(
-                        f"the lock {lock_path} of skcrf's kernel cache has been held (last taken "
-                        f"by process {_holder(handle)}) for more than {LOCK_TIMEOUT:g} s (a "
+                        f"the lock {lock_path} of skcrf's kernel cache has been held (by "
+                        f"{_holder(handle)}) for more than {LOCK_TIMEOUT:g} s (a "
                         f"stopped process: Ctrl-Z, SIGSTOP or a debugger?); this process "
                         f"compiles the kernel without the cache instead") from None
                 time.sleep(delay)

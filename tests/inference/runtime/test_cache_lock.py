@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[3]
 _HOLDER = r'''
 import sys, time
 from skcrf.inference._runtime import cache
-with cache._locked(sys.argv[1], shared=False):
+with cache._locked(sys.argv[1], shared=len(sys.argv) > 2):
     print("held", flush=True)
     time.sleep(600)
 '''
@@ -44,10 +44,11 @@ print(json.dumps([waits, messages]))
 '''
 
 
-@pytest.fixture
-def stopped_holder(tmp_path):
+@pytest.fixture(params=["exclusive"])
+def stopped_holder(tmp_path, request):
     index = str(tmp_path / "kernel.nbi")
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, index], cwd=REPO,
+    shared = ["shared"] if request.param == "shared" else []
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, index, *shared], cwd=REPO,
                               stdout=subprocess.PIPE, text=True)
     try:
         line = holder.stdout.readline()  # the child exits (closing stdout) if it fails
@@ -108,3 +109,40 @@ def test_a_timed_out_load_compiles_and_keeps_the_cache(monkeypatch, tmp_path):
     with pytest.warns(cache.CacheUnavailableWarning, match="process 1234"):
         dispatcher._cache.save_overload((), None)
     assert index.read_bytes() == b"index"
+
+
+#: Takes the lock shared and lets it go at once (writing its pid into the file).
+_PASSER_BY = r'''
+import sys
+from skcrf.inference._runtime import cache
+with cache._locked(sys.argv[1], shared=True):
+    pass
+'''
+
+#: Waits for the lock exclusively (as a save does), 1 s at most; prints the message.
+_EXCLUSIVE_WAITER = r'''
+import sys
+from skcrf.inference._runtime import cache
+cache.LOCK_TIMEOUT = 1.0
+try:
+    with cache._locked(sys.argv[1], shared=False):
+        print("no wait")
+except cache._LockTimeout as error:
+    print(error)
+'''
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="names holders from /proc/locks")
+@pytest.mark.parametrize("stopped_holder", ["shared"], indirect=True)
+def test_the_message_names_the_process_that_holds_the_lock_not_the_last_taker(
+        stopped_holder):
+    """A process that took the shared lock after the stopped one and let go wrote its pid
+    into the lock file: the message named it, not the stopped holder."""
+    index, pid = stopped_holder
+    passer = subprocess.run([sys.executable, "-c", _PASSER_BY, index], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert passer.returncode == 0, passer.stderr
+    done = subprocess.run([sys.executable, "-c", _EXCLUSIVE_WAITER, index], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert f"by process {pid})" in done.stdout, done.stdout
