@@ -18,6 +18,7 @@ import copy
 import numpy as np
 
 from ..features.arrays import take_sequences
+from ..structures.chain._fused_masked import MaskedFusedChainTerms
 from ..structures.chain.order1 import ChainPosteriors, ChainStructure, chain_posteriors
 from .objective import NegativeLogLikelihood, weight_groups
 
@@ -54,9 +55,10 @@ class ConstrainedTerms:
                                                                   sequence_weights):
             mask = np.where(allowed[rows], 0.0, -np.inf)
             if isinstance(structure, ChainStructure):
+                terms = (fused_difference_terms if structure.order == 1
+                         and structure.edge_pairs is None else chain_difference_terms)
                 self.groups.append((value, ids, None,
-                                    chain_difference_terms(structure, part, part_offsets,
-                                                           mask)))
+                                    terms(structure, part, part_offsets, mask)))
             else:
                 self.groups.append((value, ids, structure.expectation_terms(part, part_offsets),
                                     masked_structure(structure, mask).expectation_terms(
@@ -121,6 +123,33 @@ def chain_difference_terms(structure, features, offsets, mask):
                      allowed.trigram_counts, allowed.pair_marginals))))
         difference.log_z[np.isneginf(allowed.log_z)] = np.inf
         return difference.log_z, structure.expected_statistics(features, offsets, difference)
+
+    return terms
+
+
+def fused_difference_terms(structure, features, offsets, mask):
+    """:func:`chain_difference_terms` of an order-1 chain by the masked fused kernel.
+
+    :class:`~skcrf.structures.chain._fused_masked.MaskedFusedChainTerms` runs
+    both passes of each sequence batched and threaded as the fully labelled
+    fit's kernel does; the few sequences it leaves (scaled arithmetic out of
+    range, no feasible labelling) go through :func:`chain_difference_terms`.
+    """
+    fused = MaskedFusedChainTerms(features, offsets, structure.state_pairs,
+                                  structure.n_classes, mask)
+
+    def terms(w):
+        blocks = structure.layout.views(w)
+        difference, pairs, counts, start_counts, end_counts, redo = fused(
+            blocks["state"], *structure.masked_transitions(blocks))
+        expected = np.concatenate([pairs, counts.ravel(), start_counts, end_counts])
+        if redo.any():
+            ids = np.flatnonzero(redo)
+            part, part_offsets, rows = take_sequences(features, offsets, ids)
+            difference[ids], rest = chain_difference_terms(structure, part, part_offsets,
+                                                           mask[rows])(w)
+            expected += rest
+        return difference, structure._without_fixed_blocks(expected)
 
     return terms
 
