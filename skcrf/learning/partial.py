@@ -157,7 +157,8 @@ def fused_difference_terms(structure, features, offsets, mask):
 def masked_structure(structure, mask):
     """A shallow copy of ``structure`` whose scores add ``mask`` to the unary block.
 
-    ``mask`` (n_tokens, n_classes) holds 0 or ``-inf``; the copy's
+    ``mask`` (n_tokens, n_classes) holds 0 or ``-inf`` (n_classes: the segment
+    labels of a semi-Markov structure); the copy's
     :meth:`scores` must be called on the features of those tokens.
     """
     masked = copy.copy(structure)
@@ -165,7 +166,10 @@ def masked_structure(structure, mask):
 
     def scores(features, w):
         potentials = base_scores(features, w)
-        potentials.unary += mask
+        # a chain's or a tree's unary block; a semi-Markov's token state block,
+        # which every segment covering the token scores (skcrf.learning.partial_segments)
+        block = potentials.unary if hasattr(potentials, "unary") else potentials.state
+        block += mask
         return potentials
 
     masked.scores = scores
