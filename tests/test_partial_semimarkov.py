@@ -120,3 +120,61 @@ def test_tag_sets_map_to_segment_labels_whatever_their_prefixes():
                                               [False, False, True], [True, True, True]])
     with pytest.raises(ValueError, match="'B-ORG' reads as the segment label 'ORG'"):
         segment_label_mask(np.ones((1, 1), bool), ["B-ORG"], ["LOC", "O"], "IOB2")
+
+
+def _names_corpus(n_sequences=60, seed=0):
+    """First names (B-PER), surnames after them (I-PER), cities (B-LOC), other words (O)."""
+    rng = np.random.default_rng(seed)
+    X, y = [], []
+    for _ in range(n_sequences):
+        words, tags = [], []
+        for _ in range(int(rng.integers(2, 6))):
+            kind = rng.integers(4)
+            if kind == 0:
+                words += [str(rng.choice(["john", "mary"])), str(rng.choice(["smith", "lee"]))]
+                tags += ["B-PER", "I-PER"]
+            elif kind == 1:
+                words.append(str(rng.choice(["paris", "rome"])))
+                tags.append("B-LOC")
+            else:
+                words.append(str(rng.choice(["the", "went", "to", "saw"])))
+                tags.append("O")
+        X.append([{"w": w} for w in words])
+        y.append(tags)
+    return X, y
+
+
+def test_semimarkov_crf_learns_from_unknown_and_set_tags():
+    from skcrf import SemiMarkovCRF
+
+    X, y = _names_corpus()
+    rng = np.random.default_rng(1)
+    partial = [list(tags) for tags in y[:10]] + [
+        [None if rng.random() < 0.4 else ({"B-PER", "I-PER"} if tag.endswith("PER")
+                                          and rng.random() < 0.5 else tag) for tag in tags]
+        for tags in y[10:]]
+    crf = SemiMarkovCRF(alpha=0.01, max_iter=100).fit(X, partial)
+    assert list(crf.segment_classes_) == ["LOC", "PER", "O"]
+    predicted = crf.predict(X)
+    accuracy = np.mean([a == b for p, t in zip(predicted, y) for a, b in zip(p, t)])
+    assert accuracy > 0.95
+
+
+@pytest.mark.parametrize("params, words", [({"order": 2}, "order=2"),
+                                           ({"solver": "sgd"}, "solver='sgd'")])
+def test_semimarkov_crf_says_what_cannot_take_partial_labels(params, words):
+    from skcrf import SemiMarkovCRF
+
+    X, y = _names_corpus(n_sequences=5)
+    y[1][0] = None
+    with pytest.raises(ValueError, match=words):
+        SemiMarkovCRF(**params).fit(X, y)
+
+
+def test_semimarkov_crf_needs_a_fully_labelled_sequence_for_the_lengths():
+    from skcrf import SemiMarkovCRF
+
+    X, y = _names_corpus(n_sequences=5)
+    y = [[None] + tags[1:] for tags in y]
+    with pytest.raises(ValueError, match="at least one fully labelled sequence"):
+        SemiMarkovCRF().fit(X, y)
