@@ -216,7 +216,10 @@ early_stopping, validation_fraction
             Per-token feature dicts, each with the key ``"__parent__"``, or
             the output of a vectorizer (see the class docstring).
         y : list of sequences of labels
-            One label (str or int) per token.
+            One label (str or int) per token; with ``solver="lbfgs"`` and no
+            ``transition_features``, a node's label may also be None
+            (unknown) or a set of labels (one of them). See
+            :ref:`incomplete-annotation`.
         sample_weight : array-like of shape (n_sequences,), default=None
             Each sequence's weight, as for :meth:`CRFClassifier.fit`.
 
