@@ -26,13 +26,16 @@ from .objective import NegativeLogLikelihood, weight_groups
 class ConstrainedTerms:
     """``w -> (sum_q v_q (log Z_q - log Z_allowed_q), its gradient)`` over some sequences.
 
-    A chain takes :func:`chain_difference_terms`. For another structure, the
-    free ``log Z`` and expectations come from its own
+    An order-1 chain takes :func:`fused_difference_terms` (the masked fused
+    kernel), another chain :func:`chain_difference_terms`. For another
+    structure, the free ``log Z`` and expectations come from its own
     :meth:`expectation_terms` (its fused kernel where it has one) and the
     constrained ones from the unfused path (:meth:`scores`, inference,
     expected statistics) of a copy of the structure whose unary scores carry
     the mask, so any structure whose scores have a ``unary`` block of shape
-    (n_tokens, n_classes) takes part.
+    (n_tokens, n_classes) takes part (a tree), or a ``state`` block of shape
+    (n_tokens, n_labels) (a semi-Markov structure, with a mask of segment
+    labels: :mod:`skcrf.learning.partial_segments`).
 
     Parameters
     ----------

@@ -15,7 +15,7 @@ their precision checks refuse the exact zeros a mask puts in the emission
 rows, where the one-sequence pass tracks which labels a path can reach. A
 sequence either pass cannot do in scaled arithmetic is left to the caller
 (``redo``), who runs the log-space route for it. Tested against the unfused
-masked path and against enumeration (tests/test_partial_fused.py).
+masked path and against enumeration (tests/learning/test_partial_fused.py).
 """
 
 import numpy as np
