@@ -16,6 +16,7 @@ from ._estimators.compile_ahead import compile_ahead
 from ._estimators.fitted_state import saved_as
 from ._estimators.training import TrainingProblem, _same_values
 from ._estimators.constraints import explicit_constraints
+from ._estimators.segment_partial import partial_segment_problem
 from ._utils.parallel import kernel_threads
 from ._utils.validation import check_finite_scores, reject_positional_weights
 from ._estimators.segment_tags import _SegmentTags
@@ -319,7 +320,9 @@ early_stopping, validation_fraction
             Per-token feature dicts, as for :class:`CRFClassifier`, or the
             output of a vectorizer.
         y : list of sequences of str
-            One tag per token, in the scheme of ``scheme``.
+            One tag per token, in the scheme of ``scheme``; at ``order=1``
+            with ``solver="lbfgs"``, a tag may also be None (unknown) or a
+            set of tags (one of them). See :ref:`incomplete-annotation`.
         sample_weight : array-like of shape (n_sequences,), default=None
             Each sequence's weight, as for :meth:`CRFClassifier.fit`.
 
@@ -340,22 +343,26 @@ early_stopping, validation_fraction
 
     def _training_problem(self, data):
         offsets = data.offsets
-        codec, codes = _SegmentTags.fit(data.classes[data.label_ids].tolist(), offsets,
-                                        self.scheme)
+        if data.partial is not None:  # unknown or set labels: order 1 only
+            structure, codes, codec, max_lengths = partial_segment_problem(self, data)
+        else:
+            codec, codes = _SegmentTags.fit(data.classes[data.label_ids].tolist(), offsets,
+                                            self.scheme)
         allowed = None
         if self.allowed_transitions is not None:
             allowed = explicit_constraints(self.allowed_transitions,
                                            codec.segment_classes).allowed
         n_labels = len(codec.segment_classes)
-        segmentation = Segmentation.of_codes(codes, offsets, n_labels)
-        max_lengths = self._max_lengths(segmentation, offsets, codec)
+        if data.partial is None:
+            max_lengths = self._max_lengths(Segmentation.of_codes(codes, offsets, n_labels),
+                                            offsets, codec)
         options = dict(allow_repeats=not codec.plain,
                        all_possible_states=self.all_possible_states,
                        allowed_transitions=allowed, label_names=codec.segment_classes.tolist())
-        if self.order == 1:
+        if data.partial is None and self.order == 1:
             structure = SemiMarkovStructure.for_training(data.features, offsets, codes,
                                                          max_lengths, **options)
-        else:
+        elif data.partial is None:
             structure = PatternSemiMarkovStructure.for_training(
                 data.features, offsets, codes, max_lengths, order=self.order,
                 all_possible_transitions=self.all_possible_transitions,
@@ -366,6 +373,13 @@ early_stopping, validation_fraction
                       "allowed_transitions_": structure.transition_mask == 0,
                       **_segment_attributes(data)}
         return TrainingProblem(structure, codes, attributes, _COEFFICIENT_NAMES)
+
+    def _partial_labels_refusal(self):
+        if self.solver != "lbfgs":
+            return f"with solver={self.solver!r} (yet: use solver='lbfgs')"
+        if self.order > 1:
+            return f"at order={self.order} (yet: use order=1)"
+        return None
 
     def _partial_training_problem(self, data, first):
         """A ``partial_fit`` batch's problem: the codec and longest segments of the first call.

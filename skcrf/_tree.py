@@ -7,6 +7,7 @@ from sklearn.utils._param_validation import StrOptions
 from ._estimators import defaults as _defaults
 from ._estimators.base import CRFEstimator
 from ._estimators.compile_ahead import compile_ahead
+from ._estimators.partial_labels import pairs_with_sets
 from ._estimators.fitted_state import Array, IfPresent, Sparse, saved_as, weights
 from ._chain import transition_columns
 from ._estimators.training import TrainingProblem
@@ -223,7 +224,10 @@ early_stopping, validation_fraction
             Per-token feature dicts, each with the key ``"__parent__"``, or
             the output of a vectorizer (see the class docstring).
         y : list of sequences of labels
-            One label (str or int) per token.
+            One label (str or int) per token; with ``solver="lbfgs"`` and no
+            ``transition_features``, a node's label may also be None
+            (unknown) or a set of labels (one of them). See
+            :ref:`incomplete-annotation`.
         sample_weight : array-like of shape (n_sequences,), default=None
             Each sequence's weight, as for :meth:`CRFClassifier.fit`.
 
@@ -247,10 +251,22 @@ early_stopping, validation_fraction
                                                   data.feature_names,
                                                   data.features.n_features),
             offsets=data.offsets)
+        if data.partial is not None:
+            # a class a node's set offers gets its features' weights too
+            structure = TreeStructure(structure.n_classes,
+                                      pairs_with_sets(structure.state_pairs, data.features,
+                                                      data.partial))
         return TrainingProblem(
             structure, data.label_ids, {"classes_": data.classes},
             {"coef": "coef_", "transitions": "transition_coef_", "root": "root_coef_",
              "edge_coef": "transition_feature_coef_"})
+
+    def _partial_labels_refusal(self):
+        if self.solver != "lbfgs":
+            return f"with solver={self.solver!r} (yet: use solver='lbfgs')"
+        if self.transition_features is not None:
+            return "with transition_features (yet)"
+        return None
 
     def _potentials(self, features, offsets, fixed=None):
         if features.parents is None:

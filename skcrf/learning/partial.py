@@ -18,6 +18,7 @@ import copy
 import numpy as np
 
 from ..features.arrays import take_sequences
+from ..structures.chain._fused_masked import MaskedFusedChainTerms
 from ..structures.chain.dense import DenseChainStructure, chunk_starts, sequence_range
 from ..structures.chain.order1 import ChainPosteriors, ChainStructure, chain_posteriors
 from .objective import NegativeLogLikelihood, weight_groups
@@ -26,13 +27,16 @@ from .objective import NegativeLogLikelihood, weight_groups
 class ConstrainedTerms:
     """``w -> (sum_q v_q (log Z_q - log Z_allowed_q), its gradient)`` over some sequences.
 
-    A chain takes :func:`chain_difference_terms`. For another structure, the
-    free ``log Z`` and expectations come from its own
+    An order-1 chain takes :func:`fused_difference_terms` (the masked fused
+    kernel), another chain :func:`chain_difference_terms`. For another
+    structure, the free ``log Z`` and expectations come from its own
     :meth:`expectation_terms` (its fused kernel where it has one) and the
     constrained ones from the unfused path (:meth:`scores`, inference,
     expected statistics) of a copy of the structure whose unary scores carry
     the mask, so any structure whose scores have a ``unary`` block of shape
-    (n_tokens, n_classes) takes part.
+    (n_tokens, n_classes) takes part (a tree), or a ``state`` block of shape
+    (n_tokens, n_labels) (a semi-Markov structure, with a mask of segment
+    labels: :mod:`skcrf.learning.partial_segments`).
 
     Parameters
     ----------
@@ -55,9 +59,10 @@ class ConstrainedTerms:
                                                                   sequence_weights):
             mask = np.where(allowed[rows], 0.0, -np.inf)
             if isinstance(structure, ChainStructure):
+                terms = (fused_difference_terms if structure.order == 1
+                         and structure.edge_pairs is None else chain_difference_terms)
                 self.groups.append((value, ids, None,
-                                    chain_difference_terms(structure, part, part_offsets,
-                                                           mask)))
+                                    terms(structure, part, part_offsets, mask)))
             elif isinstance(structure, DenseChainStructure):
                 self.groups.append((value, ids, None,
                                     dense_difference_terms(structure, part, part_offsets,
@@ -170,10 +175,38 @@ def dense_difference_terms(structure, features, offsets, mask):
     return terms
 
 
+def fused_difference_terms(structure, features, offsets, mask):
+    """:func:`chain_difference_terms` of an order-1 chain by the masked fused kernel.
+
+    :class:`~skcrf.structures.chain._fused_masked.MaskedFusedChainTerms` runs
+    both passes of each sequence batched and threaded as the fully labelled
+    fit's kernel does; the few sequences it leaves (scaled arithmetic out of
+    range, no feasible labelling) go through :func:`chain_difference_terms`.
+    """
+    fused = MaskedFusedChainTerms(features, offsets, structure.state_pairs,
+                                  structure.n_classes, mask)
+
+    def terms(w):
+        blocks = structure.layout.views(w)
+        difference, pairs, counts, start_counts, end_counts, redo = fused(
+            blocks["state"], *structure.masked_transitions(blocks))
+        expected = np.concatenate([pairs, counts.ravel(), start_counts, end_counts])
+        if redo.any():
+            ids = np.flatnonzero(redo)
+            part, part_offsets, rows = take_sequences(features, offsets, ids)
+            difference[ids], rest = chain_difference_terms(structure, part, part_offsets,
+                                                           mask[rows])(w)
+            expected += rest
+        return difference, structure._without_fixed_blocks(expected)
+
+    return terms
+
+
 def masked_structure(structure, mask):
     """A shallow copy of ``structure`` whose scores add ``mask`` to the unary block.
 
-    ``mask`` (n_tokens, n_classes) holds 0 or ``-inf``; the copy's
+    ``mask`` (n_tokens, n_classes) holds 0 or ``-inf`` (n_classes: the segment
+    labels of a semi-Markov structure); the copy's
     :meth:`scores` must be called on the features of those tokens.
     """
     masked = copy.copy(structure)
@@ -181,7 +214,10 @@ def masked_structure(structure, mask):
 
     def scores(features, w):
         potentials = base_scores(features, w)
-        potentials.unary += mask
+        # a chain's or a tree's unary block; a semi-Markov's token state block,
+        # which every segment covering the token scores (skcrf.learning.partial_segments)
+        block = potentials.unary if hasattr(potentials, "unary") else potentials.state
+        block += mask
         return potentials
 
     masked.scores = scores

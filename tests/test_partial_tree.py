@@ -1,0 +1,104 @@
+"""TreeCRF trained on unknown (None) and ambiguous (set) node labels, against brute force."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import approx_fprime
+from scipy.special import logsumexp
+
+from skcrf import TreeCRF
+from skcrf._estimators.partial_labels import PartialLabels, sequence_kinds
+from skcrf.features.arrays import FeatureArrays
+from skcrf.learning.partial import PartialLabelObjective
+from skcrf.structures._parameters import StatePairs
+from skcrf.structures.tree.structure import TreeStructure
+from tests.naive_tree import SHAPES, all_labellings, all_scores, batch_of_forests
+from tests.test_tree import _tree_corpus
+
+
+def _forest_problem(seed, n_classes=3, n_features=5):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 6, size=len(SHAPES))
+    parents, offsets = batch_of_forests(rng, lengths, SHAPES)
+    n_tokens = int(offsets[-1])
+    X = sp.csr_matrix((rng.random((n_tokens, n_features)) < 0.5)
+                      * rng.normal(size=(n_tokens, n_features)))
+    features = FeatureArrays(X.data, X.indices.astype(np.int32), X.indptr.astype(np.int64),
+                             n_features, parents)
+    allowed = np.zeros((n_tokens, n_classes), dtype=bool)
+    allowed[np.arange(n_tokens), rng.integers(0, n_classes, size=n_tokens)] = True
+    hidden = rng.random(n_tokens) < 0.5
+    allowed[hidden] |= rng.random((int(hidden.sum()), n_classes)) < 0.6
+    single = allowed.sum(axis=1) == 1
+    label_ids = np.where(single, np.argmax(allowed, axis=1), -1)
+    unknown = allowed.all(axis=1) & ~single
+    partial = PartialLabels(np.arange(n_classes), label_ids, allowed,
+                            sequence_kinds(label_ids, unknown, np.diff(offsets)))
+    structure = TreeStructure(n_classes, StatePairs.every(n_features, n_classes))
+    return X, features, parents, offsets, allowed, partial, structure, rng
+
+
+def _brute_force_loss(structure, X, parents, offsets, allowed, w, l2):
+    """sum over trees of log Z - log (sum over the consistent labellings) + L2, enumerated."""
+    blocks = structure.layout.views(w)
+    unary = X @ structure.state_pairs.to_dense(blocks["state"]).T
+    total = 0.5 * l2 * (w @ w)
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        if allowed[lo:hi].all():
+            continue
+        labellings = all_labellings(hi - lo, structure.n_classes)
+        scores = all_scores(unary[lo:hi], blocks["transitions"], blocks["root"],
+                            parents[lo:hi], labellings)
+        consistent = allowed[lo + np.arange(hi - lo), labellings].all(axis=1)
+        total += logsumexp(scores) - logsumexp(scores[consistent])
+    return total
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tree_loss_and_gradient_match_enumeration_of_consistent_labellings(seed):
+    X, features, parents, offsets, allowed, partial, structure, rng = _forest_problem(seed)
+    objective = PartialLabelObjective(structure, features, offsets, partial, l2=0.3)
+    w = rng.normal(scale=0.7, size=structure.n_parameters)
+    loss, grad = objective(w)
+    np.testing.assert_allclose(
+        loss, _brute_force_loss(structure, X, parents, offsets, allowed, w, 0.3), rtol=1e-10)
+    numeric = approx_fprime(w, lambda v: _brute_force_loss(structure, X, parents, offsets,
+                                                           allowed, v, 0.3), 1e-6)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+
+
+def _hidden(y, share, seed):
+    rng = np.random.default_rng(seed)
+    return [[None if rng.random() < share else label for label in labels] for labels in y]
+
+
+def test_tree_crf_learns_from_partly_labelled_trees():
+    X, y = _tree_corpus()
+    crf = TreeCRF(alpha=0.01, max_iter=200).fit(X, _hidden(y, 0.4, 0))
+    predicted = crf.predict(X)
+    accuracy = np.mean([a == b for p, t in zip(predicted, y) for a, b in zip(p, t)])
+    assert accuracy > 0.95
+
+
+def test_tree_crf_takes_label_sets_and_fully_labelled_trees_fit_as_before():
+    X, y = _tree_corpus(n_sequences=20)
+    with_sets = [[{"A", "B"} if v % 3 == 1 else label for v, label in enumerate(labels)]
+                 for labels in y]
+    crf = TreeCRF(alpha=0.01, max_iter=50).fit(X, with_sets)
+    assert list(crf.classes_) == ["A", "B"]
+    # a y with no None and no set takes the fully labelled objective
+    full = TreeCRF(alpha=0.01, max_iter=50).fit(X, y)
+    listed = TreeCRF(alpha=0.01, max_iter=50).fit(X, [list(labels) for labels in y])
+    np.testing.assert_array_equal(full.coef_.toarray() if sp.issparse(full.coef_)
+                                  else full.coef_,
+                                  listed.coef_.toarray() if sp.issparse(listed.coef_)
+                                  else listed.coef_)
+
+
+@pytest.mark.parametrize("params, words", [({"solver": "sgd"}, "solver='sgd'"),
+                                           ({"transition_features": ["w"]},
+                                            "transition_features")])
+def test_tree_crf_says_what_cannot_take_partial_labels(params, words):
+    X, y = _tree_corpus(n_sequences=5)
+    with pytest.raises(ValueError, match=words):
+        TreeCRF(**params).fit(X, _hidden(y, 0.5, 1))
