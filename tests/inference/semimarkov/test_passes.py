@@ -1,8 +1,6 @@
 """Semi-Markov kernels against brute-force enumeration of segmentations, plus identities."""
 
-import numba
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +9,9 @@ from skcrf.inference.semimarkov._scaled import (exp_factors, norm_floor,
                                                 scaled_sequence_posteriors, scaled_workspace)
 from skcrf.inference.semimarkov.passes import (COVERED, FIRST, LAST, longest_segments,
                                         no_spans, segment_posteriors, segment_viterbi)
-from tests._threads import results_per_thread_count
+from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
+                                  brute_force_tests)
+from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_semimarkov import enumerate_batch, segmentation_score
 
 SETTINGS = settings(max_examples=120, deadline=None,
@@ -54,27 +54,17 @@ def _check_against_brute_force(problem):
     for value, expected in zip(got[2:], (length_counts, pairs, starts_, ends_)):
         np.testing.assert_allclose(value, expected, atol=1e-8)
     label_ids, starts = segment_viterbi(*problem)
-    for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
-        if hi == lo or log_z[q] == -np.inf:
-            continue
+
+    def score_of(q, lo, hi):
         assert starts[lo]
-        segments = _segments(label_ids, starts, lo, hi)
-        score = segmentation_score(state[lo:hi], first[lo:hi], last[lo:hi], length,
-                                   transitions, start, end, segments)
-        assert np.isfinite(score), "a forbidden score appeared in a Viterbi segmentation"
-        np.testing.assert_allclose(score, best_scores[q], rtol=1e-12, atol=1e-12)
+        return segmentation_score(state[lo:hi], first[lo:hi], last[lo:hi], length,
+                                  transitions, start, end, _segments(label_ids, starts, lo, hi))
+
+    assert_decoded_scores_are_best(offsets, log_z, best_scores, score_of)
 
 
-@SETTINGS
-@given(problems())
-def test_matches_brute_force(problem):
-    _check_against_brute_force(problem)
-
-
-@SETTINGS
-@given(problems(scale=300.0))
-def test_matches_brute_force_with_extreme_scores(problem):
-    _check_against_brute_force(problem)
+test_matches_brute_force, test_matches_brute_force_with_extreme_scores = brute_force_tests(
+    SETTINGS, problems, _check_against_brute_force, extreme_scale=300.0)
 
 
 def _scaled_pass(problem, spans=None):
@@ -223,20 +213,15 @@ def test_long_sequence_with_extreme_scores_stays_finite():
 
 def test_inputs_are_not_mutated():
     problem = _random_batch(5, n_sequences=10)
-    copies = [a.copy() for a in problem]
-    segment_posteriors(*problem)
-    segment_viterbi(*problem)
-    for original, copy in zip(problem, copies):
-        np.testing.assert_array_equal(original, copy)
+    assert_inputs_not_mutated(problem, lambda: segment_posteriors(*problem),
+                              lambda: segment_viterbi(*problem))
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_bitwise_identical_for_one_and_two_threads():
     problem = _random_batch(6, n_sequences=400)
-    one, two = results_per_thread_count(
+    assert_same_for_one_and_two_threads(
         lambda: (*segment_posteriors(*problem), *segment_viterbi(*problem)))
-    for a, b in zip(one, two):
-        assert np.array_equal(a, b)
 
 
 # --- span scores: segment features' scores of whole segments -----------------------------
@@ -325,13 +310,11 @@ def test_zero_span_scores_change_nothing():
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_span_scores_bitwise_identical_for_one_and_two_threads():
     problem = _random_batch(8, n_sequences=300)
     n_tokens, n_labels = problem[0].shape
     spans = np.random.default_rng(1).normal(size=(n_tokens, 3, n_labels))
-    one, two = results_per_thread_count(
+    assert_same_for_one_and_two_threads(
         lambda: (*segment_posteriors(*problem, spans=spans),
                  *segment_viterbi(*problem, spans=spans)))
-    for a, b in zip(one, two):
-        assert np.array_equal(a, b)

@@ -1,14 +1,14 @@
 """Tree kernels with a score per link against brute force, the plain tree, and invariants."""
 
-import numba
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skcrf.inference.tree.passes import tree_forward_backward, tree_viterbi
 from skcrf.inference.tree.edges import tree_edge_forward_backward, tree_edge_viterbi
-from tests._threads import results_per_thread_count
+from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
+                                  brute_force_tests)
+from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_tree import SHAPES, batch_of_forests, enumerate_forest_edges, labelling_score
 
 SETTINGS = settings(max_examples=150, deadline=None,
@@ -44,34 +44,24 @@ def _check_against_brute_force(problem):
     labels = tree_edge_viterbi(*problem)
     for got in (got_log_z, got_marginals, got_pairs):
         assert not np.isnan(got).any()
+    best_scores = np.empty(len(offsets) - 1)
     for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
-        log_z, marginals, pairs, _, best = enumerate_forest_edges(
+        log_z, marginals, pairs, _, best_scores[q] = enumerate_forest_edges(
             unary[lo:hi], edges[lo:hi], root, parents[lo:hi])
         np.testing.assert_allclose(got_log_z[q], log_z, rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(got_marginals[lo:hi], marginals, atol=1e-9)
         np.testing.assert_allclose(got_pairs[lo:hi], pairs, atol=1e-9)
-        if hi == lo or log_z == -np.inf:
-            continue
-        score = labelling_score(unary[lo:hi], None, root, parents[lo:hi], labels[lo:hi],
-                                edges=edges[lo:hi])
-        assert np.isfinite(score), "a forbidden score appeared in a Viterbi labelling"
-        np.testing.assert_allclose(score, best, rtol=1e-12, atol=1e-12)
+    assert_decoded_scores_are_best(offsets, got_log_z, best_scores, lambda q, lo, hi: (
+        labelling_score(unary[lo:hi], None, root, parents[lo:hi], labels[lo:hi],
+                        edges=edges[lo:hi])))
     # without pairs: the same log Z and marginals, bit for bit
     again = tree_edge_forward_backward(*problem, False)
     assert np.array_equal(again[0], got_log_z) and np.array_equal(again[1], got_marginals)
     assert again[2].shape == (0,) + edges.shape[1:]
 
 
-@SETTINGS
-@given(problems())
-def test_matches_brute_force(problem):
-    _check_against_brute_force(problem)
-
-
-@SETTINGS
-@given(problems(scale=300.0))
-def test_matches_brute_force_with_extreme_scores(problem):
-    _check_against_brute_force(problem)
+test_matches_brute_force, test_matches_brute_force_with_extreme_scores = brute_force_tests(
+    SETTINGS, problems, _check_against_brute_force, extreme_scale=300.0)
 
 
 @SETTINGS
@@ -113,17 +103,12 @@ def test_pair_marginals_add_up_to_the_marginals():
 
 def test_inputs_are_not_mutated():
     problem = _random_batch(2, n_sequences=30)
-    copies = [a.copy() for a in problem]
-    tree_edge_forward_backward(*problem, True)
-    tree_edge_viterbi(*problem)
-    for original, copy in zip(problem, copies):
-        np.testing.assert_array_equal(original, copy)
+    assert_inputs_not_mutated(problem, lambda: tree_edge_forward_backward(*problem, True),
+                              lambda: tree_edge_viterbi(*problem))
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_bitwise_identical_for_one_and_two_threads():
     problem = _random_batch(3)
-    one, two = results_per_thread_count(
+    assert_same_for_one_and_two_threads(
         lambda: (*tree_edge_forward_backward(*problem, True), tree_edge_viterbi(*problem)))
-    for a, b in zip(one, two):
-        assert np.array_equal(a, b)
