@@ -1,7 +1,7 @@
 """Checks every kernel test file repeats: brute force at two scales, best scores, inputs kept."""
 
 import numpy as np
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 
 
 def brute_force_tests(settings, problems, check, extreme_scale):
@@ -48,3 +48,9 @@ def assert_inputs_not_mutated(arrays, *runs):
         run()
     for original, copy in zip(arrays, copies):
         np.testing.assert_array_equal(original, copy)
+
+
+def kernel_settings(max_examples):
+    """Hypothesis settings of a kernel test: no deadline (numba compiles on first call)."""
+    return settings(max_examples=max_examples, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])

@@ -2,19 +2,18 @@
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skcrf.inference.chain import order1 as chain
 from skcrf.inference.chain.edges import (edge_sequence_posteriors, edge_workspace,
                                          forward_backward_edges, viterbi_edges)
 from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests)
+                                  brute_force_tests, kernel_settings)
 from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_edges import edge_path_score, enumerate_edge_batch
 
-SETTINGS = settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(100)
 
 
 def _random_scores(rng, n_tokens, n_classes, scale, forbid_edges, forbid_ends=False):

@@ -1,7 +1,7 @@
 """n-best and fixed-boundary kernels against brute-force ranking of every labelling."""
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
@@ -12,14 +12,14 @@ from skcrf.inference.chain.nbest import nbest_paths, nbest_paths2
 from skcrf.inference.semimarkov.passes import segment_posteriors, segment_viterbi
 from skcrf.inference.semimarkov.queries import (CUT, NO_REPEAT, fixed_segment_posteriors,
                                                 nbest_segmentations)
+from tests._kernel_checks import kernel_settings
 from tests._threads import results_per_thread_count
 from tests.naive import path_score
 from tests.naive_chain2 import path_score2
 from tests.naive_edges import edge_path_score
 from tests.naive_nbest import ranked_labellings, ranked_segmentations
 
-SETTINGS = settings(max_examples=80, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(80)
 
 
 def _forbid(rng, array, share):

@@ -1,7 +1,7 @@
 """Kernels against brute-force enumeration, plus invariants."""
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from unittest import mock
@@ -9,12 +9,11 @@ from unittest import mock
 from skcrf.inference.chain import order1 as chain
 from skcrf.inference.chain.order1 import forward_backward, viterbi
 from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests)
+                                  brute_force_tests, kernel_settings)
 from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive import enumerate_batch, path_score
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(150)
 
 
 @st.composite

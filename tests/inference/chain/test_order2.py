@@ -1,18 +1,17 @@
 """Order-2 chain kernels against brute-force enumeration, plus invariants."""
 
 import numpy as np
-from hypothesis import HealthCheck, settings
+
 from hypothesis import strategies as st
 
 from skcrf.inference.chain.order1 import forward_backward, viterbi
 from skcrf.inference.chain.order2 import forward_backward2, viterbi2
 from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests)
+                                  brute_force_tests, kernel_settings)
 from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_chain2 import enumerate_batch2, path_score2
 
-SETTINGS = settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(100)
 
 
 @st.composite

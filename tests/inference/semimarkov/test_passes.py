@@ -1,7 +1,7 @@
 """Semi-Markov kernels against brute-force enumeration of segmentations, plus identities."""
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skcrf.inference.chain.order1 import forward_backward, viterbi
@@ -10,12 +10,11 @@ from skcrf.inference.semimarkov._scaled import (exp_factors, norm_floor,
 from skcrf.inference.semimarkov.passes import (COVERED, FIRST, LAST, longest_segments,
                                         no_spans, segment_posteriors, segment_viterbi)
 from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests)
+                                  brute_force_tests, kernel_settings)
 from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_semimarkov import enumerate_batch, segmentation_score
 
-SETTINGS = settings(max_examples=120, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(120)
 
 
 @st.composite

@@ -1,18 +1,17 @@
 """Tree kernels with a score per link against brute force, the plain tree, and invariants."""
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skcrf.inference.tree.passes import tree_forward_backward, tree_viterbi
 from skcrf.inference.tree.edges import tree_edge_forward_backward, tree_edge_viterbi
 from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests)
+                                  brute_force_tests, kernel_settings)
 from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_tree import SHAPES, batch_of_forests, enumerate_forest_edges, labelling_score
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(150)
 
 
 @st.composite

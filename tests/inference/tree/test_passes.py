@@ -2,20 +2,19 @@
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 from skcrf.inference.chain.order1 import forward_backward, viterbi
 from skcrf.inference.tree.passes import tree_forward_backward, tree_layout, tree_viterbi
 from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests)
+                                  brute_force_tests, kernel_settings)
 from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_tree import (SHAPES, batch_of_forests, enumerate_batch, labelling_score,
                               random_forest)
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(150)
 #: The chain identities run two kernels on longer sequences: fewer examples
 IDENTITY_SETTINGS = settings(SETTINGS, max_examples=100)
 
