@@ -6,6 +6,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -34,6 +35,48 @@ def best_of(repeats, run):
         run()
         times.append(time.perf_counter() - started)
     return min(times)
+
+
+def fit_and_predict(model, X_train, y_train, X_test):
+    """Fit ``model`` (timed, peak memory) and predict ``X_test`` (timed).
+
+    Warnings are silenced during fit: the benchmarks stop every model at
+    ``max_iter`` by design. Returns ``(y_pred as lists of labels, fit seconds,
+    predict seconds, fit peak memory in MiB)``.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with PeakRSS() as memory:
+            started = time.perf_counter()
+            model.fit(X_train, y_train)
+            fit_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    y_pred = [list(labels) for labels in model.predict(X_test)]
+    return y_pred, fit_seconds, time.perf_counter() - started, memory.mib
+
+
+def print_table(title, results, cell):
+    """Print one column per model, one row per measure (each measure once, in first order).
+
+    ``cell(key, value)`` formats a value in 12 characters; a model without
+    the measure gets a blank cell.
+    """
+    names = list(results)
+    print(f"\n{title}")
+    print(f"{'':24s}" + "".join(f"{name:>12s}" for name in names))
+    for key in dict.fromkeys(k for r in results.values() for k in r):
+        cells = [f"{'':>12s}" if results[name].get(key) is None
+                 else cell(key, results[name][key]) for name in names]
+        print(f"{key:24s}" + "".join(cells))
+
+
+def print_fit_ratios(results, bases):
+    """Each model's fit time over that of each base model present."""
+    for base in bases:
+        if base in results:
+            print(f"fit time / {base}: " + ", ".join(
+                f"{name} {results[name]['fit (s)'] / results[base]['fit (s)']:.2f}x"
+                for name in results if name != base))
 
 
 def word2features(sent, i):
