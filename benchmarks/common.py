@@ -11,7 +11,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from skcrf.datasets import get_data_home  # noqa: E402
+from skcrf.datasets import get_data_home, load_conll2000, load_conll2002  # noqa: E402
+
+#: The CoNLL corpora the comparisons run on: loader, training split, test split.
+CORPORA = {
+    "conll2002": (load_conll2002, "train", "testb"),
+    "conll2000": (load_conll2000, "train", "test"),
+}
 
 
 def data_home():
@@ -19,6 +25,21 @@ def data_home():
     if "SKCRF_DATA" in os.environ:
         return get_data_home()
     return Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def add_corpus_argument(parser):
+    """``--corpus``: one or more of CORPORA, all by default."""
+    parser.add_argument("--corpus", nargs="+", choices=sorted(CORPORA),
+                        default=["conll2002", "conll2000"])
+
+
+def tutorial_splits(corpus):
+    """``(F_train, y_train, F_test, y_test)``: a corpus as the tutorial's feature dicts."""
+    loader, train, test = CORPORA[corpus]
+    X_train, y_train = loader(train, data_home=data_home())
+    X_test, y_test = loader(test, data_home=data_home())
+    return ([sent2features(s) for s in X_train], y_train,
+            [sent2features(s) for s in X_test], y_test)
 
 
 def best_of(repeats, run):
@@ -93,28 +114,18 @@ def word2features(sent, i):
         "postag": postag,
         "postag[:2]": postag[:2],
     }
-    if i > 0:
-        word1, postag1 = sent[i - 1][0], sent[i - 1][1]
+    for offset, edge in ((-1, "BOS"), (1, "EOS")):
+        if not 0 <= i + offset < len(sent):
+            features[edge] = True
+            continue
+        word1, postag1 = sent[i + offset][0], sent[i + offset][1]
         features.update({
-            "-1:word.lower()": word1.lower(),
-            "-1:word.istitle()": word1.istitle(),
-            "-1:word.isupper()": word1.isupper(),
-            "-1:postag": postag1,
-            "-1:postag[:2]": postag1[:2],
+            f"{offset:+d}:word.lower()": word1.lower(),
+            f"{offset:+d}:word.istitle()": word1.istitle(),
+            f"{offset:+d}:word.isupper()": word1.isupper(),
+            f"{offset:+d}:postag": postag1,
+            f"{offset:+d}:postag[:2]": postag1[:2],
         })
-    else:
-        features["BOS"] = True
-    if i < len(sent) - 1:
-        word1, postag1 = sent[i + 1][0], sent[i + 1][1]
-        features.update({
-            "+1:word.lower()": word1.lower(),
-            "+1:word.istitle()": word1.istitle(),
-            "+1:word.isupper()": word1.isupper(),
-            "+1:postag": postag1,
-            "+1:postag[:2]": postag1[:2],
-        })
-    else:
-        features["EOS"] = True
     return features
 
 
