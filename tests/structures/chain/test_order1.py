@@ -8,7 +8,6 @@ case of the richer one.
 
 import itertools
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -19,19 +18,13 @@ from skcrf.features.arrays import as_feature_arrays
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure, edge_label_ids
 from tests._chain_loss import chain_loss
-from tests._threads import results_per_thread_count
+from tests._structure_checks import (assert_fused_equals_unfused,
+                                     assert_loss_same_for_one_and_two_threads, chain_problem)
+from tests._threads import needs_two_threads
 
 
 def _problem(seed, n_sequences=5, n_features=6, n_classes=3, max_length=4, binary=False):
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, max_length + 1, size=n_sequences)
-    lengths[0], lengths[1] = 1, max_length  # always one length-1 and one full sequence
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    n_tokens = int(offsets[-1])
-    dense = (rng.random((n_tokens, n_features)) < 0.5) * (
-        1.0 if binary else rng.normal(size=(n_tokens, n_features)))
-    label_ids = rng.integers(0, n_classes, size=n_tokens)
-    return sp.csr_matrix(dense), offsets, label_ids, n_classes
+    return chain_problem(seed, n_sequences, n_features, n_classes, max_length, binary)
 
 
 def _structure(X, offsets, label_ids, n_classes, order=1, transition_columns=None,
@@ -128,15 +121,9 @@ def test_fused_kernel_equals_unfused_path(binary, edges):
     structure = _structure(X, offsets, label_ids, n_classes, transition_columns=columns)
     fused = _loss(structure, X, offsets, label_ids, l2=0.1)
     unfused = _loss(structure, X, offsets, label_ids, l2=0.1, fused=False)
-    assert fused.terms is not unfused.terms
     # 40: extreme enough for the log-space fallback; 400: past the bound of the
     # exponentiated-weight route for binary features (PRODUCT_EXPONENT_BOUND)
-    for scale in (0.5, 40.0, 400.0):
-        w = np.random.default_rng(5).normal(scale=scale, size=fused.n_parameters)
-        value, grad = fused(w)
-        value_u, grad_u = unfused(w)
-        np.testing.assert_allclose(value, value_u, rtol=1e-11)
-        np.testing.assert_allclose(grad, grad_u, rtol=1e-9, atol=1e-9)
+    assert_fused_equals_unfused(fused, unfused, scales=(0.5, 40.0, 400.0), seed=5)
 
 
 def _shared_blocks(structure, w):
@@ -238,17 +225,14 @@ def test_gold_statistics_count_trigrams_within_sequences_only():
     np.testing.assert_array_equal(gold["transitions"], [[0, 1], [1, 1]])
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 @pytest.mark.parametrize("variant", ["order2", "edges"])
 def test_loss_bitwise_identical_for_one_and_two_threads(variant):
     X, offsets, label_ids, n_classes = _problem(12, n_sequences=300, n_features=6,
                                                 n_classes=4, max_length=15)
     structure = _structure(X, offsets, label_ids, n_classes, **VARIANTS[variant])
     loss = _loss(structure, X, offsets, label_ids, l2=0.1)
-    w = np.random.default_rng(13).normal(size=loss.n_parameters)
-    one, two = results_per_thread_count(lambda: loss(w))
-    assert one[0] == two[0]
-    assert np.array_equal(one[1], two[1])
+    assert_loss_same_for_one_and_two_threads(loss, seed=13)
 
 
 def test_state_pairs_observed_by_codes_equals_dense_pattern():

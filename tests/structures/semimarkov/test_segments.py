@@ -1,7 +1,6 @@
 """Segment features in the semi-Markov structure: brute force over all segmentations, and the
 fused kernel against the unfused path."""
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -12,7 +11,8 @@ from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.semimarkov.structure import SemiMarkovStructure
 from skcrf.structures.semimarkov.segment_scores import (SegmentScores, Segmentation, segment_codes,
                                              segment_decode, segment_role_posteriors)
-from tests._threads import results_per_thread_count
+from tests._structure_checks import assert_loss_same_for_one_and_two_threads, random_lengths
+from tests._threads import needs_two_threads
 from tests.naive_semimarkov import enumerate_sequence, segmentation_score
 
 
@@ -24,8 +24,7 @@ def _problem(seed, n_sequences=5, n_features=4, n_segment_features=5, span_lengt
     matrices, offsets and the gold codes.
     """
     rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, max_length + 1, size=n_sequences)
-    lengths[0], lengths[1] = 1, max_length
+    lengths = random_lengths(rng, n_sequences, max_length)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     n_tokens = int(offsets[-1])
     L = span_length
@@ -199,13 +198,10 @@ def _kept(structure):
     return kept
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_fused_loss_bitwise_identical_for_one_and_two_threads():
     features, x, segments, offsets, codes = _problem(12, n_sequences=300, max_length=15,
                                                      span_length=3)
     structure = _structure(features, offsets, codes)
     loss = NegativeLogLikelihood(structure, features, offsets, codes, l2=0.1)
-    w = np.random.default_rng(13).normal(size=loss.n_parameters)
-    one, two = results_per_thread_count(lambda: loss(w))
-    assert one[0] == two[0]
-    assert np.array_equal(one[1], two[1])
+    assert_loss_same_for_one_and_two_threads(loss, seed=13)

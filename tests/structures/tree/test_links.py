@@ -1,7 +1,6 @@
 """Link features of the tree structure: brute force, finite differences, the fused kernel,
 and the plain tree they reduce to with zero weights."""
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -13,7 +12,9 @@ from skcrf.features.sequence_matrix import SequenceMatrix
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.tree.structure import (TreeScores, TreeStructure, tree_decode,
                                    tree_labelling_scores, tree_posteriors)
-from tests._threads import results_per_thread_count
+from tests._structure_checks import (assert_loss_same_for_one_and_two_threads, random_features,
+                                     random_lengths)
+from tests._threads import needs_two_threads
 from tests.naive_tree import (all_labellings, batch_of_forests, enumerate_forest_edges,
                               labelling_score)
 
@@ -22,13 +23,11 @@ def _problem(seed, n_sequences=5, n_features=5, n_classes=3, max_length=4, binar
              shapes=("random", "path", "reversed", "star", "roots")):
     """(FeatureArrays with parents, dense features, offsets, label ids, n_classes)."""
     rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, max_length + 1, size=n_sequences)
-    lengths[0], lengths[1] = 1, max_length
+    lengths = random_lengths(rng, n_sequences, max_length)
     parents, offsets = batch_of_forests(rng, lengths,
                                         [shapes[q % len(shapes)] for q in range(n_sequences)])
     n_tokens = int(offsets[-1])
-    dense = (rng.random((n_tokens, n_features)) < 0.5) * (
-        1.0 if binary else rng.normal(size=(n_tokens, n_features)))
+    dense = random_features(rng, n_tokens, n_features, binary)
     label_ids = rng.integers(0, n_classes, size=n_tokens)
     X = SequenceMatrix(sp.csr_matrix(dense), offsets, parents=parents)
     return FeatureArrays.of_sequences(X), dense, offsets, label_ids, n_classes
@@ -166,12 +165,9 @@ def test_coefficients_round_trip():
     np.testing.assert_allclose(structure.weights(named), w, atol=1e-12)
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_fused_loss_bitwise_identical_for_one_and_two_threads():
     features, dense, offsets, label_ids, C = _problem(12, n_sequences=300, max_length=15)
     structure = _structure(features, offsets, label_ids, C)
     loss = NegativeLogLikelihood(structure, features, offsets, label_ids, l2=0.1)
-    w = np.random.default_rng(13).normal(size=loss.n_parameters)
-    one, two = results_per_thread_count(lambda: loss(w))
-    assert one[0] == two[0]
-    assert np.array_equal(one[1], two[1])
+    assert_loss_same_for_one_and_two_threads(loss, seed=13)
