@@ -11,7 +11,10 @@ from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.semimarkov.structure import SemiMarkovStructure
 from skcrf.structures.semimarkov.segment_scores import (SegmentScores, Segmentation, segment_codes,
                                              segment_decode, segment_role_posteriors)
-from tests._structure_checks import assert_loss_same_for_one_and_two_threads, random_lengths
+from tests._structure_checks import (assert_fused_loss_equals_unfused,
+                                     assert_loss_same_for_one_and_two_threads,
+                                     assert_zero_extra_weights_give_the_simpler, random_lengths,
+                                     random_segmentation)
 from tests._threads import needs_two_threads
 from tests.naive_semimarkov import enumerate_sequence, segmentation_score
 
@@ -41,15 +44,7 @@ def _problem(seed, n_sequences=5, n_features=4, n_segment_features=5, span_lengt
     features = FeatureArrays.from_sparse(sp.csr_matrix(x))
     features.segments = FeatureArrays.from_sparse(sp.csr_matrix(segments))
     features.segment_length = L
-    label_ids = np.zeros(n_tokens, dtype=np.int64)
-    starts = np.zeros(n_tokens, dtype=bool)
-    for lo, hi in zip(offsets[:-1], offsets[1:]):
-        a = lo
-        while a < hi:
-            b = min(hi, a + int(rng.integers(1, longest + 1)))
-            label_ids[a:b] = rng.integers(n_labels)
-            starts[a] = True
-            a = b
+    label_ids, starts = random_segmentation(rng, offsets, n_labels, longest)
     return features, x, segments, offsets, segment_codes(label_ids, starts, n_labels)
 
 
@@ -145,18 +140,8 @@ def test_zero_segment_weights_give_the_plain_structure():
     with_segments = _structure(features, offsets, codes)
     plain_features = FeatureArrays.from_sparse(sp.csr_matrix(x))
     plain = SemiMarkovStructure(with_segments.token_pairs, with_segments.max_lengths)
-    w_plain = np.random.default_rng(7).normal(size=plain.n_parameters)
-    w = with_segments.layout.zeros()
-    for name in plain.layout.shapes:
-        with_segments.layout.view(w, name)[...] = plain.layout.view(w_plain, name)
-    for fused in (False, True):
-        a = NegativeLogLikelihood(plain, plain_features, offsets, codes, l2=0.0, fused=fused)
-        b = NegativeLogLikelihood(with_segments, features, offsets, codes, l2=0.0, fused=fused)
-        (loss_a, grad_a), (loss_b, grad_b) = a(w_plain), b(w)
-        np.testing.assert_allclose(loss_b, loss_a, rtol=1e-12)
-        for name in plain.layout.shapes:
-            np.testing.assert_allclose(with_segments.layout.view(grad_b, name),
-                                       plain.layout.view(grad_a, name), atol=1e-10)
+    assert_zero_extra_weights_give_the_simpler(plain, with_segments, plain_features, features,
+                                               offsets, codes, seed=7)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -169,11 +154,7 @@ def test_fused_equals_unfused_on_random_problems(seed):
     structure = _structure(features, offsets, codes, max_lengths=(3, 3, 4),
                            every=bool(seed % 2))
     w = rng.normal(scale=scale, size=structure.n_parameters)
-    fused = NegativeLogLikelihood(structure, features, offsets, codes, l2=0.1)(w)
-    unfused = NegativeLogLikelihood(structure, features, offsets, codes, l2=0.1,
-                                    fused=False)(w)
-    np.testing.assert_allclose(fused[0], unfused[0], rtol=1e-10)
-    np.testing.assert_allclose(fused[1], unfused[1], rtol=1e-8, atol=1e-8)
+    assert_fused_loss_equals_unfused(structure, features, offsets, codes, w)
 
 
 def test_coefficients_round_trip_to_the_same_scores():

@@ -13,7 +13,7 @@ from skcrf.structures.chain.order1 import ChainStructure
 from skcrf.structures.semimarkov.structure import SemiMarkovStructure
 from skcrf.structures.semimarkov.segment_scores import SegmentScores, Segmentation, segment_codes
 from tests._structure_checks import (assert_loss_same_for_one_and_two_threads, random_features,
-                                     random_lengths)
+                                     random_lengths, random_segmentation)
 from tests._threads import needs_two_threads
 from tests.naive_semimarkov import labelled_segmentations, segmentation_score
 
@@ -26,15 +26,7 @@ def _problem(seed, n_sequences=5, n_features=5, n_labels=3, max_length=4, longes
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     n_tokens = int(offsets[-1])
     dense = random_features(rng, n_tokens, n_features, binary)
-    label_ids = np.zeros(n_tokens, dtype=np.int64)
-    starts = np.zeros(n_tokens, dtype=bool)
-    for lo, hi in zip(offsets[:-1], offsets[1:]):
-        a = lo
-        while a < hi:
-            b = min(hi, a + int(rng.integers(1, longest + 1)))
-            label_ids[a:b] = rng.integers(n_labels)
-            starts[a] = True
-            a = b
+    label_ids, starts = random_segmentation(rng, offsets, n_labels, longest)
     return sp.csr_matrix(dense), offsets, segment_codes(label_ids, starts, n_labels)
 
 

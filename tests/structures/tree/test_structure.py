@@ -16,25 +16,15 @@ from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure
 from skcrf.structures.tree.structure import TreeStructure
-from tests._structure_checks import (assert_fused_equals_unfused,
-                                     assert_loss_same_for_one_and_two_threads, random_features,
-                                     random_lengths)
+from tests._structure_checks import (FOREST_SHAPES, assert_fused_equals_unfused,
+                                     assert_loss_same_for_one_and_two_threads, forest_problem)
 from tests._threads import needs_two_threads
-from tests.naive_tree import batch_of_forests, layout_loss_and_gradient
+from tests.naive_tree import layout_loss_and_gradient
 
 
 def _problem(seed, n_sequences=5, n_features=6, n_classes=3, max_length=4, binary=False,
-             shapes=("random", "path", "reversed", "star", "roots")):
-    """(FeatureArrays with parents, dense features, offsets, label ids, n_classes)."""
-    rng = np.random.default_rng(seed)
-    lengths = random_lengths(rng, n_sequences, max_length)
-    parents, offsets = batch_of_forests(rng, lengths,
-                                        [shapes[q % len(shapes)] for q in range(n_sequences)])
-    n_tokens = int(offsets[-1])
-    dense = random_features(rng, n_tokens, n_features, binary)
-    label_ids = rng.integers(0, n_classes, size=n_tokens)
-    X = SequenceMatrix(sp.csr_matrix(dense), offsets, parents=parents)
-    return FeatureArrays.of_sequences(X), dense, offsets, label_ids, n_classes
+             shapes=FOREST_SHAPES):
+    return forest_problem(seed, n_sequences, n_features, n_classes, max_length, binary, shapes)
 
 
 def _structure(features, label_ids, n_classes, every=False):
