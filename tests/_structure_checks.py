@@ -2,6 +2,7 @@
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.optimize import approx_fprime
 
 from skcrf.features.arrays import FeatureArrays
 from skcrf.features.sequence_matrix import SequenceMatrix
@@ -104,6 +105,14 @@ def assert_fused_equals_unfused(fused, unfused, scales, seed):
         value_u, grad_u = unfused(w)
         np.testing.assert_allclose(value, value_u, rtol=1e-11)
         np.testing.assert_allclose(grad, grad_u, rtol=1e-9, atol=1e-9)
+
+
+def assert_gradient_matches_finite_differences(loss, seed):
+    """At random weights (scale 0.5), the gradient is the loss's finite differences."""
+    w = np.random.default_rng(seed).normal(scale=0.5, size=loss.n_parameters)
+    _, grad = loss(w)
+    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
 
 
 def assert_loss_same_for_one_and_two_threads(loss, seed):

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import approx_fprime
 
 from skcrf.structures._parameters import StatePairs
 from tests._chain_loss import chain_loss, unpack
-from tests._structure_checks import assert_loss_same_for_one_and_two_threads, chain_problem
+from tests._structure_checks import (assert_gradient_matches_finite_differences,
+                                     assert_loss_same_for_one_and_two_threads, chain_problem)
 from tests._threads import needs_two_threads
 from tests.naive import enumerate_sequence, path_score
 
@@ -44,10 +44,7 @@ def test_gradient_matches_finite_differences(binary):
     X, offsets, label_ids, n_classes = _problem(2, binary=binary)
     loss = chain_loss(X, offsets, label_ids,
                                  StatePairs.observed(X, label_ids, n_classes), l2=0.3)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 def test_observed_pairs_are_the_feature_label_cooccurrences():

@@ -19,7 +19,9 @@ from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure, edge_label_ids
 from tests._chain_loss import chain_loss
 from tests._structure_checks import (assert_fused_equals_unfused,
-                                     assert_loss_same_for_one_and_two_threads, chain_problem)
+                                     assert_gradient_matches_finite_differences,
+                                     assert_loss_same_for_one_and_two_threads,
+                                     assert_zero_extra_weights_give_the_simpler, chain_problem)
 from tests._threads import needs_two_threads
 
 
@@ -106,10 +108,7 @@ def test_gradient_matches_finite_differences(variant):
     X, offsets, label_ids, n_classes = _problem(2)
     structure = _structure(X, offsets, label_ids, n_classes, **VARIANTS[variant])
     loss = _loss(structure, X, offsets, label_ids, l2=0.2)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 @pytest.mark.parametrize("binary", [False, True])
@@ -126,44 +125,15 @@ def test_fused_kernel_equals_unfused_path(binary, edges):
     assert_fused_equals_unfused(fused, unfused, scales=(0.5, 40.0, 400.0), seed=5)
 
 
-def _shared_blocks(structure, w):
-    blocks = structure.layout.views(w)
-    return [blocks[name] for name in ("state", "transitions", "start", "end")]
-
-
-def test_order_2_with_zero_trigram_weights_equals_order_1():
-    X, offsets, label_ids, n_classes = _problem(6, n_sequences=30, max_length=8)
-    first = _structure(X, offsets, label_ids, n_classes)
-    second = _structure(X, offsets, label_ids, n_classes, order=2)
-    loss1 = _loss(first, X, offsets, label_ids, l2=0.1)
-    loss2 = _loss(second, X, offsets, label_ids, l2=0.1)
-    w1 = np.random.default_rng(7).normal(size=loss1.n_parameters)
-    w2 = second.layout.zeros()
-    for target, source in zip(_shared_blocks(second, w2), _shared_blocks(first, w1)):
-        target[...] = source
-    value1, grad1 = loss1(w1)
-    value2, grad2 = loss2(w2)
-    np.testing.assert_allclose(value2, value1, rtol=1e-12)
-    for block2, block1 in zip(_shared_blocks(second, grad2), _shared_blocks(first, grad1)):
-        np.testing.assert_allclose(block2, block1, rtol=1e-9, atol=1e-10)
-
-
-def test_zero_edge_weights_equal_plain_transitions():
-    X, offsets, label_ids, n_classes = _problem(8, n_sequences=30, max_length=8)
-    plain = _structure(X, offsets, label_ids, n_classes)
-    edged = _structure(X, offsets, label_ids, n_classes,
-                       transition_columns=np.ones(X.shape[1], dtype=bool))
-    loss_plain = _loss(plain, X, offsets, label_ids, l2=0.1)
-    loss_edged = _loss(edged, X, offsets, label_ids, l2=0.1)
-    w = np.random.default_rng(9).normal(size=loss_plain.n_parameters)
-    w_edged = edged.layout.zeros()
-    for target, source in zip(_shared_blocks(edged, w_edged), _shared_blocks(plain, w)):
-        target[...] = source
-    value, grad = loss_plain(w)
-    value_e, grad_e = loss_edged(w_edged)
-    np.testing.assert_allclose(value_e, value, rtol=1e-12)
-    for block_e, block in zip(_shared_blocks(edged, grad_e), _shared_blocks(plain, grad)):
-        np.testing.assert_allclose(block_e, block, rtol=1e-9, atol=1e-10)
+@pytest.mark.parametrize("seed, order, edges", [(6, 2, False), (8, 1, True)],
+                         ids=["zero trigram weights", "zero edge weights"])
+def test_zero_extra_weights_give_the_order_1_chain(seed, order, edges):
+    X, offsets, label_ids, n_classes = _problem(seed, n_sequences=30, max_length=8)
+    columns = np.ones(X.shape[1], dtype=bool) if edges else None
+    assert_zero_extra_weights_give_the_simpler(
+        _structure(X, offsets, label_ids, n_classes),
+        _structure(X, offsets, label_ids, n_classes, order=order, transition_columns=columns),
+        as_feature_arrays(X), as_feature_arrays(X), offsets, label_ids, seed=seed + 1)
 
 
 def test_transition_features_with_all_zero_values_equal_plain_transitions():

@@ -10,16 +10,15 @@ dense order-2 chain.
 
 import numpy as np
 import pytest
-from scipy.optimize import approx_fprime
 
 from skcrf.features.arrays import as_feature_arrays
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.patterns import chain as pattern_chain
-from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure
 from skcrf.structures.patterns.label_patterns import LabelPatterns
 from skcrf.structures.patterns.chain import PatternChainStructure
 from tests._structure_checks import (assert_fused_equals_unfused,
+                                     assert_gradient_matches_finite_differences,
                                      assert_loss_same_for_one_and_two_threads, chain_problem)
 from tests.naive_patterns import enumerate_sequence
 
@@ -75,10 +74,7 @@ def test_gradient_matches_finite_differences(order, fused):
     structure = _structure(X, offsets, label_ids, n_classes, order)
     assert structure.patterns.n_patterns > 0
     loss = _loss(structure, X, offsets, label_ids, fused=fused)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 @pytest.mark.parametrize("binary", [False, True])

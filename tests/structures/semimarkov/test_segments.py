@@ -4,7 +4,6 @@ fused kernel against the unfused path."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import approx_fprime
 
 from skcrf.features.arrays import FeatureArrays
 from skcrf.learning.objective import NegativeLogLikelihood
@@ -12,6 +11,7 @@ from skcrf.structures.semimarkov.structure import SemiMarkovStructure
 from skcrf.structures.semimarkov.segment_scores import (SegmentScores, Segmentation, segment_codes,
                                              segment_decode, segment_role_posteriors)
 from tests._structure_checks import (assert_fused_loss_equals_unfused,
+                                     assert_gradient_matches_finite_differences,
                                      assert_loss_same_for_one_and_two_threads,
                                      assert_zero_extra_weights_give_the_simpler, random_lengths,
                                      random_segmentation)
@@ -109,10 +109,7 @@ def test_gradient_matches_finite_differences(span_length, fused):
     features, x, segments, offsets, codes = _problem(2, span_length=span_length)
     structure = _structure(features, offsets, codes)
     loss = NegativeLogLikelihood(structure, features, offsets, codes, l2=0.2, fused=fused)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 def test_viterbi_and_marginals_match_brute_force():

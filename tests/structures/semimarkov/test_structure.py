@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import approx_fprime
 from scipy.special import logsumexp
 
 from skcrf.features.arrays import as_feature_arrays
@@ -12,7 +11,8 @@ from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure
 from skcrf.structures.semimarkov.structure import SemiMarkovStructure
 from skcrf.structures.semimarkov.segment_scores import SegmentScores, Segmentation, segment_codes
-from tests._structure_checks import (assert_loss_same_for_one_and_two_threads, random_features,
+from tests._structure_checks import (assert_gradient_matches_finite_differences,
+                                     assert_loss_same_for_one_and_two_threads, random_features,
                                      random_lengths, random_segmentation)
 from tests._threads import needs_two_threads
 from tests.naive_semimarkov import labelled_segmentations, segmentation_score
@@ -119,10 +119,7 @@ def test_gradient_matches_finite_differences(variant):
     X, offsets, codes = _codes_for(variant, 2)
     structure = _structure(X, offsets, codes, **VARIANTS[variant])
     loss = NegativeLogLikelihood(structure, as_feature_arrays(X), offsets, codes, l2=0.2)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 def test_segments_of_one_token_without_length_and_boundary_weights_equal_the_chain():

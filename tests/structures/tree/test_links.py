@@ -3,13 +3,13 @@ and the plain tree they reduce to with zero weights."""
 
 import numpy as np
 import pytest
-from scipy.optimize import approx_fprime
 from scipy.special import logsumexp
 
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.tree.structure import (TreeScores, TreeStructure, tree_decode,
                                    tree_labelling_scores, tree_posteriors)
 from tests._structure_checks import (assert_fused_loss_equals_unfused,
+                                     assert_gradient_matches_finite_differences,
                                      assert_loss_same_for_one_and_two_threads,
                                      assert_zero_extra_weights_give_the_simpler, forest_problem)
 from tests._threads import needs_two_threads
@@ -72,10 +72,7 @@ def test_gradient_matches_finite_differences(fused):
     structure = _structure(features, offsets, label_ids, C,
                            columns=np.arange(features.n_features) % 2 == 0)
     loss = NegativeLogLikelihood(structure, features, offsets, label_ids, l2=0.2, fused=fused)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 def test_viterbi_marginals_and_scores_match_brute_force():

@@ -8,7 +8,6 @@ they equal the order-1 chain's with ``start = root`` and no end weights.
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import approx_fprime
 
 from skcrf.features.arrays import FeatureArrays
 from skcrf.features.sequence_matrix import SequenceMatrix
@@ -17,6 +16,7 @@ from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure
 from skcrf.structures.tree.structure import TreeStructure
 from tests._structure_checks import (FOREST_SHAPES, assert_fused_equals_unfused,
+                                     assert_gradient_matches_finite_differences,
                                      assert_loss_same_for_one_and_two_threads, forest_problem)
 from tests._threads import needs_two_threads
 from tests.naive_tree import layout_loss_and_gradient
@@ -56,10 +56,7 @@ def test_gradient_matches_finite_differences(seed):
                                                           max_length=7)
     structure = _structure(features, label_ids, n_classes)
     loss = _loss(structure, features, offsets, label_ids, l2=0.2)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 @pytest.mark.parametrize("binary", [False, True])
