@@ -2,6 +2,7 @@
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 def brute_force_tests(settings, problems, check, extreme_scale):
@@ -48,6 +49,29 @@ def assert_inputs_not_mutated(arrays, *runs):
         run()
     for original, copy in zip(arrays, copies):
         np.testing.assert_array_equal(original, copy)
+
+
+@st.composite
+def segment_problems(draw, scale=2.0, max_labels=3, max_length=4):
+    """Random semi-Markov batches: 1-3 labels, segments up to 1-3 tokens, 0-4 tokens, -inf.
+
+    Returns (state, first, last, length, transitions, start, end, offsets).
+    """
+    n_labels = draw(st.integers(1, max_labels))
+    longest = draw(st.integers(1, 3))
+    lengths = draw(st.lists(st.integers(0, max_length), min_size=1, max_size=3))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n_tokens = sum(lengths)
+    state, first, last = (rng.normal(scale=scale, size=(n_tokens, n_labels)) for _ in range(3))
+    length = rng.normal(scale=scale, size=(n_labels, longest))
+    transitions = rng.normal(scale=scale, size=(n_labels, n_labels))
+    start = rng.normal(scale=scale, size=n_labels)
+    end = rng.normal(scale=scale, size=n_labels)
+    if draw(st.booleans()):
+        for array in (transitions, length, state, first, last, start):
+            array[rng.random(array.shape) < 0.2] = -np.inf
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return state, first, last, length, transitions, start, end, offsets
 
 
 def kernel_settings(max_examples):

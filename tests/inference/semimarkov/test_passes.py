@@ -10,31 +10,17 @@ from skcrf.inference.semimarkov._scaled import (exp_factors, norm_floor,
 from skcrf.inference.semimarkov.passes import (COVERED, FIRST, LAST, longest_segments,
                                         no_spans, segment_posteriors, segment_viterbi)
 from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests, kernel_settings)
+                                  brute_force_tests, kernel_settings,
+                                  segment_problems)
 from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_semimarkov import enumerate_batch, segmentation_score
 
 SETTINGS = kernel_settings(120)
 
 
-@st.composite
-def problems(draw, scale=2.0, max_labels=3, max_length=4):
-    """Random batches: 1-3 labels, segments up to 1-3 tokens, sequences of 0-4 tokens, -inf."""
-    n_labels = draw(st.integers(1, max_labels))
-    longest = draw(st.integers(1, 3))
-    lengths = draw(st.lists(st.integers(0, max_length), min_size=1, max_size=3))
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    n_tokens = sum(lengths)
-    state, first, last = (rng.normal(scale=scale, size=(n_tokens, n_labels)) for _ in range(3))
-    length = rng.normal(scale=scale, size=(n_labels, longest))
-    transitions = rng.normal(scale=scale, size=(n_labels, n_labels))
-    start = rng.normal(scale=scale, size=n_labels)
-    end = rng.normal(scale=scale, size=n_labels)
-    if draw(st.booleans()):
-        for array in (transitions, length, state, first, start):
-            array[rng.random(array.shape) < 0.2] = -np.inf
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return state, first, last, length, transitions, start, end, offsets
+def problems(scale=2.0):
+    """Random batches (tests._kernel_checks.segment_problems)."""
+    return segment_problems(scale=scale)
 
 
 def _segments(label_ids, starts, lo, hi):
