@@ -74,6 +74,33 @@ def segment_problems(draw, scale=2.0, max_labels=3, max_length=4):
     return state, first, last, length, transitions, start, end, offsets
 
 
+@st.composite
+def forest_problems(draw, scale=3.0, max_classes=3, max_length=5, forbid=True, per_link=False):
+    """Random batches of forests: 1-3 classes, 0-5 nodes each, some -inf scores.
+
+    Returns (unary, links, root, parents, offsets): ``links`` is one
+    (n_classes, n_classes) block, or with ``per_link`` a block per token.
+    """
+    from tests.naive_tree import SHAPES, batch_of_forests
+
+    n_classes = draw(st.integers(1, max_classes))
+    lengths = draw(st.lists(st.integers(0, max_length), min_size=1, max_size=4))
+    shapes = draw(st.lists(st.sampled_from(SHAPES), min_size=len(lengths),
+                           max_size=len(lengths)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    parents, offsets = batch_of_forests(rng, lengths, shapes)
+    n_tokens = int(offsets[-1])
+    unary = rng.normal(scale=scale, size=(n_tokens, n_classes))
+    links = rng.normal(scale=scale, size=((n_tokens,) if per_link else ()) + (n_classes,) * 2)
+    root = rng.normal(scale=scale, size=n_classes)
+    if forbid:
+        # each kind of -inf independently: some sequences become infeasible
+        for scores, rate in ((unary, 0.2), (links, 0.3), (root, 0.3)):
+            if draw(st.booleans()):
+                scores[rng.random(scores.shape) < rate] = -np.inf
+    return unary, links, root, parents, offsets
+
+
 def kernel_settings(max_examples):
     """Hypothesis settings of a kernel test: no deadline (numba compiles on first call)."""
     return settings(max_examples=max_examples, deadline=None,

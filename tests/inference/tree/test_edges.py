@@ -2,39 +2,20 @@
 
 import numpy as np
 from hypothesis import given
-from hypothesis import strategies as st
 
 from skcrf.inference.tree.passes import tree_forward_backward, tree_viterbi
 from skcrf.inference.tree.edges import tree_edge_forward_backward, tree_edge_viterbi
 from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests, kernel_settings)
+                                  brute_force_tests, forest_problems, kernel_settings)
 from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_tree import SHAPES, batch_of_forests, enumerate_forest_edges, labelling_score
 
 SETTINGS = kernel_settings(150)
 
 
-@st.composite
-def problems(draw, scale=3.0, max_classes=3, max_length=5, forbid=True):
-    """Random batches: 1-3 classes, forests of 0-5 nodes, a score block per link, some -inf.
-
-    Returns (unary, edges, root, parents, offsets).
-    """
-    n_classes = draw(st.integers(1, max_classes))
-    lengths = draw(st.lists(st.integers(0, max_length), min_size=1, max_size=4))
-    shapes = draw(st.lists(st.sampled_from(SHAPES), min_size=len(lengths),
-                           max_size=len(lengths)))
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    parents, offsets = batch_of_forests(rng, lengths, shapes)
-    n_tokens = int(offsets[-1])
-    unary = rng.normal(scale=scale, size=(n_tokens, n_classes))
-    edges = rng.normal(scale=scale, size=(n_tokens, n_classes, n_classes))
-    root = rng.normal(scale=scale, size=n_classes)
-    if forbid:
-        for scores, rate in ((unary, 0.2), (edges, 0.3), (root, 0.3)):
-            if draw(st.booleans()):
-                scores[rng.random(scores.shape) < rate] = -np.inf
-    return unary, edges, root, parents, offsets
+def problems(scale=3.0, max_classes=3, max_length=5, forbid=True):
+    """Random batches of forests, a score block per link (tests._kernel_checks.forest_problems)."""
+    return forest_problems(scale, max_classes, max_length, forbid, per_link=True)
 
 
 def _check_against_brute_force(problem):
