@@ -19,7 +19,8 @@ from skcrf.structures.patterns.label_patterns import LabelPatterns
 from skcrf.structures.patterns.chain import PatternChainStructure
 from tests._structure_checks import (assert_fused_equals_unfused,
                                      assert_gradient_matches_finite_differences,
-                                     assert_loss_same_for_one_and_two_threads, chain_problem)
+                                     assert_loss_same_for_one_and_two_threads,
+                                     assert_zero_extra_weights_give_the_simpler, chain_problem)
 from tests.naive_patterns import enumerate_sequence
 
 
@@ -148,14 +149,8 @@ def test_zero_pattern_weights_are_the_order_1_chain():
     X, offsets, label_ids, n_classes = _problem(8, n_sequences=30, max_length=8)
     first = ChainStructure.for_training(as_feature_arrays(X), offsets, label_ids, n_classes)
     third = _structure(X, offsets, label_ids, n_classes, 3)
-    w1 = np.random.default_rng(9).normal(size=first.n_parameters)
-    w3 = _with_weights(third, _blocks(first, w1), 0.0)
-    value1, grad1 = _loss(first, X, offsets, label_ids)(w1)
-    value3, grad3 = _loss(third, X, offsets, label_ids)(w3)
-    np.testing.assert_allclose(value3, value1, rtol=1e-11)
-    for name in ("state", "transitions", "start", "end"):
-        np.testing.assert_allclose(third.layout.views(grad3)[name],
-                                   first.layout.views(grad1)[name], rtol=1e-9, atol=1e-10)
+    assert_zero_extra_weights_give_the_simpler(first, third, as_feature_arrays(X),
+                                               as_feature_arrays(X), offsets, label_ids, seed=9)
 
 
 def test_every_trigram_at_order_2_is_the_dense_order_2_chain(monkeypatch):
