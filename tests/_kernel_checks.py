@@ -4,6 +4,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
+
 
 def brute_force_tests(settings, problems, check, extreme_scale):
     """The pair of brute-force tests of a kernel file, as module-level test functions.
@@ -40,6 +42,25 @@ def assert_decoded_scores_are_best(offsets, log_z, best_scores, score_of):
         score = score_of(q, lo, hi)
         assert np.isfinite(score), f"a forbidden score appeared in sequence {q}'s decoding"
         np.testing.assert_allclose(score, best_scores[q], rtol=1e-12, atol=1e-12)
+
+
+def invariant_tests(small_batch, large_batch, run):
+    """The inputs-kept and the one-vs-two-threads tests of a kernel file.
+
+    ``run(batch)`` runs the kernels and returns their arrays; ``small_batch()``
+    and ``large_batch()`` make the random batches of the two tests.
+    """
+
+    def test_inputs_are_not_mutated():
+        batch = small_batch()
+        assert_inputs_not_mutated(batch, lambda: run(batch))
+
+    @needs_two_threads
+    def test_bitwise_identical_for_one_and_two_threads():
+        batch = large_batch()
+        assert_same_for_one_and_two_threads(lambda: run(batch))
+
+    return test_inputs_are_not_mutated, test_bitwise_identical_for_one_and_two_threads
 
 
 def assert_inputs_not_mutated(arrays, *runs):

@@ -8,9 +8,8 @@ from unittest import mock
 
 from skcrf.inference.chain import order1 as chain
 from skcrf.inference.chain.order1 import forward_backward, viterbi
-from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests, kernel_settings)
-from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
+from tests._kernel_checks import (assert_decoded_scores_are_best, brute_force_tests,
+                                  invariant_tests, kernel_settings)
 from tests.naive import enumerate_batch, path_score
 
 SETTINGS = kernel_settings(150)
@@ -189,17 +188,9 @@ def test_extreme_scores_stay_finite():
     assert np.isfinite(counts).all()
 
 
-def test_inputs_are_not_mutated():
-    batch = _random_batch(5, n_sequences=10)
-    assert_inputs_not_mutated(batch, lambda: forward_backward(*batch, True),
-                              lambda: viterbi(*batch))
-
-
-@needs_two_threads
-def test_bitwise_identical_for_one_and_two_threads():
-    batch = _random_batch(6, n_sequences=500)
-    assert_same_for_one_and_two_threads(
-        lambda: (*forward_backward(*batch, True), viterbi(*batch)))
+test_inputs_are_not_mutated, test_bitwise_identical_for_one_and_two_threads = invariant_tests(
+    lambda: _random_batch(5, n_sequences=10), lambda: _random_batch(6, n_sequences=500),
+    lambda batch: (*forward_backward(*batch, True), viterbi(*batch)))
 
 
 def test_slot_features_reads_shifted_types_and_drops_unused_columns():

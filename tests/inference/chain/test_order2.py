@@ -6,9 +6,8 @@ from hypothesis import strategies as st
 
 from skcrf.inference.chain.order1 import forward_backward, viterbi
 from skcrf.inference.chain.order2 import forward_backward2, viterbi2
-from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests, kernel_settings)
-from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
+from tests._kernel_checks import (assert_decoded_scores_are_best, brute_force_tests,
+                                  invariant_tests, kernel_settings)
 from tests.naive_chain2 import enumerate_batch2, path_score2
 
 SETTINGS = kernel_settings(100)
@@ -184,16 +183,12 @@ def test_long_sequence_with_extreme_scores_stays_finite():
     np.testing.assert_allclose(triples.sum(), n - 2, rtol=1e-9)
 
 
-def test_inputs_are_not_mutated():
-    batch = _random_batch(6, n_sequences=10)
-    assert_inputs_not_mutated(batch, lambda: forward_backward2(*batch, True),
-                              lambda: viterbi2(*batch))
-
-
-@needs_two_threads
-def test_bitwise_identical_for_one_and_two_threads():
+def _large_batch():
     batch = _random_batch(7, n_sequences=500)
-    # a few sequences through the log-space pass too
-    batch[0][:40] *= 300.0
-    assert_same_for_one_and_two_threads(
-        lambda: (*forward_backward2(*batch, True), viterbi2(*batch)))
+    batch[0][:40] *= 300.0  # a few sequences through the log-space pass too
+    return batch
+
+
+test_inputs_are_not_mutated, test_bitwise_identical_for_one_and_two_threads = invariant_tests(
+    lambda: _random_batch(6, n_sequences=10), _large_batch,
+    lambda batch: (*forward_backward2(*batch, True), viterbi2(*batch)))

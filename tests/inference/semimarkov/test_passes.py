@@ -9,9 +9,8 @@ from skcrf.inference.semimarkov._scaled import (exp_factors, norm_floor,
                                                 scaled_sequence_posteriors, scaled_workspace)
 from skcrf.inference.semimarkov.passes import (COVERED, FIRST, LAST, longest_segments,
                                         no_spans, segment_posteriors, segment_viterbi)
-from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests, kernel_settings,
-                                  segment_problems)
+from tests._kernel_checks import (assert_decoded_scores_are_best, brute_force_tests,
+                                  invariant_tests, kernel_settings, segment_problems)
 from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_semimarkov import enumerate_batch, segmentation_score
 
@@ -196,17 +195,9 @@ def test_long_sequence_with_extreme_scores_stays_finite():
     assert all(np.isfinite(c).all() for c in counts)
 
 
-def test_inputs_are_not_mutated():
-    problem = _random_batch(5, n_sequences=10)
-    assert_inputs_not_mutated(problem, lambda: segment_posteriors(*problem),
-                              lambda: segment_viterbi(*problem))
-
-
-@needs_two_threads
-def test_bitwise_identical_for_one_and_two_threads():
-    problem = _random_batch(6, n_sequences=400)
-    assert_same_for_one_and_two_threads(
-        lambda: (*segment_posteriors(*problem), *segment_viterbi(*problem)))
+test_inputs_are_not_mutated, test_bitwise_identical_for_one_and_two_threads = invariant_tests(
+    lambda: _random_batch(5, n_sequences=10), lambda: _random_batch(6, n_sequences=400),
+    lambda batch: (*segment_posteriors(*batch), *segment_viterbi(*batch)))
 
 
 # --- span scores: segment features' scores of whole segments -----------------------------

@@ -5,9 +5,8 @@ from hypothesis import given
 
 from skcrf.inference.tree.passes import tree_forward_backward, tree_viterbi
 from skcrf.inference.tree.edges import tree_edge_forward_backward, tree_edge_viterbi
-from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
-                                  brute_force_tests, forest_problems, kernel_settings)
-from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
+from tests._kernel_checks import (assert_decoded_scores_are_best, brute_force_tests,
+                                  forest_problems, invariant_tests, kernel_settings)
 from tests.naive_tree import SHAPES, batch_of_forests, enumerate_forest_edges, labelling_score
 
 SETTINGS = kernel_settings(150)
@@ -81,14 +80,6 @@ def test_pair_marginals_add_up_to_the_marginals():
     assert not pairs[~child].any()
 
 
-def test_inputs_are_not_mutated():
-    problem = _random_batch(2, n_sequences=30)
-    assert_inputs_not_mutated(problem, lambda: tree_edge_forward_backward(*problem, True),
-                              lambda: tree_edge_viterbi(*problem))
-
-
-@needs_two_threads
-def test_bitwise_identical_for_one_and_two_threads():
-    problem = _random_batch(3)
-    assert_same_for_one_and_two_threads(
-        lambda: (*tree_edge_forward_backward(*problem, True), tree_edge_viterbi(*problem)))
+test_inputs_are_not_mutated, test_bitwise_identical_for_one_and_two_threads = invariant_tests(
+    lambda: _random_batch(2, n_sequences=30), lambda: _random_batch(3),
+    lambda batch: (*tree_edge_forward_backward(*batch, True), tree_edge_viterbi(*batch)))
