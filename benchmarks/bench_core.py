@@ -15,40 +15,23 @@ ratios printed by one run, not absolute times across runs.
 
 import argparse
 import platform
-import time
 import warnings
 
 import numba
-from common import PeakRSS, data_home, sent2features
+from common import add_corpus_argument, data_home, fit_and_predict, tutorial_splits
 
 from skcrf import CRFClassifier
-from skcrf.datasets import load_conll2000, load_conll2002
 from skcrf.metrics import flat_accuracy_score, span_f1_score
-
-LOADERS = {
-    "conll2002": (load_conll2002, "train", "testb"),
-    "conll2000": (load_conll2000, "train", "test"),
-}
-
 
 def measure(make_model, X_train, y_train, X_test, y_test):
     """Fit and predict time, peak fit memory, token accuracy and span F1."""
-    model = make_model()
-    with warnings.catch_warnings():
-        # both stop at max_iter by design of the comparison
-        warnings.simplefilter("ignore")
-        with PeakRSS() as memory:
-            started = time.perf_counter()
-            model.fit(X_train, y_train)
-            fit_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    y_pred = model.predict(X_test)
-    predict_seconds = time.perf_counter() - started
-    y_pred = [list(labels) for labels in y_pred]
+    # both stop at max_iter by design of the comparison
+    y_pred, fit_seconds, predict_seconds, fit_mib = fit_and_predict(make_model(), X_train,
+                                                                    y_train, X_test)
     return {
         "fit (s)": fit_seconds,
         "predict (s)": predict_seconds,
-        "fit peak memory (MiB)": memory.mib,
+        "fit peak memory (MiB)": fit_mib,
         "token accuracy": flat_accuracy_score(y_test, y_pred),
         "span F1": span_f1_score(y_test, y_pred),
     }
@@ -73,8 +56,7 @@ def report(corpus, crfsuite, skcrf, n_train, n_test):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", nargs="+", choices=sorted(LOADERS),
-                        default=["conll2002", "conll2000"])
+    add_corpus_argument(parser)
     parser.add_argument("--max-iter", type=int, default=100)
     args = parser.parse_args()
 
@@ -90,11 +72,7 @@ def main():
             [[{"a": 1.0}]])
 
     for corpus in args.corpus:
-        loader, train, test = LOADERS[corpus]
-        X_train, y_train = loader(train, data_home=data_home())
-        X_test, y_test = loader(test, data_home=data_home())
-        F_train = [sent2features(s) for s in X_train]
-        F_test = [sent2features(s) for s in X_test]
+        F_train, y_train, F_test, y_test = tutorial_splits(corpus)
 
         crfsuite = measure(
             lambda: sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1,
@@ -104,7 +82,7 @@ def main():
         skcrf = measure(
             lambda: CRFClassifier(alpha=0.3, l1_ratio=1 / 3, max_iter=args.max_iter),
             F_train, y_train, F_test, y_test)
-        report(corpus, crfsuite, skcrf, len(X_train), len(X_test))
+        report(corpus, crfsuite, skcrf, len(F_train), len(F_test))
 
 
 if __name__ == "__main__":

@@ -20,15 +20,12 @@ import time
 import warnings
 
 import numpy as np
-from common import PeakRSS, data_home, sent2features
+from common import CORPORA, PeakRSS, add_corpus_argument, data_home, sent2features
 
 from skcrf import CRFClassifier
 from skcrf._utils.parallel import kernel_threads
 from skcrf.dask._fit import fit_recorded
 from skcrf.dask._partitions import kernel_seconds
-from skcrf.datasets import load_conll2000, load_conll2002
-
-LOADERS = {"conll2002": load_conll2002, "conll2000": load_conll2000}
 
 
 def local_per_evaluation(X, y, max_iter):
@@ -120,8 +117,7 @@ def crfsuite_per_iteration(X, y, max_iter):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", nargs="+", choices=sorted(LOADERS),
-                        default=["conll2002", "conll2000"])
+    add_corpus_argument(parser)
     parser.add_argument("--max-iter", type=int, default=30)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--subset", type=int, default=None,
@@ -133,7 +129,8 @@ def main():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         for corpus in args.corpus:
-            X, y = LOADERS[corpus]("train", data_home=data_home())
+            loader, train, _ = CORPORA[corpus]
+            X, y = loader(train, data_home=data_home())
             X, y = X[:args.subset], y[:args.subset]
             X = [sent2features(s) for s in X]
             n_tokens = sum(map(len, y))

@@ -139,17 +139,21 @@ def bench_conll(args):
 
     lookup = vector_part().fit(X_train)
 
-    def dicts_with_vectors(sentences):
-        """The tutorial's dicts plus one line: ``f["vec"] = emb[word]``."""
+    def tutorial_dicts_and(sentences, add_vector):
+        """The tutorial's dicts, each with ``add_vector(features, its word's vector)`` done."""
         block = lookup.transform(sentences).dense
         out, token = [], 0
         for sentence in sentences:
             features = sent2features(sentence)
             for f in features:
-                f["vec"] = block[token]
+                add_vector(f, block[token])
                 token += 1
             out.append(features)
         return out
+
+    def dicts_with_vectors(sentences):
+        """The tutorial's dicts plus one line: ``f["vec"] = emb[word]``."""
+        return tutorial_dicts_and(sentences, lambda f, vector: f.__setitem__("vec", vector))
 
     models = {
         "skcrf: dicts alone": make_pipeline(dicts(), CRFClassifier(max_iter=args.conll_iter)),
@@ -171,15 +175,9 @@ def bench_conll(args):
         print("sklearn-crfsuite is not installed: no comparison")
     if sklearn_crfsuite is not None:
         def with_vectors(sentences):
-            block = lookup.transform(sentences).dense
-            out, row_ = [], 0
-            for sentence in sentences:
-                features = sent2features(sentence)
-                for token in features:
-                    token.update({f"v{i}": float(v) for i, v in enumerate(block[row_])})
-                    row_ += 1
-                out.append(features)
-            return out
+            # CRFsuite takes no vectors: one float feature per dimension
+            return tutorial_dicts_and(sentences, lambda f, vector: f.update(
+                {f"v{i}": float(v) for i, v in enumerate(vector)}))
 
         train_dicts, test_dicts = with_vectors(X_train), with_vectors(X_test)
         crfsuite = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1,

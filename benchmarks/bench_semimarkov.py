@@ -35,7 +35,7 @@ import time
 import warnings
 
 import numba
-from common import PeakRSS, data_home
+from common import data_home, fit_and_predict, print_table
 from gazetteer_folds import cross_fitted_features
 
 from skcrf import CRFClassifier, SemiMarkovCRF, SequenceVectorizer, TokenFeaturizer
@@ -73,30 +73,20 @@ def measure(params, make_model, X_train, y_train, X_test, y_test):
     Xt_test = vectorizer.transform(test)
     featurize_seconds = time.perf_counter() - started
     del train, test
-    model = make_model()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a ConvergenceWarning at max_iter is reported
-        with PeakRSS() as memory:
-            started = time.perf_counter()
-            model.fit(Xt_train, y_train)
-            fit_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    y_pred = [list(labels) for labels in model.predict(Xt_test)]
-    predict_seconds = time.perf_counter() - started
+    model = make_model()  # a ConvergenceWarning at max_iter is reported as "iterations"
+    y_pred, fit_seconds, predict_seconds, fit_mib = fit_and_predict(model, Xt_train, y_train,
+                                                                    Xt_test)
     segments = Xt_train.segments
     return {"span F1": span_f1_score(y_test, y_pred), "fit (s)": fit_seconds,
-            "fit peak memory (MiB)": memory.mib, "iterations": model.n_iter_,
+            "fit peak memory (MiB)": fit_mib, "iterations": model.n_iter_,
             "predict (s)": predict_seconds, "featurize (s)": featurize_seconds,
             "segment features": 0 if segments is None else segments.n_features}
 
 
 def report(corpus, results, n_train, n_test):
     names = list(results)
-    print(f"\n{corpus}: {n_train} training / {n_test} test sequences")
-    print(f"{'':24s}" + "".join(f"{name:>12s}" for name in names))
-    for key in results[names[0]]:
-        form = "{:12.4f}" if key == "span F1" else "{:12.1f}"
-        print(f"{key:24s}" + "".join(form.format(results[name][key]) for name in names))
+    print_table(f"{corpus}: {n_train} training / {n_test} test sequences", results,
+                lambda key, value: f"{value:12.4f}" if key == "span F1" else f"{value:12.1f}")
     if {"chain", "chain+gaz", "semi", "semi+seg"} <= set(names):
         gain = 100 * (results["semi+seg"]["span F1"] - results["chain+gaz"]["span F1"])
         ratios = [(semi, chain, results[semi]["fit (s)"] / results[chain]["fit (s)"],

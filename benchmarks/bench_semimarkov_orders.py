@@ -19,11 +19,9 @@ Run: python benchmarks/bench_semimarkov_orders.py [--max-iter 100] [--n-train N]
 
 import argparse
 import platform
-import time
-import warnings
 
 import numba
-from common import PeakRSS, data_home, sent2features
+from common import data_home, fit_and_predict, print_fit_ratios, print_table, sent2features
 
 from skcrf import CRFClassifier, SemiMarkovCRF
 from skcrf.datasets import load_conll2000
@@ -63,17 +61,10 @@ def pattern_statistics(model, F_train, y_train):
 
 def measure(make_model, F_train, y_train, F_test, y_test):
     model = make_model()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # every model stops at max_iter by design
-        with PeakRSS() as memory:
-            started = time.perf_counter()
-            model.fit(F_train, y_train)
-            fit_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    y_pred = [list(labels) for labels in model.predict(F_test)]
-    predict_seconds = time.perf_counter() - started
+    y_pred, fit_seconds, predict_seconds, fit_mib = fit_and_predict(model, F_train, y_train,
+                                                                    F_test)
     result = {"span F1": span_f1_score(y_test, y_pred), "fit (s)": fit_seconds,
-              "predict (s)": predict_seconds, "fit peak memory (MiB)": memory.mib}
+              "predict (s)": predict_seconds, "fit peak memory (MiB)": fit_mib}
     if getattr(model, "order", 1) > 1 and isinstance(model, SemiMarkovCRF):
         trained, kept, states = pattern_statistics(model, F_train, y_train)
         result.update({"patterns trained": trained, "patterns kept": kept,
@@ -82,28 +73,11 @@ def measure(make_model, F_train, y_train, F_test, y_test):
 
 
 def report(results, n_train, n_test):
-    names = list(results)
-    print(f"\nCoNLL-2000 chunking: {n_train} training / {n_test} test sentences")
-    print(f"{'':24s}" + "".join(f"{name:>12s}" for name in names))
-    keys = list(dict.fromkeys(k for r in results.values() for k in r))
-    for key in keys:
-        cells = []
-        for name in names:
-            value = results[name].get(key)
-            if value is None:
-                cells.append(f"{'':>12s}")
-            elif key == "span F1":
-                cells.append(f"{value:12.4f}")
-            elif isinstance(value, int):
-                cells.append(f"{value:12d}")
-            else:
-                cells.append(f"{value:12.2f}")
-        print(f"{key:24s}" + "".join(cells))
-    for base in ("crfsuite", "semi1"):
-        if base in results:
-            print(f"fit time / {base}: " + ", ".join(
-                f"{name} {results[name]['fit (s)'] / results[base]['fit (s)']:.2f}x"
-                for name in names if name != base))
+    print_table(f"CoNLL-2000 chunking: {n_train} training / {n_test} test sentences",
+                results, lambda key, value: (f"{value:12.4f}" if key == "span F1" else
+                                             f"{value:12d}" if isinstance(value, int) else
+                                             f"{value:12.2f}"))
+    print_fit_ratios(results, ("crfsuite", "semi1"))
 
 
 def main():

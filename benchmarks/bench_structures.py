@@ -35,12 +35,11 @@ accuracy at least dense order 2's (0.9762 in issue 11's run); order 3 within
 
 import argparse
 import platform
-import time
 import warnings
 
 import numba
 import numpy as np
-from common import PeakRSS, data_home, sent2features
+from common import data_home, fit_and_predict, print_fit_ratios, print_table, sent2features
 
 from skcrf import CRFClassifier
 from skcrf.datasets import load_conll2000, load_conll2002
@@ -123,17 +122,10 @@ def candidate_patterns(model, y_train):
 def measure(make_model, F_train, y_train, F_test, y_test, spans):
     """Fit and predict one model: times, memory, scores, and for higher orders the patterns."""
     model = make_model()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # every model stops at max_iter by design
-        with PeakRSS() as memory:
-            started = time.perf_counter()
-            model.fit(F_train, y_train)
-            fit_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    y_pred = [list(labels) for labels in model.predict(F_test)]
-    predict_seconds = time.perf_counter() - started
+    y_pred, fit_seconds, predict_seconds, fit_mib = fit_and_predict(model, F_train, y_train,
+                                                                    F_test)
     result = {"fit (s)": fit_seconds, "predict (s)": predict_seconds,
-              "fit peak memory (MiB)": memory.mib,
+              "fit peak memory (MiB)": fit_mib,
               "token accuracy": flat_accuracy_score(y_test, y_pred)}
     if spans:
         result["span F1"] = span_f1_score(y_test, y_pred)
@@ -147,29 +139,11 @@ def measure(make_model, F_train, y_train, F_test, y_test, spans):
 
 def report(task, results, n_classes):
     names = list(results)
-    print(f"\n{task}: {n_classes} labels")
-    print(f"{'':24s}" + "".join(f"{name:>12s}" for name in names))
-    # every model's keys, each once, in the order they first come
-    keys = list(dict.fromkeys(k for r in results.values() for k in r))
-    for key in keys:
-        cells = []
-        for name in names:
-            value = results[name].get(key)
-            if value is None:
-                cells.append(f"{'':>12s}")
-            elif key in ("token accuracy", "span F1"):
-                cells.append(f"{value:12.4f}")
-            elif key in ("edge weights", "patterns trained", "patterns kept"):
-                cells.append(f"{value:12d}")
-            else:
-                cells.append(f"{value:12.2f}")
-        print(f"{key:24s}" + "".join(cells))
-    for base in ("crfsuite", "order1"):
-        if base not in results:
-            continue
-        ratios = [f"{name} {results[name]['fit (s)'] / results[base]['fit (s)']:.2f}x"
-                  for name in names if name != base]
-        print(f"fit time / {base}: " + ", ".join(ratios))
+    print_table(f"{task}: {n_classes} labels", results, lambda key, value: (
+        f"{value:12.4f}" if key in ("token accuracy", "span F1") else
+        f"{value:12d}" if key in ("edge weights", "patterns trained", "patterns kept") else
+        f"{value:12.2f}"))
+    print_fit_ratios(results, ("crfsuite", "order1"))
     if "order1" not in results:
         return
     score = "span F1" if "span F1" in results["order1"] else "token accuracy"

@@ -33,16 +33,10 @@ import time
 import warnings
 
 import numba
-from common import data_home, sent2features
+from common import add_corpus_argument, data_home, tutorial_splits
 
 from skcrf import CRFClassifier, SequenceHasher
-from skcrf.datasets import load_conll2000, load_conll2002
 from skcrf.metrics import span_f1_score
-
-LOADERS = {
-    "conll2002": (load_conll2002, "train", "testb"),
-    "conll2000": (load_conll2000, "train", "test"),
-}
 
 #: CRFsuite's trainer and its settings (its defaults, spelled out), and skcrf's
 #: parameters for the same algorithm. CRFsuite's l2sgd minimises
@@ -160,8 +154,7 @@ def stream(F_train, y_train, F_test, y_test, n_batches):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", nargs="+", choices=sorted(LOADERS),
-                        default=["conll2002", "conll2000"])
+    add_corpus_argument(parser)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batches", type=int, default=100)
     parser.add_argument("--skip-stream", action="store_true")
@@ -179,11 +172,7 @@ def main():
         CRFClassifier(solver="sgd", average=True, l1_ratio=0.5, max_iter=2).fit(X, y)
 
     for corpus in args.corpus:
-        loader, train, test = LOADERS[corpus]
-        X_train, y_train = loader(train, data_home=data_home())
-        X_test, y_test = loader(test, data_home=data_home())
-        F_train = [sent2features(s) for s in X_train]
-        F_test = [sent2features(s) for s in X_test]
+        F_train, y_train, F_test, y_test = tutorial_splits(corpus)
         compare_trainers(corpus, F_train, y_train, F_test, y_test, args.epochs)
         compare_averaged_sgd(corpus, F_train, y_train, F_test, y_test, args.epochs)
         if corpus == "conll2002" and not args.skip_stream:

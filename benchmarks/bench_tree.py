@@ -34,11 +34,10 @@ on deprel.
 
 import argparse
 import platform
-import time
 import warnings
 
 import numba
-from common import PeakRSS, data_home
+from common import data_home, fit_and_predict, print_fit_ratios, print_table
 
 from skcrf import CRFClassifier, TokenFeaturizer, TreeCRF
 from skcrf.datasets import load_conllu
@@ -91,33 +90,17 @@ def models(max_iter, link_features=LINK_FEATURES):
 
 
 def measure(make_model, F_train, y_train, F_test, y_test):
-    model = make_model()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # every model stops at max_iter by design
-        with PeakRSS() as memory:
-            started = time.perf_counter()
-            model.fit(F_train, y_train)
-            fit_seconds = time.perf_counter() - started
-    started = time.perf_counter()
-    y_pred = [list(labels) for labels in model.predict(F_test)]
-    predict_seconds = time.perf_counter() - started
+    y_pred, fit_seconds, predict_seconds, fit_mib = fit_and_predict(make_model(), F_train,
+                                                                    y_train, F_test)
     return {"fit (s)": fit_seconds, "predict (s)": predict_seconds,
-            "fit peak memory (MiB)": memory.mib,
+            "fit peak memory (MiB)": fit_mib,
             "token accuracy": flat_accuracy_score(y_test, y_pred)}
 
 
 def report(task, results, n_classes):
-    names = list(results)
-    print(f"\n{task}: {n_classes} labels")
-    print(f"{'':24s}" + "".join(f"{name:>12s}" for name in names))
-    for key in next(iter(results.values())):
-        form = "{:12.4f}" if key == "token accuracy" else "{:12.2f}"
-        print(f"{key:24s}" + "".join(form.format(results[name][key]) for name in names))
-    for base in ("crfsuite", "chain"):
-        if base in results:
-            print(f"fit time / {base}: " + ", ".join(
-                f"{name} {results[name]['fit (s)'] / results[base]['fit (s)']:.2f}x"
-                for name in names if name != base))
+    print_table(f"{task}: {n_classes} labels", results, lambda key, value: (
+        f"{value:12.4f}" if key == "token accuracy" else f"{value:12.2f}"))
+    print_fit_ratios(results, ("crfsuite", "chain"))
     if task == "deprel" and {"tree", "chain"} <= set(results):
         accuracy = results["tree"]["token accuracy"]
         chains = [results[name]["token accuracy"] for name in ("crfsuite", "chain")

@@ -6,11 +6,18 @@ import os
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from skcrf.datasets import get_data_home  # noqa: E402
+from skcrf.datasets import get_data_home, load_conll2000, load_conll2002  # noqa: E402
+
+#: The CoNLL corpora the comparisons run on: loader, training split, test split.
+CORPORA = {
+    "conll2002": (load_conll2002, "train", "testb"),
+    "conll2000": (load_conll2000, "train", "test"),
+}
 
 
 def data_home():
@@ -18,6 +25,21 @@ def data_home():
     if "SKCRF_DATA" in os.environ:
         return get_data_home()
     return Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def add_corpus_argument(parser):
+    """``--corpus``: one or more of CORPORA, all by default."""
+    parser.add_argument("--corpus", nargs="+", choices=sorted(CORPORA),
+                        default=["conll2002", "conll2000"])
+
+
+def tutorial_splits(corpus):
+    """``(F_train, y_train, F_test, y_test)``: a corpus as the tutorial's feature dicts."""
+    loader, train, test = CORPORA[corpus]
+    X_train, y_train = loader(train, data_home=data_home())
+    X_test, y_test = loader(test, data_home=data_home())
+    return ([sent2features(s) for s in X_train], y_train,
+            [sent2features(s) for s in X_test], y_test)
 
 
 def best_of(repeats, run):
@@ -36,6 +58,48 @@ def best_of(repeats, run):
     return min(times)
 
 
+def fit_and_predict(model, X_train, y_train, X_test):
+    """Fit ``model`` (timed, peak memory) and predict ``X_test`` (timed).
+
+    Warnings are silenced during fit: the benchmarks stop every model at
+    ``max_iter`` by design. Returns ``(y_pred as lists of labels, fit seconds,
+    predict seconds, fit peak memory in MiB)``.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with PeakRSS() as memory:
+            started = time.perf_counter()
+            model.fit(X_train, y_train)
+            fit_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    y_pred = [list(labels) for labels in model.predict(X_test)]
+    return y_pred, fit_seconds, time.perf_counter() - started, memory.mib
+
+
+def print_table(title, results, cell):
+    """Print one column per model, one row per measure (each measure once, in first order).
+
+    ``cell(key, value)`` formats a value in 12 characters; a model without
+    the measure gets a blank cell.
+    """
+    names = list(results)
+    print(f"\n{title}")
+    print(f"{'':24s}" + "".join(f"{name:>12s}" for name in names))
+    for key in dict.fromkeys(k for r in results.values() for k in r):
+        cells = [f"{'':>12s}" if results[name].get(key) is None
+                 else cell(key, results[name][key]) for name in names]
+        print(f"{key:24s}" + "".join(cells))
+
+
+def print_fit_ratios(results, bases):
+    """Each model's fit time over that of each base model present."""
+    for base in bases:
+        if base in results:
+            print(f"fit time / {base}: " + ", ".join(
+                f"{name} {results[name]['fit (s)'] / results[base]['fit (s)']:.2f}x"
+                for name in results if name != base))
+
+
 def word2features(sent, i):
     """The sklearn-crfsuite tutorial's features for token i of a (word, POS) sentence."""
     word, postag = sent[i][0], sent[i][1]
@@ -50,28 +114,18 @@ def word2features(sent, i):
         "postag": postag,
         "postag[:2]": postag[:2],
     }
-    if i > 0:
-        word1, postag1 = sent[i - 1][0], sent[i - 1][1]
+    for offset, edge in ((-1, "BOS"), (1, "EOS")):
+        if not 0 <= i + offset < len(sent):
+            features[edge] = True
+            continue
+        word1, postag1 = sent[i + offset][0], sent[i + offset][1]
         features.update({
-            "-1:word.lower()": word1.lower(),
-            "-1:word.istitle()": word1.istitle(),
-            "-1:word.isupper()": word1.isupper(),
-            "-1:postag": postag1,
-            "-1:postag[:2]": postag1[:2],
+            f"{offset:+d}:word.lower()": word1.lower(),
+            f"{offset:+d}:word.istitle()": word1.istitle(),
+            f"{offset:+d}:word.isupper()": word1.isupper(),
+            f"{offset:+d}:postag": postag1,
+            f"{offset:+d}:postag[:2]": postag1[:2],
         })
-    else:
-        features["BOS"] = True
-    if i < len(sent) - 1:
-        word1, postag1 = sent[i + 1][0], sent[i + 1][1]
-        features.update({
-            "+1:word.lower()": word1.lower(),
-            "+1:word.istitle()": word1.istitle(),
-            "+1:word.isupper()": word1.isupper(),
-            "+1:postag": postag1,
-            "+1:postag[:2]": postag1[:2],
-        })
-    else:
-        features["EOS"] = True
     return features
 
 

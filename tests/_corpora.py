@@ -3,6 +3,14 @@
 import hashlib
 
 
+def write_file(tmp_path, text, name, encoding="utf-8", newline=None):
+    """Write ``text`` to ``tmp_path / name`` as ``encoding``; returns the path."""
+    path = tmp_path / name
+    with open(path, "w", encoding=encoding, newline=newline) as handle:
+        handle.write(text)
+    return path
+
+
 def record_files(monkeypatch, home):
     """Make skcrf's table of corpus files record the files under ``home`` as they are.
 

@@ -18,6 +18,20 @@ def path_score(unary, transitions, start, end, path):
     return score
 
 
+def scored_labellings(n, n_classes, score):
+    """Every labelling of ``n`` tokens scored by ``score(labelling)``.
+
+    Returns ``(labellings, scores, log Z, best labelling, probabilities)``;
+    the probabilities are None when no labelling has a finite score.
+    """
+    paths = list(itertools.product(range(n_classes), repeat=n))
+    scores = np.array([score(p) for p in paths])
+    log_z = logsumexp(scores)
+    best = np.array(paths[int(np.argmax(scores))], dtype=np.int64)
+    probs = None if log_z == -np.inf else np.exp(scores - log_z)
+    return paths, scores, log_z, best, probs
+
+
 def enumerate_sequence(unary, transitions, start, end):
     """(log Z, marginals, expected transition counts, best path) of one sequence."""
     n, n_classes = unary.shape
@@ -25,13 +39,10 @@ def enumerate_sequence(unary, transitions, start, end):
     counts = np.zeros((n_classes, n_classes))
     if n == 0:
         return 0.0, marginals, counts, np.zeros(0, dtype=np.int64)
-    paths = list(itertools.product(range(n_classes), repeat=n))
-    scores = np.array([path_score(unary, transitions, start, end, p) for p in paths])
-    log_z = logsumexp(scores)
-    best = np.array(paths[int(np.argmax(scores))], dtype=np.int64)
-    if log_z == -np.inf:
+    paths, _, log_z, best, probs = scored_labellings(
+        n, n_classes, lambda p: path_score(unary, transitions, start, end, p))
+    if probs is None:
         return log_z, marginals, counts, best
-    probs = np.exp(scores - log_z)
     for p, prob in zip(paths, probs):
         for t, k in enumerate(p):
             marginals[t, k] += prob

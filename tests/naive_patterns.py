@@ -7,10 +7,10 @@ sequence is enumerated: exponential in the length, so only for small
 problems, and obviously right, which is what makes them oracles.
 """
 
-import itertools
 
 import numpy as np
-from scipy.special import logsumexp
+
+from tests.naive import scored_labellings
 
 
 def pattern_table(rows, weights):
@@ -48,16 +48,12 @@ def enumerate_sequence(unary, transitions, rows, weights, start, end):
     if n == 0:
         result.update(log_z=0.0, best=np.zeros(0, dtype=np.int64), ranked=[(0.0, ())])
         return result
-    paths = list(itertools.product(range(n_classes), repeat=n))
-    scores = np.array([path_score(unary, transitions, table, start, end, p) for p in paths])
-    log_z = logsumexp(scores)
-    result["log_z"] = log_z
-    result["best"] = np.array(paths[int(np.argmax(scores))], dtype=np.int64)
+    paths, scores, result["log_z"], result["best"], probs = scored_labellings(
+        n, n_classes, lambda p: path_score(unary, transitions, table, start, end, p))
     result["ranked"] = sorted(((s, p) for s, p in zip(scores, paths) if s > -np.inf),
                               key=lambda item: (-item[0], item[1]))
-    if log_z == -np.inf:
+    if probs is None:
         return result
-    probs = np.exp(scores - log_z)
     for p, prob in zip(paths, probs):
         for t, k in enumerate(p):
             result["marginals"][t, k] += prob

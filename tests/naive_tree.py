@@ -167,6 +167,24 @@ def layout_loss_and_gradient(structure, x, offsets, parents, label_ids, w, l2=0.
 SHAPES = ("path", "reversed", "star", "roots", "random")
 
 
+def labels_down_the_forest(rng, parents, keeps):
+    """Labels "A"/"B" of a forest: random at the roots, then down the trees.
+
+    A child gets its parent's label if ``keeps(child)``, else the other one.
+    """
+    labels = [None] * len(parents)
+    pending = [v for v in range(len(parents)) if parents[v] < 0]
+    for v in pending:
+        labels[v] = "A" if rng.random() < 0.5 else "B"
+    while pending:
+        v = pending.pop()
+        for child in np.flatnonzero(parents == v):
+            keep = keeps(child)
+            labels[child] = labels[v] if keep else ("B" if labels[v] == "A" else "A")
+            pending.append(child)
+    return labels
+
+
 def random_forest(rng, n, shape="random"):
     """Parents (local indices, -1 for a root) of a forest of ``n`` nodes."""
     if shape == "path":

@@ -3,7 +3,6 @@
 import itertools
 import pickle
 
-import numba
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -14,6 +13,7 @@ from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.patterns import chain as pattern_chain
 from skcrf.structures.chain.order1 import ChainStructure
 from tests._ties import assert_same_predictions
+from tests._threads import assert_same_fits_for_one_and_two_jobs, needs_two_threads
 
 
 def _history_corpus(order, n_sequences=80, seed=0):
@@ -261,12 +261,9 @@ def test_warm_start_and_cv_carry_patterns():
     assert cv.label_patterns_.shape[1] == 4 and cv.score(X, y) > 0.9
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_order_3_fits_bitwise_identical_for_thread_counts():
     X, y = _history_corpus(3, n_sequences=60)
-    one = CRFClassifier(alpha=0.1, order=3, n_jobs=1, max_iter=20).fit(X, y)
-    two = CRFClassifier(alpha=0.1, order=3, n_jobs=2, max_iter=20).fit(X, y)
-    np.testing.assert_array_equal(one.pattern_coef_, two.pattern_coef_)
-    np.testing.assert_array_equal(one.coef_, two.coef_)
-    for a, b in zip(one.predict_marginals(X), two.predict_marginals(X)):
-        np.testing.assert_array_equal(a, b)
+    assert_same_fits_for_one_and_two_jobs(
+        lambda n_jobs: CRFClassifier(alpha=0.1, order=3, n_jobs=n_jobs, max_iter=20), X, y,
+        ["pattern_coef_", "coef_"])

@@ -6,7 +6,7 @@ import pytest
 
 from skcrf.datasets._fetch import corpus_file
 from skcrf.datasets import fetch_ud, load_conllu
-from tests._corpora import record_files
+from tests._corpora import record_files, write_file
 from tests.conftest import data_home
 
 
@@ -31,10 +31,7 @@ TEXT = ("# sent_id = a\n# text = Voy del centro\n"
 
 
 def write(tmp_path, text, name="ud.conllu", newline=None, encoding="utf-8"):
-    path = tmp_path / name
-    with open(path, "w", encoding=encoding, newline=newline) as handle:
-        handle.write(text)
-    return path
+    return write_file(tmp_path, text, name, encoding, newline)
 
 
 def test_tokens_are_the_columns_then_the_head_index(tmp_path):

@@ -14,7 +14,7 @@ from skcrf.datasets import (
     load_conll2002,
     load_ud_sample,
 )
-from tests._corpora import record_files
+from tests._corpora import record_files, write_file
 from tests.conftest import data_home
 
 TEXT = """-DOCSTART- -X- O
@@ -31,10 +31,7 @@ Año NC O
 
 
 def write(tmp_path, text, name="data.txt", encoding="utf-8", newline=None):
-    path = tmp_path / name
-    with open(path, "w", encoding=encoding, newline=newline) as handle:
-        handle.write(text)
-    return path
+    return write_file(tmp_path, text, name, encoding, newline)
 
 
 def test_sequences_labels_and_docstart(tmp_path):

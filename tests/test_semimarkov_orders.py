@@ -5,7 +5,6 @@ import io
 import json
 import pickle
 
-import numba
 import numpy as np
 import pytest
 from scipy.optimize import approx_fprime
@@ -20,7 +19,8 @@ from skcrf.structures.semimarkov.patterns import (PatternSegmentScores,
                                                   PatternSemiMarkovStructure)
 from skcrf.inference.semimarkov.queries import CUT
 from tests import _model_files as model_files
-from tests._threads import results_per_thread_count
+from tests._threads import (assert_same_fits_for_one_and_two_jobs, needs_two_threads,
+                            results_per_thread_count)
 from tests.naive_semimarkov_patterns import enumerate_ordered, ordered_score
 from tests._ties import assert_same_predictions
 from tests.structures.semimarkov.test_segments import _problem
@@ -350,15 +350,12 @@ def test_too_many_automaton_states_fail_with_advice():
         SemiMarkovCRF(order=3, all_possible_transitions=True).fit(X, y)
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_order_2_is_bitwise_identical_for_thread_counts(toy):
     X, y = toy
-    one = SemiMarkovCRF(alpha=0.1, order=2, n_jobs=1, max_iter=15).fit(X, y)
-    two = SemiMarkovCRF(alpha=0.1, order=2, n_jobs=2, max_iter=15).fit(X, y)
-    np.testing.assert_array_equal(one.pattern_coef_, two.pattern_coef_)
-    np.testing.assert_array_equal(one.coef_, two.coef_)
-    for a, b in zip(one.predict_marginals(X), two.predict_marginals(X)):
-        np.testing.assert_array_equal(a, b)
+    assert_same_fits_for_one_and_two_jobs(
+        lambda n_jobs: SemiMarkovCRF(alpha=0.1, order=2, n_jobs=n_jobs, max_iter=15), X, y,
+        ["pattern_coef_", "coef_"])
     scores, offsets, _, _ = _random_scores(7, 3, with_spans=True)
     first, second = results_per_thread_count(lambda: scores.posteriors(offsets))
     for name in ("log_z", "roles", "transition_counts", "pattern_counts", "span_marginals"):

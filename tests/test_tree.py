@@ -17,7 +17,7 @@ from sklearn.pipeline import make_pipeline
 
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer, TreeCRF
 from skcrf._persistence import load_model, save_model
-from tests.naive_tree import random_forest
+from tests.naive_tree import labels_down_the_forest, random_forest
 
 
 def _tree_corpus(n_sequences=40, seed=0, max_length=8):
@@ -33,15 +33,7 @@ def _tree_corpus(n_sequences=40, seed=0, max_length=8):
     for _ in range(n_sequences):
         n = int(rng.integers(2, max_length + 1))
         parents = random_forest(rng, n)
-        labels = [None] * n
-        pending = [v for v in range(n) if parents[v] < 0]
-        for v in pending:
-            labels[v] = "A" if rng.random() < 0.5 else "B"
-        while pending:
-            v = pending.pop()
-            for child in np.flatnonzero(parents == v):
-                labels[child] = "B" if labels[v] == "A" else "A"
-                pending.append(child)
+        labels = labels_down_the_forest(rng, parents, lambda child: False)
         words = [("a" if labels[v] == "A" else "b") if parents[v] < 0 else "x"
                  for v in range(n)]
         X.append([{"w": w, "__parent__": int(p)} for w, p in zip(words, parents)])

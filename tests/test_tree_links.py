@@ -11,7 +11,7 @@ from skcrf import TreeCRF
 from skcrf._persistence import load_model, save_model
 from tests._threads import results_per_thread_count
 from tests._ties import assert_same_predictions
-from tests.naive_tree import random_forest
+from tests.naive_tree import labels_down_the_forest, random_forest
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -31,16 +31,7 @@ def _link_corpus(n_sequences=80, seed=0, max_length=8):
         n = int(rng.integers(2, max_length + 1))
         parents = random_forest(rng, n)
         kinds = rng.choice(["p", "q"], size=n)
-        labels = [None] * n
-        pending = [v for v in range(n) if parents[v] < 0]
-        for v in pending:
-            labels[v] = "A" if rng.random() < 0.5 else "B"
-        while pending:
-            v = pending.pop()
-            for child in np.flatnonzero(parents == v):
-                same = kinds[child] == "p"
-                labels[child] = labels[v] if same else ("B" if labels[v] == "A" else "A")
-                pending.append(child)
+        labels = labels_down_the_forest(rng, parents, lambda child: kinds[child] == "p")
         X.append([{"w": ("u" if labels[v] == "A" else "v") if parents[v] < 0 else "x",
                    "kind": str(kinds[v]), "__parent__": int(parents[v])} for v in range(n)])
         y.append(labels)

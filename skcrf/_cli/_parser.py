@@ -39,6 +39,15 @@ def _split(text):
     return [] if not text.strip() else [part.strip() for part in text.split(",")]
 
 
+def _token_columns(text, columns, example):
+    """``columns`` parsed from ``text``: at least one, none twice."""
+    if not columns:
+        raise argparse.ArgumentTypeError(f"give at least one token column, such as {example}")
+    if len(set(columns)) != len(columns):
+        raise argparse.ArgumentTypeError(f"{text!r} names a column twice")
+    return columns
+
+
 def _column_list(text):
     """'0,1' -> [0, 1]: the token columns."""
     try:
@@ -47,11 +56,7 @@ def _column_list(text):
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a comma-separated list of column numbers, such as 0,1"
         ) from None
-    if not columns:
-        raise argparse.ArgumentTypeError("give at least one token column, such as 0")
-    if len(set(columns)) != len(columns):
-        raise argparse.ArgumentTypeError(f"{text!r} names a column twice")
-    return columns
+    return _token_columns(text, columns, "0")
 
 
 def _length_list(text):
@@ -74,12 +79,7 @@ def _conllu_column(text):
 
 def _conllu_columns(text):
     """'form,upos' -> ['form', 'upos']: CoNLL-U columns by name or number."""
-    columns = [_conllu_column(part) for part in _split(text)]
-    if not columns:
-        raise argparse.ArgumentTypeError("give at least one token column, such as form")
-    if len(set(columns)) != len(columns):
-        raise argparse.ArgumentTypeError(f"{text!r} names a column twice")
-    return columns
+    return _token_columns(text, [_conllu_column(part) for part in _split(text)], "form")
 
 
 def _feature_list(text):

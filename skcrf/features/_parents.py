@@ -96,6 +96,9 @@ def checked_parents(parents, offsets):
             f"Sequence {q}, token {v}: parent {raw[bad]} is neither -1 (a root) nor a "
             f"token of the sequence (0 to {offsets[q + 1] - offsets[q] - 1}).")
     result = raw.astype(np.int64)  # a copy: later changes to the caller's array stay out
+    # read-only before the check: the tree kernels get read-only parents, and numba
+    # compiles tree_layout once per writability
+    result.setflags(write=False)
     what, q, v = _first_bad_parent(result, np.asarray(offsets, dtype=np.int64))
     if what == _OUT_OF_RANGE:
         raise ValueError(
@@ -113,7 +116,6 @@ def checked_parents(parents, offsets):
         raise ValueError(
             f"Sequence {q}: the parent links form a cycle ({path}), so these tokens have "
             f"no root.")
-    result.setflags(write=False)
     return result
 
 

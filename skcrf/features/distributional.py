@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._estimators.fitted_state import Array, FittedState, Names, TypeOf, at_least, saved_as
 from ._numbering import factorize
+from ._names_out import NamesOutMixin
 from ._output import SequenceOutputMixin
 from ._word_column import sequence_words
 from .sequence_matrix import SequenceMatrix
@@ -155,7 +156,7 @@ def _clusters_fit_the_names(clusters):
 
 
 @saved_as("skcrf.features.WordClusters")
-class WordClusters(SequenceOutputMixin, TransformerMixin, BaseEstimator,
+class WordClusters(NamesOutMixin, SequenceOutputMixin, TransformerMixin, BaseEstimator,
                    auto_wrap_output_keys=None):
     """Clusters of word vectors as one-hot token features (Guo et al., 2014).
 
@@ -326,18 +327,3 @@ class WordClusters(SequenceOutputMixin, TransformerMixin, BaseEstimator,
                                shape=(n_tokens, self.feature_names_.shape[0]))
         matrix.sort_indices()
         return SequenceMatrix(matrix, offsets, feature_names=self.feature_names_)
-
-    def get_feature_names_out(self, input_features=None):
-        """The names of the output's columns.
-
-        Parameters
-        ----------
-        input_features : None
-            Ignored.
-
-        Returns
-        -------
-        names : ndarray of str objects
-        """
-        check_is_fitted(self, "clusters_")
-        return self.feature_names_.copy()

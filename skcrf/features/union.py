@@ -9,13 +9,14 @@ from sklearn.utils import Bunch
 from sklearn.utils.metaestimators import _BaseComposition
 from sklearn.utils.validation import check_is_fitted
 
+from ._names_out import NamesOutMixin
 from ._output import SequenceOutputMixin
 from .sequence_matrix import SequenceMatrix
 
 __all__ = ["SequenceUnion", "make_sequence_union"]
 
 
-class SequenceUnion(SequenceOutputMixin, TransformerMixin, _BaseComposition,
+class SequenceUnion(NamesOutMixin, SequenceOutputMixin, TransformerMixin, _BaseComposition,
                     auto_wrap_output_keys=None):
     """Join the features several transformers make of the same sequences.
 
@@ -73,6 +74,9 @@ class SequenceUnion(SequenceOutputMixin, TransformerMixin, _BaseComposition,
     >>> Xt.dense_names.tolist(), Xt.dense.tolist()
     (['vectors__vec[0]', 'vectors__vec[1]'], [[1.0, 2.0], [0.0, 0.0], [0.0, 0.0]])
     """
+
+    #: the sparse columns' names, then the dense columns'
+    _names_out_attribute = "feature_names_out_"
 
     def __init__(self, transformer_list, *, transformer_weights=None,
                  verbose_feature_names_out=True):
@@ -174,21 +178,6 @@ class SequenceUnion(SequenceOutputMixin, TransformerMixin, _BaseComposition,
                  if not _dropped(transformer)]
         outputs = [transformer.transform(X) for _, transformer in parts]
         return self._join(outputs, [name for name, _ in parts])
-
-    def get_feature_names_out(self, input_features=None):
-        """The names of the output's sparse columns, then of its dense columns.
-
-        Parameters
-        ----------
-        input_features : None
-            Ignored.
-
-        Returns
-        -------
-        names : ndarray of str objects
-        """
-        check_is_fitted(self, "feature_names_out_")
-        return self.feature_names_out_.copy()
 
     def _checked_parts(self):
         if not isinstance(self.transformer_list, (list, tuple)) or not all(

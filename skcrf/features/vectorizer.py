@@ -10,7 +10,6 @@ from typing import Optional
 
 import numpy as np
 import scipy.sparse as sp
-from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
@@ -23,6 +22,7 @@ from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
 from ._dict_arrays import FeatureValueError, _release_freed_memory, _vectorize_compact
 from ._kernels import column_counts, remap_columns, sort_row_indices
 from ._numbering import factorize
+from ._names_out import NamesOutMixin
 from ._output import SequenceOutputMixin
 from ._parents import PARENT_KEY
 from ._vectors import is_vector, split_vectors, vector_names
@@ -50,7 +50,7 @@ def _values_are_numbers(vectorizer):
 
 
 @saved_as("skcrf.SequenceVectorizer")
-class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
+class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, BaseEstimator,
                          auto_wrap_output_keys=None):
     """Turn sequences of per-token feature dicts into one sparse matrix.
 
@@ -345,23 +345,6 @@ class SequenceVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
                 X, self.vocabulary_, False, self.separator, columns_by_key(self))
         data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
         return data, indices, indptr, offsets, parents
-
-    def get_feature_names_out(self, input_features: Optional[ArrayLike] = None,
-                              ) -> NDArray[np.object_]:
-        """Feature names of the output columns.
-
-        Parameters
-        ----------
-        input_features : None
-            Ignored.
-
-        Returns
-        -------
-        feature_names_out : ndarray of str objects
-            ``feature_names_`` as an array.
-        """
-        check_is_fitted(self, "feature_names_")
-        return np.asarray(self.feature_names_, dtype=object)
 
     def _with_vectors(self, matrix, dense):
         """``matrix`` with the dict vectors' dense block and its names."""

@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._estimators.fitted_state import FittedState, Names, TypeOf, saved_as
+from ._names_out import NamesOutMixin
 from ._output import SequenceOutputMixin
 from ._word_column import sequence_words
 from .sequence_matrix import SequenceMatrix
@@ -37,7 +38,7 @@ def _table_fits_the_names(vectorizer):
 
 
 @saved_as("skcrf.features.WordVectorizer")
-class WordVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
+class WordVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, BaseEstimator,
                      auto_wrap_output_keys=None):
     """Look each token's word up in a table of vectors: a dense block per token.
 
@@ -109,6 +110,8 @@ class WordVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     (['vec[0]', 'vec[1]'], [2, 1])
     """
 
+    _names_out_attribute = "dense_names_"
+
     _fitted_state = FittedState(
         {"dense_names_": Names("n_dims"), "vectors_": TypeOf(np.ndarray),
          "vocabulary_": TypeOf(dict)},
@@ -173,21 +176,6 @@ class WordVectorizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
                            count=len(words))
         return SequenceMatrix(None, offsets, dense=self.vectors_[rows],
                               dense_names=self.dense_names_)
-
-    def get_feature_names_out(self, input_features=None):
-        """The names of the dense columns, ``prefix[0]`` to ``prefix[n_dims - 1]``.
-
-        Parameters
-        ----------
-        input_features : None
-            Ignored.
-
-        Returns
-        -------
-        names : ndarray of str objects of shape (n_dims,)
-        """
-        check_is_fitted(self, "vectors_")
-        return self.dense_names_.copy()
 
     def _index_table(self):
         if self.dtype not in (np.float64, np.float32, "float64", "float32"):

@@ -14,19 +14,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, cross_validate
 from sklearn.pipeline import make_pipeline
 from sklearn.utils import _safe_indexing
-from sklearn.utils.estimator_checks import (
-    check_do_not_raise_errors_in_init_or_set_params,
-    check_estimator_cloneable,
-    check_estimator_repr,
-    check_get_params_invariance,
-    check_no_attributes_set_in_init,
-    check_parameters_default_constructible,
-    check_set_params,
-)
 
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer
 from skcrf.features._words import word_shape
 from skcrf.features.featurizer import TokenFeaturizer
+from tests._sklearn_checks import PARAMETER_CHECKS
 
 SENTENCES = [
     [("El", "DA"), ("Tribunal", "NC"), ("Supremo", "AQ"), ("de", "SP"), ("EE.UU.", "NP")],
@@ -435,11 +427,7 @@ def test_custom_must_return_new_keys_in_a_dict(returned, error, match):
 # --- sklearn contract, pickling, pipelines ---------------------------------------
 
 
-@pytest.mark.parametrize("check", [
-    check_estimator_cloneable, check_estimator_repr, check_no_attributes_set_in_init,
-    check_parameters_default_constructible, check_get_params_invariance, check_set_params,
-    check_do_not_raise_errors_in_init_or_set_params,
-])
+@pytest.mark.parametrize("check", PARAMETER_CHECKS)
 def test_sklearn_checks(check):
     check("TokenFeaturizer", TokenFeaturizer())
 

@@ -69,17 +69,24 @@ WORDS = ["Madrid", "madrid", "Madrdi", "Bogotá", "bogota", "ONU", "ono", "de", 
          "Real", "real", "Reál", "Club", "club"]
 
 
+def _draw_entries_and_sequences(data, words, types, longest_phrase, longest_sequence,
+                                most_sequences):
+    """Random entries (phrase -> set of types, taken in turn) and sequences of ``words``."""
+    vocabulary = st.sampled_from(words)
+    phrases = data.draw(st.lists(st.lists(vocabulary, min_size=1, max_size=longest_phrase),
+                                 min_size=1, max_size=6))
+    entries = {}
+    for k, phrase in enumerate(phrases):
+        entries.setdefault(" ".join(phrase), set()).add(types[k % 2])
+    sequences = data.draw(st.lists(st.lists(vocabulary, min_size=0, max_size=longest_sequence),
+                                   min_size=1, max_size=most_sequences))
+    return entries, sequences
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_matches_equal_a_plain_reading_of_the_definitions(data):
-    vocabulary = st.sampled_from(WORDS)
-    phrases = data.draw(st.lists(st.lists(vocabulary, min_size=1, max_size=3), min_size=1,
-                                 max_size=6))
-    entries = {}
-    for k, words in enumerate(phrases):
-        entries.setdefault(" ".join(words), set()).add("AB"[k % 2])
-    sequences = data.draw(st.lists(st.lists(vocabulary, min_size=0, max_size=6), min_size=1,
-                                   max_size=4))
+    entries, sequences = _draw_entries_and_sequences(data, WORDS, "AB", 3, 6, 4)
     gazetteer = Gazetteer.of({p: sorted(t) for p, t in entries.items()})
     for kind in ("exact", "lower", "fuzzy"):
         assert _matches(gazetteer, sequences, kind) == _naive_matches(entries, sequences, kind)
@@ -181,14 +188,7 @@ def test_nested_entries_on_repetitive_text_cost_tokens_times_the_longest_entry()
 @settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_token_flags_equal_a_plain_reading_of_the_matches(data):
-    vocabulary = st.sampled_from(["a", "b", "c"])
-    phrases = data.draw(st.lists(st.lists(vocabulary, min_size=1, max_size=4), min_size=1,
-                                 max_size=6))
-    entries = {}
-    for k, words in enumerate(phrases):
-        entries.setdefault(" ".join(words), set()).add("XY"[k % 2])
-    sequences = data.draw(st.lists(st.lists(vocabulary, min_size=0, max_size=8), min_size=1,
-                                   max_size=3))
+    entries, sequences = _draw_entries_and_sequences(data, ["a", "b", "c"], "XY", 4, 8, 3)
     tokens = [w for words in sequences for w in words]
     word_ids, words = factorize(tokens)
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in sequences])]).astype(np.int64)

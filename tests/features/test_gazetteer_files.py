@@ -19,6 +19,22 @@ def _write(path, text):
     path.write_text(text, encoding="utf-8")
 
 
+def _forget_the_file_and_watch_opens(path, monkeypatch):
+    """Delete ``path``, drop the gazetteers read so far; returns the list of files opened."""
+    os.remove(path)
+    _segments._GAZETTEERS.clear()
+    opened = []
+    real_open = builtins.open
+
+    def watching_open(file, *args, **kwargs):
+        opened.append(file)
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", watching_open)
+    monkeypatch.setattr(io, "open", watching_open)
+    return opened
+
+
 def _flags(featurizer, sentence):
     return {name for token in featurizer.transform_dicts([sentence])[0] for name in token
             if name.startswith("gaz:")}
@@ -57,16 +73,7 @@ def test_a_model_file_carries_the_entries_and_load_opens_no_other_file(tmp_path,
                           CRFClassifier(max_iter=20)).fit(SENTENCES, TAGS)
     buffer = io.BytesIO()
     save_model(model, buffer)
-    os.remove(path)
-    _segments._GAZETTEERS.clear()
-    opened = []
-    real_open = builtins.open
-
-    def watching_open(file, *args, **kwargs):
-        opened.append(file)
-        return real_open(file, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "open", watching_open)
+    opened = _forget_the_file_and_watch_opens(path, monkeypatch)
     buffer.seek(0)
     loaded = load_model(buffer)
     predicted = loaded.predict(SENTENCES[:2])
@@ -124,17 +131,7 @@ def test_random_edits_of_a_gazetteer_model_open_no_file(tmp_path, monkeypatch):
     buffer = io.BytesIO()
     save_model(TokenFeaturizer(gazetteer=str(path)).fit(SENTENCES), buffer)
     data = buffer.getvalue()
-    os.remove(path)
-    _segments._GAZETTEERS.clear()
-    opened = []
-    real_open = builtins.open
-
-    def watching_open(file, *args, **kwargs):
-        opened.append(file)
-        return real_open(file, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "open", watching_open)
-    monkeypatch.setattr(io, "open", watching_open)
+    opened = _forget_the_file_and_watch_opens(path, monkeypatch)
     loaded = refused = 0
     for what, edited in _hostile.edited_files(data, np.random.default_rng(43), 200):
         try:

@@ -15,21 +15,13 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction import DictVectorizer
 from sklearn.utils import _safe_indexing
-from sklearn.utils.estimator_checks import (
-    check_do_not_raise_errors_in_init_or_set_params,
-    check_estimator_cloneable,
-    check_estimator_repr,
-    check_get_params_invariance,
-    check_no_attributes_set_in_init,
-    check_parameters_default_constructible,
-    check_set_params,
-)
 
 from skcrf import SequenceMatrix, SequenceVectorizer
 from skcrf.features import _dict_arrays as _vectorizer
 from skcrf.features import _numbering
 from skcrf.features._kernels import sort_row_indices
 from skcrf.features._dict_arrays import _vectorize_flat, _vectorize_loop, _vectorize_small
+from tests._sklearn_checks import PARAMETER_CHECKS
 
 
 def tutorial_dicts(sentence):
@@ -613,11 +605,7 @@ def test_matrix_without_names_is_refused():
 # --- sklearn contract and pickling --------------------------------------------
 
 
-@pytest.mark.parametrize("check", [
-    check_estimator_cloneable, check_estimator_repr, check_no_attributes_set_in_init,
-    check_parameters_default_constructible, check_get_params_invariance, check_set_params,
-    check_do_not_raise_errors_in_init_or_set_params,
-])
+@pytest.mark.parametrize("check", PARAMETER_CHECKS)
 def test_sklearn_checks(check):
     check("SequenceVectorizer", SequenceVectorizer())
 

@@ -1,29 +1,21 @@
 """The negative log-likelihood against brute force, its gradient against finite differences."""
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import approx_fprime
 
 from skcrf.structures._parameters import StatePairs
 from tests._chain_loss import chain_loss, unpack
-from tests._threads import results_per_thread_count
+from tests._structure_checks import (assert_gradient_matches_finite_differences,
+                                     assert_loss_same_for_one_and_two_threads, chain_problem)
+from tests._threads import needs_two_threads
 from tests.naive import enumerate_sequence, path_score
 
 
 def _problem(seed, n_sequences=6, n_features=7, n_classes=3, binary=False, max_length=4):
     """Random sparse features (lengths 0..max_length), labels and offsets."""
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, max_length + 1, size=n_sequences)
-    lengths[0], lengths[1] = 1, max_length  # always one length-1 and one full sequence
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    n_tokens = int(offsets[-1])
-    dense = (rng.random((n_tokens, n_features)) < 0.4) * (
-        1.0 if binary else rng.normal(size=(n_tokens, n_features)))
-    X = sp.csr_matrix(dense)
-    label_ids = rng.integers(0, n_classes, size=n_tokens)
-    return X, offsets, label_ids, n_classes
+    return chain_problem(seed, n_sequences, n_features, n_classes, max_length, binary,
+                         density=0.4)
 
 
 @pytest.mark.parametrize("binary", [False, True])
@@ -52,10 +44,7 @@ def test_gradient_matches_finite_differences(binary):
     X, offsets, label_ids, n_classes = _problem(2, binary=binary)
     loss = chain_loss(X, offsets, label_ids,
                                  StatePairs.observed(X, label_ids, n_classes), l2=0.3)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 def test_observed_pairs_are_the_feature_label_cooccurrences():
@@ -82,13 +71,10 @@ def test_at_zero_weights_gradient_is_uniform_expectation_minus_counts():
     np.testing.assert_allclose(g_pairs, uniform - counts, atol=1e-12)
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_loss_bitwise_identical_for_one_and_two_threads():
     X, offsets, label_ids, n_classes = _problem(5, n_sequences=300, n_features=40,
                                                 n_classes=5, max_length=20)
     loss = chain_loss(X, offsets, label_ids,
                                  StatePairs.observed(X, label_ids, n_classes), l2=0.1)
-    w = np.random.default_rng(6).normal(size=loss.n_parameters)
-    results = results_per_thread_count(lambda: loss(w))
-    assert results[0][0] == results[1][0]
-    assert np.array_equal(results[0][1], results[1][1])
+    assert_loss_same_for_one_and_two_threads(loss, seed=6)

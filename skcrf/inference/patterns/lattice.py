@@ -195,6 +195,23 @@ def _out_of(score, beta, v, pattern_weights, edge_pattern, e):
     return b
 
 
+@compiled(inline=True)
+def _add_node(p, v, g, lo, last, row0, node_label, node_prev, node_patterns, marginals,
+              transition_counts, pattern_counts, start_counts, end_counts):
+    """Add node v's probability ``p`` (at token g) to the marginals and counts it feeds."""
+    y = node_label[v]
+    marginals[g - row0, y] += p
+    if g == lo:
+        start_counts[y] += p
+    else:
+        transition_counts[node_prev[v], y] += p
+    if g == last:
+        end_counts[y] += p
+    for c in range(node_patterns.shape[1]):
+        if node_patterns[v, c] >= 0:
+            pattern_counts[node_patterns[v, c]] += p
+
+
 @compiled()
 def sequence_pass(unary, row0, transitions, pattern_weights, start, end, lo, hi, order,
                   cand_ptr, node_ptr, node_label, node_prev, node_patterns, edge_ptr,
@@ -286,18 +303,9 @@ def sequence_pass(unary, row0, transitions, pattern_weights, start, end, lo, hi,
         for v in range(node_ptr[g], node_ptr[g + 1]):
             if alpha[v] == -np.inf or beta[v] == -np.inf:
                 continue
-            p = weight * np.exp(alpha[v] + beta[v] - log_z)
-            y = node_label[v]
-            marginals[g - row0, y] += p
-            if g == lo:
-                start_counts[y] += p
-            else:
-                transition_counts[node_prev[v], y] += p
-            if g == last:
-                end_counts[y] += p
-            for c in range(node_patterns.shape[1]):
-                if node_patterns[v, c] >= 0:
-                    pattern_counts[node_patterns[v, c]] += p
+            _add_node(weight * np.exp(alpha[v] + beta[v] - log_z), v, g, lo, last, row0,
+                      node_label, node_prev, node_patterns, marginals, transition_counts,
+                      pattern_counts, start_counts, end_counts)
         if g == lo or g - lo < order:
             continue  # no edge of ``order + 1`` labels yet
         k = cand_ptr[g + 1] - cand_ptr[g]
@@ -404,18 +412,9 @@ def scaled_sequence_pass(unary, row0, transitions, pattern_weights, exp_patterns
                 return np.nan
     for g in range(lo, hi):
         for v in range(node_ptr[g], node_ptr[g + 1]):
-            p = weight * alpha[v] * beta[v]
-            y = node_label[v]
-            marginals[g - row0, y] += p
-            if g == lo:
-                start_counts[y] += p
-            else:
-                transition_counts[node_prev[v], y] += p
-            if g == last:
-                end_counts[y] += p
-            for c in range(node_patterns.shape[1]):
-                if node_patterns[v, c] >= 0:
-                    pattern_counts[node_patterns[v, c]] += p
+            _add_node(weight * alpha[v] * beta[v], v, g, lo, last, row0, node_label,
+                      node_prev, node_patterns, marginals, transition_counts, pattern_counts,
+                      start_counts, end_counts)
         if g - lo < order or g == lo:
             continue
         k = cand_ptr[g + 1] - cand_ptr[g]

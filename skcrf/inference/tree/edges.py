@@ -28,7 +28,7 @@ validates or mutates its inputs.
 import numpy as np
 
 from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
-from .passes import exact_forest_posteriors, forest_viterbi, tree_layout
+from .passes import exact_forest_posteriors, forest_viterbi, read_only, tree_layout
 from ._scaled import scaled_forest_posteriors
 
 
@@ -144,6 +144,7 @@ def tree_edge_forward_backward(unary, edges, root, parents, offsets, with_pairs)
         (zero for a root); (0, n_classes, n_classes) without ``with_pairs``.
     """
     n_tokens, n_classes = unary.shape
+    parents, offsets = read_only(parents, offsets)
     n_sequences = offsets.shape[0] - 1
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)

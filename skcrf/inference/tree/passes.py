@@ -38,6 +38,20 @@ from .._potentials import shifted_exp_by_column_and_row, tree_scaled_potentials
 from ._scaled import scaled_forest_posteriors
 
 
+def read_only(parents, offsets):
+    """Read-only views (no copies) of ``parents`` and ``offsets``, for the kernels.
+
+    Prediction passes a SequenceMatrix's read-only arrays, training arrays it
+    built, and numba compiles a kernel once per writability of an argument:
+    every tree entry point passes both read-only, so each kernel has one
+    specialization (the link-feature tree had four of its kernels twice).
+    """
+    views = parents.view(), offsets.view()
+    for view in views:
+        view.flags.writeable = False
+    return views
+
+
 @compiled()
 def tree_layout(parents, lo, hi, child_ptr, children, order, cursor):
     """Children lists and a breadth-first order of the forest of tokens lo..hi-1.
@@ -382,6 +396,7 @@ def tree_forward_backward(unary, transitions, root, parents, offsets, with_count
         ``b``, summed over all sequences; (0, 0) without ``with_counts``.
     """
     n_tokens, n_classes = unary.shape
+    parents, offsets = read_only(parents, offsets)
     n_sequences = offsets.shape[0] - 1
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
@@ -472,6 +487,7 @@ def forest_viterbi(unary, blocks, per_link, root, parents, offsets):
     ``per_link`` (the link-feature tree), else ``blocks[0]`` every link.
     """
     n_tokens = unary.shape[0]
+    parents, offsets = read_only(parents, offsets)
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     label_ids = np.zeros(n_tokens, np.int64)

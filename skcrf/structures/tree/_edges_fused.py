@@ -11,7 +11,7 @@ that the unfused path builds. Tested against that path on random problems.
 import numpy as np
 
 from ...inference._runtime.batch import chunk_bounds, compiled, longest_sequence, run_chunks
-from ...inference.tree.passes import tree_layout
+from ...inference.tree.passes import read_only, tree_layout
 from ...inference.tree.edges import (exact_tree_edge_posteriors, exp_edge_blocks, root_factors,
                                     scaled_tree_edge_posteriors, tree_edge_workspace)
 from ..chain._edges_fused import _pair_rows
@@ -96,6 +96,7 @@ def tree_edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, 
     root_counts : (n_classes,) float64
     """
     n_classes = transitions.shape[0]
+    parents, offsets = read_only(parents, offsets)
     n_sequences = offsets.shape[0] - 1
     bounds = chunk_bounds(offsets, n_chunks)
     log_z = np.zeros(n_sequences)

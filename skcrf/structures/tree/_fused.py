@@ -11,7 +11,8 @@ import numpy as np
 
 from ...inference._runtime.batch import chunk_bounds, compiled, longest_sequence, run_chunks
 from ...inference._potentials import shifted_exp_by_column_and_row, tree_scaled_potentials
-from ...inference.tree.passes import exact_tree_sequence, scaled_tree_sequence, tree_workspace
+from ...inference.tree.passes import (exact_tree_sequence, read_only, scaled_tree_sequence,
+                                      tree_workspace)
 from ..chain._fused import FusedChainTerms
 from .._fused_features import (clear_chunk_sums, hot_state_rows, scatter_expected,
                               sequence_unary, summed_pair_partials)
@@ -37,6 +38,7 @@ def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
         Expected number of roots of each label.
     """
     n_classes = transitions.shape[0]
+    parents, offsets = read_only(parents, offsets)
     n_sequences = offsets.shape[0] - 1
     n_chunks = partial.shape[0]
     bounds = chunk_bounds(offsets, n_chunks)

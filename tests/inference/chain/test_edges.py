@@ -1,19 +1,19 @@
 """Per-token-transition kernels against brute-force enumeration, plus invariants."""
 
-import numba
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skcrf.inference.chain import order1 as chain
 from skcrf.inference.chain.edges import (edge_sequence_posteriors, edge_workspace,
                                          forward_backward_edges, viterbi_edges)
-from tests._threads import results_per_thread_count
+from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
+                                  brute_force_tests, kernel_settings)
+from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_edges import edge_path_score, enumerate_edge_batch
 
-SETTINGS = settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(100)
 
 
 def _random_scores(rng, n_tokens, n_classes, scale, forbid_edges, forbid_ends=False):
@@ -60,28 +60,14 @@ def _check_against_brute_force(problem):
     assert np.array_equal(no_marginals, got_marginals)
     assert no_pairs.shape == (0, n_classes, n_classes)
 
-    # Viterbi: the path's score equals the best score (ties may pick another path)
     paths = viterbi_edges(*problem)
     assert paths.shape == (n_tokens,) and paths.dtype == np.int64
-    for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
-        if hi == lo or log_z[q] == -np.inf:
-            continue
-        score = edge_path_score(unary[lo:hi], edges[lo:hi], start, end, paths[lo:hi])
-        assert np.isfinite(score), "a forbidden score appeared in a Viterbi path"
-        np.testing.assert_allclose(score, best_scores[q], rtol=1e-12, atol=1e-12)
+    assert_decoded_scores_are_best(offsets, log_z, best_scores, lambda q, lo, hi: (
+        edge_path_score(unary[lo:hi], edges[lo:hi], start, end, paths[lo:hi])))
 
 
-@SETTINGS
-@given(problems())
-def test_matches_brute_force(problem):
-    _check_against_brute_force(problem)
-
-
-@SETTINGS
-@given(problems(scale=400.0))
-def test_matches_brute_force_with_extreme_scores(problem):
-    # scores in the hundreds underflow the scaled pass: the log-space pass takes over
-    _check_against_brute_force(problem)
+test_matches_brute_force, test_matches_brute_force_with_extreme_scores = brute_force_tests(
+    SETTINGS, problems, _check_against_brute_force, extreme_scale=400.0)
 
 
 @SETTINGS
@@ -189,22 +175,17 @@ def test_only_the_first_tokens_edges_are_ignored():
 
 def test_inputs_are_not_mutated():
     batch = _random_batch(300.0, n_sequences=20)
-    copies = [a.copy() for a in batch]
-    forward_backward_edges(*batch, True)
-    viterbi_edges(*batch)
-    work = edge_workspace(30, 4)
     unary, edges, start, end, offsets = batch
-    edge_sequence_posteriors(unary, edges, start, end, offsets[1], offsets[2],
-                             np.empty_like(unary), np.empty_like(edges), work)
-    for original, copy in zip(batch, copies):
-        np.testing.assert_array_equal(original, copy)
+    assert_inputs_not_mutated(
+        batch, lambda: forward_backward_edges(*batch, True), lambda: viterbi_edges(*batch),
+        lambda: edge_sequence_posteriors(unary, edges, start, end, offsets[1], offsets[2],
+                                         np.empty_like(unary), np.empty_like(edges),
+                                         edge_workspace(30, 4)))
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 @pytest.mark.parametrize("scale", [2.0, 400.0])
 def test_bitwise_identical_for_one_and_two_threads(scale):
     batch = _random_batch(scale, n_sequences=500, seed=2)
-    results = dict(zip((1, 2), results_per_thread_count(
-        lambda: (*forward_backward_edges(*batch, True), viterbi_edges(*batch)))))
-    for one, two in zip(results[1], results[2]):
-        assert np.array_equal(one, two)
+    assert_same_for_one_and_two_threads(
+        lambda: (*forward_backward_edges(*batch, True), viterbi_edges(*batch)))

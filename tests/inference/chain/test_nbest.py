@@ -1,7 +1,7 @@
 """n-best and fixed-boundary kernels against brute-force ranking of every labelling."""
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
@@ -12,14 +12,14 @@ from skcrf.inference.chain.nbest import nbest_paths, nbest_paths2
 from skcrf.inference.semimarkov.passes import segment_posteriors, segment_viterbi
 from skcrf.inference.semimarkov.queries import (CUT, NO_REPEAT, fixed_segment_posteriors,
                                                 nbest_segmentations)
+from tests._kernel_checks import kernel_settings, segment_problems as random_segment_problems
 from tests._threads import results_per_thread_count
 from tests.naive import path_score
 from tests.naive_chain2 import path_score2
 from tests.naive_edges import edge_path_score
 from tests.naive_nbest import ranked_labellings, ranked_segmentations
 
-SETTINGS = settings(max_examples=80, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(80)
 
 
 def _forbid(rng, array, share):
@@ -190,25 +190,14 @@ def test_nbest_does_not_depend_on_the_thread_count():
 @st.composite
 def segment_problems(draw, scale=2.0, max_labels=3, max_length=4, with_boundaries=False):
     """Random semi-Markov batches as in the segment kernel tests, with boundary codes."""
-    n_labels = draw(st.integers(1, max_labels))
-    longest = draw(st.integers(1, 3))
-    lengths = draw(st.lists(st.integers(0, max_length), min_size=1, max_size=3))
+    problem = draw(random_segment_problems(scale, max_labels, max_length))
+    n_tokens = problem[-1][-1]
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    n_tokens = sum(lengths)
-    state, first, last = (rng.normal(scale=scale, size=(n_tokens, n_labels)) for _ in range(3))
-    length = rng.normal(scale=scale, size=(n_labels, longest))
-    transitions = rng.normal(scale=scale, size=(n_labels, n_labels))
-    start = rng.normal(scale=scale, size=n_labels)
-    end = rng.normal(scale=scale, size=n_labels)
-    if draw(st.booleans()):
-        for array in (transitions, length, state, first, last, start):
-            _forbid(rng, array, 0.2)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     boundaries = np.zeros(n_tokens, np.int8)
     if with_boundaries:
         boundaries = rng.integers(0, 4, size=n_tokens).astype(np.int8)
         boundaries[rng.random(n_tokens) < 0.4] = 0
-    return (state, first, last, length, transitions, start, end, offsets), boundaries
+    return problem, boundaries
 
 
 def _segments(label_ids, starts, lo, hi):

@@ -1,20 +1,18 @@
 """Kernels against brute-force enumeration, plus invariants."""
 
-import numba
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from unittest import mock
 
 from skcrf.inference.chain import order1 as chain
 from skcrf.inference.chain.order1 import forward_backward, viterbi
-from tests._threads import results_per_thread_count
+from tests._kernel_checks import (assert_decoded_scores_are_best, brute_force_tests,
+                                  invariant_tests, kernel_settings)
 from tests.naive import enumerate_batch, path_score
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(150)
 
 
 @st.composite
@@ -44,27 +42,13 @@ def _check_against_brute_force(problem):
     np.testing.assert_allclose(got_log_z, log_z, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(got_marginals, marginals, atol=1e-9)
     np.testing.assert_allclose(got_counts, counts, atol=1e-8)
-    # Viterbi: the path's score equals the best score (ties may pick another path)
     paths = viterbi(*problem)
-    for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
-        if hi == lo or log_z[q] == -np.inf:
-            continue
-        score = path_score(unary[lo:hi], transitions, start, end, paths[lo:hi])
-        assert np.isfinite(score), "a forbidden transition appeared in a Viterbi path"
-        np.testing.assert_allclose(score, best_scores[q], rtol=1e-12, atol=1e-12)
+    assert_decoded_scores_are_best(offsets, log_z, best_scores, lambda q, lo, hi: path_score(
+        unary[lo:hi], transitions, start, end, paths[lo:hi]))
 
 
-@SETTINGS
-@given(problems())
-def test_matches_brute_force(problem):
-    _check_against_brute_force(problem)
-
-
-@SETTINGS
-@given(problems(scale=400.0))
-def test_matches_brute_force_with_extreme_scores(problem):
-    # scores in the hundreds underflow the scaled pass: the log-space path takes over
-    _check_against_brute_force(problem)
+test_matches_brute_force, test_matches_brute_force_with_extreme_scores = brute_force_tests(
+    SETTINGS, problems, _check_against_brute_force, extreme_scale=400.0)
 
 
 @st.composite
@@ -204,22 +188,9 @@ def test_extreme_scores_stay_finite():
     assert np.isfinite(counts).all()
 
 
-def test_inputs_are_not_mutated():
-    batch = _random_batch(5, n_sequences=10)
-    copies = [a.copy() for a in batch]
-    forward_backward(*batch, True)
-    viterbi(*batch)
-    for original, copy in zip(batch, copies):
-        np.testing.assert_array_equal(original, copy)
-
-
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
-def test_bitwise_identical_for_one_and_two_threads():
-    batch = _random_batch(6, n_sequences=500)
-    results = dict(zip((1, 2), results_per_thread_count(
-        lambda: (*forward_backward(*batch, True), viterbi(*batch)))))
-    for one, two in zip(results[1], results[2]):
-        assert np.array_equal(one, two)
+test_inputs_are_not_mutated, test_bitwise_identical_for_one_and_two_threads = invariant_tests(
+    lambda: _random_batch(5, n_sequences=10), lambda: _random_batch(6, n_sequences=500),
+    lambda batch: (*forward_backward(*batch, True), viterbi(*batch)))
 
 
 def test_slot_features_reads_shifted_types_and_drops_unused_columns():

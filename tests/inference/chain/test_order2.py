@@ -1,18 +1,16 @@
 """Order-2 chain kernels against brute-force enumeration, plus invariants."""
 
-import numba
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings
+
 from hypothesis import strategies as st
 
 from skcrf.inference.chain.order1 import forward_backward, viterbi
 from skcrf.inference.chain.order2 import forward_backward2, viterbi2
-from tests._threads import results_per_thread_count
+from tests._kernel_checks import (assert_decoded_scores_are_best, brute_force_tests,
+                                  invariant_tests, kernel_settings)
 from tests.naive_chain2 import enumerate_batch2, path_score2
 
-SETTINGS = settings(max_examples=100, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(100)
 
 
 @st.composite
@@ -57,27 +55,13 @@ def _check_against_brute_force(problem):
     np.testing.assert_array_equal(no_counts[0], got_log_z)
     np.testing.assert_array_equal(no_counts[1], got_marginals)
     assert no_counts[2].shape == (0, 0) and no_counts[3].shape == (0, 0, 0)
-    # Viterbi: the path's score equals the best score (ties may pick another path)
     paths = viterbi2(*problem)
-    for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
-        if hi == lo or log_z[q] == -np.inf:
-            continue
-        score = path_score2(unary[lo:hi], transitions, trigram, start, end, paths[lo:hi])
-        assert np.isfinite(score), "a forbidden potential appeared in a Viterbi path"
-        np.testing.assert_allclose(score, best_scores[q], rtol=1e-12, atol=1e-12)
+    assert_decoded_scores_are_best(offsets, log_z, best_scores, lambda q, lo, hi: path_score2(
+        unary[lo:hi], transitions, trigram, start, end, paths[lo:hi]))
 
 
-@SETTINGS
-@given(problems())
-def test_matches_brute_force(problem):
-    _check_against_brute_force(problem)
-
-
-@SETTINGS
-@given(problems(scale=400.0))
-def test_matches_brute_force_with_extreme_scores(problem):
-    # scores in the hundreds underflow the scaled pass: the log-space pass takes over
-    _check_against_brute_force(problem)
+test_matches_brute_force, test_matches_brute_force_with_extreme_scores = brute_force_tests(
+    SETTINGS, problems, _check_against_brute_force, extreme_scale=400.0)
 
 
 def _random_batch(seed, n_sequences=200, n_classes=5, scale=2.0, max_length=30):
@@ -199,21 +183,12 @@ def test_long_sequence_with_extreme_scores_stays_finite():
     np.testing.assert_allclose(triples.sum(), n - 2, rtol=1e-9)
 
 
-def test_inputs_are_not_mutated():
-    batch = _random_batch(6, n_sequences=10)
-    copies = [a.copy() for a in batch]
-    forward_backward2(*batch, True)
-    viterbi2(*batch)
-    for original, copy in zip(batch, copies):
-        np.testing.assert_array_equal(original, copy)
-
-
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
-def test_bitwise_identical_for_one_and_two_threads():
+def _large_batch():
     batch = _random_batch(7, n_sequences=500)
-    # a few sequences through the log-space pass too
-    batch[0][:40] *= 300.0
-    results = dict(zip((1, 2), results_per_thread_count(
-        lambda: (*forward_backward2(*batch, True), viterbi2(*batch)))))
-    for one, two in zip(results[1], results[2]):
-        assert np.array_equal(one, two)
+    batch[0][:40] *= 300.0  # a few sequences through the log-space pass too
+    return batch
+
+
+test_inputs_are_not_mutated, test_bitwise_identical_for_one_and_two_threads = invariant_tests(
+    lambda: _random_batch(6, n_sequences=10), _large_batch,
+    lambda batch: (*forward_backward2(*batch, True), viterbi2(*batch)))

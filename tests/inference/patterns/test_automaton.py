@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skcrf.inference.patterns.automaton import (forward_backward_patterns, nbest_patterns,
@@ -10,11 +10,11 @@ from skcrf.inference.patterns.automaton import (forward_backward_patterns, nbest
 from skcrf.structures.patterns.label_patterns import LabelPatterns
 from skcrf.structures.patterns.automaton import PatternAutomaton
 from skcrf.structures.patterns.chain import _ExactTables, move_table_of
+from tests._kernel_checks import kernel_settings
 from tests._threads import results_per_thread_count
 from tests.naive_patterns import enumerate_batch, path_score, pattern_table
 
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(60)
 
 
 @st.composite

@@ -1,9 +1,7 @@
 """Semi-Markov kernels against brute-force enumeration of segmentations, plus identities."""
 
-import numba
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from skcrf.inference.chain.order1 import forward_backward, viterbi
@@ -11,31 +9,17 @@ from skcrf.inference.semimarkov._scaled import (exp_factors, norm_floor,
                                                 scaled_sequence_posteriors, scaled_workspace)
 from skcrf.inference.semimarkov.passes import (COVERED, FIRST, LAST, longest_segments,
                                         no_spans, segment_posteriors, segment_viterbi)
-from tests._threads import results_per_thread_count
+from tests._kernel_checks import (assert_decoded_scores_are_best, brute_force_tests,
+                                  invariant_tests, kernel_settings, segment_problems)
+from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_semimarkov import enumerate_batch, segmentation_score
 
-SETTINGS = settings(max_examples=120, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(120)
 
 
-@st.composite
-def problems(draw, scale=2.0, max_labels=3, max_length=4):
-    """Random batches: 1-3 labels, segments up to 1-3 tokens, sequences of 0-4 tokens, -inf."""
-    n_labels = draw(st.integers(1, max_labels))
-    longest = draw(st.integers(1, 3))
-    lengths = draw(st.lists(st.integers(0, max_length), min_size=1, max_size=3))
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    n_tokens = sum(lengths)
-    state, first, last = (rng.normal(scale=scale, size=(n_tokens, n_labels)) for _ in range(3))
-    length = rng.normal(scale=scale, size=(n_labels, longest))
-    transitions = rng.normal(scale=scale, size=(n_labels, n_labels))
-    start = rng.normal(scale=scale, size=n_labels)
-    end = rng.normal(scale=scale, size=n_labels)
-    if draw(st.booleans()):
-        for array in (transitions, length, state, first, start):
-            array[rng.random(array.shape) < 0.2] = -np.inf
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return state, first, last, length, transitions, start, end, offsets
+def problems(scale=2.0):
+    """Random batches (tests._kernel_checks.segment_problems)."""
+    return segment_problems(scale=scale)
 
 
 def _segments(label_ids, starts, lo, hi):
@@ -54,27 +38,17 @@ def _check_against_brute_force(problem):
     for value, expected in zip(got[2:], (length_counts, pairs, starts_, ends_)):
         np.testing.assert_allclose(value, expected, atol=1e-8)
     label_ids, starts = segment_viterbi(*problem)
-    for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
-        if hi == lo or log_z[q] == -np.inf:
-            continue
+
+    def score_of(q, lo, hi):
         assert starts[lo]
-        segments = _segments(label_ids, starts, lo, hi)
-        score = segmentation_score(state[lo:hi], first[lo:hi], last[lo:hi], length,
-                                   transitions, start, end, segments)
-        assert np.isfinite(score), "a forbidden score appeared in a Viterbi segmentation"
-        np.testing.assert_allclose(score, best_scores[q], rtol=1e-12, atol=1e-12)
+        return segmentation_score(state[lo:hi], first[lo:hi], last[lo:hi], length,
+                                  transitions, start, end, _segments(label_ids, starts, lo, hi))
+
+    assert_decoded_scores_are_best(offsets, log_z, best_scores, score_of)
 
 
-@SETTINGS
-@given(problems())
-def test_matches_brute_force(problem):
-    _check_against_brute_force(problem)
-
-
-@SETTINGS
-@given(problems(scale=300.0))
-def test_matches_brute_force_with_extreme_scores(problem):
-    _check_against_brute_force(problem)
+test_matches_brute_force, test_matches_brute_force_with_extreme_scores = brute_force_tests(
+    SETTINGS, problems, _check_against_brute_force, extreme_scale=300.0)
 
 
 def _scaled_pass(problem, spans=None):
@@ -221,22 +195,9 @@ def test_long_sequence_with_extreme_scores_stays_finite():
     assert all(np.isfinite(c).all() for c in counts)
 
 
-def test_inputs_are_not_mutated():
-    problem = _random_batch(5, n_sequences=10)
-    copies = [a.copy() for a in problem]
-    segment_posteriors(*problem)
-    segment_viterbi(*problem)
-    for original, copy in zip(problem, copies):
-        np.testing.assert_array_equal(original, copy)
-
-
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
-def test_bitwise_identical_for_one_and_two_threads():
-    problem = _random_batch(6, n_sequences=400)
-    one, two = results_per_thread_count(
-        lambda: (*segment_posteriors(*problem), *segment_viterbi(*problem)))
-    for a, b in zip(one, two):
-        assert np.array_equal(a, b)
+test_inputs_are_not_mutated, test_bitwise_identical_for_one_and_two_threads = invariant_tests(
+    lambda: _random_batch(5, n_sequences=10), lambda: _random_batch(6, n_sequences=400),
+    lambda batch: (*segment_posteriors(*batch), *segment_viterbi(*batch)))
 
 
 # --- span scores: segment features' scores of whole segments -----------------------------
@@ -325,13 +286,11 @@ def test_zero_span_scores_change_nothing():
         np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_span_scores_bitwise_identical_for_one_and_two_threads():
     problem = _random_batch(8, n_sequences=300)
     n_tokens, n_labels = problem[0].shape
     spans = np.random.default_rng(1).normal(size=(n_tokens, 3, n_labels))
-    one, two = results_per_thread_count(
+    assert_same_for_one_and_two_threads(
         lambda: (*segment_posteriors(*problem, spans=spans),
                  *segment_viterbi(*problem, spans=spans)))
-    for a, b in zip(one, two):
-        assert np.array_equal(a, b)

@@ -1,41 +1,20 @@
 """Tree kernels with a score per link against brute force, the plain tree, and invariants."""
 
-import numba
 import numpy as np
-import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import given
 
 from skcrf.inference.tree.passes import tree_forward_backward, tree_viterbi
 from skcrf.inference.tree.edges import tree_edge_forward_backward, tree_edge_viterbi
-from tests._threads import results_per_thread_count
+from tests._kernel_checks import (assert_decoded_scores_are_best, brute_force_tests,
+                                  forest_problems, invariant_tests, kernel_settings)
 from tests.naive_tree import SHAPES, batch_of_forests, enumerate_forest_edges, labelling_score
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(150)
 
 
-@st.composite
-def problems(draw, scale=3.0, max_classes=3, max_length=5, forbid=True):
-    """Random batches: 1-3 classes, forests of 0-5 nodes, a score block per link, some -inf.
-
-    Returns (unary, edges, root, parents, offsets).
-    """
-    n_classes = draw(st.integers(1, max_classes))
-    lengths = draw(st.lists(st.integers(0, max_length), min_size=1, max_size=4))
-    shapes = draw(st.lists(st.sampled_from(SHAPES), min_size=len(lengths),
-                           max_size=len(lengths)))
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    parents, offsets = batch_of_forests(rng, lengths, shapes)
-    n_tokens = int(offsets[-1])
-    unary = rng.normal(scale=scale, size=(n_tokens, n_classes))
-    edges = rng.normal(scale=scale, size=(n_tokens, n_classes, n_classes))
-    root = rng.normal(scale=scale, size=n_classes)
-    if forbid:
-        for scores, rate in ((unary, 0.2), (edges, 0.3), (root, 0.3)):
-            if draw(st.booleans()):
-                scores[rng.random(scores.shape) < rate] = -np.inf
-    return unary, edges, root, parents, offsets
+def problems(scale=3.0, max_classes=3, max_length=5, forbid=True):
+    """Random batches of forests, a score block per link (tests._kernel_checks.forest_problems)."""
+    return forest_problems(scale, max_classes, max_length, forbid, per_link=True)
 
 
 def _check_against_brute_force(problem):
@@ -44,34 +23,24 @@ def _check_against_brute_force(problem):
     labels = tree_edge_viterbi(*problem)
     for got in (got_log_z, got_marginals, got_pairs):
         assert not np.isnan(got).any()
+    best_scores = np.empty(len(offsets) - 1)
     for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
-        log_z, marginals, pairs, _, best = enumerate_forest_edges(
+        log_z, marginals, pairs, _, best_scores[q] = enumerate_forest_edges(
             unary[lo:hi], edges[lo:hi], root, parents[lo:hi])
         np.testing.assert_allclose(got_log_z[q], log_z, rtol=1e-9, atol=1e-9)
         np.testing.assert_allclose(got_marginals[lo:hi], marginals, atol=1e-9)
         np.testing.assert_allclose(got_pairs[lo:hi], pairs, atol=1e-9)
-        if hi == lo or log_z == -np.inf:
-            continue
-        score = labelling_score(unary[lo:hi], None, root, parents[lo:hi], labels[lo:hi],
-                                edges=edges[lo:hi])
-        assert np.isfinite(score), "a forbidden score appeared in a Viterbi labelling"
-        np.testing.assert_allclose(score, best, rtol=1e-12, atol=1e-12)
+    assert_decoded_scores_are_best(offsets, got_log_z, best_scores, lambda q, lo, hi: (
+        labelling_score(unary[lo:hi], None, root, parents[lo:hi], labels[lo:hi],
+                        edges=edges[lo:hi])))
     # without pairs: the same log Z and marginals, bit for bit
     again = tree_edge_forward_backward(*problem, False)
     assert np.array_equal(again[0], got_log_z) and np.array_equal(again[1], got_marginals)
     assert again[2].shape == (0,) + edges.shape[1:]
 
 
-@SETTINGS
-@given(problems())
-def test_matches_brute_force(problem):
-    _check_against_brute_force(problem)
-
-
-@SETTINGS
-@given(problems(scale=300.0))
-def test_matches_brute_force_with_extreme_scores(problem):
-    _check_against_brute_force(problem)
+test_matches_brute_force, test_matches_brute_force_with_extreme_scores = brute_force_tests(
+    SETTINGS, problems, _check_against_brute_force, extreme_scale=300.0)
 
 
 @SETTINGS
@@ -111,19 +80,6 @@ def test_pair_marginals_add_up_to_the_marginals():
     assert not pairs[~child].any()
 
 
-def test_inputs_are_not_mutated():
-    problem = _random_batch(2, n_sequences=30)
-    copies = [a.copy() for a in problem]
-    tree_edge_forward_backward(*problem, True)
-    tree_edge_viterbi(*problem)
-    for original, copy in zip(problem, copies):
-        np.testing.assert_array_equal(original, copy)
-
-
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
-def test_bitwise_identical_for_one_and_two_threads():
-    problem = _random_batch(3)
-    one, two = results_per_thread_count(
-        lambda: (*tree_edge_forward_backward(*problem, True), tree_edge_viterbi(*problem)))
-    for a, b in zip(one, two):
-        assert np.array_equal(a, b)
+test_inputs_are_not_mutated, test_bitwise_identical_for_one_and_two_threads = invariant_tests(
+    lambda: _random_batch(2, n_sequences=30), lambda: _random_batch(3),
+    lambda batch: (*tree_edge_forward_backward(*batch, True), tree_edge_viterbi(*batch)))

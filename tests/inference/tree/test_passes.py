@@ -1,47 +1,27 @@
 """Tree kernels against brute-force enumeration, the chain they generalize, and invariants."""
 
-import numba
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 from skcrf.inference.chain.order1 import forward_backward, viterbi
 from skcrf.inference.tree.passes import tree_forward_backward, tree_layout, tree_viterbi
-from tests._threads import results_per_thread_count
+from tests._kernel_checks import (assert_decoded_scores_are_best, assert_inputs_not_mutated,
+                                  brute_force_tests, forest_problems, kernel_settings)
+from tests._threads import assert_same_for_one_and_two_threads, needs_two_threads
 from tests.naive_tree import (SHAPES, batch_of_forests, enumerate_batch, labelling_score,
                               random_forest)
 
-SETTINGS = settings(max_examples=150, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(150)
 #: The chain identities run two kernels on longer sequences: fewer examples
 IDENTITY_SETTINGS = settings(SETTINGS, max_examples=100)
 
 
-@st.composite
-def problems(draw, scale=3.0, max_classes=3, max_length=5, forbid=True):
-    """Random batches: 1-3 classes, forests of 0-5 nodes, some -inf scores.
-
-    Returns (unary, transitions, root, parents, offsets).
-    """
-    n_classes = draw(st.integers(1, max_classes))
-    lengths = draw(st.lists(st.integers(0, max_length), min_size=1, max_size=4))
-    shapes = draw(st.lists(st.sampled_from(SHAPES), min_size=len(lengths),
-                           max_size=len(lengths)))
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    parents, offsets = batch_of_forests(rng, lengths, shapes)
-    n_tokens = int(offsets[-1])
-    unary = rng.normal(scale=scale, size=(n_tokens, n_classes))
-    transitions = rng.normal(scale=scale, size=(n_classes, n_classes))
-    root = rng.normal(scale=scale, size=n_classes)
-    if forbid:
-        # each kind of -inf independently: some sequences become infeasible
-        for scores, rate in ((unary, 0.2), (transitions, 0.3), (root, 0.3)):
-            if draw(st.booleans()):
-                scores[rng.random(scores.shape) < rate] = -np.inf
-    return unary, transitions, root, parents, offsets
+def problems(scale=3.0, max_classes=3, max_length=5, forbid=True):
+    """Random forests, one block for every link (tests._kernel_checks.forest_problems)."""
+    return forest_problems(scale, max_classes, max_length, forbid, per_link=False)
 
 
 def _check_against_brute_force(problem):
@@ -65,28 +45,15 @@ def _check_against_brute_force(problem):
     # Viterbi: the labelling's score equals the best score (ties may pick another)
     labels = tree_viterbi(*problem)
     assert labels.shape == (offsets[-1],)
-    for q, (lo, hi) in enumerate(zip(offsets[:-1], offsets[1:])):
-        assert np.all((labels[lo:hi] >= 0) & (labels[lo:hi] < unary.shape[1]))
-        if hi == lo or log_z[q] == -np.inf:
-            continue
-        score = labelling_score(unary[lo:hi], transitions, root, parents[lo:hi],
-                                labels[lo:hi])
-        assert np.isfinite(score), "a forbidden score appeared in a Viterbi labelling"
-        np.testing.assert_allclose(score, best_scores[q], rtol=1e-12, atol=1e-12)
+    assert np.all((labels >= 0) & (labels < unary.shape[1]))
+    assert_decoded_scores_are_best(offsets, log_z, best_scores, lambda q, lo, hi: (
+        labelling_score(unary[lo:hi], transitions, root, parents[lo:hi], labels[lo:hi])))
 
 
-@SETTINGS
-@given(problems())
-def test_matches_brute_force(problem):
-    _check_against_brute_force(problem)
-
-
-@SETTINGS
-@given(problems(scale=400.0))
-def test_matches_brute_force_with_extreme_scores(problem):
-    # scores in the hundreds: messages and link blocks that underflow a
-    # factored product go through the exact log-space sums
-    _check_against_brute_force(problem)
+# at scores in the hundreds, messages and link blocks that underflow a factored
+# product go through the exact log-space sums
+test_matches_brute_force, test_matches_brute_force_with_extreme_scores = brute_force_tests(
+    SETTINGS, problems, _check_against_brute_force, extreme_scale=400.0)
 
 
 def test_a_downward_value_in_the_subnormal_range_is_not_trusted():
@@ -465,11 +432,8 @@ def test_ties_are_decided_the_same_way_every_time():
 
 def test_inputs_are_not_mutated():
     batch = _random_batch(8, n_sequences=10)
-    copies = [a.copy() for a in batch]
-    tree_forward_backward(*batch, True)
-    tree_viterbi(*batch)
-    for original, copy in zip(batch, copies):
-        np.testing.assert_array_equal(original, copy)
+    assert_inputs_not_mutated(batch, lambda: tree_forward_backward(*batch, True),
+                              lambda: tree_viterbi(*batch))
 
 
 def test_layout_orders_every_node_after_its_parent():
@@ -496,10 +460,8 @@ def test_layout_orders_every_node_after_its_parent():
     assert tree_layout(cyclic, 0, 3, *scratch) == 1
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_bitwise_identical_for_one_and_two_threads():
     batch = _random_batch(10, n_sequences=500)
-    results = dict(zip((1, 2), results_per_thread_count(
-        lambda: (*tree_forward_backward(*batch, True), tree_viterbi(*batch)))))
-    for one, two in zip(results[1], results[2]):
-        assert np.array_equal(one, two)
+    assert_same_for_one_and_two_threads(
+        lambda: (*tree_forward_backward(*batch, True), tree_viterbi(*batch)))

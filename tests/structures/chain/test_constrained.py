@@ -16,6 +16,7 @@ from skcrf._estimators.constraints import TransitionConstraints
 from skcrf.features.arrays import as_feature_arrays
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.chain.order1 import ChainStructure
+from tests._structure_checks import assert_fused_equals_unfused
 
 VARIANTS = {"order1": dict(), "order2": dict(order=2),
             "edges": dict(transition_columns=np.array([True, False, True, True]))}
@@ -110,12 +111,7 @@ def test_fused_kernels_equal_the_unfused_path_with_constraints(variant):
     problem = _problem(4)
     structure = _structure(problem, **VARIANTS[variant])
     fused, unfused = _loss(structure, problem), _loss(structure, problem, fused=False)
-    for scale in (0.5, 40.0):
-        w = np.random.default_rng(5).normal(scale=scale, size=structure.n_parameters)
-        value, grad = fused(w)
-        value_u, grad_u = unfused(w)
-        np.testing.assert_allclose(value, value_u, rtol=1e-11)
-        np.testing.assert_allclose(grad, grad_u, rtol=1e-9, atol=1e-9)
+    assert_fused_equals_unfused(fused, unfused, scales=(0.5, 40.0), seed=5)
 
 
 def test_coefficients_show_the_forbidden_weights_as_minus_inf():

@@ -8,7 +8,6 @@ case of the richer one.
 
 import itertools
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -19,19 +18,15 @@ from skcrf.features.arrays import as_feature_arrays
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure, edge_label_ids
 from tests._chain_loss import chain_loss
-from tests._threads import results_per_thread_count
+from tests._structure_checks import (assert_fused_equals_unfused,
+                                     assert_gradient_matches_finite_differences,
+                                     assert_loss_same_for_one_and_two_threads,
+                                     assert_zero_extra_weights_give_the_simpler, chain_problem)
+from tests._threads import needs_two_threads
 
 
 def _problem(seed, n_sequences=5, n_features=6, n_classes=3, max_length=4, binary=False):
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, max_length + 1, size=n_sequences)
-    lengths[0], lengths[1] = 1, max_length  # always one length-1 and one full sequence
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    n_tokens = int(offsets[-1])
-    dense = (rng.random((n_tokens, n_features)) < 0.5) * (
-        1.0 if binary else rng.normal(size=(n_tokens, n_features)))
-    label_ids = rng.integers(0, n_classes, size=n_tokens)
-    return sp.csr_matrix(dense), offsets, label_ids, n_classes
+    return chain_problem(seed, n_sequences, n_features, n_classes, max_length, binary)
 
 
 def _structure(X, offsets, label_ids, n_classes, order=1, transition_columns=None,
@@ -113,10 +108,7 @@ def test_gradient_matches_finite_differences(variant):
     X, offsets, label_ids, n_classes = _problem(2)
     structure = _structure(X, offsets, label_ids, n_classes, **VARIANTS[variant])
     loss = _loss(structure, X, offsets, label_ids, l2=0.2)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 @pytest.mark.parametrize("binary", [False, True])
@@ -128,55 +120,20 @@ def test_fused_kernel_equals_unfused_path(binary, edges):
     structure = _structure(X, offsets, label_ids, n_classes, transition_columns=columns)
     fused = _loss(structure, X, offsets, label_ids, l2=0.1)
     unfused = _loss(structure, X, offsets, label_ids, l2=0.1, fused=False)
-    assert fused.terms is not unfused.terms
     # 40: extreme enough for the log-space fallback; 400: past the bound of the
     # exponentiated-weight route for binary features (PRODUCT_EXPONENT_BOUND)
-    for scale in (0.5, 40.0, 400.0):
-        w = np.random.default_rng(5).normal(scale=scale, size=fused.n_parameters)
-        value, grad = fused(w)
-        value_u, grad_u = unfused(w)
-        np.testing.assert_allclose(value, value_u, rtol=1e-11)
-        np.testing.assert_allclose(grad, grad_u, rtol=1e-9, atol=1e-9)
+    assert_fused_equals_unfused(fused, unfused, scales=(0.5, 40.0, 400.0), seed=5)
 
 
-def _shared_blocks(structure, w):
-    blocks = structure.layout.views(w)
-    return [blocks[name] for name in ("state", "transitions", "start", "end")]
-
-
-def test_order_2_with_zero_trigram_weights_equals_order_1():
-    X, offsets, label_ids, n_classes = _problem(6, n_sequences=30, max_length=8)
-    first = _structure(X, offsets, label_ids, n_classes)
-    second = _structure(X, offsets, label_ids, n_classes, order=2)
-    loss1 = _loss(first, X, offsets, label_ids, l2=0.1)
-    loss2 = _loss(second, X, offsets, label_ids, l2=0.1)
-    w1 = np.random.default_rng(7).normal(size=loss1.n_parameters)
-    w2 = second.layout.zeros()
-    for target, source in zip(_shared_blocks(second, w2), _shared_blocks(first, w1)):
-        target[...] = source
-    value1, grad1 = loss1(w1)
-    value2, grad2 = loss2(w2)
-    np.testing.assert_allclose(value2, value1, rtol=1e-12)
-    for block2, block1 in zip(_shared_blocks(second, grad2), _shared_blocks(first, grad1)):
-        np.testing.assert_allclose(block2, block1, rtol=1e-9, atol=1e-10)
-
-
-def test_zero_edge_weights_equal_plain_transitions():
-    X, offsets, label_ids, n_classes = _problem(8, n_sequences=30, max_length=8)
-    plain = _structure(X, offsets, label_ids, n_classes)
-    edged = _structure(X, offsets, label_ids, n_classes,
-                       transition_columns=np.ones(X.shape[1], dtype=bool))
-    loss_plain = _loss(plain, X, offsets, label_ids, l2=0.1)
-    loss_edged = _loss(edged, X, offsets, label_ids, l2=0.1)
-    w = np.random.default_rng(9).normal(size=loss_plain.n_parameters)
-    w_edged = edged.layout.zeros()
-    for target, source in zip(_shared_blocks(edged, w_edged), _shared_blocks(plain, w)):
-        target[...] = source
-    value, grad = loss_plain(w)
-    value_e, grad_e = loss_edged(w_edged)
-    np.testing.assert_allclose(value_e, value, rtol=1e-12)
-    for block_e, block in zip(_shared_blocks(edged, grad_e), _shared_blocks(plain, grad)):
-        np.testing.assert_allclose(block_e, block, rtol=1e-9, atol=1e-10)
+@pytest.mark.parametrize("seed, order, edges", [(6, 2, False), (8, 1, True)],
+                         ids=["zero trigram weights", "zero edge weights"])
+def test_zero_extra_weights_give_the_order_1_chain(seed, order, edges):
+    X, offsets, label_ids, n_classes = _problem(seed, n_sequences=30, max_length=8)
+    columns = np.ones(X.shape[1], dtype=bool) if edges else None
+    assert_zero_extra_weights_give_the_simpler(
+        _structure(X, offsets, label_ids, n_classes),
+        _structure(X, offsets, label_ids, n_classes, order=order, transition_columns=columns),
+        as_feature_arrays(X), as_feature_arrays(X), offsets, label_ids, seed=seed + 1)
 
 
 def test_transition_features_with_all_zero_values_equal_plain_transitions():
@@ -238,17 +195,14 @@ def test_gold_statistics_count_trigrams_within_sequences_only():
     np.testing.assert_array_equal(gold["transitions"], [[0, 1], [1, 1]])
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 @pytest.mark.parametrize("variant", ["order2", "edges"])
 def test_loss_bitwise_identical_for_one_and_two_threads(variant):
     X, offsets, label_ids, n_classes = _problem(12, n_sequences=300, n_features=6,
                                                 n_classes=4, max_length=15)
     structure = _structure(X, offsets, label_ids, n_classes, **VARIANTS[variant])
     loss = _loss(structure, X, offsets, label_ids, l2=0.1)
-    w = np.random.default_rng(13).normal(size=loss.n_parameters)
-    one, two = results_per_thread_count(lambda: loss(w))
-    assert one[0] == two[0]
-    assert np.array_equal(one[1], two[1])
+    assert_loss_same_for_one_and_two_threads(loss, seed=13)
 
 
 def test_state_pairs_observed_by_codes_equals_dense_pattern():

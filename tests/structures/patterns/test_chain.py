@@ -10,30 +10,22 @@ dense order-2 chain.
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from scipy.optimize import approx_fprime
 
 from skcrf.features.arrays import as_feature_arrays
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.patterns import chain as pattern_chain
-from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure
 from skcrf.structures.patterns.label_patterns import LabelPatterns
 from skcrf.structures.patterns.chain import PatternChainStructure
-from tests._threads import results_per_thread_count
+from tests._structure_checks import (assert_fused_equals_unfused,
+                                     assert_gradient_matches_finite_differences,
+                                     assert_loss_same_for_one_and_two_threads,
+                                     assert_zero_extra_weights_give_the_simpler, chain_problem)
 from tests.naive_patterns import enumerate_sequence
 
 
 def _problem(seed, n_sequences=6, n_features=5, n_classes=3, max_length=5, binary=False):
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, max_length + 1, size=n_sequences)
-    lengths[0], lengths[1] = 1, max_length  # always one length-1 and one full sequence
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    n_tokens = int(offsets[-1])
-    dense = (rng.random((n_tokens, n_features)) < 0.5) * (
-        1.0 if binary else rng.normal(size=(n_tokens, n_features)))
-    label_ids = rng.integers(0, n_classes, size=n_tokens)
-    return sp.csr_matrix(dense), offsets, label_ids, n_classes
+    return chain_problem(seed, n_sequences, n_features, n_classes, max_length, binary)
 
 
 def _structure(X, offsets, label_ids, n_classes, order, **options):
@@ -83,10 +75,7 @@ def test_gradient_matches_finite_differences(order, fused):
     structure = _structure(X, offsets, label_ids, n_classes, order)
     assert structure.patterns.n_patterns > 0
     loss = _loss(structure, X, offsets, label_ids, fused=fused)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 @pytest.mark.parametrize("binary", [False, True])
@@ -97,15 +86,9 @@ def test_fused_kernel_equals_unfused_path(order, binary):
     structure = _structure(X, offsets, label_ids, n_classes, order)
     fused = _loss(structure, X, offsets, label_ids, l2=0.1)
     unfused = _loss(structure, X, offsets, label_ids, l2=0.1, fused=False)
-    assert fused.terms is not unfused.terms
     # 8: pattern weights past the scaled pass's guard (the exact pass runs);
     # 400: past the exponentiated-weight route of binary features
-    for scale in (0.5, 8.0, 400.0):
-        w = np.random.default_rng(5).normal(scale=scale, size=fused.n_parameters)
-        value, grad = fused(w)
-        value_u, grad_u = unfused(w)
-        np.testing.assert_allclose(value, value_u, rtol=1e-11)
-        np.testing.assert_allclose(grad, grad_u, rtol=1e-9, atol=1e-9)
+    assert_fused_equals_unfused(fused, unfused, scales=(0.5, 8.0, 400.0), seed=5)
 
 
 def test_fused_objective_does_not_depend_on_the_thread_count():
@@ -113,10 +96,7 @@ def test_fused_objective_does_not_depend_on_the_thread_count():
                                                 max_length=6, binary=True)
     structure = _structure(X, offsets, label_ids, n_classes, 3)
     loss = _loss(structure, X, offsets, label_ids)
-    w = np.random.default_rng(10).normal(size=loss.n_parameters)
-    first, second = results_per_thread_count(lambda: loss(w))
-    assert first[0] == second[0]
-    np.testing.assert_array_equal(first[1], second[1])
+    assert_loss_same_for_one_and_two_threads(loss, seed=10)
 
 
 def _blocks(structure, w):
@@ -169,14 +149,8 @@ def test_zero_pattern_weights_are_the_order_1_chain():
     X, offsets, label_ids, n_classes = _problem(8, n_sequences=30, max_length=8)
     first = ChainStructure.for_training(as_feature_arrays(X), offsets, label_ids, n_classes)
     third = _structure(X, offsets, label_ids, n_classes, 3)
-    w1 = np.random.default_rng(9).normal(size=first.n_parameters)
-    w3 = _with_weights(third, _blocks(first, w1), 0.0)
-    value1, grad1 = _loss(first, X, offsets, label_ids)(w1)
-    value3, grad3 = _loss(third, X, offsets, label_ids)(w3)
-    np.testing.assert_allclose(value3, value1, rtol=1e-11)
-    for name in ("state", "transitions", "start", "end"):
-        np.testing.assert_allclose(third.layout.views(grad3)[name],
-                                   first.layout.views(grad1)[name], rtol=1e-9, atol=1e-10)
+    assert_zero_extra_weights_give_the_simpler(first, third, as_feature_arrays(X),
+                                               as_feature_arrays(X), offsets, label_ids, seed=9)
 
 
 def test_every_trigram_at_order_2_is_the_dense_order_2_chain(monkeypatch):

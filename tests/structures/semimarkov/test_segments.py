@@ -1,18 +1,21 @@
 """Segment features in the semi-Markov structure: brute force over all segmentations, and the
 fused kernel against the unfused path."""
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import approx_fprime
 
 from skcrf.features.arrays import FeatureArrays
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.semimarkov.structure import SemiMarkovStructure
 from skcrf.structures.semimarkov.segment_scores import (SegmentScores, Segmentation, segment_codes,
                                              segment_decode, segment_role_posteriors)
-from tests._threads import results_per_thread_count
+from tests._structure_checks import (assert_fused_loss_equals_unfused,
+                                     assert_gradient_matches_finite_differences,
+                                     assert_loss_same_for_one_and_two_threads,
+                                     assert_zero_extra_weights_give_the_simpler, random_lengths,
+                                     random_segmentation)
+from tests._threads import needs_two_threads
 from tests.naive_semimarkov import enumerate_sequence, segmentation_score
 
 
@@ -24,8 +27,7 @@ def _problem(seed, n_sequences=5, n_features=4, n_segment_features=5, span_lengt
     matrices, offsets and the gold codes.
     """
     rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, max_length + 1, size=n_sequences)
-    lengths[0], lengths[1] = 1, max_length
+    lengths = random_lengths(rng, n_sequences, max_length)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     n_tokens = int(offsets[-1])
     L = span_length
@@ -42,15 +44,7 @@ def _problem(seed, n_sequences=5, n_features=4, n_segment_features=5, span_lengt
     features = FeatureArrays.from_sparse(sp.csr_matrix(x))
     features.segments = FeatureArrays.from_sparse(sp.csr_matrix(segments))
     features.segment_length = L
-    label_ids = np.zeros(n_tokens, dtype=np.int64)
-    starts = np.zeros(n_tokens, dtype=bool)
-    for lo, hi in zip(offsets[:-1], offsets[1:]):
-        a = lo
-        while a < hi:
-            b = min(hi, a + int(rng.integers(1, longest + 1)))
-            label_ids[a:b] = rng.integers(n_labels)
-            starts[a] = True
-            a = b
+    label_ids, starts = random_segmentation(rng, offsets, n_labels, longest)
     return features, x, segments, offsets, segment_codes(label_ids, starts, n_labels)
 
 
@@ -115,10 +109,7 @@ def test_gradient_matches_finite_differences(span_length, fused):
     features, x, segments, offsets, codes = _problem(2, span_length=span_length)
     structure = _structure(features, offsets, codes)
     loss = NegativeLogLikelihood(structure, features, offsets, codes, l2=0.2, fused=fused)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 def test_viterbi_and_marginals_match_brute_force():
@@ -146,18 +137,8 @@ def test_zero_segment_weights_give_the_plain_structure():
     with_segments = _structure(features, offsets, codes)
     plain_features = FeatureArrays.from_sparse(sp.csr_matrix(x))
     plain = SemiMarkovStructure(with_segments.token_pairs, with_segments.max_lengths)
-    w_plain = np.random.default_rng(7).normal(size=plain.n_parameters)
-    w = with_segments.layout.zeros()
-    for name in plain.layout.shapes:
-        with_segments.layout.view(w, name)[...] = plain.layout.view(w_plain, name)
-    for fused in (False, True):
-        a = NegativeLogLikelihood(plain, plain_features, offsets, codes, l2=0.0, fused=fused)
-        b = NegativeLogLikelihood(with_segments, features, offsets, codes, l2=0.0, fused=fused)
-        (loss_a, grad_a), (loss_b, grad_b) = a(w_plain), b(w)
-        np.testing.assert_allclose(loss_b, loss_a, rtol=1e-12)
-        for name in plain.layout.shapes:
-            np.testing.assert_allclose(with_segments.layout.view(grad_b, name),
-                                       plain.layout.view(grad_a, name), atol=1e-10)
+    assert_zero_extra_weights_give_the_simpler(plain, with_segments, plain_features, features,
+                                               offsets, codes, seed=7)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -170,11 +151,7 @@ def test_fused_equals_unfused_on_random_problems(seed):
     structure = _structure(features, offsets, codes, max_lengths=(3, 3, 4),
                            every=bool(seed % 2))
     w = rng.normal(scale=scale, size=structure.n_parameters)
-    fused = NegativeLogLikelihood(structure, features, offsets, codes, l2=0.1)(w)
-    unfused = NegativeLogLikelihood(structure, features, offsets, codes, l2=0.1,
-                                    fused=False)(w)
-    np.testing.assert_allclose(fused[0], unfused[0], rtol=1e-10)
-    np.testing.assert_allclose(fused[1], unfused[1], rtol=1e-8, atol=1e-8)
+    assert_fused_loss_equals_unfused(structure, features, offsets, codes, w)
 
 
 def test_coefficients_round_trip_to_the_same_scores():
@@ -199,13 +176,10 @@ def _kept(structure):
     return kept
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_fused_loss_bitwise_identical_for_one_and_two_threads():
     features, x, segments, offsets, codes = _problem(12, n_sequences=300, max_length=15,
                                                      span_length=3)
     structure = _structure(features, offsets, codes)
     loss = NegativeLogLikelihood(structure, features, offsets, codes, l2=0.1)
-    w = np.random.default_rng(13).normal(size=loss.n_parameters)
-    one, two = results_per_thread_count(lambda: loss(w))
-    assert one[0] == two[0]
-    assert np.array_equal(one[1], two[1])
+    assert_loss_same_for_one_and_two_threads(loss, seed=13)

@@ -1,10 +1,8 @@
 """The semi-Markov structure's objective against brute force, and its identity with the chain."""
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import approx_fprime
 from scipy.special import logsumexp
 
 from skcrf.features.arrays import as_feature_arrays
@@ -13,7 +11,10 @@ from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure
 from skcrf.structures.semimarkov.structure import SemiMarkovStructure
 from skcrf.structures.semimarkov.segment_scores import SegmentScores, Segmentation, segment_codes
-from tests._threads import results_per_thread_count
+from tests._structure_checks import (assert_gradient_matches_finite_differences,
+                                     assert_loss_same_for_one_and_two_threads, random_features,
+                                     random_lengths, random_segmentation)
+from tests._threads import needs_two_threads
 from tests.naive_semimarkov import labelled_segmentations, segmentation_score
 
 
@@ -21,21 +22,11 @@ def _problem(seed, n_sequences=5, n_features=5, n_labels=3, max_length=4, longes
              binary=False):
     """Random features and a random gold segmentation with segments of at most ``longest``."""
     rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, max_length + 1, size=n_sequences)
-    lengths[0], lengths[1] = 1, max_length
+    lengths = random_lengths(rng, n_sequences, max_length)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     n_tokens = int(offsets[-1])
-    dense = (rng.random((n_tokens, n_features)) < 0.5) * (
-        1.0 if binary else rng.normal(size=(n_tokens, n_features)))
-    label_ids = np.zeros(n_tokens, dtype=np.int64)
-    starts = np.zeros(n_tokens, dtype=bool)
-    for lo, hi in zip(offsets[:-1], offsets[1:]):
-        a = lo
-        while a < hi:
-            b = min(hi, a + int(rng.integers(1, longest + 1)))
-            label_ids[a:b] = rng.integers(n_labels)
-            starts[a] = True
-            a = b
+    dense = random_features(rng, n_tokens, n_features, binary)
+    label_ids, starts = random_segmentation(rng, offsets, n_labels, longest)
     return sp.csr_matrix(dense), offsets, segment_codes(label_ids, starts, n_labels)
 
 
@@ -128,10 +119,7 @@ def test_gradient_matches_finite_differences(variant):
     X, offsets, codes = _codes_for(variant, 2)
     structure = _structure(X, offsets, codes, **VARIANTS[variant])
     loss = NegativeLogLikelihood(structure, as_feature_arrays(X), offsets, codes, l2=0.2)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 def test_segments_of_one_token_without_length_and_boundary_weights_equal_the_chain():
@@ -209,12 +197,9 @@ def test_forbidden_repeats_get_zero_probability():
         np.testing.assert_allclose(a, b, atol=1e-12)
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_loss_bitwise_identical_for_one_and_two_threads():
     X, offsets, codes = _problem(12, n_sequences=300, n_features=6, max_length=15)
     structure = _structure(X, offsets, codes, [3, 3, 3])
     loss = NegativeLogLikelihood(structure, as_feature_arrays(X), offsets, codes, l2=0.1)
-    w = np.random.default_rng(13).normal(size=loss.n_parameters)
-    one, two = results_per_thread_count(lambda: loss(w))
-    assert one[0] == two[0]
-    assert np.array_equal(one[1], two[1])
+    assert_loss_same_for_one_and_two_threads(loss, seed=13)

@@ -1,37 +1,23 @@
 """Link features of the tree structure: brute force, finite differences, the fused kernel,
 and the plain tree they reduce to with zero weights."""
 
-import numba
 import numpy as np
 import pytest
-import scipy.sparse as sp
-from scipy.optimize import approx_fprime
 from scipy.special import logsumexp
 
-from skcrf.features.arrays import FeatureArrays
-from skcrf.features.sequence_matrix import SequenceMatrix
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.tree.structure import (TreeScores, TreeStructure, tree_decode,
                                    tree_labelling_scores, tree_posteriors)
-from tests._threads import results_per_thread_count
-from tests.naive_tree import (all_labellings, batch_of_forests, enumerate_forest_edges,
-                              labelling_score)
+from tests._structure_checks import (assert_fused_loss_equals_unfused,
+                                     assert_gradient_matches_finite_differences,
+                                     assert_loss_same_for_one_and_two_threads,
+                                     assert_zero_extra_weights_give_the_simpler, forest_problem)
+from tests._threads import needs_two_threads
+from tests.naive_tree import all_labellings, enumerate_forest_edges, labelling_score
 
 
-def _problem(seed, n_sequences=5, n_features=5, n_classes=3, max_length=4, binary=False,
-             shapes=("random", "path", "reversed", "star", "roots")):
-    """(FeatureArrays with parents, dense features, offsets, label ids, n_classes)."""
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, max_length + 1, size=n_sequences)
-    lengths[0], lengths[1] = 1, max_length
-    parents, offsets = batch_of_forests(rng, lengths,
-                                        [shapes[q % len(shapes)] for q in range(n_sequences)])
-    n_tokens = int(offsets[-1])
-    dense = (rng.random((n_tokens, n_features)) < 0.5) * (
-        1.0 if binary else rng.normal(size=(n_tokens, n_features)))
-    label_ids = rng.integers(0, n_classes, size=n_tokens)
-    X = SequenceMatrix(sp.csr_matrix(dense), offsets, parents=parents)
-    return FeatureArrays.of_sequences(X), dense, offsets, label_ids, n_classes
+def _problem(seed, n_sequences=5, n_features=5, n_classes=3, max_length=4, binary=False):
+    return forest_problem(seed, n_sequences, n_features, n_classes, max_length, binary)
 
 
 def _structure(features, offsets, label_ids, n_classes, every=False, columns=None):
@@ -86,10 +72,7 @@ def test_gradient_matches_finite_differences(fused):
     structure = _structure(features, offsets, label_ids, C,
                            columns=np.arange(features.n_features) % 2 == 0)
     loss = NegativeLogLikelihood(structure, features, offsets, label_ids, l2=0.2, fused=fused)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 def test_viterbi_marginals_and_scores_match_brute_force():
@@ -119,18 +102,8 @@ def test_zero_link_feature_weights_give_the_plain_tree():
     features, dense, offsets, label_ids, C = _problem(6, n_sequences=20, max_length=7)
     links = _structure(features, offsets, label_ids, C)
     plain = TreeStructure(C, links.state_pairs)
-    w_plain = np.random.default_rng(7).normal(size=plain.n_parameters)
-    w = links.layout.zeros()
-    for name in plain.layout.shapes:
-        links.layout.view(w, name)[...] = plain.layout.view(w_plain, name)
-    for fused in (True, False):
-        a = NegativeLogLikelihood(plain, features, offsets, label_ids, l2=0.0, fused=fused)
-        b = NegativeLogLikelihood(links, features, offsets, label_ids, l2=0.0, fused=fused)
-        (loss_a, grad_a), (loss_b, grad_b) = a(w_plain), b(w)
-        np.testing.assert_allclose(loss_b, loss_a, rtol=1e-12)
-        for name in plain.layout.shapes:
-            np.testing.assert_allclose(links.layout.view(grad_b, name),
-                                       plain.layout.view(grad_a, name), atol=1e-10)
+    w = assert_zero_extra_weights_give_the_simpler(plain, links, features, features, offsets,
+                                                   label_ids, seed=7)
     named = links.coefficients(w)
     plain_scores = TreeScores.of_coefficients(features, named["coef"], named["transitions"],
                                               named["root"])
@@ -150,11 +123,7 @@ def test_fused_equals_unfused_on_random_problems(seed):
     structure = _structure(features, offsets, label_ids, C, every=bool(seed % 2),
                            columns=rng.random(features.n_features) < 0.6)
     w = rng.normal(scale=scale, size=structure.n_parameters)
-    fused = NegativeLogLikelihood(structure, features, offsets, label_ids, l2=0.1)(w)
-    unfused = NegativeLogLikelihood(structure, features, offsets, label_ids, l2=0.1,
-                                    fused=False)(w)
-    np.testing.assert_allclose(fused[0], unfused[0], rtol=1e-10)
-    np.testing.assert_allclose(fused[1], unfused[1], rtol=1e-8, atol=1e-8)
+    assert_fused_loss_equals_unfused(structure, features, offsets, label_ids, w)
 
 
 def test_coefficients_round_trip():
@@ -166,12 +135,9 @@ def test_coefficients_round_trip():
     np.testing.assert_allclose(structure.weights(named), w, atol=1e-12)
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_fused_loss_bitwise_identical_for_one_and_two_threads():
     features, dense, offsets, label_ids, C = _problem(12, n_sequences=300, max_length=15)
     structure = _structure(features, offsets, label_ids, C)
     loss = NegativeLogLikelihood(structure, features, offsets, label_ids, l2=0.1)
-    w = np.random.default_rng(13).normal(size=loss.n_parameters)
-    one, two = results_per_thread_count(lambda: loss(w))
-    assert one[0] == two[0]
-    assert np.array_equal(one[1], two[1])
+    assert_loss_same_for_one_and_two_threads(loss, seed=13)

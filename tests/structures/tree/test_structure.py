@@ -5,11 +5,9 @@ enumerated negative log-likelihood and E[Phi] - Phi(gold); on path-shaped trees
 they equal the order-1 chain's with ``start = root`` and no end weights.
 """
 
-import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from scipy.optimize import approx_fprime
 
 from skcrf.features.arrays import FeatureArrays
 from skcrf.features.sequence_matrix import SequenceMatrix
@@ -17,24 +15,16 @@ from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure
 from skcrf.structures.tree.structure import TreeStructure
-from tests._threads import results_per_thread_count
-from tests.naive_tree import batch_of_forests, layout_loss_and_gradient
+from tests._structure_checks import (FOREST_SHAPES, assert_fused_equals_unfused,
+                                     assert_gradient_matches_finite_differences,
+                                     assert_loss_same_for_one_and_two_threads, forest_problem)
+from tests._threads import needs_two_threads
+from tests.naive_tree import layout_loss_and_gradient
 
 
 def _problem(seed, n_sequences=5, n_features=6, n_classes=3, max_length=4, binary=False,
-             shapes=("random", "path", "reversed", "star", "roots")):
-    """(FeatureArrays with parents, dense features, offsets, label ids, n_classes)."""
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, max_length + 1, size=n_sequences)
-    lengths[0], lengths[1] = 1, max_length  # always a single node and a full tree
-    parents, offsets = batch_of_forests(rng, lengths,
-                                        [shapes[q % len(shapes)] for q in range(n_sequences)])
-    n_tokens = int(offsets[-1])
-    dense = (rng.random((n_tokens, n_features)) < 0.5) * (
-        1.0 if binary else rng.normal(size=(n_tokens, n_features)))
-    label_ids = rng.integers(0, n_classes, size=n_tokens)
-    X = SequenceMatrix(sp.csr_matrix(dense), offsets, parents=parents)
-    return FeatureArrays.of_sequences(X), dense, offsets, label_ids, n_classes
+             shapes=FOREST_SHAPES):
+    return forest_problem(seed, n_sequences, n_features, n_classes, max_length, binary, shapes)
 
 
 def _structure(features, label_ids, n_classes, every=False):
@@ -66,10 +56,7 @@ def test_gradient_matches_finite_differences(seed):
                                                           max_length=7)
     structure = _structure(features, label_ids, n_classes)
     loss = _loss(structure, features, offsets, label_ids, l2=0.2)
-    w = np.random.default_rng(3).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
-    numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_gradient_matches_finite_differences(loss, seed=3)
 
 
 @pytest.mark.parametrize("binary", [False, True])
@@ -79,13 +66,8 @@ def test_fused_kernel_equals_unfused_path(binary):
     structure = _structure(features, label_ids, n_classes)
     fused = _loss(structure, features, offsets, label_ids, l2=0.1)
     unfused = _loss(structure, features, offsets, label_ids, l2=0.1, fused=False)
-    assert fused.terms is not unfused.terms
-    for scale in (0.5, 40.0):  # 40: extreme enough for the log-space pass
-        w = np.random.default_rng(16).normal(scale=scale, size=fused.n_parameters)
-        value, grad = fused(w)
-        value_u, grad_u = unfused(w)
-        np.testing.assert_allclose(value, value_u, rtol=1e-11)
-        np.testing.assert_allclose(grad, grad_u, rtol=1e-9, atol=1e-9)
+    # 40: extreme enough for the log-space pass
+    assert_fused_equals_unfused(fused, unfused, scales=(0.5, 40.0), seed=16)
 
 
 def test_gold_statistics_by_hand():
@@ -200,13 +182,10 @@ def test_coefficients_are_named_and_dense():
     assert (blocks["root"] >= 0).all()
 
 
-@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
+@needs_two_threads
 def test_loss_bitwise_identical_for_one_and_two_threads():
     features, _, offsets, label_ids, n_classes = _problem(13, n_sequences=300,
                                                           n_classes=4, max_length=15)
     structure = _structure(features, label_ids, n_classes)
     loss = _loss(structure, features, offsets, label_ids, l2=0.1)
-    w = np.random.default_rng(14).normal(size=loss.n_parameters)
-    one, two = results_per_thread_count(lambda: loss(w))
-    assert one[0] == two[0]
-    assert np.array_equal(one[1], two[1])
+    assert_loss_same_for_one_and_two_threads(loss, seed=14)
