@@ -139,7 +139,7 @@ class _TagCodes:
         base[inside & (j < sizes[:, np.newaxis])] &= self.goes_on
         base[inside & (j > 1)] &= self.continues
         rows = np.arange(n_spans)
-        span, masks, before, after = [], [], [], []
+        span, masks = [], []
         for open_first in (True, False):
             for close_last in (True, False, None):
                 chosen = has_after if close_last is not None else ~has_after

@@ -165,7 +165,6 @@ def window_probabilities(unary, moves, start, end, offsets, owner, first, width,
     probability : ndarray of shape (n_events,)
     exact : ndarray of bool of shape (n_events,)
     """
-    n_classes = unary.shape[1]
     with np.errstate(invalid="ignore", over="ignore"):
         if moves.ndim == 2:
             exp_moves = np.exp(moves - np.max(moves))[np.newaxis]
