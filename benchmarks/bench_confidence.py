@@ -12,7 +12,12 @@
 The models use the sklearn-crfsuite tutorial features and CRFsuite's usual
 regularization (c1=0.1, c2=0.1, i.e. alpha=0.3, l1_ratio=1/3).
 
-Run: python benchmarks/bench_confidence.py [--max-iter 100] [--corpus both]
+- with ``--structures``, the same ratio for a chain of order 2 and a
+  SemiMarkovCRF (their span probabilities run one constrained partition
+  function per event, batched), trained on the first ``--structure-train``
+  sentences of esp.train: the ratio, not the accuracy, is what is measured.
+
+Run: python benchmarks/bench_confidence.py [--max-iter 100] [--corpus both] [--structures]
 
 Target (issue 47): span probabilities for all predicted spans within 2x
 predict_marginals; temperature scaling lowers the span ECE. The machine is
@@ -27,7 +32,7 @@ import warnings
 import numba
 from common import best_of, data_home, sent2features
 
-from skcrf import CalibratedCRF, CRFClassifier
+from skcrf import CalibratedCRF, CRFClassifier, SemiMarkovCRF
 from skcrf.datasets import load_conll2000, load_conll2002
 from skcrf.metrics import expected_calibration_error, span_confidences, token_confidences
 
@@ -67,10 +72,32 @@ def calibration_rows(name, crf, X_dev, y_dev, X_test, y_test):
         print(f"  {label:41s}{token:8.4f}{span:8.4f}{n:8d}")
 
 
+def structure_rows(X_train, y_train, X_test, max_iter):
+    """predict_spans(return_proba=True) over predict_marginals for other structures."""
+    print(f"\nother structures ({len(X_train)} training sentences, max_iter={max_iter}); "
+          f"time on esp.testb from the SequenceMatrix (s, best of 3)")
+    print(f"{'model':34s}{'marginals':>10s}{'spans':>8s}{'spans+p':>9s}{'ratio':>8s}")
+    for name, model in [("CRFClassifier(order=1)", CRFClassifier(max_iter=max_iter)),
+                        ("CRFClassifier(order=2)", CRFClassifier(order=2, max_iter=max_iter)),
+                        ("SemiMarkovCRF()", SemiMarkovCRF(max_iter=max_iter))]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.fit(X_train, y_train)
+        M = model.vectorizer_.transform(X_test)
+        marginals = best_time(lambda: model.predict_marginals(M))
+        spans = best_time(lambda: model.predict_spans(M))
+        proba = best_time(lambda: model.predict_spans(M, return_proba=True))
+        print(f"{name:34s}{marginals:10.3f}{spans:8.3f}{proba:9.3f}{proba / marginals:7.2f}x")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-iter", type=int, default=100)
-    parser.add_argument("--corpus", choices=["conll2002", "conll2000", "both"], default="both")
+    parser.add_argument("--corpus", choices=["conll2002", "conll2000", "both", "none"],
+                        default="both")
+    parser.add_argument("--structures", action="store_true",
+                        help="also time span probabilities of order 2 and semi-Markov models")
+    parser.add_argument("--structure-train", type=int, default=2000)
     args = parser.parse_args()
     print(f"python {platform.python_version()}, numba {numba.__version__}, "
           f"{numba.config.NUMBA_NUM_THREADS} threads, data from {data_home()}; "
@@ -115,6 +142,13 @@ def main():
               f"{len(F_train) - cut} held out for calibration; {len(F_test)} test sentences")
         calibration_rows("conll2000 (calibrated on the last 20% of train)", crf,
                          F_train[cut:], y_train[cut:], F_test, y_test)
+
+    if args.structures:
+        X_train, y_train = load_conll2002("train", data_home=data_home())
+        X_test, _ = load_conll2002("testb", data_home=data_home())
+        n = args.structure_train
+        structure_rows([sent2features(s) for s in X_train[:n]], y_train[:n],
+                       [sent2features(s) for s in X_test], args.max_iter)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,11 @@
 its terms: every active feature's value times its weight (the unary part of
 every structure: ``coef_``), the transition weights from the previous and
 into the next predicted label (a chain), and the start or end weight, next to
-the token's marginal probabilities. :func:`explain_sequence` compares the best
-labelling with the second best and ranks the terms that separate them.
+the token's marginal probabilities; transition features, label patterns and
+tree links the token's label changes too. :func:`explain_sequence` compares
+the best labelling with the second best and ranks the terms that separate
+them, for every structure (a SemiMarkovCRF's segment terms included): their
+differences add up to the log-odds of the two labellings.
 
 Both take one sequence as the model takes it (feature dicts, raw tokens for a
 Pipeline whose first steps featurize them, or a one-sequence SequenceMatrix)
@@ -26,21 +29,27 @@ import numpy as np
 from sklearn.pipeline import Pipeline
 from sklearn.utils.validation import check_is_fitted
 
+from ._explain_terms import (END, LINK, ROOT, START, TRANSITION, TRIGRAM, TermReader, column_names, depends_on,
+                             labelling_terms, neighbourhood, token_columns)
+from ._utils.validation import check_sequences
 from .features import SequenceMatrix
 
 __all__ = ["SequenceExplanation", "TermDifference", "TokenExplanation", "TokenTerm",
            "explain_sequence", "explain_token"]
 
 TokenTerm = namedtuple("TokenTerm", ["term", "value", "scores"])
-TokenTerm.__doc__ = """One term of a token's score: its name (a feature, or a transition,
-start or end weight), the feature's value (1.0 for the others) and the term's score for
-each candidate label (``scores``, a dict of label to float)."""
+TokenTerm.__doc__ = """One term of a token's score: its name (a feature, a transition, link,
+pattern, start or end weight, or a transition feature with the pair it weights; ``at k``
+for a term of token ``k`` that this token's label changes), the feature's value (1.0
+for the others) and the term's score for each candidate label (``scores``, a dict of
+label to float)."""
 
 TermDifference = namedtuple("TermDifference", ["position", "term", "best", "second",
                                                "difference"])
 TermDifference.__doc__ = """A term where the best and the second best labelling differ:
-at token ``position``, ``term`` (a feature or a transition) scores ``difference`` more
-for the best labelling's label ``best`` than for the second's ``second``."""
+at token ``position``, ``term`` (a feature, a transition, a pattern...; see
+:func:`explain_sequence`) scores ``difference`` more in the best labelling (whose label
+there is ``best``) than in the second (label ``second``)."""
 
 
 def _final_and_matrix(model, x):
@@ -60,23 +69,16 @@ def _final_and_matrix(model, x):
     elif getattr(final, "vectorizer_", None) is not None:
         matrix = final.vectorizer_.transform([x])
     else:
-        raise TypeError(f"This {type(final).__name__} was fitted on a SequenceMatrix: pass "
-                        f"the sequence as a one-sequence SequenceMatrix.")
+        matrix = check_sequences([x])  # numbers (a 2-D array) make a SequenceMatrix
+        if not isinstance(matrix, SequenceMatrix):
+            raise TypeError(f"This {type(final).__name__} was fitted on a SequenceMatrix: "
+                            f"pass the sequence as a one-sequence SequenceMatrix (or a 2-D "
+                            f"array of numbers).")
     if not isinstance(matrix, SequenceMatrix):
         raise TypeError(f"The featurizing steps made a {type(matrix).__name__}, not a "
                         f"SequenceMatrix.")
+    final._features(matrix)  # the columns the model was fitted with, finite values
     return final, matrix
-
-
-def _feature_names(final, matrix):
-    if getattr(final, "feature_columns_", None) is not None:
-        return list(map(str, final.feature_names_))  # the names of the kept columns only
-    names = matrix.feature_names
-    if names is None and getattr(final, "vectorizer_", None) is not None:
-        names = final.vectorizer_.feature_names_
-    if names is None:
-        names = [f"x{j}" for j in range(matrix.n_features)]
-    return list(map(str, names))
 
 
 def _weight_labels(final):
@@ -105,11 +107,13 @@ class TokenExplanation:
         The candidate labels of the weights (``classes_``; a SemiMarkovCRF's
         ``segment_classes_``).
     rows : list of TokenTerm
-        Each active feature (largest effect first), then the transition
-        from the previous and into the next predicted label, or the start or
-        end weight, that apply.
+        Each active feature (largest effect first), then the other terms
+        the token's label changes (see :func:`explain_token`).
     total : dict of label to float
-        The sum of the rows: the token's part of each label's score.
+        The sum of the rows: the token's part of each label's score. For a
+        chain or a tree, two labels' totals differ by exactly the
+        difference of the scores of the labellings that give the token
+        these labels and the others their predicted ones.
     marginals : dict of label to float
         ``p(y_position = label | x)`` for each class (tag) of the model.
     predicted : label
@@ -157,6 +161,9 @@ class SequenceExplanation:
         with one labelling).
     probabilities : tuple of float
         Their probabilities.
+    log_odds : float
+        ``log(probabilities[0] / probabilities[1])`` (0.0 with one
+        labelling): what the differences of all the rows add up to.
     rows : list of TermDifference
         The terms that score the two differently, largest difference first.
     """
@@ -164,6 +171,8 @@ class SequenceExplanation:
     def __init__(self, best, second, probabilities, rows):
         self.best, self.second = best, second
         self.probabilities = probabilities
+        self.log_odds = (float(np.log(probabilities[0]) - np.log(probabilities[1]))
+                         if second is not None else 0.0)
         self.rows = rows
 
     def to_frame(self):
@@ -182,41 +191,95 @@ class SequenceExplanation:
         return f"SequenceExplanation({len(self.rows)} differing terms)"
 
 
-def _active(final, matrix, position):
-    """The model's columns active at ``position`` and their values.
+def _label_ids(final, labels):
+    index = {c: k for k, c in enumerate(final.classes_.tolist())}
+    return np.array([index[v] for v in labels.tolist()], dtype=np.int64)
 
-    A model that kept only the columns of its training data
-    (``feature_columns_``, a wide hashed input) has no weight for the others.
+
+def _pruned_labels(final, matrix, position):
+    """Which classes a pruned higher-order chain leaves out at ``position`` (or None)."""
+    if "pruner_threshold_" not in vars(final):
+        return None
+    features, offsets = final._features(matrix)
+    pruned = np.isneginf(final._potentials(features, offsets).unary[position])
+    return pruned if pruned.any() else None
+
+
+#: Where a token's terms other than its features come: the links to its neighbours
+#: first, then the features that condition them, label n-grams, the end.
+_TERM_RANK = {START: 0, TRANSITION: 0, LINK: 0, ROOT: 0, TRIGRAM: 2, END: 4}
+
+
+def _row_name(term, where, position, tags, parents):
+    """The name of term ``term`` of token ``where`` in the explanation of token ``position``."""
+    if where == position:
+        if term == TRANSITION:
+            return f"(from {tags[position - 1]})"
+        if term == LINK:
+            return f"(link from {tags[parents[position]]})"
+        return term
+    if term == TRANSITION and where == position + 1:
+        return f"(to {tags[where]})"
+    if term == LINK:
+        return f"(link to {tags[where]} at {where})"
+    return f"{term} at {where}"
+
+
+def _structure_rows(final, matrix, position, predicted_ids, labels):
+    """The rows of a chain's or tree's token: each term its label changes, per label.
+
+    Each candidate label is scored with the other tokens' predicted labels,
+    so the differences of the rows' sums between two labels are the
+    differences of those two labellings' scores.
     """
-    row = matrix.matrix[position]
-    columns = getattr(final, "feature_columns_", None)
-    if columns is None:
-        return row.indices, row.data
-    at = {int(c): k for k, c in enumerate(columns.tolist())}
-    kept = [(at[j], v) for j, v in zip(row.indices.tolist(), row.data.tolist()) if j in at]
-    return (np.array([k for k, _ in kept], dtype=np.intp),
-            np.array([v for _, v in kept], dtype=np.float64))
-
-
-def _transition_rows(final, label_ids, position, labels):
-    """Transition, start and end terms of the token at ``position`` of a chain."""
-    if not hasattr(final, "start_coef_") or hasattr(final, "segment_classes_"):
-        return []  # a tree's links and a segment model's transitions join segments
+    reader = TermReader(final, matrix)
+    near = neighbourhood(reader, position)
+    per_label = []
+    for c in range(len(labels)):
+        ids = predicted_ids.copy()
+        ids[position] = c
+        per_label.append({key: v for key, v in labelling_terms(reader, ids).items()
+                          if key[0] in near and depends_on(key, position)})
+    keys = sorted({key for terms in per_label for key in terms},
+                  key=lambda key: (key[1].startswith("(") or key[0] != position, key[0],
+                                   _TERM_RANK.get(key[1], 3 if key[1].startswith("(") else 1),
+                                   key[1]))
+    values = {(p, reader.names[j]): float(v) for p in near
+              for j, v in zip(*(a.tolist() for a in reader.columns[p]))}
+    tags = final.classes_[predicted_ids].tolist()
+    parents = reader.matrix.parents
     rows = []
-    n = label_ids.shape[0]
-    if position == 0:
-        rows.append(TokenTerm("(start)", 1.0, dict(zip(labels, final.start_coef_.tolist()))))
-    else:
-        previous = final.classes_[label_ids[position - 1]]
-        rows.append(TokenTerm(f"(from {previous})", 1.0, dict(zip(
-            labels, final.transition_coef_[label_ids[position - 1]].tolist()))))
-    if position == n - 1:
-        rows.append(TokenTerm("(end)", 1.0, dict(zip(labels, final.end_coef_.tolist()))))
-    else:
-        following = final.classes_[label_ids[position + 1]]
-        rows.append(TokenTerm(f"(to {following})", 1.0, dict(zip(
-            labels, final.transition_coef_[:, label_ids[position + 1]].tolist()))))
+    for key in keys:
+        where, term = key
+        name = term
+        for suffix in (" (transition)", " (link)"):
+            if term.endswith(suffix):
+                name = term[:-len(suffix)]
+        scores = [terms.get(key, 0.0) for terms in per_label]
+        label = _row_name(term, where, position, tags, parents)
+        if name != term:  # a transition (link) feature: say which pair it weights
+            label = f"{name} {_row_name(term[len(name) + 1:], where, position, tags, parents)}"
+        rows.append(TokenTerm(label, values.get((where, name), 1.0),
+                              dict(zip(labels, scores))))
+    unary = [row for key, row in zip(keys, rows)
+             if key[0] == position and not key[1].startswith("(")]
+    unary.sort(key=lambda row: -max((abs(v) for v in row.scores.values()), default=0.0))
+    rows = unary + rows[len(unary):]
+    pruned = _pruned_labels(final, matrix, position)
+    if pruned is not None:
+        rows.append(TokenTerm("(pruned)", 1.0, dict(zip(labels, np.where(
+            pruned, -np.inf, 0.0).tolist()))))
     return rows
+
+
+def _unary_rows(final, matrix, position, labels):
+    """A segment model's token: its features' state weights for each segment label."""
+    names = column_names(final, matrix)
+    indices, values = token_columns(matrix, final)[position]
+    contributions = values[:, np.newaxis] * final.coef_[:, indices].T
+    order = np.argsort(-np.abs(contributions).max(axis=1, initial=0), kind="stable")
+    return [TokenTerm(names[indices[k]], float(values[k]),
+                      dict(zip(labels, contributions[k].tolist()))) for k in order]
 
 
 def explain_token(model: Any, x: Any, position: int) -> TokenExplanation:
@@ -228,17 +291,25 @@ def explain_token(model: Any, x: Any, position: int) -> TokenExplanation:
         A fitted :class:`~skcrf.CRFClassifier`, :class:`~skcrf.SemiMarkovCRF`
         or :class:`~skcrf.TreeCRF`, or a fitted Pipeline that ends in one.
     x : sequence
-        One sequence as ``model`` takes it, or a one-sequence SequenceMatrix.
+        One sequence as ``model`` takes it (feature dicts, raw tokens for a
+        Pipeline, a 2-D array of numbers), or a one-sequence SequenceMatrix.
     position : int
         The token, from 0.
 
     Returns
     -------
     explanation : TokenExplanation
-        Only the unary part (``coef_``) and, for a chain, the first-order
-        transition, start and end weights around the predicted neighbours;
-        the terms of transition features, label patterns, segments and tree
-        links are not broken down.
+        For a chain or a tree: every term the token's label changes, with
+        the other tokens at their predicted labels: its active features
+        (sparse and dense columns, by name), the transition from the
+        previous and into the next label with the transition features that
+        condition them, start and end weights, the label patterns of orders
+        2 and more that include the token, a tree's links to the parent and
+        the children; a pruned model adds a ``(pruned)`` row, ``-inf`` for
+        the labels its pruner leaves out. Two labels' totals differ by the
+        difference of the scores of those two labellings. For a
+        SemiMarkovCRF, whose labels belong to segments: the token's state
+        weights for each segment label.
 
     Examples
     --------
@@ -253,26 +324,50 @@ def explain_token(model: Any, x: Any, position: int) -> TokenExplanation:
     """
     final, matrix = _final_and_matrix(model, x)
     n_tokens = int(matrix.offsets[-1])
-    if not 0 <= position < n_tokens:
+    if not isinstance(position, (int, np.integer)) or not 0 <= position < n_tokens:
         raise ValueError(f"position {position!r} is not a token of this sequence of "
                          f"{n_tokens} tokens.")
-    names = _feature_names(final, matrix)
+    position = int(position)
     labels, _ = _weight_labels(final)
     labels = labels.tolist()
-    coef = final.coef_
-    indices, values = _active(final, matrix, position)
-    contributions = values[:, np.newaxis] * coef[:, indices].T
-    order = np.argsort(-np.abs(contributions).max(axis=1, initial=0), kind="stable")
-    rows = [TokenTerm(names[indices[k]], float(values[k]),
-                      dict(zip(labels, contributions[k].tolist()))) for k in order]
     predicted = final.predict(matrix)[0]
-    index = {c: k for k, c in enumerate(final.classes_.tolist())}
-    label_ids = np.array([index[v] for v in predicted.tolist()], dtype=np.int64)
-    rows += _transition_rows(final, label_ids, position, labels)
+    if hasattr(final, "segment_classes_"):
+        rows = _unary_rows(final, matrix, position, labels)
+    else:
+        rows = _structure_rows(final, matrix, position, _label_ids(final, predicted), labels)
     marginals = final.predict_marginals(matrix)[0][position]
     return TokenExplanation(position, labels, rows,
                             dict(zip(final.classes_.tolist(), marginals.tolist())),
                             predicted.tolist()[position])
+
+
+def _two_best(final, matrix):
+    """The two most likely labellings with their probabilities (one if there is one).
+
+    A model without n-best decoding (a TreeCRF) gives its second best as
+    the most likely labelling that differs from the best at some token: the
+    best of those with one token fixed to another label, all decoded in one
+    call.
+    """
+    try:
+        return final.predict_nbest(matrix, n=2)[0]
+    except NotImplementedError:
+        pass
+    best, proba = final.predict(matrix, return_proba=True)
+    best = best[0]
+    classes = final.classes_.tolist()
+    fixed = [[None] * t + [c] + [None] * (best.shape[0] - t - 1)
+             for t, label in enumerate(best.tolist()) for c in classes if c != label]
+    if not fixed:
+        return [(best, float(proba[0]))]
+    repeated = matrix.take(np.zeros(len(fixed), dtype=np.int64))
+    others = final.predict(repeated, fixed=fixed)
+    # predict's probabilities would be given the fixed label: score the joint ones
+    log_p = final.sequence_log_proba(repeated, [labels.tolist() for labels in others])
+    k = int(np.argmax(log_p))
+    if not np.isfinite(log_p[k]):
+        return [(best, float(proba[0]))]
+    return [(best, float(proba[0])), (others[k], float(np.exp(log_p[k])))]
 
 
 def explain_sequence(model: Any, x: Any, *, top: int | None = 10) -> SequenceExplanation:
@@ -290,44 +385,45 @@ def explain_sequence(model: Any, x: Any, *, top: int | None = 10) -> SequenceExp
     Returns
     -------
     explanation : SequenceExplanation
-        The terms compared are those :func:`explain_token` shows: each
-        token's features (through the labels of the weights: a
-        SemiMarkovCRF's segment labels) and, for a chain, the first-order
-        transitions, start and end.
+        Every term of the model's score that the two labellings score
+        differently, at the token it belongs to: each active feature's state
+        weight (sparse and dense columns), transitions and the transition
+        features that condition them (named ``"<feature> (transition)"``),
+        start and end weights, label patterns of orders 2 and more
+        (``(pattern of k labels)``, at the token a pattern ends), a tree's links, link
+        features and roots, and a SemiMarkovCRF's first-token, last-token,
+        length and segment-feature terms (at the token its segment starts).
+        With ``top=None`` the differences add up to
+        :attr:`SequenceExplanation.log_odds`.
+
+    Examples
+    --------
+    >>> from skcrf import CRFClassifier
+    >>> from skcrf.explain import explain_sequence
+    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]] * 5
+    >>> y = [["DET", "N"], ["DET", "N"]] * 5
+    >>> crf = CRFClassifier(max_iter=30).fit(X, y)
+    >>> explanation = explain_sequence(crf, [{"w": "the"}, {"w": "dog"}], top=None)
+    >>> total = sum(row.difference for row in explanation.rows)
+    >>> bool(abs(total - explanation.log_odds) < 1e-9)
+    True
     """
     final, matrix = _final_and_matrix(model, x)
-    nbest = final.predict_nbest(matrix, n=2)[0]
+    nbest = _two_best(final, matrix)
     best = nbest[0][0]
     if len(nbest) < 2:
         return SequenceExplanation(best, None, (nbest[0][1], 0.0), [])
     second = nbest[1][0]
-    names = _feature_names(final, matrix)
-    weight_labels, row_of_class = _weight_labels(final)
-    index = {c: k for k, c in enumerate(final.classes_.tolist())}
-    best_ids = np.array([index[v] for v in best.tolist()], dtype=np.int64)
-    second_ids = np.array([index[v] for v in second.tolist()], dtype=np.int64)
+    reader = TermReader(final, matrix)
+    best_terms = labelling_terms(reader, _label_ids(final, best))
+    second_terms = labelling_terms(reader, _label_ids(final, second))
+    best_tags, second_tags = best.tolist(), second.tolist()
     rows = []
-    coef = final.coef_
-    for t in np.flatnonzero(row_of_class[best_ids] != row_of_class[second_ids]).tolist():
-        a, b = row_of_class[best_ids[t]], row_of_class[second_ids[t]]
-        indices, values = _active(final, matrix, t)
-        for j, v, d in zip(indices.tolist(), values.tolist(),
-                           (values * (coef[a, indices] - coef[b, indices])).tolist()):
-            if d:
-                rows.append(TermDifference(t, names[j], weight_labels.tolist()[a],
-                                           weight_labels.tolist()[b], d))
-    if hasattr(final, "start_coef_") and not hasattr(final, "segment_classes_"):
-        n = best_ids.shape[0]
-        for t in range(n + 1):
-            term = ("(start)" if t == 0 else "(end)" if t == n else "(transition)")
-            pick = (lambda ids: final.start_coef_[ids[0]]) if t == 0 else (
-                (lambda ids: final.end_coef_[ids[-1]]) if t == n else
-                (lambda ids, t=t: final.transition_coef_[ids[t - 1], ids[t]]))
-            d = float(pick(best_ids) - pick(second_ids))
-            if d:
-                where = min(t, n - 1)
-                rows.append(TermDifference(where, term, best.tolist()[where],
-                                           second.tolist()[where], d))
+    for key in sorted(best_terms.keys() | second_terms.keys()):
+        d = best_terms.get(key, 0.0) - second_terms.get(key, 0.0)
+        if d:
+            rows.append(TermDifference(key[0], key[1], best_tags[key[0]], second_tags[key[0]],
+                                       d))
     rows.sort(key=lambda row: -abs(row.difference))
     return SequenceExplanation(best, second, (nbest[0][1], nbest[1][1]),
                                rows if top is None else rows[:top])

@@ -83,15 +83,19 @@ def test_bad_position_is_named(chain):
         explain_token(chain, [{"w": "ada"}, {"w": "ran"}], 5)
 
 
-def test_tree_unary_terms_add_up():
+def test_tree_token_terms_are_its_unary_root_and_link_scores():
     from skcrf import TreeCRF
     from tests._toys import tree_corpus
 
     X, y = tree_corpus()
     tree = TreeCRF(max_iter=20).fit(X, y)
-    explanation = explain_token(tree, X[0], 1)
-    matrix = tree.vectorizer_.transform([X[0]])
-    unary = (matrix.matrix @ tree.coef_.T)[1]
-    np.testing.assert_allclose([explanation.total[c] for c in tree.classes_.tolist()], unary,
-                               rtol=1e-12, atol=1e-12)
-    assert explanation.predicted == tree.predict([X[0]])[0].tolist()[1]
+    x = X[0]
+    explanation = explain_token(tree, x, 1)
+    matrix = tree.vectorizer_.transform([x])
+    ids = [tree.classes_.tolist().index(v) for v in tree.predict([x])[0].tolist()]
+    # token 1's parent is token 2, and token 0 hangs from it
+    expected = (matrix.matrix @ tree.coef_.T)[1] + tree.transition_coef_[ids[2]] \
+        + tree.transition_coef_[:, ids[0]]
+    np.testing.assert_allclose([explanation.total[c] for c in tree.classes_.tolist()],
+                               expected, rtol=1e-12, atol=1e-12)
+    assert explanation.predicted == tree.predict([x])[0].tolist()[1]

@@ -14,7 +14,9 @@ probability of one is ``Z(allowed) / Z``, the partition function with every
 other label's unary score ``-inf`` over the partition function. For an
 order-1 chain (with or without transition features) all events come from
 one compiled pass (:mod:`skcrf.inference.chain.windows`): the posterior is a
-Markov chain, walked along each event's window. Any other chain, and an
+Markov chain, walked along each event's window from the marginal of its first
+token (a forward and a backward pass of the sequence, no call of
+``predict_marginals``'s pass). Any other chain, and an
 event whose ratios may have underflowed there, runs as one batch through the
 structure's own ``_log_z``: the sequence of each event is a copy of its
 sequence's potentials (rows gathered, not recomputed from the features)
@@ -137,7 +139,7 @@ class _TagCodes:
         base[inside & (j < sizes[:, np.newaxis])] &= self.goes_on
         base[inside & (j > 1)] &= self.continues
         rows = np.arange(n_spans)
-        span, masks, before, after = [], [], [], []
+        span, masks = [], []
         for open_first in (True, False):
             for close_last in (True, False, None):
                 chosen = has_after if close_last is not None else ~has_after
@@ -347,13 +349,13 @@ class SpanQueries:
         event_p = np.zeros(events.n_events)
         exact = np.zeros(events.n_events, dtype=bool)
         if isinstance(potentials, ChainScores) and potentials.trigram is None:
-            marginals = self._posteriors(potentials, offsets)[1]
-            # the events come grouped by sequence (spans in order of position)
-            order = np.argsort(owner, kind="stable")
+            # by sequence, then by first token: one forward pass per sequence serves all
+            order = np.lexsort((events.first, owner))
             moves = potentials.transitions if potentials.edges is None else potentials.edges
-            p, ok = window_probabilities(potentials.unary, moves, potentials.end, offsets,
-                                         marginals, owner[order], events.first[order],
-                                         events.width[order], events.masks[order])
+            p, ok = window_probabilities(potentials.unary, moves, potentials.start,
+                                         potentials.end, offsets, owner[order],
+                                         events.first[order], events.width[order],
+                                         events.masks[order])
             event_p[order], exact[order] = p, ok
         if not exact.all():
             # an event with a token that may take no label has probability 0: no pass
