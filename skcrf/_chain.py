@@ -432,7 +432,8 @@ class CRFClassifier(SpanQueries, CRFEstimator):
         # and the pruned orders' training run kernels over CSR arrays
         if self.transition_features is not None:
             return False
-        return not training or (self.order == 1 and self.solver == "lbfgs")
+        return not training or (self.solver == "lbfgs" and (
+            self.order == 1 or self.prune_threshold is None))
 
     def _training_problem(self, data):
         constraints = self._label_constraints(data)
@@ -465,6 +466,8 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                 all_possible_states=self.all_possible_states,
                 all_possible_transitions=self.all_possible_transitions,
                 min_pattern_freq=self.min_pattern_freq, constraints=constraints)
+            if data.features.dense is not None:
+                structure = DenseChainStructure(structure, data.features.n_dense)
         problem = TrainingProblem(
             structure, data.label_ids,
             {"classes_": data.classes, "allowed_transitions_": constraints.allowed.copy()},

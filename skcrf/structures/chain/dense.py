@@ -44,7 +44,13 @@ def chunk_starts(offsets, budget=None):
 
 
 class DenseChainStructure:
-    """An order-1 :class:`~skcrf.structures.chain.order1.ChainStructure` plus dense weights.
+    """A chain structure of any order plus dense weights.
+
+    The chain is an order-1 :class:`~skcrf.structures.chain.order1.ChainStructure`
+    or a :class:`~skcrf.structures.patterns.chain.PatternChainStructure` (orders
+    >= 2, exact): both give unary scores to add ``X_dense @ W.T`` to, token
+    marginals to multiply the block by, and the expected statistics of their
+    own parameters from those marginals.
 
     The weight vector is the chain's, then ``W`` (n_classes, n_dense) in C
     order. The features are :class:`~skcrf.features.arrays.FeatureArrays`
@@ -55,8 +61,8 @@ class DenseChainStructure:
 
     Parameters
     ----------
-    chain : ChainStructure
-        Of order 1, over the sparse columns.
+    chain : ChainStructure or PatternChainStructure
+        Over the sparse columns.
     n_dense : int
     """
 
@@ -106,14 +112,26 @@ class DenseChainStructure:
             for part, part_offsets in chunks:
                 scores = self.chain.scores(part, w_chain)
                 scores.unary += part.dense @ dense_weights
-                posteriors = chain_posteriors(scores, part_offsets, True)
-                log_z.append(posteriors.log_z)
-                expected += self.chain.expected_statistics(part, part_offsets, posteriors)
-                marginals = posteriors.marginals.astype(part.dense.dtype, copy=False)
+                part_log_z, marginals, part_expected = self._posterior_terms(
+                    part, part_offsets, scores)
+                log_z.append(part_log_z)
+                expected += part_expected
+                marginals = marginals.astype(part.dense.dtype, copy=False)
                 expected_dense += marginals.T @ part.dense
             return np.concatenate(log_z), np.concatenate([expected, expected_dense.ravel()])
 
         return terms
+
+    def _posterior_terms(self, part, part_offsets, scores):
+        """``(log_z, token marginals, the chain's expected statistics)`` of a chunk's scores."""
+        if hasattr(scores, "posteriors"):  # PatternScores (orders >= 2)
+            log_z, marginals, transition_counts, pattern_counts = scores.posteriors(
+                part_offsets, with_counts=True)
+            return log_z, marginals, self.chain.expected_statistics(
+                part, part_offsets, marginals, transition_counts, pattern_counts)
+        posteriors = chain_posteriors(scores, part_offsets, True)
+        return posteriors.log_z, posteriors.marginals, self.chain.expected_statistics(
+            part, part_offsets, posteriors)
 
     def scores(self, features, w):
         """:class:`ChainScores` of the features (sparse part and dense block) under ``w``."""
