@@ -12,6 +12,7 @@ from ._chain import transition_columns
 from ._estimators.training import TrainingProblem
 from ._utils.validation import check_finite_scores, reject_positional_weights
 from .features.arrays import FeatureArrays
+from .structures.chain.dense import DenseChainStructure
 from .structures.tree.structure import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
                               tree_posteriors)
 
@@ -229,6 +230,11 @@ early_stopping, validation_fraction
         reject_positional_weights(self, positional)
         return self._fit(X, y, sample_weight)
 
+    def _reads_dense_block(self, training):
+        # L-BFGS training multiplies a dense block by BLAS (structures/chain/dense.py);
+        # link features, the online solvers and prediction read it as CSR columns
+        return (training and self.solver == "lbfgs" and self.transition_features is None)
+
     def _training_problem(self, data):
         if data.features.parents is None:
             raise ValueError(_NO_TREES.format(name=type(self).__name__))
@@ -239,6 +245,8 @@ early_stopping, validation_fraction
                                                   data.feature_names,
                                                   data.features.n_features),
             offsets=data.offsets)
+        if data.features.dense is not None:
+            structure = DenseChainStructure(structure, data.features.n_dense)
         return TrainingProblem(
             structure, data.label_ids, {"classes_": data.classes},
             {"coef": "coef_", "transitions": "transition_coef_", "root": "root_coef_",

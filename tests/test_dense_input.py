@@ -74,6 +74,12 @@ def test_semimarkov_and_tree_take_dense_blocks():
     trees = SequenceMatrix(None, offsets, parents=parents, dense=np.vstack(X))
     tree = TreeCRF(max_iter=20).fit(trees, y)
     assert tree.score(trees, y) > 0.8
+    # the block multiplied by BLAS in training, the same values as CSR columns
+    as_csr = SequenceMatrix(sp.csr_matrix(np.vstack(X)), offsets, parents=parents)
+    csr_tree = TreeCRF(max_iter=20).fit(as_csr, y)
+    np.testing.assert_allclose(tree.coef_, csr_tree.coef_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(np.concatenate(tree.predict(trees)),
+                                  np.concatenate(csr_tree.predict(as_csr)))
 
 
 def test_cv_splits_lists_of_arrays():

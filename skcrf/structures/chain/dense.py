@@ -32,6 +32,8 @@ def sequence_range(features, offsets, first, stop):
                          features.n_features)
     if features.dense is not None:
         part.dense = features.dense[lo:hi]
+    if features.parents is not None:  # a tree's parents count within its sequence
+        part.parents = features.parents[lo:hi]
     return part, offsets[first:stop + 1] - lo
 
 
@@ -45,13 +47,14 @@ def chunk_starts(offsets, budget=None):
 
 
 class DenseChainStructure:
-    """A chain structure of any order plus dense weights.
+    """A chain structure of any order, or a tree structure, plus dense weights.
 
-    The chain is an order-1 :class:`~skcrf.structures.chain.order1.ChainStructure`
-    or a :class:`~skcrf.structures.patterns.chain.PatternChainStructure` (orders
-    >= 2, exact): both give unary scores to add ``X_dense @ W.T`` to, token
-    marginals to multiply the block by, and the expected statistics of their
-    own parameters from those marginals.
+    The chain is an order-1 :class:`~skcrf.structures.chain.order1.ChainStructure`,
+    a :class:`~skcrf.structures.patterns.chain.PatternChainStructure` (orders
+    >= 2, exact) or a :class:`~skcrf.structures.tree.structure.TreeStructure`
+    (its node scores): each gives unary scores to add ``X_dense @ W.T`` to,
+    token marginals to multiply the block by, and the expected statistics of
+    their own parameters from those marginals.
 
     The weight vector is the chain's, then ``W`` (n_classes, n_dense) in C
     order. The features are :class:`~skcrf.features.arrays.FeatureArrays`
@@ -62,8 +65,8 @@ class DenseChainStructure:
 
     Parameters
     ----------
-    chain : ChainStructure or PatternChainStructure
-        Over the sparse columns.
+    chain : ChainStructure, PatternChainStructure or TreeStructure
+        Over the sparse columns (a tree's without link features).
     n_dense : int
     """
 
@@ -127,6 +130,12 @@ class DenseChainStructure:
 
     def _posterior_terms(self, part, part_offsets, scores):
         """``(log_z, token marginals, the chain's expected statistics)`` of a chunk's scores."""
+        if hasattr(scores, "root"):  # TreeScores
+            from ..tree.structure import tree_posteriors
+
+            posteriors = tree_posteriors(scores, part.parents, part_offsets, True)
+            return posteriors.log_z, posteriors.marginals, self.chain.expected_statistics(
+                part, posteriors)
         if hasattr(scores, "posteriors"):  # PatternScores (orders >= 2)
             log_z, marginals, transition_counts, pattern_counts = scores.posteriors(
                 part_offsets, with_counts=True)
