@@ -435,12 +435,16 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                           "label_patterns": "label_patterns_", "pattern_coef": "pattern_coef_",
                           "start": "start_coef_", "end": "end_coef_"}
 
-    def _reads_dense_block(self, training):
+    def _reads_dense_block(self, training, partial_labels=False):
         # transition features read CSR columns only; the online solvers' epochs
-        # and the pruned orders' training run kernels over CSR arrays
+        # and the pruned orders' training run kernels over CSR arrays; so does the
+        # constrained pass of partial labels at orders >= 2 (learning/partial.py)
         if self.transition_features is not None:
             return False
-        return not training or (self.order == 1 and self.solver == "lbfgs")
+        if training and partial_labels and self.order != 1:
+            return False
+        return not training or (self.solver == "lbfgs" and (
+            self.order == 1 or self.prune_threshold is None))
 
     def _training_problem(self, data):
         constraints = self._label_constraints(data)
@@ -475,6 +479,8 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                     n_classes, pairs_with_sets(structure.state_pairs, data.features,
                                                data.partial),
                     structure.patterns, constraints=constraints)
+            if data.features.dense is not None:
+                structure = DenseChainStructure(structure, data.features.n_dense)
         problem = TrainingProblem(
             structure, data.label_ids,
             {"classes_": data.classes, "allowed_transitions_": constraints.allowed.copy()},

@@ -13,6 +13,7 @@ from ._chain import transition_columns
 from ._estimators.training import TrainingProblem
 from ._utils.validation import check_finite_scores, reject_positional_weights
 from .features.arrays import FeatureArrays
+from .structures.chain.dense import DenseChainStructure
 from .structures.tree.structure import (TreeScores, TreeStructure, tree_decode, tree_labelling_scores,
                               tree_posteriors)
 
@@ -241,6 +242,13 @@ early_stopping, validation_fraction
         reject_positional_weights(self, positional)
         return self._fit(X, y, sample_weight)
 
+    def _reads_dense_block(self, training, partial_labels=False):
+        # L-BFGS training multiplies a dense block by BLAS (structures/chain/dense.py);
+        # link features, the online solvers, prediction and the constrained pass of
+        # partial labels (learning/partial.py) read it as CSR columns
+        return (training and not partial_labels and self.solver == "lbfgs"
+                and self.transition_features is None)
+
     def _training_problem(self, data):
         if data.features.parents is None:
             raise ValueError(_NO_TREES.format(name=type(self).__name__))
@@ -256,6 +264,8 @@ early_stopping, validation_fraction
             structure = TreeStructure(structure.n_classes,
                                       pairs_with_sets(structure.state_pairs, data.features,
                                                       data.partial))
+        if data.features.dense is not None:
+            structure = DenseChainStructure(structure, data.features.n_dense)
         return TrainingProblem(
             structure, data.label_ids, {"classes_": data.classes},
             {"coef": "coef_", "transitions": "transition_coef_", "root": "root_coef_",

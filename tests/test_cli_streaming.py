@@ -35,9 +35,9 @@ def labelled_sizes(monkeypatch):
     sizes = []
     label = _commands._Labeller.__call__
 
-    def recording(self, X):
+    def recording(self, X, *numeric):
         sizes.append(len(X))
-        return label(self, X)
+        return label(self, X, *numeric)
 
     monkeypatch.setattr(_commands._Labeller, "__call__", recording)
     return sizes

@@ -74,6 +74,12 @@ def test_semimarkov_and_tree_take_dense_blocks():
     trees = SequenceMatrix(None, offsets, parents=parents, dense=np.vstack(X))
     tree = TreeCRF(max_iter=20).fit(trees, y)
     assert tree.score(trees, y) > 0.8
+    # the block multiplied by BLAS in training, the same values as CSR columns
+    as_csr = SequenceMatrix(sp.csr_matrix(np.vstack(X)), offsets, parents=parents)
+    csr_tree = TreeCRF(max_iter=20).fit(as_csr, y)
+    np.testing.assert_allclose(tree.coef_, csr_tree.coef_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_array_equal(np.concatenate(tree.predict(trees)),
+                                  np.concatenate(csr_tree.predict(as_csr)))
 
 
 def test_cv_splits_lists_of_arrays():
@@ -92,6 +98,31 @@ def test_model_files_round_trip_dense_models():
     assert loaded.n_dense_features_in_ == 4
     np.testing.assert_array_equal(np.concatenate(loaded.predict(X)),
                                   np.concatenate(model.predict(X)))
+
+
+def test_model_files_refuse_feature_steps_that_hold_sklearn_transformers():
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skcrf.features import PerTokenTransformer, SequenceUnion
+
+    X, y = numeric_corpus()
+    per_token = make_pipeline(PerTokenTransformer(StandardScaler()),
+                              CRFClassifier(max_iter=5)).fit(X, y)
+    union = SequenceUnion([("scaled", PerTokenTransformer(StandardScaler()))]).fit(X)
+    for model, what in ((per_token, "Pipeline step 'pertokentransformer'"),
+                        (union, "The model")):
+        with pytest.raises(TypeError, match=f"{what} is a skcrf.*holds other.*"
+                                            f"allow_pickle=True"):
+            save_model(model, io.BytesIO())
+    # the documented way out: pickled, loaded only with allow_pickle=True
+    buffer = io.BytesIO()
+    save_model(per_token, buffer, allow_pickle=True)
+    buffer.seek(0)
+    with pytest.warns(UserWarning):
+        loaded = load_model(buffer, allow_pickle=True)
+    np.testing.assert_array_equal(np.concatenate(loaded.predict(X)),
+                                  np.concatenate(per_token.predict(X)))
 
 
 def test_from_lengths_moves_hmmlearn_code_with_one_line():

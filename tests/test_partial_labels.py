@@ -174,8 +174,9 @@ def test_labels_from_a_generator_are_read_once():
     assert fitted.classes_.tolist() == ["ADJ", "DET", "N", "V"]
 
 
+@pytest.mark.parametrize("order", [1, 2])
 @pytest.mark.parametrize("sample_weight", [None, "weights"])
-def test_a_dense_block_with_partial_labels_trains_as_its_csr_columns(sample_weight):
+def test_a_dense_block_with_partial_labels_trains_as_its_csr_columns(sample_weight, order):
     import scipy.sparse as sp
 
     from skcrf import SequenceMatrix
@@ -189,8 +190,10 @@ def test_a_dense_block_with_partial_labels_trains_as_its_csr_columns(sample_weig
     weights = None if sample_weight is None else rng.integers(1, 3, len(X)).astype(float)
     offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
     csr = SequenceMatrix(sp.csr_matrix(np.vstack(X)), offsets)
-    dense = CRFClassifier(alpha=0.1, tol=1e-8).fit(X, hidden, sample_weight=weights)
-    columns = CRFClassifier(alpha=0.1, tol=1e-8).fit(csr, hidden, sample_weight=weights)
+    dense = CRFClassifier(alpha=0.1, tol=1e-8, order=order).fit(X, hidden,
+                                                                sample_weight=weights)
+    columns = CRFClassifier(alpha=0.1, tol=1e-8, order=order).fit(csr, hidden,
+                                                                  sample_weight=weights)
     assert dense.n_dense_features_in_ == 4
     np.testing.assert_allclose(dense.coef_, columns.coef_, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(dense.transition_coef_, columns.transition_coef_, rtol=1e-5,

@@ -19,6 +19,8 @@ from itertools import chain
 from operator import itemgetter
 from pathlib import Path
 
+import numpy as np
+
 from ..datasets import iter_conll
 from ._encoding import guess_encoding, undecodable_at
 from ._errors import CommandError, UsageError
@@ -39,9 +41,12 @@ class Layout:
     label_column: int
     separator: str = None
     encoding: str = None
+    #: columns read as numbers, the dense block of every token (``--numeric-columns``)
+    numeric_columns: tuple = ()
 
     @classmethod
-    def resolve(cls, n_columns, columns, label_column, separator, encoding, path):
+    def resolve(cls, n_columns, columns, label_column, separator, encoding, path,
+                numeric_columns=None):
         """The layout the train options give for a file of ``n_columns`` columns."""
         def check(index, option):
             if not -n_columns <= index < n_columns:
@@ -51,8 +56,12 @@ class Layout:
             return index % n_columns
 
         label = check(label_column, "--label-column")
+        numbers = tuple(check(c, "--numeric-columns") for c in numeric_columns or ())
+        if label in numbers:
+            raise UsageError(f"column {label} is both a numeric column (--numeric-columns) "
+                             f"and the label column (--label-column)")
         if columns is None:
-            tokens = tuple(c for c in range(n_columns) if c != label)
+            tokens = tuple(c for c in range(n_columns) if c != label and c not in numbers)
         else:
             tokens = tuple(check(c, "--columns") for c in columns)
         if label in tokens:
@@ -60,10 +69,17 @@ class Layout:
                               f"label column (--label-column)")
         if len(set(tokens)) != len(tokens):
             raise UsageError(f"--columns names a column twice: {list(columns)}")
+        if len(set(numbers)) != len(numbers):
+            raise UsageError(f"--numeric-columns names a column twice: "
+                             f"{list(numeric_columns)}")
+        both = sorted(set(tokens) & set(numbers))
+        if both:
+            raise UsageError(f"column {both[0]} is both a token column (--columns) and a "
+                             f"numeric column (--numeric-columns)")
         if not tokens:
             raise UsageError(f"{path} has {n_columns} column(s) and column {label} is the "
                               f"label: no token columns left")
-        return cls(n_columns, tokens, label, separator, encoding)
+        return cls(n_columns, tokens, label, separator, encoding, numbers)
 
     @classmethod
     def from_metadata(cls, saved):
@@ -71,8 +87,9 @@ class Layout:
         if not saved:
             return None
         try:
-            layout = cls(**{**saved, "token_columns": tuple(saved["token_columns"])})
-            columns = (layout.label_column, *layout.token_columns)
+            layout = cls(**{**saved, "token_columns": tuple(saved["token_columns"]),
+                            "numeric_columns": tuple(saved.get("numeric_columns", ()))})
+            columns = (layout.label_column, *layout.token_columns, *layout.numeric_columns)
             if not (type(layout.n_columns) is int and all(
                     type(c) is int and 0 <= c < layout.n_columns for c in columns)):
                 raise ValueError("column numbers must be integers below n_columns")
@@ -93,7 +110,7 @@ class Layout:
         if n_columns == self.n_columns:
             return self.token_columns, self.label_column
         if n_columns == self.n_columns - 1 and not need_labels:
-            return tuple(c - (c > self.label_column) for c in self.token_columns), None
+            return self._without_label(self.token_columns), None
         columns = ",".join(map(str, self.token_columns))
         expected = (f"{self.n_columns}" if need_labels
                     else f"{self.n_columns}, or {self.n_columns - 1} without the label")
@@ -101,6 +118,55 @@ class Layout:
             f"{path} has {n_columns} column(s) per token line, but the model was trained "
             f"on {self.n_columns} (token columns {columns}, label column "
             f"{self.label_column}): expected {expected}")
+
+
+    def _without_label(self, columns):
+        return tuple(c - (c > self.label_column) for c in columns)
+
+    def numeric_for_file(self, n_columns):
+        """The numeric columns of a file with ``n_columns`` columns (checked by :meth:`for_file`)."""
+        if n_columns == self.n_columns:
+            return self.numeric_columns
+        return self._without_label(self.numeric_columns)
+
+
+def numbers(sequences, columns, path, first=0):
+    """The ``columns`` of each sequence's rows as a float array (n_tokens, len(columns)).
+
+    ``first`` is the file's number of the first of ``sequences``, for the
+    errors, which name the sequence, the token and the column.
+    """
+    getter = itemgetter(*columns)
+    try:  # the whole batch at once; cell by cell only to name a bad value
+        arrays = [np.array([getter(row) for row in rows], dtype=np.float64).reshape(
+            len(rows), len(columns)) for rows in sequences]
+        if all(np.isfinite(block).all() for block in arrays):
+            return arrays
+    except ValueError:
+        pass
+    arrays = []
+    for q, rows in enumerate(sequences):
+        block = np.empty((len(rows), len(columns)))
+        for t, row in enumerate(rows):
+            for k, column in enumerate(columns):
+                try:
+                    block[t, k] = float(row[column])
+                except ValueError:
+                    raise CommandError(
+                        f"{path}: sequence {first + q}, token {t}, column {column} "
+                        f"(--numeric-columns) is {row[column]!r}, not a number") from None
+                if not np.isfinite(block[t, k]):
+                    raise CommandError(
+                        f"{path}: sequence {first + q}, token {t}, column {column} "
+                        f"(--numeric-columns) is {row[column]!r}; the numbers must be "
+                        f"finite")
+        arrays.append(block)
+    return arrays
+
+
+def numeric_names(columns):
+    """The names of the numeric columns' features: ``col<N>``."""
+    return [f"col{c}" for c in columns]
 
 
 class ColumnFile:

@@ -23,8 +23,10 @@ from .._semimarkov import SemiMarkovCRF
 from .._persistence import load_model, save_model
 from ..features.featurizer import TokenFeaturizer
 from ..features.vectorizer import SequenceVectorizer
-from ._columns import ColumnFile, Layout, nbest_text, output_file, pick, tagged_text
-from ._errors import CommandError
+from ..features.sequence_matrix import SequenceMatrix
+from ._columns import (ColumnFile, Layout, nbest_text, numbers, numeric_names, output_file,
+                       pick, tagged_text)
+from ._errors import CommandError, UsageError
 from ._scores import StreamingScores
 from ._trees import (ConlluLayout, check_tree_options, n_words, token_accuracy_report,
                      tree_estimator)
@@ -77,14 +79,20 @@ def train(args):
     _check_not_an_input(args.model, "--model", [("training file", args.train_file)])
     _check_writable(args.model, "--model")
     _estimator(args)  # option clashes fail before the file is read
+    if args.structure == "tree" and args.numeric_columns:
+        raise UsageError("--numeric-columns is for column files (chain or semimarkov); "
+                         "--structure tree reads CoNLL-U, whose columns are not numbers")
     if args.structure == "tree":
         return _train_tree(args)
     started = time.perf_counter()
     source = ColumnFile(args.train_file, args.separator, args.encoding)
     layout = Layout.resolve(source.n_columns, args.columns, args.label_column,
-                            args.separator, args.encoding, args.train_file)
-    X, y = [], []
+                            args.separator, args.encoding, args.train_file,
+                            args.numeric_columns)
+    X, y, values = [], [], []
     for batch in source.batches():
+        if layout.numeric_columns:
+            values += numbers(batch, layout.numeric_columns, args.train_file, len(X))
         X += pick(batch, layout.token_columns)
         y += pick(batch, [layout.label_column])
     y = partial_labels(y, args.unknown_label, args.label_sets)
@@ -94,11 +102,29 @@ def train(args):
                     if label is not None})
     _say(args, f"read {args.train_file}: {len(X)} sequences, {n_tokens} tokens, "
                f"{n_labels} labels ({source.encoding}; token columns "
-               f"{','.join(map(str, layout.token_columns))}, label column "
-               f"{layout.label_column} of {source.n_columns})")
+               f"{','.join(map(str, layout.token_columns))}, "
+               + (f"numeric columns {','.join(map(str, layout.numeric_columns))}, "
+                  if layout.numeric_columns else "")
+               + f"label column {layout.label_column} of {source.n_columns})")
 
-    metadata = {"layout": asdict(layout), "command": ["skcrf", *args.argv]}
-    return _fit_and_save(args, X, y, _featurizer(args), metadata, started)
+    saved = asdict(layout)
+    if not layout.numeric_columns:  # files without numbers stay as they were
+        del saved["numeric_columns"]
+    metadata = {"layout": saved, "command": ["skcrf", *args.argv]}
+    numeric = (values, numeric_names(layout.numeric_columns)) if values else None
+    return _fit_and_save(args, X, y, _featurizer(args), metadata, started, numeric)
+
+
+def with_numbers(Xt, values, names):
+    """The featurized ``Xt`` with the numeric columns' ``values`` as its dense block.
+
+    The numbers stay outside the saved pipeline (its steps read tokens): the
+    command line reads them from the same columns when it tags, and gives
+    them to the model beside the pipeline's features.
+    """
+    block = np.concatenate(values) if values else np.empty((0, len(names)))
+    return SequenceMatrix(Xt.matrix, Xt.offsets, Xt.feature_names, parents=Xt.parents,
+                          dense=block, dense_names=names)
 
 
 def partial_labels(y, unknown, separator):
@@ -137,14 +163,20 @@ def _featurizer(args, head_column=None):
                            boundary=not args.no_boundary, head_column=head_column)
 
 
-def _fit_and_save(args, X, y, featurizer, metadata, started):
-    """Fit the pipeline of ``featurizer``, a vectorizer and the CRF; save it with ``metadata``."""
+def _fit_and_save(args, X, y, featurizer, metadata, started, numeric=None):
+    """Fit the pipeline of ``featurizer``, a vectorizer and the CRF; save it with ``metadata``.
+
+    ``numeric`` is ``(values, names)``: the numeric columns, one array per
+    sequence, added as a dense block (see :func:`with_numbers`).
+    """
     pipe = make_pipeline(featurizer, SequenceVectorizer(min_freq=args.min_freq),
                          _estimator(args))
     # the steps one by one, as Pipeline.fit runs them, to report the feature count
     # before the iterations start
     Xt = pipe[:-1].fit_transform(X)
-    _say(args, f"features: {Xt.n_features} (read and featurized in "
+    if numeric is not None:
+        Xt = with_numbers(Xt, *numeric)
+    _say(args, f"features: {Xt.n_features + Xt.n_dense} (read and featurized in "
                f"{time.perf_counter() - started:.1f} s)")
     with warnings_as_lines("skcrf train", _convergence_advice(args)):
         pipe[-1].fit(Xt, y)
@@ -311,6 +343,17 @@ def _open_for(layout, path, need_labels, encoding=None):
     return source, list(token_columns), label_column
 
 
+def _numeric_reader(layout, source, path):
+    """``(batch, first) -> (values, names)`` of the layout's numeric columns, or None."""
+    columns = () if layout is None else layout.numeric_for_file(source.n_columns)
+    names = numeric_names(layout.numeric_columns) if columns else None
+
+    def read(batch, first):
+        return (numbers(batch, columns, path, first), names) if columns else None
+
+    return read
+
+
 class _Labeller:
     """Labels batches of tokens with a model: predicted labels, and their probabilities."""
 
@@ -325,13 +368,20 @@ class _Labeller:
         self.model_path = model_path
         self.marginals = marginals
 
-    def nbest(self, X, n):
+    def _features(self, X, numeric):
+        """The model's input: the pipeline's features, and the numeric columns if any."""
+        Xt = self.features.transform(X) if self.features is not None else X
+        if numeric is not None:
+            Xt = with_numbers(Xt, *numeric)
+        return Xt
+
+    def nbest(self, X, n, numeric=None):
         """The n best labellings of each sequence, and their tokens' marginals if asked."""
         if not hasattr(self.crf, "predict_nbest"):
             raise CommandError(f"{self.model_path}: a {type(self.crf).__name__} gives no "
                                f"n-best labellings")
         try:
-            Xt = self.features.transform(X) if self.features is not None else X
+            Xt = self._features(X, numeric)
             nbest = self.crf.predict_nbest(Xt, n=n)
             if not self.marginals:
                 return nbest, None
@@ -344,9 +394,9 @@ class _Labeller:
                 from None
         return nbest, probabilities
 
-    def __call__(self, X):
+    def __call__(self, X, numeric=None):
         try:
-            Xt = self.features.transform(X) if self.features is not None else X
+            Xt = self._features(X, numeric)
             y_pred = self.crf.predict(Xt)
             if not self.marginals:
                 return y_pred, None
@@ -377,14 +427,18 @@ def tag(args):
     source, token_columns, _ = _open_for(layout, args.file, need_labels=False,
                                          encoding=args.encoding)
     separator = layout.separator if layout is not None and layout.separator else " "
+    numeric = _numeric_reader(layout, source, args.file)
     with output_file(args.output, source.encoding) as output:
+        read = 0
         for batch in source.batches():
             tokens = pick(batch, token_columns)
+            values = numeric(batch, read)
+            read += len(batch)
             if args.nbest is not None:
-                nbest, probabilities = labeller.nbest(tokens, args.nbest)
+                nbest, probabilities = labeller.nbest(tokens, args.nbest, values)
                 output.write(nbest_text(batch, nbest, probabilities, separator))
                 continue
-            y_pred, probabilities = labeller(tokens)
+            y_pred, probabilities = labeller(tokens, values)
             output.write(tagged_text(batch, y_pred, probabilities, separator))
     return 0
 
@@ -399,8 +453,11 @@ def evaluate(args):
     source, token_columns, label_column = _open_for(layout, args.test_file, need_labels=True,
                                                     encoding=args.encoding)
     scores = StreamingScores(args.scheme)
+    numeric = _numeric_reader(layout, source, args.test_file)
+    read = 0
     for batch in source.batches():
-        y_pred, _ = labeller(pick(batch, token_columns))
+        y_pred, _ = labeller(pick(batch, token_columns), numeric(batch, read))
+        read += len(batch)
         try:
             scores.add(pick(batch, [label_column]), y_pred)
         except ValueError as error:  # a tag outside the scheme

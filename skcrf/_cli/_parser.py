@@ -171,6 +171,11 @@ def _add_train(commands):
     layout.add_argument("--columns", type=_column_list, metavar="COLS",
                         help="comma-separated columns that form a token, the word first, "
                              "such as 0,1 (default: every column but the label)")
+    layout.add_argument("--numeric-columns", type=_column_list, metavar="COLS",
+                        help="chain or semimarkov: comma-separated columns read as numbers "
+                             "(such as sensor readings or a word's vector), given to the "
+                             "model as dense features named colN (default: none; they are "
+                             "then not token columns)")
     layout.add_argument("--label-column", type=int, default=-1, metavar="N",
                         help="column of the label; negative counts from the end")
     layout.add_argument("--separator", type=_separator, metavar="SEP",

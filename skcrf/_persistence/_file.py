@@ -141,9 +141,12 @@ def _check_model(model, allow_pickle):
         raise TypeError(
             f"save_model saves skcrf estimators and Pipelines ending in one; got {what}. "
             f"(For a search, save its best_estimator_.)")
-    if isinstance(model, Pipeline) and not allow_pickle:
+    if not allow_pickle:
         known = set(estimator_classes().values())
-        for name, step in model.steps:
+        steps = model.steps if isinstance(model, Pipeline) else []
+        for name, step in steps:
+            if type(step) not in known and _holds_estimators(step):
+                raise TypeError(_holds_other_estimators(f"Pipeline step {name!r}", step))
             if step is not None and step != "passthrough" and type(step) not in known:
                 raise TypeError(
                     f"Pipeline step {name!r} is a {type(step).__module__}."
@@ -153,7 +156,41 @@ def _check_model(model, allow_pickle):
                     f"save_model(model, file, allow_pickle=True); loading that file then "
                     f"needs allow_pickle=True too, and can run code, so only for files "
                     f"you trust.")
+        if (not isinstance(model, Pipeline) and type(model) not in known
+                and _holds_estimators(model)):
+            raise TypeError(_holds_other_estimators("The model", model))
     check_is_fitted(model)
+
+
+def _holds_estimators(step):
+    """Whether ``step``'s parameters hold estimators (a composition such as SequenceUnion)."""
+    if not _is_skcrf_estimator(step):
+        return False
+    for value in step.get_params(deep=False).values():
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for item in items:
+            item = item[-1] if isinstance(item, tuple) and item else item
+            if isinstance(item, BaseEstimator):
+                return True
+    return False
+
+
+def _holds_other_estimators(what, step):
+    """Why the safe format refuses an skcrf step it has no declaration for.
+
+    SequenceUnion and PerTokenTransformer hold whatever transformers the
+    user gives them (StandardScaler, PCA, ...): their fitted state is those
+    objects' own attributes, which no declaration of skcrf's describes, so a
+    file could not be checked attribute by attribute when loaded.
+    """
+    kind = type(step)
+    return (f"{what} is a {kind.__module__}.{kind.__qualname__}, which holds other "
+            f"(scikit-learn) estimators whose fitted state the safe model format does not "
+            f"declare, so it cannot save it. Save such a pipeline with skops "
+            f"(skops.io.dump), or pickle it with save_model(model, file, "
+            f"allow_pickle=True); loading that file then needs allow_pickle=True too, and "
+            f"can run code, so only for files you trust. Or save the CRF alone and "
+            f"rebuild the feature steps from code.")
 
 
 def save_model(model: BaseEstimator, file: FileLike, *,

@@ -11,6 +11,7 @@ scores and marginals at once.
 """
 
 import numpy as np
+import scipy.sparse as sp
 
 from ...features.arrays import FeatureArrays
 from .order1 import chain_posteriors
@@ -31,6 +32,8 @@ def sequence_range(features, offsets, first, stop):
                          features.n_features)
     if features.dense is not None:
         part.dense = features.dense[lo:hi]
+    if features.parents is not None:  # a tree's parents count within its sequence
+        part.parents = features.parents[lo:hi]
     return part, offsets[first:stop + 1] - lo
 
 
@@ -44,7 +47,14 @@ def chunk_starts(offsets, budget=None):
 
 
 class DenseChainStructure:
-    """An order-1 :class:`~skcrf.structures.chain.order1.ChainStructure` plus dense weights.
+    """A chain structure of any order, or a tree structure, plus dense weights.
+
+    The chain is an order-1 :class:`~skcrf.structures.chain.order1.ChainStructure`,
+    a :class:`~skcrf.structures.patterns.chain.PatternChainStructure` (orders
+    >= 2, exact) or a :class:`~skcrf.structures.tree.structure.TreeStructure`
+    (its node scores): each gives unary scores to add ``X_dense @ W.T`` to,
+    token marginals to multiply the block by, and the expected statistics of
+    their own parameters from those marginals.
 
     The weight vector is the chain's, then ``W`` (n_classes, n_dense) in C
     order. The features are :class:`~skcrf.features.arrays.FeatureArrays`
@@ -55,8 +65,8 @@ class DenseChainStructure:
 
     Parameters
     ----------
-    chain : ChainStructure
-        Of order 1, over the sparse columns.
+    chain : ChainStructure, PatternChainStructure or TreeStructure
+        Over the sparse columns (a tree's without link features).
     n_dense : int
     """
 
@@ -77,12 +87,14 @@ class DenseChainStructure:
         """Phi(gold): the chain's, then the sum of each class's dense rows."""
         dense = features.dense
         gold = np.zeros((self.n_classes, self.n_dense))
-        # one-hot labels times the block, a chunk at a time: no copy of its rows
+        # sparse one-hot labels times the block, a chunk at a time (a float32
+        # block read as float64 a chunk at a time): one pass over its rows;
+        # a dense one-hot product took 5 to 35x longer (busy machine)
         for lo in range(0, dense.shape[0], CHUNK_TOKENS):
             hi = min(lo + CHUNK_TOKENS, dense.shape[0])
-            onehot = np.zeros((hi - lo, self.n_classes), dtype=dense.dtype)
-            onehot[np.arange(hi - lo), label_ids[lo:hi]] = 1
-            gold += onehot.T @ dense[lo:hi]
+            onehot = sp.csr_matrix((np.ones(hi - lo), (label_ids[lo:hi], np.arange(hi - lo))),
+                                   shape=(self.n_classes, hi - lo))
+            gold += onehot @ dense[lo:hi].astype(np.float64, copy=False)
         return np.concatenate([self.chain.gold_statistics(features, offsets, label_ids),
                                gold.ravel()])
 
@@ -106,14 +118,32 @@ class DenseChainStructure:
             for part, part_offsets in chunks:
                 scores = self.chain.scores(part, w_chain)
                 scores.unary += part.dense @ dense_weights
-                posteriors = chain_posteriors(scores, part_offsets, True)
-                log_z.append(posteriors.log_z)
-                expected += self.chain.expected_statistics(part, part_offsets, posteriors)
-                marginals = posteriors.marginals.astype(part.dense.dtype, copy=False)
+                part_log_z, marginals, part_expected = self._posterior_terms(
+                    part, part_offsets, scores)
+                log_z.append(part_log_z)
+                expected += part_expected
+                marginals = marginals.astype(part.dense.dtype, copy=False)
                 expected_dense += marginals.T @ part.dense
             return np.concatenate(log_z), np.concatenate([expected, expected_dense.ravel()])
 
         return terms
+
+    def _posterior_terms(self, part, part_offsets, scores):
+        """``(log_z, token marginals, the chain's expected statistics)`` of a chunk's scores."""
+        if hasattr(scores, "root"):  # TreeScores
+            from ..tree.structure import tree_posteriors
+
+            posteriors = tree_posteriors(scores, part.parents, part_offsets, True)
+            return posteriors.log_z, posteriors.marginals, self.chain.expected_statistics(
+                part, posteriors)
+        if hasattr(scores, "posteriors"):  # PatternScores (orders >= 2)
+            log_z, marginals, transition_counts, pattern_counts = scores.posteriors(
+                part_offsets, with_counts=True)
+            return log_z, marginals, self.chain.expected_statistics(
+                part, part_offsets, marginals, transition_counts, pattern_counts)
+        posteriors = chain_posteriors(scores, part_offsets, True)
+        return posteriors.log_z, posteriors.marginals, self.chain.expected_statistics(
+            part, part_offsets, posteriors)
 
     def scores(self, features, w):
         """:class:`ChainScores` of the features (sparse part and dense block) under ``w``."""

@@ -102,3 +102,68 @@ def test_coefficients_round_trip():
     named = dense.structure.coefficients(w)
     assert named["coef"].shape == (n_classes, X.n_features + X.n_dense)
     np.testing.assert_array_equal(dense.structure.weights(named), w)
+
+
+@pytest.mark.parametrize("order", [2, 3])
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("chunk", [3, 1 << 16])
+def test_dense_route_of_higher_orders_equals_the_csr_route(order, seed, chunk, monkeypatch):
+    from skcrf.structures.patterns.chain import PatternChainStructure
+
+    monkeypatch.setattr(dense_module, "CHUNK_TOKENS", chunk)
+    X, offsets, labels, n_classes = _problem(seed)
+    blocks = FeatureArrays.of_sequences(X, keep_dense=True)
+    csr = FeatureArrays.of_sequences(X)
+    build = dict(all_possible_states=True, all_possible_transitions=True)
+    dense = NegativeLogLikelihood(
+        DenseChainStructure(PatternChainStructure.for_training(
+            blocks, offsets, labels, n_classes, order, **build), X.n_dense),
+        blocks, offsets, labels, 0.3)
+    plain = NegativeLogLikelihood(
+        PatternChainStructure.for_training(csr, offsets, labels, n_classes, order, **build),
+        csr, offsets, labels, 0.3)
+    rng = np.random.default_rng(seed + 100)
+    w_csr = rng.normal(size=plain.n_parameters) * 0.5
+    named = plain.structure.coefficients(w_csr)
+    w_dense = dense.structure.weights(named)
+    np.testing.assert_array_equal(dense.structure.coefficients(w_dense)["coef"],
+                                  named["coef"])
+    loss_dense, grad_dense = dense(w_dense)
+    loss_csr, grad_csr = plain(w_csr)
+    assert loss_dense == pytest.approx(loss_csr, rel=1e-12, abs=1e-10)
+    by_name_dense = dense.structure.coefficients(grad_dense)
+    by_name_csr = plain.structure.coefficients(grad_csr)
+    for name in ("coef", "transitions", "start", "end", "pattern_coef"):
+        np.testing.assert_allclose(by_name_dense[name], by_name_csr[name], rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("chunk", [3, 1 << 16])
+def test_dense_route_of_trees_equals_the_csr_route(seed, chunk, monkeypatch):
+    from skcrf.structures.tree.structure import TreeStructure
+
+    monkeypatch.setattr(dense_module, "CHUNK_TOKENS", chunk)
+    X, offsets, labels, n_classes = _problem(seed)
+    rng = np.random.default_rng(seed + 50)
+    # random forests: each token's parent an earlier token of its sequence, or none
+    parents = np.concatenate([[rng.integers(-1, t) if t else -1 for t in range(n)]
+                              for n in np.diff(offsets)]).astype(np.int64)
+    X = SequenceMatrix(X.matrix, offsets, parents=parents, dense=X.dense)
+    blocks = FeatureArrays.of_sequences(X, keep_dense=True)
+    csr = FeatureArrays.of_sequences(X)
+    dense = NegativeLogLikelihood(
+        DenseChainStructure(TreeStructure.for_training(blocks, labels, n_classes,
+                                                       all_possible_states=True), X.n_dense),
+        blocks, offsets, labels, 0.3)
+    plain = NegativeLogLikelihood(
+        TreeStructure.for_training(csr, labels, n_classes, all_possible_states=True),
+        csr, offsets, labels, 0.3)
+    named = plain.structure.coefficients(
+        np.random.default_rng(seed + 100).normal(size=plain.n_parameters))
+    loss_dense, grad_dense = dense(dense.structure.weights(named))
+    loss_csr, grad_csr = plain(plain.structure.weights(named))
+    assert loss_dense == pytest.approx(loss_csr, rel=1e-12, abs=1e-10)
+    by_name_dense = dense.structure.coefficients(grad_dense)
+    by_name_csr = plain.structure.coefficients(grad_csr)
+    for name in ("coef", "transitions", "root"):
+        np.testing.assert_allclose(by_name_dense[name], by_name_csr[name], rtol=0, atol=1e-9)
