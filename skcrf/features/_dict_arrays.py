@@ -18,6 +18,7 @@ from itertools import chain, islice, repeat
 import numpy as np
 
 from ._columns_by_key import vectorize_by_key
+from ._dict_pairs import vectorize_pairs
 from ._numbering import factorize
 from .sequence_matrix import values_or_none
 
@@ -180,8 +181,10 @@ def _vectorize_chunks(X, vocabulary, grow, separator, tables=None):
     except TypeError:
         return None  # a token without len() is no dict: the loop names it
     if capacity <= _SMALL_VALUES:
-        small = _vectorize_small(X, vocabulary, grow, separator,
-                                 None if tables is None or tables.grow else tables)
+        small = None if tables is None or tables.grow else vectorize_pairs(X, tables)
+        if small is None:
+            small = _vectorize_small(X, vocabulary, grow, separator,
+                                     None if tables is None or tables.grow else tables)
         return None if small is None else (*small, offsets)
     ends = np.searchsorted(offsets[1:], np.arange(_CHUNK_TOKENS, offsets[-1], _CHUNK_TOKENS))
     bounds = np.unique(np.concatenate([[0], ends + 1, [len(X)]]).clip(0, len(X)))
