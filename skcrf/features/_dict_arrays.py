@@ -35,6 +35,9 @@ _CHUNK_TOKENS = 1 << 12
 # fixed cost, most of a one-sentence prediction.
 _SMALL_VALUES = 1 << 12
 
+# np.iinfo is Python code: once here, not on every one-sentence transform
+_INT32_MAX = int(np.iinfo(np.int32).max)
+
 # The flat path numbers (key, value) pairs with a dense lookup table over all
 # key ids x value ids when that table has at most this many entries more than
 # twice the number of feature values; beyond it, it sorts the pair codes.
@@ -131,7 +134,7 @@ def _vectorize_compact(X, vocabulary, grow, separator, tables=None):
             del vocabulary[name]
         data, indices, indptr, offsets = _vectorize_loop(X, vocabulary, grow, separator)
         arrays = (values_or_none(data), indices.astype(np.int32), indptr, offsets)
-    if len(vocabulary) > np.iinfo(np.int32).max:  # pragma: no cover (100+ GB of names)
+    if len(vocabulary) > _INT32_MAX:  # pragma: no cover (100+ GB of names)
         raise ValueError(f"{len(vocabulary)} feature names do not fit int32 indices.")
     return arrays
 
