@@ -11,12 +11,11 @@ before and numbers other than 0 and 1.
 """
 
 from itertools import chain, repeat
-from operator import itemgetter
 
 import numpy as np
 
-#: At most this many pairs are remembered per fitted vectorizer (a few
-#: MiB), forgotten all at once past it.
+#: At most this many pairs are remembered per fitted vectorizer (about
+#: 10 MiB with their strings), forgotten all at once past it.
 _REMEMBERED_PAIRS = 1 << 16
 
 # the value types whose every value is one feature: anything else (a list, a
