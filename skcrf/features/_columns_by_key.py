@@ -66,6 +66,8 @@ class ColumnsByKey:
         self._names = names
         self._sorted_names = None
         self._tables = {}
+        # (key, value) -> column of a fixed vocabulary, see _dict_pairs
+        self.pairs = {}
 
     def of_key(self, key):
         """``value -> column`` of the one-hot names of ``key`` (a str)."""

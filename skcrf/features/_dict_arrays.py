@@ -18,6 +18,7 @@ from itertools import chain, islice, repeat
 import numpy as np
 
 from ._columns_by_key import vectorize_by_key
+from ._dict_pairs import vectorize_pairs
 from ._numbering import factorize
 from .sequence_matrix import values_or_none
 
@@ -33,6 +34,9 @@ _CHUNK_TOKENS = 1 << 12
 # path: it costs more per value than the flat path but has a fraction of its
 # fixed cost, most of a one-sentence prediction.
 _SMALL_VALUES = 1 << 12
+
+# np.iinfo is Python code: once here, not on every one-sentence transform
+_INT32_MAX = int(np.iinfo(np.int32).max)
 
 # The flat path numbers (key, value) pairs with a dense lookup table over all
 # key ids x value ids when that table has at most this many entries more than
@@ -130,7 +134,7 @@ def _vectorize_compact(X, vocabulary, grow, separator, tables=None):
             del vocabulary[name]
         data, indices, indptr, offsets = _vectorize_loop(X, vocabulary, grow, separator)
         arrays = (values_or_none(data), indices.astype(np.int32), indptr, offsets)
-    if len(vocabulary) > np.iinfo(np.int32).max:  # pragma: no cover (100+ GB of names)
+    if len(vocabulary) > _INT32_MAX:  # pragma: no cover (100+ GB of names)
         raise ValueError(f"{len(vocabulary)} feature names do not fit int32 indices.")
     return arrays
 
@@ -180,8 +184,10 @@ def _vectorize_chunks(X, vocabulary, grow, separator, tables=None):
     except TypeError:
         return None  # a token without len() is no dict: the loop names it
     if capacity <= _SMALL_VALUES:
-        small = _vectorize_small(X, vocabulary, grow, separator,
-                                 None if tables is None or tables.grow else tables)
+        small = None if tables is None or tables.grow else vectorize_pairs(X, tables)
+        if small is None:
+            small = _vectorize_small(X, vocabulary, grow, separator,
+                                     None if tables is None or tables.grow else tables)
         return None if small is None else (*small, offsets)
     ends = np.searchsorted(offsets[1:], np.arange(_CHUNK_TOKENS, offsets[-1], _CHUNK_TOKENS))
     bounds = np.unique(np.concatenate([[0], ends + 1, [len(X)]]).clip(0, len(X)))

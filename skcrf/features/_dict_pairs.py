@@ -1,0 +1,92 @@
+"""A few tokens of feature dicts to CSR arrays through remembered (key, value) pairs.
+
+Tagging one sentence at a time meets the same (key, value) pairs again and
+again: "bias", "word.istitle()", "postag=NC"... Looking each value up by
+name (``key + separator + value``) builds and hashes a new string per value
+in a Python loop, most of the time of predicting one sentence. Here each
+pair's column is remembered the first time it is met; then a sentence's
+columns are one C-level pass of dict lookups on the (key, value) tuples that
+``dict.items`` yields anyway, and Python code runs only for pairs not seen
+before and numbers other than 0 and 1.
+"""
+
+from itertools import chain, repeat
+
+import numpy as np
+
+#: At most this many pairs are remembered per fitted vectorizer (about
+#: 10 MiB with their strings), forgotten all at once past it.
+_REMEMBERED_PAIRS = 1 << 16
+
+# the value types whose every value is one feature: anything else (a list, a
+# str subclass, a numpy number) goes the general way, which names any error
+_PLAIN_TYPES = frozenset({str, float, int, bool})
+
+_STR = frozenset({str})
+
+_UNSEEN = -2
+
+
+def vectorize_pairs(X, tables):
+    """``(data, indices, indptr)`` of ``X`` as :func:`~._dict_arrays._vectorize_small`'s, or None.
+
+    Parameters
+    ----------
+    X : list of sequences of tokens
+    tables : ColumnsByKey
+        Of a fixed vocabulary (not growing); its ``pairs`` dict remembers
+        ``(key, value) -> column``, -1 for a name not in the vocabulary or
+        a zero number (neither stores anything).
+
+    Returns None, before touching the vocabulary, unless every token is a
+    plain dict of str keys and str, float, int or bool values.
+    """
+    tokens = list(chain.from_iterable(X))
+    if not tokens or set(map(type, tokens)) != {dict}:
+        return None
+    # a remembered pair's key is a str and its value a str or a number: a
+    # key or value equal to it is of that type or of one this check refuses
+    # (a str subclass, Decimal), which the general path handles
+    if (not set(map(type, chain.from_iterable(tokens))) <= _STR or not set(
+            map(type, chain.from_iterable(map(dict.values, tokens)))) <= _PLAIN_TYPES):
+        return None
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    token_starts = np.zeros(len(tokens) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=token_starts[1:])
+    n_items = int(token_starts[-1])
+    pairs = tables.pairs
+    # dict.items reuses its tuple when nothing keeps it: no allocation per value
+    columns = np.fromiter(map(pairs.get, chain.from_iterable(map(dict.items, tokens)),
+                              repeat(_UNSEEN)), dtype=np.int64, count=n_items)
+    unseen = np.flatnonzero(columns == _UNSEEN).tolist()
+    others = []  # (position, number) of the numbers other than 0 and 1
+    if unseen:
+        if len(pairs) > _REMEMBERED_PAIRS:
+            # a new dict, not clear(): a concurrent call keeps reading its own
+            pairs = tables.pairs = {}
+        items = list(chain.from_iterable(map(dict.items, tokens)))
+        get = tables.vocabulary.get
+        separator = tables.separator
+        for position in unseen:
+            key, value = items[position]
+            if type(value) is str:
+                column = pairs[key, value] = get(key + separator + value, -1)
+            elif not value:  # zero, False (and -0.0) store nothing
+                column = pairs[key, value] = -1
+            else:
+                column = get(key, -1)
+                if value == 1:  # 1, 1.0 and True are equal as dict keys, and store 1
+                    pairs[key, value] = column
+                elif column >= 0:  # other numbers (NaN too) are not remembered
+                    others.append((position, value))
+            columns[position] = column
+    kept = columns >= 0
+    kept_before = np.zeros(n_items + 1, dtype=np.int64)
+    np.cumsum(kept, out=kept_before[1:])
+    data = None
+    if others:
+        data = np.ones(n_items)
+        positions, numbers = zip(*others)
+        data[list(positions)] = numbers
+        data = data[kept]
+    return data, columns[kept].astype(np.int32), kept_before[token_starts]
