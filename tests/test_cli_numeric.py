@@ -63,6 +63,9 @@ def test_tag_reads_the_numbers_as_training_did(trained):
     tokens = [[row[0] for row in sentence] for sentence in test]
     values = [np.array([[float(row[1])] for row in sentence]) for sentence in test]
     expected = model[-1].predict(with_numbers(model[:-1].transform(tokens), values, ["col1"]))
+    # the numbers are not made by the pipeline: its own predict without them says so
+    with pytest.raises(ValueError, match="dense"):
+        model.predict(tokens)
     for path in (trained["test"], trained["unlabelled"]):
         status, out, err = _run("tag", "--model", trained["model"], path)
         assert status == 0, err

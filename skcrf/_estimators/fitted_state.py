@@ -543,10 +543,24 @@ def _pipeline_widths_agree(pipeline):
         if isinstance(before, SequenceHasher):  # its width is a parameter
             made = before.n_features
         taken = getattr(after, "n_features_in_", None)
-        if made is not None and taken is not None and made != taken:
+        if (made is not None and taken is not None and made != taken
+                and not _dense_block_joins(before, after, made, taken)):
             raise ValueError(
                 f"its {type(before).__name__} makes {made} features, but the "
                 f"{type(after).__name__} after it was fitted on {taken}")
+
+
+def _dense_block_joins(before, after, made, taken):
+    """Whether ``after`` reads a dense block given beside ``before``'s output.
+
+    ``skcrf train --numeric-columns`` gives a file's numbers to the model's
+    last step as a dense block after the vectorizer's columns: the block is
+    not made by any step of the pipeline (a Pipeline's own predict without it
+    is refused at predict, naming the missing block).
+    """
+    vectors = sum(getattr(before, "vector_widths_", {}).values())
+    n_dense = getattr(after, "n_dense_features_in_", 0)
+    return vectors == 0 and type(n_dense) is int and n_dense > 0 and made + n_dense == taken
 
 
 PIPELINE_STATE = FittedState({}, rules=[_pipeline_widths_agree],
