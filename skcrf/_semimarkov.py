@@ -16,6 +16,7 @@ from ._estimators.compile_ahead import compile_ahead
 from ._estimators.fitted_state import saved_as
 from ._estimators.training import TrainingProblem, _same_values
 from ._estimators.constraints import explicit_constraints
+from ._estimators.segment_lengths import check_stream_lengths, longest_segments
 from ._estimators.segment_partial import partial_segment_problem
 from ._utils.parallel import kernel_threads
 from ._utils.validation import check_finite_scores, reject_positional_weights
@@ -411,7 +412,7 @@ early_stopping, validation_fraction
             codec = self._codec()
             codes = codec.codes(flat, offsets)
             max_lengths = np.isfinite(self.length_coef_).sum(axis=1)
-            self._check_partial_lengths(codes, offsets, codec, max_lengths)
+            check_stream_lengths(codes, offsets, codec, max_lengths)
         allowed = None
         if self.allowed_transitions is not None:
             allowed = explicit_constraints(self.allowed_transitions,
@@ -434,62 +435,10 @@ early_stopping, validation_fraction
             _same_values(getattr(previous, "segment_feature_names_", None),
                          problem.attributes["segment_feature_names_"]))
 
-    def _check_partial_lengths(self, codes, offsets, codec, max_lengths):
-        """Raise if a later batch of ``partial_fit`` has a segment longer than the model takes."""
-        segmentation = Segmentation.of_codes(codes, offsets, len(codec.segment_classes))
-        first, stops, labels, sequence = segmentation.bounds(offsets)
-        too_long = np.flatnonzero(stops - first > max_lengths[labels])
-        if too_long.size:
-            k = too_long[0]
-            q = int(sequence[k])
-            raise ValueError(
-                f"Sequence {q} has a segment {codec.segment_classes[labels[k]]!r} of "
-                f"{stops[k] - first[k]} tokens, longer than the {max_lengths[labels[k]]} this "
-                f"model takes: partial_fit keeps the longest segment of each label from its "
-                f"first call (with max_segment_length=None, the first batch's longest). Set "
-                f"max_segment_length to the longest segment the stream may bring.")
-
     def _max_lengths(self, segmentation, offsets, codec, first_sequence=0, stream=False):
-        """Longest segment each label may take; raise if a training segment exceeds the cap.
-
-        With ``max_segment_length=None`` each label takes its own longest
-        training segment: a length no training segment of the label has would
-        only have its weight pushed down, and every label pays inference for
-        its own lengths alone. An int caps every label alike. ``"O"`` segments
-        are single tokens. The cap is at most the longest sequence of the
-        data, unless ``stream`` (the first batch of ``partial_fit``, whose
-        later batches may be longer). The longest of a training set split
-        into parts is the elementwise maximum of the parts'; ``first_sequence``
-        is the index of a part's first sequence in the whole, for the message.
-        """
-        first, stops, labels, sequence = segmentation.bounds(offsets)
-        n_labels = len(codec.segment_classes)
-        sizes = stops - first
-        if codec.outside is not None:
-            sizes = np.where(labels == codec.outside, 1, sizes)
-        longest = np.ones(n_labels, dtype=np.int64)
-        np.maximum.at(longest, labels, sizes)
-        if self.max_segment_length is None:
-            return longest
-        too_long = np.flatnonzero(sizes > self.max_segment_length)
-        if too_long.size:
-            k = too_long[0]
-            q = int(sequence[k])
-            raise ValueError(
-                f"Sequence {q + first_sequence} has a segment "
-                f"{codec.segment_classes[labels[k]]!r} of {sizes[k]} tokens (tokens {first[k] - offsets[q]}:{stops[k] - offsets[q]}), "
-                f"longer than max_segment_length={self.max_segment_length}. Increase "
-                f"max_segment_length, or set it to None to take the longest training "
-                f"segment of each label ({int(longest.max())} at most).")
-        cap = self.max_segment_length
-        if not stream:
-            # a segment fits in its sequence: lengths beyond the longest one would
-            # cost every token inference time and memory for weights never trained
-            cap = min(cap, int(np.diff(offsets).max(initial=1)))
-        capped = np.full(n_labels, cap, dtype=np.int64)
-        if codec.outside is not None:
-            capped[codec.outside] = 1
-        return capped
+        """:func:`~skcrf._estimators.segment_lengths.longest_segments` of this model."""
+        return longest_segments(self.max_segment_length, segmentation, offsets, codec,
+                                first_sequence, stream)
 
     def _codec(self):
         return _SegmentTags(self.scheme_, self.segment_classes_)

@@ -9,7 +9,7 @@ from ._estimators.base import CRFEstimator
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.partial_labels import pairs_with_sets
 from ._estimators.fitted_state import Array, IfPresent, Sparse, saved_as, weights
-from ._chain import transition_columns
+from ._estimators.transition_columns import transition_columns
 from ._estimators.training import TrainingProblem
 from ._utils.validation import check_finite_scores, reject_positional_weights
 from .features.arrays import FeatureArrays
