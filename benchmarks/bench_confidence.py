@@ -25,6 +25,7 @@ shared and noisy: compare the ratios of one run.
 """
 
 import argparse
+import os
 import platform
 import time
 import warnings
@@ -101,7 +102,8 @@ def main():
     args = parser.parse_args()
     print(f"python {platform.python_version()}, numba {numba.__version__}, "
           f"{numba.config.NUMBA_NUM_THREADS} threads, data from {data_home()}; "
-          f"a busy shared machine")
+          f"load average at start {os.getloadavg()[0]:.2f} (a shared machine: "
+          f"compare ratios within one run)")
 
     if args.corpus in ("conll2002", "both"):
         X_train, y_train = load_conll2002("train", data_home=data_home())
