@@ -11,13 +11,21 @@ the two labellings the same probability, to ``atol``: a tie.
 import numpy as np
 
 
-def assert_same_predictions(a, b, X, *, atol=1e-6):
-    """``a.predict(X)`` equals ``b.predict(X)`` but where the two labellings tie under both.
+def _pick(X, rows):
+    """Sequences ``rows`` of a list of sequences or of a SequenceMatrix."""
+    return X.take(rows) if hasattr(X, "take") else [X[q] for q in rows]
+
+
+def assert_same_predictions(a, b, X, *, X_b=None, atol=1e-6):
+    """``a.predict(X)`` equals ``b.predict(X_b)`` but where the two labellings tie under both.
 
     Parameters
     ----------
     a, b : fitted estimators with ``predict`` and ``sequence_log_proba``
-    X : list of sequences
+    X : list of sequences or SequenceMatrix
+    X_b : list of sequences or SequenceMatrix, default=None
+        The same sequences in the form ``b`` takes (another representation of
+        the same values); None for ``X``.
     atol : float
         How close the log probabilities of two differing labellings must be,
         under each model, to count as a tie.
@@ -27,13 +35,14 @@ def assert_same_predictions(a, b, X, *, atol=1e-6):
     n_ties : int
         How many sequences differ (each a tie): callers may bound it.
     """
-    left, right = a.predict(X), b.predict(X)
+    X_b = X if X_b is None else X_b
+    left, right = a.predict(X), b.predict(X_b)
     assert len(left) == len(right)
     differ = [q for q, (p, r) in enumerate(zip(left, right)) if not np.array_equal(p, r)]
     if not differ:
         return 0
-    sequences = [X[q] for q in differ]
-    for model in (a, b):
+    for model, data in ((a, X), (b, X_b)):
+        sequences = _pick(data, differ)
         np.testing.assert_allclose(
             model.sequence_log_proba(sequences, [left[q] for q in differ]),
             model.sequence_log_proba(sequences, [right[q] for q in differ]), rtol=0,
