@@ -9,6 +9,7 @@ from skcrf import CRFClassifier, SequenceVectorizer
 from skcrf._persistence import load_model, save_model
 from skcrf.compat import CRF
 from skcrf.features._dict_arrays import FeatureValueError
+from tests._ties import assert_same_predictions
 
 
 def _corpus(seed=0, width=3, dtype=np.float64):
@@ -43,8 +44,7 @@ def test_vectors_equal_the_same_numbers_as_float_features():
     floats = CRFClassifier().fit(as_floats, y)
     order = [floats.feature_names_.tolist().index(n) for n in vectors.feature_names_]
     np.testing.assert_allclose(vectors.coef_, floats.coef_[:, order], rtol=1e-5, atol=1e-7)
-    np.testing.assert_array_equal(np.concatenate(vectors.predict(X)),
-                                  np.concatenate(floats.predict(as_floats)))
+    assert_same_predictions(vectors, floats, X, X_b=as_floats)
 
 
 def test_model_files_keep_vector_models():
