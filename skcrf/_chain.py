@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._estimators import defaults as _defaults
 from ._estimators.spans import SpanQueries
 from ._estimators.base import CRFEstimator
+from ._estimators.doc_sections import SECTIONS
 from ._estimators.chain_state import CHAIN_STATE
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.pruning import PrunedTrainingProblem, prune_unary
@@ -24,6 +25,7 @@ from ._estimators.partial_labels import pairs_with_sets
 from ._estimators.constraints import SCHEME_NAMES
 from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSequences,
                      SequenceWeights, Solver)
+from ._utils.docstrings import fill_sections
 from ._utils.validation import check_finite_scores, reject_positional_weights
 from .structures.chain.dense import DenseChainStructure
 from .structures.chain.order1 import (ChainScores, ChainStructure, chain_decode,
@@ -49,6 +51,7 @@ def _shift_tokens(unary):
 
 
 @saved_as("skcrf.CRFClassifier")
+@fill_sections(SECTIONS)
 class CRFClassifier(SpanQueries, CRFEstimator):
     """Linear-chain conditional random field trained by L-BFGS.
 
@@ -257,31 +260,8 @@ class CRFClassifier(SpanQueries, CRFEstimator):
         constraints forbid there).
     end_coef_ : ndarray of shape (n_classes,)
         Weights of the last label of a sequence (likewise).
-    n_features_in_ : int
-        Number of token features (columns of ``X``).
-    feature_names_ : ndarray of str of shape (n_features,)
-        Name of every feature (column of ``coef_``).
-    feature_columns_ : ndarray of int64 of shape (n_features,)
-        Only for a wide ``X`` without feature names (such as
-        :class:`SequenceHasher`'s) of which at least 65,536 columns never
-        occur in training: the column of ``X`` of each column of ``coef_``.
-        The model keeps the columns the training data holds (``x<j>`` in
-        ``feature_names_``), so its size follows the data, not the width; a
-        column it lacks adds 0 to every score. Otherwise ``coef_`` has a
-        column per column of ``X``.
-    vectorizer_ : SequenceVectorizer or None
-        The vectorizer fitted on dict input; None when ``fit`` received a
-        :class:`SequenceMatrix`.
-    n_iter_ : int
-        Number of solver iterations (epochs for an online solver; 1 after
-        :meth:`partial_fit`).
-    loss_curve_ : list of float
-        Objective value after each iteration (an online solver's loss of
-        each epoch, every :meth:`partial_fit` call's appended).
-    solver_state_ : dict
-        Only with an online solver: what :meth:`partial_fit` continues from
-        (the weights as the solver holds them, the step count, averages,
-        penalties, the learning rate and the layout of the weights).
+    <<feature_attributes>>
+    <<solver_attributes>>
 
     See Also
     --------

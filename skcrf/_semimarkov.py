@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._estimators import defaults as _defaults
 from ._estimators.spans import SpanQueries
 from ._estimators.base import CRFEstimator
+from ._estimators.doc_sections import SECTIONS
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.fitted_state import saved_as
 from ._estimators.training import TrainingProblem, _same_values
@@ -19,6 +20,7 @@ from ._estimators.constraints import explicit_constraints
 from ._estimators.segment_lengths import check_stream_lengths, longest_segments
 from ._estimators.segment_partial import partial_segment_problem
 from ._utils.parallel import kernel_threads
+from ._utils.docstrings import fill_sections
 from ._utils.validation import check_finite_scores, reject_positional_weights
 from ._estimators.segment_tags import _SegmentTags
 from ._estimators.semimarkov_state import _COEFFICIENT_NAMES, SEMI_MARKOV_STATE, _segment_attributes
@@ -50,6 +52,7 @@ MAX_SEGMENT_LENGTH = 1000
 
 
 @saved_as("skcrf.SemiMarkovCRF")
+@fill_sections(SECTIONS)
 class SemiMarkovCRF(SpanQueries, CRFEstimator):
     """Semi-Markov (segment) conditional random field trained by L-BFGS.
 
@@ -126,22 +129,7 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
     min_pattern_freq : int, default=1
         With ``order >= 2``, the fewest times a segment-label n-gram must
         occur in the training segmentations to get a weight.
-    alpha : float, default=0.3
-        Regularization strength, as in :class:`CRFClassifier`.
-    l1_ratio : float, default=1/3
-        Elastic-net mixing: 0 is pure L2, 1 pure L1.
-    max_iter : int, default=300
-        Maximum number of L-BFGS iterations.
-    tol : float, default=1e-3
-        Stop once the objective improved by less than ``tol`` (relative) over
-        the last 10 iterations.
-    solver : {"lbfgs", "sgd", "perceptron", "passive_aggressive", "arow"}, default="lbfgs"
-        L-BFGS (OWL-QN with ``l1_ratio > 0``) over all the data, or an online
-        solver, one step per sequence, with :meth:`partial_fit` (see
-        :class:`CRFClassifier`'s ``solver``).
-    learning_rate, eta0, average, C, shuffle, random_state, n_iter_no_change, \
-early_stopping, validation_fraction
-        The online solvers' settings, as in :class:`CRFClassifier`.
+    <<solver_parameters>>
     all_possible_states : bool, default=False
         Whether every (feature, label) pair gets a weight, for each of the
         state, first-token and last-token weights. By default only the pairs
@@ -207,27 +195,8 @@ early_stopping, validation_fraction
     pattern_coef_ : ndarray of shape (n_patterns,)
         With ``order >= 2``: the weight of each row of ``label_patterns_``,
         added once per occurrence among a segmentation's labels.
-    n_features_in_ : int
-        Number of token features (columns of ``X``).
-    feature_names_ : ndarray of str of shape (n_features,)
-        Name of every feature (column of ``coef_``).
-    feature_columns_ : ndarray of int64 of shape (n_features,)
-        Only for a wide ``X`` without feature names (such as
-        :class:`SequenceHasher`'s) of which at least 65,536 columns never
-        occur in training: the column of ``X`` of each column of ``coef_``.
-        The model keeps the columns the training data holds (``x<j>`` in
-        ``feature_names_``), so its size follows the data, not the width; a
-        column it lacks adds 0 to every score. Otherwise ``coef_`` has a
-        column per column of ``X``.
-    vectorizer_ : SequenceVectorizer or None
-        The vectorizer fitted on dict input; None when ``fit`` received a
-        :class:`SequenceMatrix`.
-    n_iter_ : int
-        Number of solver iterations.
-    loss_curve_ : list of float
-        Objective value after each iteration.
-    solver_state_ : dict
-        Only with an online solver: what :meth:`partial_fit` continues from.
+    <<feature_attributes>>
+    <<solver_attributes>>
 
     See Also
     --------

@@ -6,11 +6,13 @@ from sklearn.utils._param_validation import StrOptions
 
 from ._estimators import defaults as _defaults
 from ._estimators.base import CRFEstimator
+from ._estimators.doc_sections import SECTIONS
 from ._estimators.compile_ahead import compile_ahead
 from ._estimators.partial_labels import pairs_with_sets
 from ._estimators.fitted_state import Array, IfPresent, Sparse, saved_as, weights
 from ._estimators.transition_columns import transition_columns
 from ._estimators.training import TrainingProblem
+from ._utils.docstrings import fill_sections
 from ._utils.validation import check_finite_scores, reject_positional_weights
 from .features.arrays import FeatureArrays
 from .structures.chain.dense import DenseChainStructure
@@ -37,6 +39,7 @@ def _link_weights_follow_the_parameters(model):
 
 
 @saved_as("skcrf.TreeCRF")
+@fill_sections(SECTIONS)
 class TreeCRF(CRFEstimator):
     """Tree-structured conditional random field over given trees, trained by L-BFGS.
 
@@ -71,23 +74,7 @@ class TreeCRF(CRFEstimator):
 
     Parameters
     ----------
-    alpha : float, default=0.3
-        Regularization strength, the parameter to search over.
-    l1_ratio : float, default=1/3
-        Elastic-net mixing: 0 is pure L2, 1 pure L1.
-    max_iter : int, default=300
-        Maximum number of L-BFGS iterations. Reaching it emits a
-        :class:`~sklearn.exceptions.ConvergenceWarning`.
-    tol : float, default=1e-3
-        Stop once the objective improved by less than ``tol`` (relative) over
-        the last 10 iterations.
-    solver : {"lbfgs", "sgd", "perceptron", "passive_aggressive", "arow"}, default="lbfgs"
-        L-BFGS (OWL-QN with ``l1_ratio > 0``) over all the data, or an online
-        solver, one step per sequence, with :meth:`partial_fit` (see
-        :class:`CRFClassifier`'s ``solver``).
-    learning_rate, eta0, average, C, shuffle, random_state, n_iter_no_change, \
-early_stopping, validation_fraction
-        The online solvers' settings, as in :class:`CRFClassifier`.
+    <<solver_parameters>>
     transition_features : None, "all" or list of str, default=None
         Features of a token that also weight its link to its parent (link
         features): the link of a child ``v`` with label ``b`` to a parent
@@ -128,27 +115,8 @@ early_stopping, validation_fraction
         is ``V[f, a, b]``. Only with ``transition_features``.
     root_coef_ : ndarray of shape (n_classes,)
         Weights of the label of a root.
-    n_features_in_ : int
-        Number of token features (columns of ``X``).
-    feature_names_ : ndarray of str of shape (n_features,)
-        Name of every feature (column of ``coef_``).
-    feature_columns_ : ndarray of int64 of shape (n_features,)
-        Only for a wide ``X`` without feature names (such as
-        :class:`SequenceHasher`'s) of which at least 65,536 columns never
-        occur in training: the column of ``X`` of each column of ``coef_``.
-        The model keeps the columns the training data holds (``x<j>`` in
-        ``feature_names_``), so its size follows the data, not the width; a
-        column it lacks adds 0 to every score. Otherwise ``coef_`` has a
-        column per column of ``X``.
-    vectorizer_ : SequenceVectorizer or None
-        The vectorizer fitted on dict input; None when ``fit`` received a
-        :class:`SequenceMatrix`.
-    n_iter_ : int
-        Number of solver iterations.
-    loss_curve_ : list of float
-        Objective value after each iteration.
-    solver_state_ : dict
-        Only with an online solver: what :meth:`partial_fit` continues from.
+    <<feature_attributes>>
+    <<solver_attributes>>
 
     See Also
     --------
