@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Literal, Optional, Union
 
+from .._utils.docstrings import fill_sections
 from .._utils.type_aliases import LabelledCorpus, StrPath
 from ._conll import load_conll
 from ._conllu import load_conllu, read_conllu
@@ -102,11 +102,7 @@ _DOC_SECTIONS = {
 }
 
 
-def _shared_docs(function):
-    """``function`` with the ``<<name>>`` lines of its docstring replaced by their section."""
-    function.__doc__ = re.sub(r"^ *<<(\w+)>>\n", lambda match: _DOC_SECTIONS[match.group(1)],
-                              function.__doc__, flags=re.MULTILINE)
-    return function
+_shared_docs = fill_sections(_DOC_SECTIONS)
 
 
 @_shared_docs

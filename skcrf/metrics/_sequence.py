@@ -11,8 +11,10 @@ from sklearn.exceptions import UndefinedMetricWarning
 
 from .._utils.type_aliases import LabelSequences, SequenceWeights, ZeroDivision
 from ._checks import _check_label_sequences, _check_sequence_weights
+from ._token import _shared_params
 
 
+@_shared_params
 def sequence_accuracy_score(y_true: LabelSequences, y_pred: LabelSequences, *,
                             normalize: bool = True, sample_weight: SequenceWeights = None,
                             zero_division: ZeroDivision = "warn") -> float:
@@ -25,15 +27,12 @@ def sequence_accuracy_score(y_true: LabelSequences, y_pred: LabelSequences, *,
 
     Parameters
     ----------
-    y_true : list of array-like of shape (n_tokens_i,)
-        True label sequences.
-    y_pred : list of array-like of shape (n_tokens_i,)
-        Predicted label sequences.
+    {sequences}
     normalize : bool, default=True
         Return the fraction of correct sequences; if False, their number.
     sample_weight : array-like of shape (n_sequences,), default=None
         One weight per sequence.
-    zero_division : {"warn", 0.0, 1.0, np.nan}, default="warn"
+    zero_division : {{"warn", 0.0, 1.0, np.nan}}, default="warn"
         The score when there is no sequence and ``normalize`` is true;
         "warn" gives 0.0 and an :class:`~sklearn.exceptions.UndefinedMetricWarning`.
 

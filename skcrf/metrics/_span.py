@@ -12,9 +12,29 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn import metrics as _skm
 
+from .._utils.docstrings import fill_sections
 from .._utils.type_aliases import LabelSequences, SequenceWeights, ZeroDivision
 from ..tags import _spans, check_scheme
 from ._checks import _check_label_sequences, _check_sequence_weights
+
+
+#: The parameters every span metric documents alike (``<<name>>`` lines of their docstrings)
+_DOC_SECTIONS = {
+    "tag_sequences": """\
+    y_true : list of array-like of shape (n_tokens_i,)
+        True tag sequences.
+    y_pred : list of array-like of shape (n_tokens_i,)
+        Predicted tag sequences.
+""",
+    "scheme_and_weight": """\
+    scheme : {"IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain"}, \
+            default="IOB2"
+        Tagging scheme, see :func:`get_spans`.
+    sample_weight : array-like of shape (n_sequences,), default=None
+        One weight per sequence, applied to each of its spans.
+""",
+}
+_shared_docs = fill_sections(_DOC_SECTIONS)
 
 
 def _span_targets(y_true, y_pred, scheme, labels, sample_weight):
@@ -108,6 +128,7 @@ def _average_of(average, type_ids):
     return average
 
 
+@_shared_docs
 def span_precision_recall_fscore_support(
         y_true: LabelSequences, y_pred: LabelSequences, *, beta: float = 1.0,
         labels: Sequence[str] | None = None,
@@ -124,10 +145,7 @@ def span_precision_recall_fscore_support(
 
     Parameters
     ----------
-    y_true : list of array-like of shape (n_tokens_i,)
-        True tag sequences.
-    y_pred : list of array-like of shape (n_tokens_i,)
-        Predicted tag sequences.
+    <<tag_sequences>>
     beta : float, default=1.0
         Weight of recall relative to precision.
     labels : array-like of str, default=None
@@ -137,11 +155,7 @@ def span_precision_recall_fscore_support(
         None returns one value per type; "micro" pools the counts of all types;
         "macro" is the unweighted mean over types; "weighted" the mean weighted
         by the number of true spans.
-    scheme : {"IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain"}, \
-            default="IOB2"
-        Tagging scheme, see :func:`get_spans`.
-    sample_weight : array-like of shape (n_sequences,), default=None
-        One weight per sequence, applied to each of its spans.
+    <<scheme_and_weight>>
     zero_division : {"warn", 0.0, 1.0, np.nan}, default="warn"
         Value of a precision with no predicted span, of a recall with no true
         span, and of an F-score with neither. conlleval prints 0; "warn" also
@@ -212,19 +226,12 @@ _SPAN_SCORE_DOC = """{summary}
 
     Parameters
     ----------
-    y_true : list of array-like of shape (n_tokens_i,)
-        True tag sequences.
-    y_pred : list of array-like of shape (n_tokens_i,)
-        Predicted tag sequences.
+    <<tag_sequences>>
     labels : array-like of str, default=None
         Span types to score; by default all types found on either side.
     average : {{"micro", "macro", "weighted"}} or None, default="micro"
         "micro" is conlleval's overall {conlleval}; None gives one per type.
-    scheme : {{"IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain"}}, \
-            default="IOB2"
-        Tagging scheme, see :func:`get_spans`.
-    sample_weight : array-like of shape (n_sequences,), default=None
-        One weight per sequence, applied to each of its spans.
+    <<scheme_and_weight>>
     zero_division : {{"warn", 0.0, 1.0, np.nan}}, default="warn"
         Value when {undefined} (conlleval prints 0), for every average.
 
@@ -262,7 +269,7 @@ def _span_score_function(which, name, *, summary, conlleval, undefined, example)
     span_score.__doc__ = _SPAN_SCORE_DOC.format(
         summary=summary, conlleval=conlleval, undefined=undefined, name=name,
         example=example.strip().replace("\n", "\n    "))
-    return span_score
+    return _shared_docs(span_score)
 
 
 span_precision_score: _SpanScore = _span_score_function(
@@ -291,6 +298,7 @@ span_f1_score: _SpanScore = _span_score_function(
 """)
 
 
+@_shared_docs
 def span_classification_report(y_true: LabelSequences, y_pred: LabelSequences, *,
                                labels: Sequence[str] | None = None, scheme: str = "IOB2",
                                sample_weight: SequenceWeights = None, digits: int = 2,
@@ -304,18 +312,11 @@ def span_classification_report(y_true: LabelSequences, y_pred: LabelSequences, *
 
     Parameters
     ----------
-    y_true : list of array-like of shape (n_tokens_i,)
-        True tag sequences.
-    y_pred : list of array-like of shape (n_tokens_i,)
-        Predicted tag sequences.
+    <<tag_sequences>>
     labels : array-like of str, default=None
         Span types to report, in this order; by default all types found on
         either side, sorted.
-    scheme : {"IOB2", "IOB1", "IOE1", "IOE2", "BIOES", "BILOU", "plain"}, \
-            default="IOB2"
-        Tagging scheme, see :func:`get_spans`.
-    sample_weight : array-like of shape (n_sequences,), default=None
-        One weight per sequence, applied to each of its spans.
+    <<scheme_and_weight>>
     digits : int, default=2
         Digits of the formatted floats (ignored with ``output_dict=True``).
     output_dict : bool, default=False
