@@ -22,6 +22,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from ._utils.docstrings import fill_sections
+
 __all__ = ["BoundaryFeature", "EdgeFeature", "LabelPattern", "SegmentLength", "StateFeature",
            "Transition", "Trigram", "boundary_features", "edge_features", "format_table",
            "length_weights", "pattern_features", "state_features", "transition_features",
@@ -55,6 +57,20 @@ of a segment labelled ``label`` (a cell of a SemiMarkovCRF's ``first_coef_`` or
 SegmentLength = namedtuple("SegmentLength", ["label", "length", "weight"])
 SegmentLength.__doc__ = """Weight of a segment of ``length`` tokens labelled ``label``
 (a cell of a SemiMarkovCRF's ``length_coef_``)."""
+
+
+# What the docstrings of the segment model's tables share (their ``<<name>>`` lines)
+_segment_docs = fill_sections({
+    "segment_model": """\
+    crf : SemiMarkovCRF
+        A fitted model.
+""",
+    "segment_classes": """\
+    classes : list of labels, default=None
+        Segment labels to list, in this order; by default all of
+        ``crf.segment_classes_``.
+""",
+})
 
 
 def _check_top(top):
@@ -143,20 +159,18 @@ def state_features(crf: BaseEstimator, *, top: int | None = 20,
     return rows
 
 
+@_segment_docs
 def boundary_features(crf: BaseEstimator, *, top: int | None = 20,
                       classes: Sequence[Hashable] | None = None) -> list[BoundaryFeature]:
     """The strongest weights of the features of a segment's first and last token.
 
     Parameters
     ----------
-    crf : SemiMarkovCRF
-        A fitted model.
+    <<segment_model>>
     top : int or None, default=20
         Number of features listed per label and position, by decreasing
         absolute weight. None lists every nonzero weight.
-    classes : list of labels, default=None
-        Segment labels to list, in this order; by default all of
-        ``crf.segment_classes_``.
+    <<segment_classes>>
 
     Returns
     -------
@@ -189,17 +203,15 @@ def boundary_features(crf: BaseEstimator, *, top: int | None = 20,
     return rows
 
 
+@_segment_docs
 def length_weights(crf: BaseEstimator, *,
                    classes: Sequence[Hashable] | None = None) -> list[SegmentLength]:
     """The weight of every segment length each label may take.
 
     Parameters
     ----------
-    crf : SemiMarkovCRF
-        A fitted model.
-    classes : list of labels, default=None
-        Segment labels to list, in this order; by default all of
-        ``crf.segment_classes_``.
+    <<segment_model>>
+    <<segment_classes>>
 
     Returns
     -------

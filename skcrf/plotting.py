@@ -14,9 +14,29 @@ matplotlib is imported only when a function is called; install it with
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._utils.docstrings import fill_sections
 from .inspection import state_features
 
 __all__ = ["plot_loss_curve", "plot_reliability", "plot_top_features", "plot_transition_weights"]
+
+
+# What the plots' docstrings share (their ``<<name>>`` lines)
+_shared_docs = fill_sections({
+    "fitted_model": """\
+    crf : CRFClassifier
+        A fitted model.
+""",
+    "axes": """\
+    ax : matplotlib Axes, default=None
+        Axes to draw on; None creates a new figure.
+""",
+    "returns_axes": """\
+    Returns
+    -------
+    ax : matplotlib Axes
+        The axes drawn on.
+""",
+})
 
 
 def _pyplot():
@@ -37,6 +57,7 @@ def _axes(ax):
     return ax
 
 
+@_shared_docs
 def plot_transition_weights(crf, ax=None, *, cmap="RdBu_r", annotate=None):
     """Heatmap of the transition weights, from-label rows by to-label columns.
 
@@ -45,19 +66,14 @@ def plot_transition_weights(crf, ax=None, *, cmap="RdBu_r", annotate=None):
 
     Parameters
     ----------
-    crf : CRFClassifier
-        A fitted model.
-    ax : matplotlib Axes, default=None
-        Axes to draw on; None creates a new figure.
+    <<fitted_model>>
+    <<axes>>
     cmap : str or Colormap, default="RdBu_r"
         Diverging colormap: blue negative, red positive.
     annotate : bool, default=None
         Write each weight in its cell. None does so for at most 10 labels.
 
-    Returns
-    -------
-    ax : matplotlib Axes
-        The axes drawn on.
+    <<returns_axes>>
     """
     check_is_fitted(crf, ["transition_coef_", "classes_"])
     ax = _axes(ax)
@@ -89,25 +105,21 @@ def plot_transition_weights(crf, ax=None, *, cmap="RdBu_r", annotate=None):
     return ax
 
 
+@_shared_docs
 def plot_top_features(crf, label, top=10, ax=None):
     """Horizontal bars of the features with the largest weights for one label.
 
     Parameters
     ----------
-    crf : CRFClassifier
-        A fitted model.
+    <<fitted_model>>
     label : str or int
         One of ``crf.classes_``.
     top : int, default=10
         Number of features shown, by decreasing absolute weight, the strongest
         at the top. Zero weights are never shown.
-    ax : matplotlib Axes, default=None
-        Axes to draw on; None creates a new figure.
+    <<axes>>
 
-    Returns
-    -------
-    ax : matplotlib Axes
-        The axes drawn on.
+    <<returns_axes>>
     """
     rows = state_features(crf, top=top, classes=[label])
     ax = _axes(ax)
@@ -121,20 +133,16 @@ def plot_top_features(crf, label, top=10, ax=None):
     return ax
 
 
+@_shared_docs
 def plot_loss_curve(crf, ax=None):
     """The training objective after each solver iteration (``loss_curve_``).
 
     Parameters
     ----------
-    crf : CRFClassifier
-        A fitted model.
-    ax : matplotlib Axes, default=None
-        Axes to draw on; None creates a new figure.
+    <<fitted_model>>
+    <<axes>>
 
-    Returns
-    -------
-    ax : matplotlib Axes
-        The axes drawn on.
+    <<returns_axes>>
     """
     check_is_fitted(crf, ["loss_curve_"])
     ax = _axes(ax)

@@ -7,10 +7,23 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
+from .._utils.docstrings import fill_sections
 from ._output import SequenceOutputMixin
 from .sequence_matrix import SequenceMatrix
 
 __all__ = ["PerTokenTransformer"]
+
+
+# The parameters of fit and fit_transform (their docstrings' ``<<fit_parameters>>`` line)
+_fit_docs = fill_sections({"fit_parameters": """\
+        Parameters
+        ----------
+        X : list of 2-D arrays (one per sequence) or SequenceMatrix
+            The sequences.
+        y : list of label sequences, default=None
+            Stacked too (one label per token) and passed to the transformer's
+            fit, for supervised transformers.
+"""})
 
 
 class PerTokenTransformer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
@@ -60,16 +73,11 @@ class PerTokenTransformer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     def __init__(self, transformer):
         self.transformer = transformer
 
+    @_fit_docs
     def fit(self, X, y=None):
         """Fit the transformer on the stacked tokens of all sequences.
 
-        Parameters
-        ----------
-        X : list of 2-D arrays (one per sequence) or SequenceMatrix
-            The sequences.
-        y : list of label sequences, default=None
-            Stacked too (one label per token) and passed to the transformer's
-            fit, for supervised transformers.
+        <<fit_parameters>>
 
         Returns
         -------
@@ -78,15 +86,11 @@ class PerTokenTransformer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         self._fit(X, y)
         return self
 
+    @_fit_docs
     def fit_transform(self, X, y=None):
         """Fit on the stacked tokens, then transform them.
 
-        Parameters
-        ----------
-        X : list of 2-D arrays (one per sequence) or SequenceMatrix
-            The sequences.
-        y : list of label sequences, default=None
-            Stacked and passed to the transformer's fit.
+        <<fit_parameters>>
 
         Returns
         -------
