@@ -5,19 +5,22 @@ CRF fits them exactly in a few dozen iterations.
 """
 
 import numpy as np
+import pytest
 
 # the tag of each word of the chain corpus
 WORDS = {"the": "DET", "a": "DET", "big": "ADJ", "cat": "N", "dog": "N", "runs": "V",
          "sleeps": "V"}
 
 
-def chain_corpus(n_sequences=40, seed=0):
+def chain_corpus(n_sequences=40, seed=0, first=False):
+    """Determiner, maybe an adjective, noun, verb; ``first`` adds a feature true on token 0."""
     rng = np.random.default_rng(seed)
     X, y = [], []
     for _ in range(n_sequences):
         words = ([rng.choice(["the", "a"])] + (["big"] if rng.random() < 0.3 else [])
                  + [rng.choice(["cat", "dog"]), rng.choice(["runs", "sleeps"])])
-        X.append([{"w": w, "len": len(w) / 5} for w in words])
+        X.append([{"w": w, **({"first": i == 0} if first else {}), "len": len(w) / 5}
+                  for i, w in enumerate(words)])
         y.append([WORDS[w] for w in words])
     return X, y
 
@@ -47,3 +50,22 @@ def tree_corpus(n_sequences=40, seed=0):
     X = [[dict(token, __parent__=i + 1 if i + 1 < len(seq) else -1)
           for i, token in enumerate(seq)] for seq in X]
     return X, y
+
+
+def toy_fixtures(corpus, estimator, name="toy"):
+    """A test module's ``toy`` corpus and the ``fitted`` estimator on it, each built once.
+
+    Assign them at module level: ``toy, fitted = toy_fixtures(my_corpus, lambda:
+    CRFClassifier(alpha=0.1))``; ``estimator`` makes the unfitted model, ``name``
+    is the corpus fixture's name.
+    """
+    @pytest.fixture(scope="module", name=name)
+    def toy():
+        return corpus()
+
+    @pytest.fixture(scope="module")
+    def fitted(request):
+        X, y = request.getfixturevalue(name)
+        return estimator().fit(X, y)
+
+    return toy, fitted

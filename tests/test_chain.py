@@ -16,34 +16,11 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer
 from skcrf.structures._parameters import StatePairs
 from tests._chain_loss import chain_loss
+from tests._toys import chain_corpus, toy_fixtures
 
 # A tiny labelled corpus whose labels follow from the word and the previous
 # label, so a CRF can learn it exactly.
-WORDS = ["the", "a", "cat", "dog", "runs", "sleeps", "big"]
-TAGS = {"the": "DET", "a": "DET", "cat": "N", "dog": "N", "runs": "V", "sleeps": "V",
-        "big": "ADJ"}
-
-
-def _toy_corpus(n_sequences=40, seed=0):
-    rng = np.random.default_rng(seed)
-    X, y = [], []
-    for _ in range(n_sequences):
-        words = [rng.choice(["the", "a"])] + (["big"] if rng.random() < 0.3 else []) + [
-            rng.choice(["cat", "dog"]), rng.choice(["runs", "sleeps"])]
-        X.append([{"w": w, "first": i == 0, "len": len(w) / 5} for i, w in enumerate(words)])
-        y.append([TAGS[w] for w in words])
-    return X, y
-
-
-@pytest.fixture(scope="module")
-def toy():
-    return _toy_corpus()
-
-
-@pytest.fixture(scope="module")
-def fitted(toy):
-    X, y = toy
-    return CRFClassifier(alpha=0.1).fit(X, y)
+toy, fitted = toy_fixtures(lambda: chain_corpus(first=True), lambda: CRFClassifier(alpha=0.1))
 
 
 # --- behaviour -----------------------------------------------------------------

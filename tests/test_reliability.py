@@ -34,6 +34,7 @@ from skcrf.structures.chain._fused import (LOSS_HOT_BUDGET, MIN_LOSS_CHUNKS, fus
 from skcrf.structures._parameters import StatePairs
 from tests._chain_loss import chain_loss, unpack
 from tests._threads import results_per_thread_count
+from tests._toys import toy_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
 TWO_THREADS = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 threads")
@@ -104,14 +105,7 @@ def _toy(n_sequences=30, seed=0):
     return X, y
 
 
-@pytest.fixture(scope="module")
-def toy():
-    return _toy()
-
-
-@pytest.fixture(scope="module")
-def fitted(toy):
-    return CRFClassifier(alpha=0.1).fit(*toy)
+toy, fitted = toy_fixtures(_toy, lambda: CRFClassifier(alpha=0.1))
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from skcrf.metrics import span_f1_scorer
 from skcrf.structures.semimarkov.segment_scores import Segmentation
 from skcrf.tags import segments_to_tags, tags_to_segments
 from tests._threads import results_per_thread_count
+from tests._toys import toy_fixtures
 from tests.conftest import data_home
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -45,15 +46,7 @@ def _toy_corpus(n_sequences=60, seed=0):
     return X, y
 
 
-@pytest.fixture(scope="module")
-def toy():
-    return _toy_corpus()
-
-
-@pytest.fixture(scope="module")
-def fitted(toy):
-    X, y = toy
-    return SemiMarkovCRF(alpha=0.1, max_iter=200).fit(X, y)
+toy, fitted = toy_fixtures(_toy_corpus, lambda: SemiMarkovCRF(alpha=0.1, max_iter=200))
 
 
 # --- tags <-> segments -------------------------------------------------------------

@@ -17,6 +17,7 @@ from sklearn.pipeline import make_pipeline
 
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer, TreeCRF
 from skcrf._persistence import load_model, save_model
+from tests._toys import toy_fixtures
 from tests.naive_tree import labels_down_the_forest, random_forest
 
 
@@ -46,15 +47,7 @@ def _without_trees(X):
             for sequence in X]
 
 
-@pytest.fixture(scope="module")
-def task():
-    return _tree_corpus()
-
-
-@pytest.fixture(scope="module")
-def fitted(task):
-    X, y = task
-    return TreeCRF(alpha=0.1, n_jobs=1).fit(X, y)
+task, fitted = toy_fixtures(_tree_corpus, lambda: TreeCRF(alpha=0.1, n_jobs=1), name="task")
 
 
 # --- behaviour -------------------------------------------------------------------
