@@ -18,30 +18,8 @@ from sklearn.pipeline import make_pipeline
 
 from skcrf import CRFClassifier, SequenceVectorizer, TokenFeaturizer
 from skcrf.datasets import load_conll2000
-
-#: CRF++'s example template (its README), made for this task.
-TEMPLATE = """
-U00:%x[-2,0]
-U01:%x[-1,0]
-U02:%x[0,0]
-U03:%x[1,0]
-U04:%x[2,0]
-U05:%x[-1,0]/%x[0,0]
-U06:%x[0,0]/%x[1,0]
-U10:%x[-2,1]
-U11:%x[-1,1]
-U12:%x[0,1]
-U13:%x[1,1]
-U14:%x[2,1]
-U15:%x[-2,1]/%x[-1,1]
-U16:%x[-1,1]/%x[0,1]
-U17:%x[0,1]/%x[1,1]
-U18:%x[1,1]/%x[2,1]
-U20:%x[-2,1]/%x[-1,1]/%x[0,1]
-U21:%x[-1,1]/%x[0,1]/%x[1,1]
-U22:%x[0,1]/%x[1,1]/%x[2,1]
-B
-"""
+# CRF++'s example template (its README), made for this task; the tests read it too
+from tests.features.test_template import README_TEMPLATE as TEMPLATE
 
 
 def main():

@@ -27,6 +27,15 @@ def random_features(rng, n_tokens, n_features, binary, density=0.5):
     return present * (1.0 if binary else rng.normal(size=(n_tokens, n_features)))
 
 
+def nonempty_sequences(rng, n_sequences, n_features, max_length):
+    """``(X as CSR, offsets)`` of sequences of 1..max_length tokens, the first a full one."""
+    lengths = rng.integers(1, max_length + 1, size=n_sequences)
+    lengths[0] = max_length
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    X = sp.csr_matrix(random_features(rng, int(offsets[-1]), n_features, binary=False))
+    return X, offsets
+
+
 def chain_problem(seed, n_sequences, n_features, n_classes, max_length, binary, density=0.5):
     """``(X as CSR, offsets, label ids, n_classes)`` of random sequences and labels."""
     rng = np.random.default_rng(seed)

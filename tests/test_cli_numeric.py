@@ -1,14 +1,11 @@
 """``skcrf train --numeric-columns``: columns of a column file read as a dense block."""
 
-import contextlib
-import io
-
 import numpy as np
 import pytest
 
-from skcrf._cli import main
 from skcrf._cli._commands import with_numbers
 from skcrf._persistence import load_model
+from tests.test_cli import _run
 
 
 def _sentences(seed, n):
@@ -26,13 +23,6 @@ def _write(path, sentences, columns=(0, 1, 2)):
     path.write_text("\n\n".join("\n".join(" ".join(row[c] for c in columns) for row in s)
                                 for s in sentences) + "\n", encoding="utf-8")
     return path
-
-
-def _run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main([str(arg) for arg in argv])
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

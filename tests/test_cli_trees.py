@@ -1,13 +1,9 @@
 """skcrf train --structure tree on CoNLL-U, and evaluate / tag with such a model."""
 
-import contextlib
-import io
-
-import numpy as np
 import pytest
 
-from skcrf._cli import main
 from skcrf._persistence import load_model
+from tests.test_cli import _run
 
 _SENTENCES = [
     # (form, upos, head, deprel): "big dogs bark", "the cat sleeps", ...
@@ -27,13 +23,6 @@ def _conllu(sentences):
                                     deprel + (":sub" if deprel == "amod" else ""), "_", "_"]))
         lines.append("")
     return "\n".join(lines) + "\n"
-
-
-def _run(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main([str(arg) for arg in argv])
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from skcrf.datasets import (
-    fetch_conll2000,
-    fetch_conll2002,
-    fetch_ud,
-    get_data_home,
-    load_conll2000,
-    load_conll2002,
-)
+from skcrf.datasets import (fetch_conll2000, fetch_conll2002, fetch_ud, get_data_home,
+                            load_conll2000, load_conll2002)
 from skcrf.datasets import _fetch
 from skcrf.datasets.__main__ import main as _main
 from skcrf.datasets._fetch import (

@@ -9,7 +9,6 @@ transitions, lengths a label may not take).
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from scipy.optimize import approx_fprime
 from scipy.special import logsumexp
 
@@ -19,17 +18,14 @@ from skcrf.learning.partial_segments import segment_label_mask, tag_segment_labe
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.semimarkov.segment_scores import SegmentPosteriors
 from skcrf.structures.semimarkov.structure import SemiMarkovStructure
+from tests._structure_checks import nonempty_sequences
 from tests.naive_semimarkov import enumerate_sequence, labelled_segmentations, segmentation_score
 
 
 def _problem(seed, n_sequences=4, n_features=4, max_length=4, forbid=False):
     rng = np.random.default_rng(seed)
-    lengths = rng.integers(1, max_length + 1, size=n_sequences)
-    lengths[0] = max_length
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    X, offsets = nonempty_sequences(rng, n_sequences, n_features, max_length)
     n_tokens = int(offsets[-1])
-    X = sp.csr_matrix((rng.random((n_tokens, n_features)) < 0.5)
-                      * rng.normal(size=(n_tokens, n_features)))
     max_lengths = [2, 3, 1]
     allowed = None
     if forbid:

@@ -4,7 +4,6 @@ import itertools
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import approx_fprime
@@ -18,18 +17,15 @@ from skcrf.learning.partial import PartialLabelObjective, masked_structure
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure, chain_posteriors
 from tests._chain_loss import unpack
+from tests._structure_checks import nonempty_sequences
 from tests._threads import results_per_thread_count
 from tests.naive import enumerate_sequence, path_score
 
 
 def _problem(seed, n_sequences=5, n_features=6, n_classes=3, max_length=4):
     rng = np.random.default_rng(seed)
-    lengths = rng.integers(1, max_length + 1, size=n_sequences)
-    lengths[0] = max_length
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    X, offsets = nonempty_sequences(rng, n_sequences, n_features, max_length)
     n_tokens = int(offsets[-1])
-    X = sp.csr_matrix((rng.random((n_tokens, n_features)) < 0.5)
-                      * rng.normal(size=(n_tokens, n_features)))
     gold = rng.integers(0, n_classes, size=n_tokens)
     return X, offsets, gold, n_classes, rng
 
