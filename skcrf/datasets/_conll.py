@@ -9,24 +9,14 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Optional
 
+from .._utils.docstrings import fill_sections
 from .._utils.type_aliases import Corpus, StrPath, Token
 
 __all__ = ["iter_conll", "load_conll"]
 
 
-def load_conll(path: StrPath, *, columns: Optional[Sequence[int]] = None,
-               label_column: Optional[int] = -1, encoding: str = "utf-8",
-               separator: Optional[str] = None) -> Corpus:
-    r"""Read a CoNLL-style column file into token and label sequences.
-
-    One token per line, its columns split on runs of spaces and tabs (or on
-    ``separator``); blank lines end sequences; ``-DOCSTART-`` lines are skipped
-    (and end the current sequence). Every token line must have the same number
-    of columns. The whole file is held in memory, about 18 times its size:
-    :func:`iter_conll` reads one sequence at a time.
-
-    Parameters
-    ----------
+#: The parameters load_conll and iter_conll share (their docstrings' ``<<file_parameters>>``)
+_file_docs = fill_sections({"file_parameters": """\
     path : str or path-like
         The file to read.
     columns : list of int, default=None
@@ -42,7 +32,25 @@ def load_conll(path: StrPath, *, columns: Optional[Sequence[int]] = None,
     separator : str, default=None
         Column separator; None splits on any run of spaces and tabs. Other
         whitespace, such as a no-break space (U+00A0), U+0085 or a form feed,
-        is part of its column, as in ``1\u00a0000``.
+        is part of its column, as in ``1\\u00a0000``.
+"""})
+
+
+@_file_docs
+def load_conll(path: StrPath, *, columns: Optional[Sequence[int]] = None,
+               label_column: Optional[int] = -1, encoding: str = "utf-8",
+               separator: Optional[str] = None) -> Corpus:
+    r"""Read a CoNLL-style column file into token and label sequences.
+
+    One token per line, its columns split on runs of spaces and tabs (or on
+    ``separator``); blank lines end sequences; ``-DOCSTART-`` lines are skipped
+    (and end the current sequence). Every token line must have the same number
+    of columns. The whole file is held in memory, about 18 times its size:
+    :func:`iter_conll` reads one sequence at a time.
+
+    Parameters
+    ----------
+    <<file_parameters>>
 
     Returns
     -------
@@ -86,6 +94,7 @@ def load_conll(path: StrPath, *, columns: Optional[Sequence[int]] = None,
     return X, (y if label_column is not None else None)
 
 
+@_file_docs
 def iter_conll(path: StrPath, *, columns: Optional[Sequence[int]] = None,
                label_column: Optional[int] = -1, encoding: str = "utf-8",
                separator: Optional[str] = None,
@@ -100,18 +109,7 @@ def iter_conll(path: StrPath, *, columns: Optional[Sequence[int]] = None,
 
     Parameters
     ----------
-    path : str or path-like
-        The file to read.
-    columns : list of int, default=None
-        Which columns make up a token, in order. None means every column except
-        the label column.
-    label_column : int or None, default=-1
-        Column holding the label (negative counts from the end); None for
-        unlabelled files.
-    encoding : str, default="utf-8"
-        Text encoding of the file; a UTF-8 byte-order mark is skipped.
-    separator : str, default=None
-        Column separator; None splits on any run of spaces and tabs.
+    <<file_parameters>>
 
     Yields
     ------
