@@ -21,7 +21,7 @@ from ._estimators.training import _user_stacklevel
 from ._chain import CRFClassifier
 from ._estimators.chain_state import CHAIN_STATE
 from ._estimators.fitted_state import (Array, Real, all_of, at_least, finite, saved_as)
-from ._estimators.online import nonzero_weights
+from ._estimators.sample_weights import nonzero_weights
 from ._utils.type_aliases import AllowedTransitions, FeatureSequences, LabelSequences, SequenceWeights
 from ._utils.validation import check_sequences
 from .features.sequence_matrix import SequenceMatrix

@@ -33,7 +33,7 @@ def _noisy_corpus(n_sequences=60, n_labels=4, seed=0):
 
 def _problem(model, X, y, sample_weight=None):
     """The fit's problem and objective, as ``fit`` builds them."""
-    from skcrf._estimators.online import nonzero_weights
+    from skcrf._estimators.sample_weights import nonzero_weights
 
     X, y, weights = nonzero_weights(X, y, sample_weight)
     data = model._training_data(X, y)

@@ -14,9 +14,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from .constraints import check_training_labels, resolve_constraints, scheme_constraints
 from .partial_labels import encode_partial_labels, holds_partial_labels, partial_label_constraints
-from .fitted_state import (Array, Fitted, FittedState, IfPresent, Integer, Labels, Names, RealList,
-                            TypeOf)
-from .._utils.parallel import effective_n_threads, kernel_exceptions, kernel_threads
+from .estimator_state import ESTIMATOR_STATE
+# pruning's rules take forbidden_where_not_allowed from here, where it was first
+from .estimator_state import forbidden_where_not_allowed  # noqa: F401
+from .._utils.parallel import kernel_exceptions, kernel_threads
 from .queries import StructureQueries, check_feasible, log_probabilities
 from .training_checks import TrainingChecks
 from .._utils.validation import (check_feature_values, check_finite_features, check_label_type,
@@ -24,7 +25,6 @@ from .._utils.validation import (check_feature_values, check_finite_features, ch
                           encode_labels)
 from .._utils.type_aliases import FeatureSequences, FixedLabels, LabelSequences, SequenceWeights
 from ..features._dense import check_finite
-from ..features._vectors import vector_names
 from ..features.arrays import FeatureArrays, all_feature_names
 from ..features.sequence_matrix import SequenceMatrix
 from ..features.vectorizer import SequenceVectorizer
@@ -33,46 +33,11 @@ from .training import (TrainingData, _is_fitted_attribute_set, _same_values,
 from ..learning.lbfgs import lbfgs
 from ..metrics._checks import _refuse_partial_labels
 from . import online as _online
-from .columns import check_feature_columns, column_names, compacted, used_columns
+from .columns import column_names, compacted, used_columns
+from .sample_weights import check_sample_weight, nonzero_weights
 
 #: The solvers of every CRF estimator: batch L-BFGS and the online ones.
 SOLVERS = ("lbfgs",) + _online.ONLINE_SOLVERS
-
-
-def _vectorizer_makes_the_features(model):
-    """A model's own vectorizer makes its ``n_features_in_`` features, named alike."""
-    vectorizer = model.vectorizer_
-    if vectorizer is not None and vectorizer.feature_names_ + vector_names(
-            getattr(vectorizer, "vector_widths_", {})) != model.feature_names_.tolist():
-        raise ValueError(
-            f"vectorizer_ makes {len(vectorizer.feature_names_)} features, which are not "
-            f"the {model.n_features_in_} of feature_names_")
-
-
-def _solver_state_is_usable(model):
-    """An online solver's ``solver_state_`` fits the model (partial_fit's kernels trust it)."""
-    state = vars(model).get("solver_state_")
-    if state is not None:
-        _online.checked_solver_state(model, state)
-
-
-def forbidden_where_not_allowed(model, attribute="transition_coef_"):
-    """``attribute`` is ``-inf`` exactly where ``allowed_transitions_`` is False."""
-    allowed = model.allowed_transitions_
-    transitions = getattr(model, attribute)
-    forbidden = np.isneginf(transitions)
-    if not np.array_equal(forbidden, ~allowed):
-        a, b = (int(i) for i in np.argwhere(forbidden == allowed)[0])
-        raise ValueError(
-            f"{attribute}[{a}, {b}] is {float(transitions[a, b])!r}, but "
-            f"allowed_transitions_[{a}, {b}] is {bool(allowed[a, b])}: a transition is "
-            f"-inf exactly where it is not allowed")
-
-
-def _check_crf_params(model):
-    """scikit-learn's parameter checks, and an ``n_jobs`` the kernels can run with (not 0)."""
-    model._validate_params()
-    effective_n_threads(model.n_jobs)
 
 
 class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, BaseEstimator):
@@ -86,21 +51,8 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
     _atomic_fit = staticmethod(atomic_fit)
 
     #: The fitted attributes every CRF estimator has; a subclass declares its
-    #: own by extending this (see :mod:`skcrf._estimators.fitted_state`). ``classes_`` and
-    #: ``n_features_in_`` come first: they set the sizes the weights must have.
-    _fitted_state = FittedState(
-        {"classes_": Labels("n_classes", min_size=2),
-         "n_features_in_": Integer(),
-         "feature_names_": Names("n_features"),
-         "feature_columns_": IfPresent(Array(("n_features",), np.int64)),
-         "n_dense_features_in_": IfPresent(Integer()),
-         "vectorizer_": Fitted(SequenceVectorizer, none_ok=True),
-         "n_iter_": Integer(),
-         "loss_curve_": RealList(),
-         "solver_state_": IfPresent(TypeOf(dict))},
-        rules=[check_feature_columns, _vectorizer_makes_the_features,
-               _solver_state_is_usable],
-        check_params=_check_crf_params)
+    #: own by extending this (see :mod:`skcrf._estimators.estimator_state`).
+    _fitted_state = ESTIMATOR_STATE
 
     # predict's options, asked for by default: with scikit-learn's metadata
     # routing on, a Pipeline routes them to its CRF as it passes them without it
@@ -137,7 +89,7 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         they were not there.
         """
         previous = vars(self).pop("_previous_model", None)
-        X, y, weights = _online.nonzero_weights(X, y, sample_weight)
+        X, y, weights = nonzero_weights(X, y, sample_weight)
         data = self._training_data(X, y)
         data.sequence_weights = weights
         problem = self._training_problem(data)
@@ -558,7 +510,7 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         predicted = model.classes_[model._label_ids(features, offsets)]
         if sample_weight is None:
             return float(np.mean(predicted == labels))
-        weights = np.repeat(_online.check_sample_weight(sample_weight, lengths.shape[0]),
+        weights = np.repeat(check_sample_weight(sample_weight, lengths.shape[0]),
                             lengths)
         if not weights.any():
             raise ValueError("sample_weight gives no token a weight above 0.")

@@ -7,7 +7,8 @@ semi-Markov CRF): the declaration is data, the estimator is behaviour.
 import numpy as np
 
 from ..structures.patterns.chain import fitted_patterns
-from .base import CRFEstimator, forbidden_where_not_allowed
+from .base import CRFEstimator
+from .estimator_state import forbidden_where_not_allowed
 from .fitted_state import Array, IfPresent, Sparse, weights, weights_or_neginf
 from .fitted_state import Real as RealValue
 from .pruning import PRUNER_ATTRIBUTES, PRUNER_THRESHOLD, pruner_comes_whole

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils import check_random_state
 
 from .._utils.parallel import kernel_exceptions, kernel_threads
 from .queries import given_label_ids
@@ -32,6 +32,8 @@ from ..structures._parameters import StatePairs
 from ..structures.patterns.label_patterns import LabelPatterns, row_codes, row_lengths
 from .columns import compacted, grown_columns, used_columns
 from .online_state import AVERAGED_BY_DEFAULT, checked_solver_state, state_parameter_mismatch
+# partial_fit leaves out the sequences of weight 0 too (dask imports it from here)
+from .sample_weights import nonzero_weights
 
 #: The ``solver`` values that train online (and offer ``partial_fit``).
 ONLINE_SOLVERS = tuple(SOLVERS)
@@ -77,50 +79,6 @@ def _check_eta0(options, total_weight):
             f"shrink the weights by eta0 * alpha * (1 - l1_ratio) / n = {decay:.3g} >= 1 "
             f"of themselves (n: the summed sample weights, {total_weight:g}). Use a "
             f"smaller eta0, or eta0='auto' to calibrate it.")
-
-
-def check_sample_weight(sample_weight, n_sequences):
-    """``sample_weight`` as a float array of one finite weight >= 0 per sequence, or raise."""
-    try:
-        weights = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"sample_weight must be numbers, one per sequence; got "
-                         f"{sample_weight!r:.80}.") from None
-    if weights.shape != (n_sequences,):
-        raise ValueError(f"sample_weight must hold one weight per sequence: "
-                         f"sample_weight.shape == {weights.shape}, X has {n_sequences} "
-                         f"sequences.")
-    bad = np.flatnonzero(~np.isfinite(weights) | (weights < 0))
-    if bad.size:
-        raise ValueError(f"sample_weight must be finite and >= 0; sample_weight[{bad[0]}] "
-                         f"(sequence {bad[0]}) is {float(weights[bad[0]])!r}.")
-    return weights
-
-
-def nonzero_weights(X, y, sample_weight, groups=None, allow_empty=False):
-    """``(X, y, weights)`` without the sequences of weight 0; weights None if all are 1.
-
-    A sequence of weight 0 trains exactly as if it were not there: it
-    brings no feature name, no label and no (feature, label) pair. With
-    ``groups`` (one per sequence), returns ``(X, y, weights, groups)``, the
-    groups of the kept sequences.
-    """
-    if sample_weight is None:
-        return (X, y, None) if groups is None else (X, y, None, groups)
-    X = check_sequences(X)
-    if len(X) != len(y):
-        raise ValueError(f"X has {len(X)} sequences but y has {len(y)}.")
-    weights = check_sample_weight(sample_weight, len(X))
-    kept = np.flatnonzero(weights > 0)
-    if kept.shape[0] == 0 and not allow_empty:
-        raise ValueError("sample_weight is 0 for every sequence: there is nothing to train on.")
-    if kept.shape[0] < len(X):
-        X, y, weights = _safe_indexing(X, kept), _safe_indexing(y, kept), weights[kept]
-        if groups is not None:
-            groups = _safe_indexing(groups, kept)
-    if np.all(weights == 1.0):
-        weights = None
-    return (X, y, weights) if groups is None else (X, y, weights, groups)
 
 
 def _validation_split(estimator, options, n_sequences):

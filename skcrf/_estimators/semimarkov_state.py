@@ -6,7 +6,8 @@ it when loaded, and ``fit`` names its weights' blocks after it.
 
 import numpy as np
 
-from .base import CRFEstimator, forbidden_where_not_allowed
+from .base import CRFEstimator
+from .estimator_state import forbidden_where_not_allowed
 from .fitted_state import (Array, IfPresent, Integer, Labels, Names, OneOf, weights,
                             weights_or_neginf)
 from .segment_tags import _SegmentTags
