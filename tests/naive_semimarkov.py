@@ -78,21 +78,30 @@ def enumerate_sequence(state, first, last, length, transitions, start, end, span
     for segments, p in zip(candidates, probs):
         starts[segments[0][2]] += p
         ends[segments[-1][2]] += p
+        add_roles(roles, segments, p)
         for k, (a, b, y) in enumerate(segments):
-            roles[a:b, 0, y] += p
-            roles[a, 1, y] += p
-            roles[b - 1, 2, y] += p
-            if b - a == 1:
-                roles[a, 3, y] += p
             lengths[y, b - a - 1] += p
             if spans is not None and b - a <= spans.shape[1]:
                 scored[a, b - a - 1, y] += p
             if k:
-                x = segments[k - 1][2]
-                pairs[x, y] += p
-                if x == y:
-                    roles[a, 4, y] += p
+                pairs[segments[k - 1][2], y] += p
     return (log_z, roles, lengths, pairs, starts, ends, candidates[best], scores[best]) + extra
+
+
+def add_roles(roles, segments, p):
+    """Add a segmentation's probability ``p`` to ``roles[token, role, label]``.
+
+    The roles of a token in its segment: inside, first, last, alone, and
+    first of a segment whose label repeats the previous segment's.
+    """
+    for k, (a, b, y) in enumerate(segments):
+        roles[a:b, 0, y] += p
+        roles[a, 1, y] += p
+        roles[b - 1, 2, y] += p
+        if b - a == 1:
+            roles[a, 3, y] += p
+        if k and segments[k - 1][2] == y:
+            roles[a, 4, y] += p
 
 
 def enumerate_batch(state, first, last, length, transitions, start, end, offsets, spans=None):

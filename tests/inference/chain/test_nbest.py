@@ -18,6 +18,7 @@ from tests.naive import path_score
 from tests.naive_chain2 import path_score2
 from tests.naive_edges import edge_path_score
 from tests.naive_nbest import ranked_labellings, ranked_segmentations
+from tests.naive_semimarkov import add_roles
 
 SETTINGS = kernel_settings(80)
 
@@ -251,15 +252,7 @@ def test_fixed_segment_posteriors_match_brute_force(drawn):
         np.testing.assert_allclose(log_z[q], expected_log_z, rtol=1e-9, atol=1e-9)
         expected = np.zeros((hi - lo, 5, state.shape[1]))
         for s, segments in ranked:
-            p = np.exp(s - expected_log_z)
-            for k, (a, b, y) in enumerate(segments):
-                expected[a:b, 0, y] += p
-                expected[a, 1, y] += p
-                expected[b - 1, 2, y] += p
-                if b - a == 1:
-                    expected[a, 3, y] += p
-                if k and segments[k - 1][2] == y:
-                    expected[a, 4, y] += p
+            add_roles(expected, segments, np.exp(s - expected_log_z))
         np.testing.assert_allclose(roles[lo:hi], expected, atol=1e-9)
 
 
