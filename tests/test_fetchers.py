@@ -170,6 +170,14 @@ def offline(monkeypatch):
     monkeypatch.setattr(urllib.request, "urlopen", refuse)
 
 
+def _partial_file(home, content):
+    """The partial download of CoNLL-2000's test.txt in ``home``, holding ``content``."""
+    part = partial_path(home / "conll2000" / "test.txt")
+    part.parent.mkdir(parents=True)
+    (part.write_bytes if isinstance(content, bytes) else part.write_text)(content)
+    return part
+
+
 def listing(folder):
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
 
@@ -295,9 +303,7 @@ def test_a_corrupt_partial_file_is_discarded_and_the_file_fetched_anew(
         serve, long_mirror, tmp_path):
     url, requests = serve(long_mirror)
     home = tmp_path / "home"
-    part = partial_path(home / "conll2000" / "test.txt")
-    part.parent.mkdir(parents=True)
-    part.write_bytes(b"garbage " * 20)  # not the first bytes of the file
+    _partial_file(home, b"garbage " * 20)  # not the first bytes of the file
     X, _ = fetch_conll2000("test", data_home=home, base_url=url)
     assert len(X) == 120
     assert requests.ranges == ["bytes=160-", None]  # resumed, failed the checksum, anew
@@ -309,9 +315,7 @@ def test_a_partial_file_that_is_already_whole_is_verified_not_fetched_again(
         serve, long_mirror, tmp_path):
     url, requests = serve(long_mirror)
     home = tmp_path / "home"
-    part = partial_path(home / "conll2000" / "test.txt")
-    part.parent.mkdir(parents=True)
-    part.write_text(LONG)  # cut after the last byte arrived
+    _partial_file(home, LONG)  # cut after the last byte arrived
     assert len(fetch_conll2000("test", data_home=home, base_url=url)[0]) == 120
     assert requests.ranges == [f"bytes={len(LONG)}-"]  # answered 416: nothing after it
     assert listing(home) == ["conll2000", "conll2000/test.txt"]
@@ -322,9 +326,7 @@ def test_still_wrong_after_discarding_a_partial_file_says_so_and_keeps_nothing(
     (long_mirror / "conll2000" / "test.txt").write_text(LONG.replace("ran119 ", "run119 "))
     url, requests = serve(long_mirror)
     home = tmp_path / "home"
-    part = partial_path(home / "conll2000" / "test.txt")
-    part.parent.mkdir(parents=True)
-    part.write_bytes(LONG.encode()[:100])
+    _partial_file(home, LONG.encode()[:100])
     with pytest.raises(OSError) as info:
         fetch_conll2000("test", data_home=home, base_url=url)
     message = str(info.value)
@@ -357,9 +359,7 @@ def test_an_interrupted_gzip_download_resumes_on_the_compressed_bytes(serve, tmp
 
 def test_no_network_on_resume_keeps_the_partial_file(tmp_path):
     home = tmp_path / "home"
-    part = partial_path(home / "conll2000" / "test.txt")
-    part.parent.mkdir(parents=True)
-    part.write_bytes(b"He PRP B-NP\n")
+    part = _partial_file(home, b"He PRP B-NP\n")
     with pytest.raises(FileNotFoundError, match="unreachable"):
         fetch_conll2000("test", data_home=home, base_url="http://127.0.0.1:9")
     assert part.read_bytes() == b"He PRP B-NP\n"
