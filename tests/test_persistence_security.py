@@ -308,10 +308,11 @@ def test_a_write_failing_midway_keeps_the_old_model(pipe, tmp_path, monkeypatch,
     save_model(pipe[-2:], path)  # an older model to keep
     before = path.read_bytes()
     real_open = open
-    monkeypatch.setattr(persistence, "open",
-                        lambda *args, **kwargs: _FailingFile(real_open(*args, **kwargs),
-                                                             budget, error),
-                        raising=False)
+
+    def failing_open(*args, **kwargs):
+        return _FailingFile(real_open(*args, **kwargs), budget, error)
+
+    monkeypatch.setattr(persistence, "open", failing_open, raising=False)
     with pytest.raises(type(error)):
         save_model(pipe, path)
     monkeypatch.undo()
@@ -320,10 +321,7 @@ def test_a_write_failing_midway_keeps_the_old_model(pipe, tmp_path, monkeypatch,
     load_model(path)
     # and with nothing to keep, nothing is left
     fresh = tmp_path / "new.skcrf"
-    monkeypatch.setattr(persistence, "open",
-                        lambda *args, **kwargs: _FailingFile(real_open(*args, **kwargs),
-                                                             budget, error),
-                        raising=False)
+    monkeypatch.setattr(persistence, "open", failing_open, raising=False)
     with pytest.raises(type(error)):
         save_model(pipe, fresh)
     assert not fresh.exists() and len(list(tmp_path.iterdir())) == 1
