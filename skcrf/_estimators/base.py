@@ -17,7 +17,7 @@ from .partial_labels import encode_partial_labels, holds_partial_labels, partial
 from .fitted_state import (Array, Fitted, FittedState, IfPresent, Integer, Labels, Names, RealList,
                             TypeOf)
 from .._utils.parallel import effective_n_threads, kernel_exceptions, kernel_threads
-from .queries import StructureQueries, check_feasible, log_probabilities
+from .queries import StructureQueries, check_feasible, log_probabilities, plain_dict_features
 from .training_checks import TrainingChecks
 from .._utils.validation import (check_feature_values, check_finite_features, check_label_type,
                           check_labels, check_sequences,
@@ -338,6 +338,9 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         """
         if "n_features_in_" not in self.__dict__:  # as in _fitted_model
             check_is_fitted(self)
+        plain = plain_dict_features(self.vectorizer_, X)
+        if plain is not None:
+            return plain
         X = check_sequences(X)
         if isinstance(X, SequenceMatrix):
             X._check_consistency()

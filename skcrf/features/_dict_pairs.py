@@ -27,7 +27,22 @@ _STR = frozenset({str})
 _UNSEEN = -2
 
 
-def vectorize_pairs(X, tables):
+def small_pairs(X, tables, max_values):
+    """:func:`vectorize_pairs`'s arrays and the sequence offsets, or None.
+
+    None also when ``X`` holds more than ``max_values`` feature values: the
+    bound under which the general path itself takes :func:`vectorize_pairs`
+    (``_dict_arrays._SMALL_VALUES``), so that both give the same arrays.
+    """
+    arrays = vectorize_pairs(X, tables, max_values)
+    if arrays is None:
+        return None
+    offsets = np.zeros(len(X) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, X), dtype=np.int64, count=len(X)), out=offsets[1:])
+    return (*arrays, offsets)
+
+
+def vectorize_pairs(X, tables, max_values=None):
     """``(data, indices, indptr)`` of ``X`` as :func:`~._dict_arrays._vectorize_small`'s, or None.
 
     Parameters
@@ -37,6 +52,9 @@ def vectorize_pairs(X, tables):
         Of a fixed vocabulary (not growing); its ``pairs`` dict remembers
         ``(key, value) -> column``, -1 for a name not in the vocabulary or
         a zero number (neither stores anything).
+
+    max_values : int, optional
+        Return None if ``X`` holds more feature values than this.
 
     Returns None, before touching the vocabulary, unless every token is a
     plain dict of str keys and str, float, int or bool values.
@@ -54,6 +72,8 @@ def vectorize_pairs(X, tables):
     token_starts = np.zeros(len(tokens) + 1, dtype=np.int64)
     np.cumsum(lengths, out=token_starts[1:])
     n_items = int(token_starts[-1])
+    if max_values is not None and n_items > max_values:
+        return None
     pairs = tables.pairs
     # dict.items reuses its tuple when nothing keeps it: no allocation per value
     columns = np.fromiter(map(pairs.get, chain.from_iterable(map(dict.items, tokens)),
