@@ -30,9 +30,7 @@ _UNSEEN = -2
 def small_pairs(X, tables, max_values):
     """:func:`vectorize_pairs`'s arrays and the sequence offsets, or None.
 
-    None also when ``X`` holds more than ``max_values`` feature values: the
-    bound under which the general path itself takes :func:`vectorize_pairs`
-    (``_dict_arrays._SMALL_VALUES``), so that both give the same arrays.
+    None also when ``X`` holds more than ``max_values`` feature values.
     """
     arrays = vectorize_pairs(X, tables, max_values)
     if arrays is None:

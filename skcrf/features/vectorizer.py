@@ -19,8 +19,7 @@ from .._utils.parallel import kernel_exceptions
 from .._utils.type_aliases import FeatureSequences, LabelSequences
 from .._utils.validation import _PLAIN_SEQUENCES, check_sequences
 from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
-from ._dict_arrays import (_SMALL_VALUES, FeatureValueError, _release_freed_memory,
-                           _vectorize_compact)
+from ._dict_arrays import FeatureValueError, _release_freed_memory, _vectorize_compact
 from ._dict_pairs import small_pairs as _small_pairs
 from ._kernels import column_counts, remap_columns, sort_row_indices
 from ._numbering import factorize
@@ -29,6 +28,13 @@ from ._output import SequenceOutputMixin
 from ._parents import PARENT_KEY
 from ._vectors import is_vector, split_vectors, vector_names
 from .sequence_matrix import SequenceMatrix, values_or_none
+
+
+#: The most feature values ``_plain_arrays`` takes in one call: a batch of a
+#: few dozen sentences (a server's micro-batch) still goes by the remembered
+#: pairs, whose cost per value is the flat path's or less; past it the
+#: remembered pairs (at most 65,536) would be forgotten within the call.
+_PLAIN_VALUES = 1 << 15
 
 
 def _vocabulary_numbers_the_names(vectorizer):
@@ -353,7 +359,8 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
 
         The one-sentence path of ``predict``: for a list of lists (or tuples)
         of plain dicts of str keys and str, float, int or bool values, few
-        enough for the remembered pairs (:mod:`._dict_pairs`), the canonical
+        enough for the remembered pairs (:mod:`._dict_pairs`; at most
+        ``_PLAIN_VALUES`` values), the canonical
         CSR arrays of :meth:`transform`'s output, with no SequenceMatrix
         built. None for anything else (vectors, trees' parents, another
         dtype, a value of another type, an unfitted vectorizer), which the
@@ -375,7 +382,7 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
             if type(sequence) not in _PLAIN_SEQUENCES or (
                     sequence and type(sequence[0]) is dict and PARENT_KEY in sequence[0]):
                 return None
-        arrays = _small_pairs(X, columns_by_key(self), _SMALL_VALUES)
+        arrays = _small_pairs(X, columns_by_key(self), _PLAIN_VALUES)
         if arrays is None:
             return None
         data, indices, indptr, offsets = arrays
