@@ -165,3 +165,19 @@ def test_threads_forgetting_the_remembered_pairs_tag_as_one(model):
             results = list(pool.map(work, [0, 7, 13, 29]))
     for k, result in zip([0, 7, 13, 29], results):
         assert result == serial[k:] + serial[:k]
+
+
+def test_a_micro_batch_past_the_small_path_equals_the_flat_path():
+    """Between 4,096 and 32,768 values transform takes the flat path; predict the pairs."""
+    words = ["perro", "casa", "Juan", "Madrid", "come", "vive", "en", "La", "El", "es", "7"]
+    X = [tutorial_dicts([(words[(i * j) % len(words)], "NC") for j in range(5 + i % 9)])
+         for i in range(150)]
+    vectorizer = SequenceVectorizer().fit(X[::2])
+    assert 1 << 12 < sum(map(len, (t for s in X for t in s))) <= 1 << 15
+    for _ in range(2):  # cold, then remembered
+        data, indices, indptr, offsets = vectorizer._plain_arrays(X)
+        expected = vectorizer.transform(X)
+        np.testing.assert_array_equal(offsets, expected.offsets)
+        np.testing.assert_array_equal(indices, expected.matrix.indices)
+        np.testing.assert_array_equal(indptr, expected.matrix.indptr)
+        assert data is None and np.all(expected.matrix.data == 1)
