@@ -8,6 +8,19 @@ pair's column is remembered the first time it is met; then a sentence's
 columns are one C-level pass of dict lookups on the (key, value) tuples that
 ``dict.items`` yields anyway, and Python code runs only for pairs not seen
 before and numbers other than 0 and 1.
+
+Where the pairs live, and why threads may share them: they belong to the
+:class:`~._columns_by_key.ColumnsByKey` kept beside a fitted vectorizer (in
+``_columns_by_key._TABLES``, not in its ``__dict__``: no parameter, fitted
+attribute, pickle or model file sees them). They are a cache of a pure
+function of the fixed vocabulary, ``(key, value) -> column``: whatever it
+holds, a lookup gives the column the vocabulary gives, so no result depends
+on what other calls remembered. Threads share it safely: each call reads the
+dict it found when it started; adding a pair is one dict assignment (atomic
+under the GIL, and locked per dict in free-threaded CPython); past the bound
+the full dict is replaced by a new one rather than cleared, so a concurrent
+call keeps reading the old one whole. A refit replaces the vocabulary, and
+with it the tables (``columns_by_key`` checks the vocabulary's identity).
 """
 
 from itertools import chain, repeat
