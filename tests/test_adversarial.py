@@ -130,15 +130,13 @@ def test_predict_overlapping_a_refit_uses_the_model_it_started_with(monkeypatch)
 
     def refit_meanwhile(method):
         crf.fit(X_a, y_a)
-        # transform, or the one-sentence path's _plain_arrays for a few dicts
-        for name in ("transform", "_plain_arrays"):
-            vectorize = getattr(crf.vectorizer_, name)
+        transform = crf.vectorizer_.transform
 
-            def run(X, vectorize=vectorize):
-                crf.fit(X_b, y_b)  # "another thread" finishes a fit meanwhile
-                return vectorize(X)
+        def run(X):
+            crf.fit(X_b, y_b)  # "another thread" finishes a fit meanwhile
+            return transform(X)
 
-            monkeypatch.setattr(crf.vectorizer_, name, run)
+        monkeypatch.setattr(crf.vectorizer_, "transform", run)
         return method(X_a)
 
     assert [labels.tolist() for labels in refit_meanwhile(crf.predict)] == expected

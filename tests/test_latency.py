@@ -71,6 +71,19 @@ def test_plain_arrays_leave_other_inputs_to_transform(inputs):
     assert vectorizer._plain_arrays(inputs) is None
 
 
+def test_plain_arrays_leave_a_transform_of_its_own_to_it():
+    class Lower(SequenceVectorizer):
+        def transform(self, X):
+            return super().transform([[{k: v.lower() for k, v in t.items()} for t in s]
+                                      for s in X])
+
+    X = [[{"w": "A"}]]
+    assert Lower().fit([[{"w": "a"}]])._plain_arrays(X) is None
+    vectorizer = SequenceVectorizer().fit([[{"w": "a"}]])
+    vectorizer.transform = lambda X: None  # set on the instance
+    assert vectorizer._plain_arrays(X) is None
+
+
 def test_plain_arrays_decline_other_dtypes_and_vectors():
     X = [[{"w": "a", "n": 2.5}]]
     assert SequenceVectorizer(dtype=np.float32).fit(X)._plain_arrays(X) is None

@@ -360,11 +360,12 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
         The one-sentence path of ``predict``: for a list of lists (or tuples)
         of plain dicts of str keys and str, float, int or bool values, few
         enough for the remembered pairs (:mod:`._dict_pairs`; at most
-        ``_PLAIN_VALUES`` values), the canonical
-        CSR arrays of :meth:`transform`'s output, with no SequenceMatrix
-        built. None for anything else (vectors, trees' parents, another
-        dtype, a value of another type, an unfitted vectorizer), which the
-        caller leaves to :meth:`transform`: its checks name every error.
+        ``_PLAIN_VALUES`` values), the canonical CSR arrays of
+        :meth:`transform`'s output, with no SequenceMatrix built. None for
+        anything else (vectors, trees' parents, another dtype, a value of
+        another type, an unfitted vectorizer, a ``transform`` of a subclass),
+        which the caller leaves to :meth:`transform`: its checks name every
+        error.
 
         Returns
         -------
@@ -374,6 +375,9 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
         indptr, offsets : ndarray of int64
         """
         if (type(X) is not list or "vocabulary_" not in self.__dict__
+                # a transform of a subclass (or set on the instance) is what it says
+                or type(self).transform is not SequenceVectorizer.transform
+                or "transform" in self.__dict__
                 or getattr(self, "vector_widths_", None)
                 or (self.dtype is not np.float64 and np.dtype(self.dtype) != np.float64)):
             return None
