@@ -63,7 +63,6 @@ def vectorize_pairs(X, tables, max_values=None):
         Of a fixed vocabulary (not growing); its ``pairs`` dict remembers
         ``(key, value) -> column``, -1 for a name not in the vocabulary or
         a zero number (neither stores anything).
-
     max_values : int, optional
         Return None if ``X`` holds more feature values than this.
 
