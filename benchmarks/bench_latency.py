@@ -6,14 +6,18 @@ esp.testb sentences one at a time, in CPU time (``time.process_time``), many
 rounds; prints the min and median per sentence of each way and its ratio to
 sklearn-crfsuite's ``predict_single`` on ready dicts, including sklearn-crfsuite's
 own model loaded into skcrf (``skcrf.compat.load_crfsuite``). Then serves the
-raw-token pipeline from 1, 2 and 4 threads at once, one sentence a call, and
-prints the sentences per second (wall time) of each: the kernels release the GIL.
+raw-token pipeline and the dict model from 1, 2 and 4 threads at once, one
+sentence a call, directly and through ``skcrf.serving.MicroBatcher``, and
+prints the sentences per second (wall time) of each: one-sentence calls are
+mostly Python under the GIL, which the batcher's shared calls amortize.
 
 Run: python benchmarks/bench_latency.py [--max-iter 30] [--rounds 15] [--models FILE]
-The machine may be shared: compare ratios, and alternate runs of two versions.
+The machine may be shared: compare ratios, and alternate runs of two versions
+(PYTHONPATH=<other checkout> runs another skcrf on the same --models file).
 """
 
 import argparse
+import math
 import os
 import pickle
 import threading
@@ -21,12 +25,18 @@ import time
 import warnings
 
 import numpy as np
+import skcrf
 from common import data_home, sent2features
 
 from skcrf import CRFClassifier
 from skcrf.compat import load_crfsuite
 from skcrf.datasets import load_conll2002
 from skcrf.features import SequenceVectorizer, TokenFeaturizer
+
+try:
+    from skcrf.serving import MicroBatcher
+except ImportError:  # an earlier skcrf, run for comparison
+    MicroBatcher = None
 
 SKCRF = dict(alpha=0.3, l1_ratio=1 / 3)
 
@@ -69,8 +79,13 @@ def per_sentence(tag, items, rounds):
 
 
 def threaded_throughput(tag, items, n_threads, rounds):
-    """Items per wall-clock second with ``n_threads`` threads each tagging all of ``items``."""
-    best = 0.0
+    """(items per wall-clock second, process CPU us per item), the best of ``rounds``.
+
+    ``n_threads`` threads each tag all of ``items``. On a shared machine the
+    wall-clock rate follows the load; the CPU time per item (all threads',
+    the batcher's worker included) does much less.
+    """
+    best, cpu = 0.0, math.inf
     for _ in range(rounds):
         start = threading.Barrier(n_threads + 1)
 
@@ -83,11 +98,13 @@ def threaded_throughput(tag, items, n_threads, rounds):
         for thread in threads:
             thread.start()
         start.wait()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         for thread in threads:
             thread.join()
-        best = max(best, n_threads * len(items) / (time.perf_counter() - started))
-    return best
+        n = n_threads * len(items)
+        best = max(best, n / (time.perf_counter() - started))
+        cpu = min(cpu, (time.process_time() - cpu_started) / n * 1e6)
+    return best, cpu
 
 
 def main():
@@ -97,6 +114,8 @@ def main():
     parser.add_argument("--models", default=None,
                         help="pickle of the fitted models: loaded if it exists, else written")
     args = parser.parse_args()
+    print(f"skcrf from {os.path.dirname(skcrf.__file__)}; load average "
+          f"{os.getloadavg()[0]:.2f} at start")
     crfsuite, pipeline, dicts = fitted_models(args.max_iter, args.models)
     X_test, _ = load_conll2002("testb", data_home=data_home())
     sentences = X_test[:200]
@@ -128,11 +147,24 @@ def main():
         print(f"{name:44s}{low * 1e6:8.0f}{median * 1e6:8.0f}{low / base:15.2f}x")
     print(f"load_crfsuite of sklearn-crfsuite's model: {loading * 1e3:.0f} ms; its first "
           f"predict_single: {first * 1e3:.1f} ms")
-    for n_threads in (1, 2, 4):
-        rate = threaded_throughput(lambda s: pipeline.predict([s]), sentences, n_threads,
-                                   max(1, args.rounds // 5))
-        print(f"raw-token pipeline, {n_threads} thread(s) on one model: {rate:8.0f} "
-              f"sentences/s")
+    print(f"n threads each tagging all {len(sentences)}, one a call: sentences/s (wall), "
+          f"then CPU us per sentence (all threads)")
+    print(f"{'':44s}{'1':>8s}{'2':>8s}{'4':>8s}{'1':>8s}{'2':>8s}{'4':>8s}")
+    ways = [("raw-token pipeline, predict([s])", lambda: lambda s: pipeline.predict([s]), sentences),
+            ("dicts, predict([f])", lambda: lambda f: dicts.predict([f]), ready)]
+    if MicroBatcher is not None:  # an skcrf of before skcrf.serving has none
+        ways += [("raw-token pipeline through MicroBatcher", lambda: MicroBatcher(
+                     pipeline.predict).predict_one, sentences),
+                 ("dicts through MicroBatcher", lambda: MicroBatcher(
+                     dicts.predict).predict_one, ready)]
+    for name, make, items in ways:
+        rates = []
+        for n_threads in (1, 2, 4):
+            tag = make()  # a batcher of its own per run: its worker thread ends with it
+            rates.append(threaded_throughput(tag, items, n_threads, max(1, args.rounds // 5)))
+            getattr(getattr(tag, "__self__", None), "close", lambda: None)()
+        print(f"{name:44s}" + "".join(f"{rate:8.0f}" for rate, _ in rates)
+              + "".join(f"{cpu:8.0f}" for _, cpu in rates))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import skcrf
-from skcrf import datasets, inspection, metrics, plotting
+from skcrf import datasets, inspection, metrics, plotting, serving
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("sphinx") is None,
@@ -78,7 +78,8 @@ def test_every_page_of_the_toctree_is_built(built_docs):
 
 @pytest.mark.parametrize("module, prefix", [
     (skcrf, "skcrf."), (datasets, "skcrf.datasets."), (metrics, "skcrf.metrics."),
-    (inspection, "skcrf.inspection."), (plotting, "skcrf.plotting.")])
+    (inspection, "skcrf.inspection."), (plotting, "skcrf.plotting."),
+    (serving, "skcrf.serving.")])
 def test_every_public_name_has_an_api_page(built_docs, module, prefix):
     out, _, _ = built_docs
     missing = [name for name in module.__all__ if name not in PROSE_ONLY

@@ -18,7 +18,7 @@ from .estimator_state import ESTIMATOR_STATE
 # pruning's rules take forbidden_where_not_allowed from here, where it was first
 from .estimator_state import forbidden_where_not_allowed  # noqa: F401
 from .._utils.parallel import kernel_exceptions, kernel_threads
-from .queries import StructureQueries, check_feasible, log_probabilities
+from .queries import StructureQueries, check_feasible, log_probabilities, plain_dict_features
 from .training_checks import TrainingChecks
 from .._utils.validation import (check_feature_values, check_finite_features, check_label_type,
                           check_labels, check_sequences,
@@ -290,6 +290,9 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         """
         if "n_features_in_" not in self.__dict__:  # as in _fitted_model
             check_is_fitted(self)
+        plain = plain_dict_features(self.vectorizer_, X)
+        if plain is not None:
+            return plain
         X = check_sequences(X)
         if isinstance(X, SequenceMatrix):
             X._check_consistency()

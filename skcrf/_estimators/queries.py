@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._utils.parallel import effective_n_threads, kernel_threads
+from ..features.arrays import FeatureArrays
 from .._utils.type_aliases import FeatureSequences, FixedLabels, LabelSequences
 from .._utils.validation import check_label_type, check_labels
 
@@ -144,6 +145,30 @@ def log_probabilities(scores, log_z):
         log_p = np.minimum(scores - log_z, 0.0)
     log_p[np.isneginf(scores)] = -np.inf
     return log_p
+
+
+def plain_dict_features(vectorizer, X):
+    """``(FeatureArrays, offsets)`` of a few sequences of plain dicts, or None.
+
+    The one-sentence path of every query: what ``vectorizer.transform`` and
+    :meth:`~skcrf._estimators.base.CRFEstimator._features` make of ``X``,
+    without the SequenceMatrix between them and the checks that only other
+    inputs need (see ``SequenceVectorizer._plain_arrays``). None, for the
+    general path, for any other input, and for non-finite values, whose
+    error the general path words.
+    """
+    arrays = (None if vectorizer is None or type(X) is not list
+              else getattr(vectorizer, "_plain_arrays", _no_arrays)(X))
+    if arrays is None:
+        return None
+    data, indices, indptr, offsets = arrays
+    if data is not None and not np.isfinite(data).all():
+        return None
+    return FeatureArrays(data, indices, indptr, len(vectorizer.feature_names_)), offsets
+
+
+def _no_arrays(X):
+    return None
 
 
 #: The most memory ``predict_nbest`` may take for one call, in bytes.

@@ -456,7 +456,10 @@ calibration_candidates, calibration_max_trials : default=None
         # predict would pay: call it only to raise its error
         if "estimator_" not in self.__dict__:
             check_is_fitted(self, "estimator_")
-        return self.vectorizer_.transform(_sequences(X))
+        # a sentence of plain dicts is what _sequences returns as it is: the
+        # vectorizer checks their types once, rather than _sequences per token too
+        matrix = self.vectorizer_._plain_transform(X)
+        return matrix if matrix is not None else self.vectorizer_.transform(_sequences(X))
 
     def predict(self, X):
         """Most likely labels: a list of lists of str, one per sequence."""

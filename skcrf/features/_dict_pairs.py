@@ -8,6 +8,19 @@ pair's column is remembered the first time it is met; then a sentence's
 columns are one C-level pass of dict lookups on the (key, value) tuples that
 ``dict.items`` yields anyway, and Python code runs only for pairs not seen
 before and numbers other than 0 and 1.
+
+Where the pairs live, and why threads may share them: they belong to the
+:class:`~._columns_by_key.ColumnsByKey` kept beside a fitted vectorizer (in
+``_columns_by_key._TABLES``, not in its ``__dict__``: no parameter, fitted
+attribute, pickle or model file sees them). They are a cache of a pure
+function of the fixed vocabulary, ``(key, value) -> column``: whatever it
+holds, a lookup gives the column the vocabulary gives, so no result depends
+on what other calls remembered. Threads share it safely: each call reads the
+dict it found when it started; adding a pair is one dict assignment (atomic
+under the GIL, and locked per dict in free-threaded CPython); past the bound
+the full dict is replaced by a new one rather than cleared, so a concurrent
+call keeps reading the old one whole. A refit replaces the vocabulary, and
+with it the tables (``columns_by_key`` checks the vocabulary's identity).
 """
 
 from itertools import chain, repeat
@@ -27,7 +40,20 @@ _STR = frozenset({str})
 _UNSEEN = -2
 
 
-def vectorize_pairs(X, tables):
+def small_pairs(X, tables, max_values):
+    """:func:`vectorize_pairs`'s arrays and the sequence offsets, or None.
+
+    None also when ``X`` holds more than ``max_values`` feature values.
+    """
+    arrays = vectorize_pairs(X, tables, max_values)
+    if arrays is None:
+        return None
+    offsets = np.zeros(len(X) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, X), dtype=np.int64, count=len(X)), out=offsets[1:])
+    return (*arrays, offsets)
+
+
+def vectorize_pairs(X, tables, max_values=None):
     """``(data, indices, indptr)`` of ``X`` as :func:`~._dict_arrays._vectorize_small`'s, or None.
 
     Parameters
@@ -37,6 +63,8 @@ def vectorize_pairs(X, tables):
         Of a fixed vocabulary (not growing); its ``pairs`` dict remembers
         ``(key, value) -> column``, -1 for a name not in the vocabulary or
         a zero number (neither stores anything).
+    max_values : int, optional
+        Return None if ``X`` holds more feature values than this.
 
     Returns None, before touching the vocabulary, unless every token is a
     plain dict of str keys and str, float, int or bool values.
@@ -54,6 +82,8 @@ def vectorize_pairs(X, tables):
     token_starts = np.zeros(len(tokens) + 1, dtype=np.int64)
     np.cumsum(lengths, out=token_starts[1:])
     n_items = int(token_starts[-1])
+    if max_values is not None and n_items > max_values:
+        return None
     pairs = tables.pairs
     # dict.items reuses its tuple when nothing keeps it: no allocation per value
     columns = np.fromiter(map(pairs.get, chain.from_iterable(map(dict.items, tokens)),

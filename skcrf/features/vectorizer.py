@@ -17,9 +17,10 @@ from sklearn.utils.validation import check_is_fitted
 from .._estimators.fitted_state import Fitted, FittedState, IfPresent, Names, StrList, TypeOf, saved_as
 from .._utils.parallel import kernel_exceptions
 from .._utils.type_aliases import FeatureSequences, LabelSequences
-from .._utils.validation import check_sequences
+from .._utils.validation import _PLAIN_SEQUENCES, check_sequences
 from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
 from ._dict_arrays import FeatureValueError, _release_freed_memory, _vectorize_compact
+from ._dict_pairs import small_pairs as _small_pairs
 from ._kernels import column_counts, remap_columns, sort_row_indices
 from ._numbering import factorize
 from ._names_out import NamesOutMixin
@@ -27,6 +28,13 @@ from ._output import SequenceOutputMixin
 from ._parents import PARENT_KEY
 from ._vectors import is_vector, split_vectors, vector_names
 from .sequence_matrix import SequenceMatrix, values_or_none
+
+
+#: The most feature values ``_plain_arrays`` takes in one call: a batch of a
+#: few dozen sentences (a server's micro-batch) still goes by the remembered
+#: pairs, whose cost per value is the flat path's or less; past it the
+#: remembered pairs (at most 65,536) would be forgotten within the call.
+_PLAIN_VALUES = 1 << 15
 
 
 def _vocabulary_numbers_the_names(vectorizer):
@@ -345,6 +353,51 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
                 X, self.vocabulary_, False, self.separator, columns_by_key(self))
         data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
         return data, indices, indptr, offsets, parents
+
+    def _plain_arrays(self, X):
+        """The arrays :meth:`transform` gives a few sequences of plain dicts, or None.
+
+        The one-sentence path of ``predict``: for a list of lists (or tuples)
+        of plain dicts of str keys and str, float, int or bool values, few
+        enough for the remembered pairs (:mod:`._dict_pairs`; at most
+        ``_PLAIN_VALUES`` values), the canonical CSR arrays of
+        :meth:`transform`'s output, with no SequenceMatrix built. None for
+        anything else (vectors, trees' parents, another dtype, a value of
+        another type, an unfitted vectorizer, a ``transform`` of a subclass),
+        which the caller leaves to :meth:`transform`: its checks name every
+        error.
+
+        Returns
+        -------
+        data : ndarray of float64 or None
+            None when every value is 1.
+        indices : ndarray of int32
+        indptr, offsets : ndarray of int64
+        """
+        if (type(X) is not list or "vocabulary_" not in self.__dict__
+                # a transform of a subclass (or set on the instance) is what it says
+                or type(self).transform is not SequenceVectorizer.transform
+                or "transform" in self.__dict__
+                or getattr(self, "vector_widths_", None)
+                or (self.dtype is not np.float64 and np.dtype(self.dtype) != np.float64)):
+            return None
+        for sequence in X:
+            # as check_sequences and _split_parents: a plain sequence, no parent key
+            if type(sequence) not in _PLAIN_SEQUENCES or (
+                    sequence and type(sequence[0]) is dict and PARENT_KEY in sequence[0]):
+                return None
+        arrays = _small_pairs(X, columns_by_key(self), _PLAIN_VALUES)
+        if arrays is None:
+            return None
+        data, indices, indptr, offsets = arrays
+        with kernel_exceptions():  # as in transform
+            data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
+        return values_or_none(data), indices, indptr, offsets
+
+    def _plain_transform(self, X):
+        """:meth:`transform` of a few sequences of plain dicts, or None (see ``_plain_arrays``)."""
+        arrays = self._plain_arrays(X)
+        return None if arrays is None else self._to_matrix(*arrays, None)
 
     def _with_vectors(self, matrix, dense):
         """``matrix`` with the dict vectors' dense block and its names."""
