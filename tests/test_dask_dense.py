@@ -181,3 +181,18 @@ def test_partitions_of_different_columns_are_refused(client, numeric, vectors):
     X_bag, y_bag = _bags(bad, y, 2)
     with pytest.raises(ValueError, match="partition 1"):
         skcrf.dask.fit(CRFClassifier(), X_bag, y_bag, client=client)
+
+
+def test_sample_weights_with_a_dense_block(client, numeric):
+    """Weights of 0 leave sequences out as they read, on the workers as locally."""
+    from sklearn.base import clone
+
+    X, y = numeric
+    weights = np.random.default_rng(2).choice([0.0, 0.5, 2.0], size=len(X))
+    estimator = CRFClassifier(max_iter=25)
+    local = _quiet_fit(clone(estimator).fit, X, y, sample_weight=weights)
+    X_bag, y_bag = _bags(X, y, 3)
+    w_bag = db.from_sequence(weights.tolist(), npartitions=3)
+    dist = _quiet_fit(skcrf.dask.fit, clone(estimator), X_bag, y_bag, sample_weight=w_bag,
+                      client=client)
+    _assert_same_model(local, dist)
