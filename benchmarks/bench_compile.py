@@ -40,6 +40,11 @@ Y_PARTIAL = [["B-PER", None, "O"], [{"O", "B-LOC"}, "B-LOC"]] * 8
 TREES = [[{**token, "__parent__": head} for token, head in zip(tokens, heads)]
          for tokens, heads in zip(X, [[1, 2, -1], [1, -1]] * 8)]
 TOKENS = [["Ada", "Lovelace", "wrote"], ["in", "Paris"]] * 8
+import numpy as np
+# numbers: one 2-D array per sentence (the dense route, issue 42), and the same
+# sentences' dicts with a vector each (a sparse part beside a dense block)
+DENSE = [np.random.default_rng(q).normal(size=(len(s), 4)) for q, s in enumerate(X)]
+VECTORS = [[{**t, "vec": np.full(4, 0.25 * len(t["w"]))} for t in s] for s in X]
 '''
 
 #: structure name -> (constructor, X name)
@@ -57,6 +62,9 @@ STRUCTURES = {
     "semi-markov-segments": ("SemiMarkovCRF(max_iter=5)", "SEGMENTS"),
     "tree": ("TreeCRF(max_iter=5)", "TREES"),
     "tree-link-features": ("TreeCRF(transition_features='all', max_iter=5)", "TREES"),
+    # the dense route (structures/chain/dense.py): order 1, L-BFGS, by BLAS
+    "chain-dense": ("CRFClassifier(max_iter=5)", "DENSE"),
+    "chain-vectors": ("CRFClassifier(max_iter=5)", "VECTORS"),
 }
 
 #: Rows trained on other labels than ``Y``: structure name -> the labels' name in TOY.

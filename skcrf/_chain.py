@@ -418,14 +418,13 @@ class CRFClassifier(SpanQueries, CRFEstimator):
 
     def _reads_dense_block(self, training, partial_labels=False):
         # transition features read CSR columns only; the online solvers' epochs
-        # and the pruned orders' training run kernels over CSR arrays; so does the
-        # constrained pass of partial labels at orders >= 2 (learning/partial.py)
+        # run kernels over CSR arrays; so does the constrained pass of partial
+        # labels at orders >= 2 (learning/partial.py)
         if self.transition_features is not None:
             return False
         if training and partial_labels and self.order != 1:
             return False
-        return not training or (self.solver == "lbfgs" and (
-            self.order == 1 or self.prune_threshold is None))
+        return not training or self.solver == "lbfgs"
 
     def _training_problem(self, data):
         constraints = self._label_constraints(data)
@@ -475,6 +474,8 @@ class CRFClassifier(SpanQueries, CRFEstimator):
         if data.partial is not None:  # the same state pairs, a set's classes included
             lower = ChainStructure(n_classes, problem.structure.state_pairs,
                                    constraints=constraints)
+        if data.features.dense is not None:  # the same dense weights as the patterns'
+            lower = DenseChainStructure(lower, data.features.n_dense)
         return PrunedTrainingProblem(problem, lower, float(self.prune_threshold), self._solve,
                                      self._check_training)
 

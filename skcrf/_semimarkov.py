@@ -28,6 +28,7 @@ from ._utils.type_aliases import (AllowedTransitions, FeatureSequences, LabelSeq
                      SequenceWeights, Solver)
 from .structures.patterns.chain import fitted_patterns
 from .structures.semimarkov.structure import SemiMarkovStructure
+from .structures.semimarkov.dense import DenseSemiMarkovStructure
 from .structures.semimarkov.segment_scores import (SegmentScores, Segmentation, check_score_range,
                                         segment_decode, segment_nbest, segment_role_posteriors,
                                         segmentation_scores)
@@ -332,6 +333,8 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
         if data.partial is None and self.order == 1:
             structure = SemiMarkovStructure.for_training(data.features, offsets, codes,
                                                          max_lengths, **options)
+            if data.features.dense is not None:  # L-BFGS: the block by BLAS
+                structure = DenseSemiMarkovStructure(structure, data.features.n_dense)
         elif data.partial is None:
             structure = PatternSemiMarkovStructure.for_training(
                 data.features, offsets, codes, max_lengths, order=self.order,
@@ -343,6 +346,13 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
                       "allowed_transitions_": structure.transition_mask == 0,
                       **_segment_attributes(data)}
         return TrainingProblem(structure, codes, attributes, _COEFFICIENT_NAMES)
+
+    def _reads_dense_block(self, training, partial_labels=False):
+        # order-1 L-BFGS training multiplies a dense block by BLAS
+        # (structures/semimarkov/dense.py); prediction, the online solvers, orders
+        # >= 2 and partial labels read it as CSR columns
+        return (training and not partial_labels and self.solver == "lbfgs"
+                and self.order == 1)
 
     def _partial_labels_refusal(self):
         if self.solver != "lbfgs":

@@ -73,8 +73,11 @@ def _assert_same_model(local, dist, rtol=1e-9):
         if hasattr(a, "toarray"):
             assert np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
             a, b = a.toarray(), b.toarray()
-        if name == "vectorizer_":
+        if a is None:  # vectorizer_ of positional columns
+            assert b is None, name
+        elif name == "vectorizer_":
             assert a.feature_names_ == b.feature_names_ and a.vocabulary_ == b.vocabulary_
+            assert a.vector_widths_ == getattr(b, "vector_widths_", {})
         elif name == "loss_curve_" or name.endswith("coef_"):
             a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
             assert a.shape == b.shape, name

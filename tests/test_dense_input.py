@@ -185,15 +185,19 @@ def test_sparse_and_dense_blocks_side_by_side():
                                   np.concatenate(model.predict(both)))
 
 
-def test_distributed_fit_refuses_dense_input_rather_than_dropping_it():
+def test_distributed_partitions_keep_dense_blocks_as_blocks():
+    """skcrf.dask's partitions: numbers and dict vectors stay a dense block, not CSR."""
     from skcrf.dask._partitions import read_partition
 
     X, y = numeric_corpus(n_sequences=4)
-    with pytest.raises(TypeError, match="partition 0.*numeric arrays.*fit on one machine"):
-        read_partition(0, X, y)
+    raw = read_partition(0, X, y)
+    assert raw.positional and raw.matrix.n_features == 0
+    np.testing.assert_array_equal(raw.matrix.dense, np.vstack(X))
     dicts = [[{"w": "a", "vec": row} for row in x] for x in X]
-    with pytest.raises(TypeError, match="partition 0.*vectors.*fit on one machine"):
-        read_partition(0, dicts, y)
+    raw = read_partition(0, dicts, y)
+    assert not raw.positional and raw.vector_widths == {"vec": 4}
+    assert raw.matrix.n_features == 1  # "w=a"; the vectors are the block
+    np.testing.assert_array_equal(raw.matrix.dense, np.vstack(X))
 
 
 def test_dataframes_train_with_their_column_names():

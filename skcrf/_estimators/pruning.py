@@ -23,8 +23,10 @@ from ..learning.objective import NegativeLogLikelihood, weighted_gold_statistics
 from ..learning.partial import PartialLabelObjective
 from ..learning.partial_lattice import pruned_partial_objective, pruner_candidates
 from .._utils.validation import check_finite_scores
+from ..structures.chain.dense import DenseChainStructure, chunk_starts, sequence_range
 from ..structures.chain.order1 import ChainScores, chain_decode, chain_posteriors
-from ..structures.patterns.pruned import CandidateLattice, LatticeTerms, candidates_of_mask
+from ..structures.patterns.pruned import (CandidateLattice, LatticeTerms, candidate_labels,
+                                          candidates_of_mask)
 
 #: The blocks an order-1 chain and a chain over label patterns share, in both layouts.
 _SHARED_BLOCKS = ("state", "transitions", "start", "end")
@@ -145,12 +147,16 @@ class PrunedTrainingProblem(TrainingProblem):
             return pruned_partial_objective(self.structure, features, offsets, data.partial,
                                             keep, l2, sequence_weights)
         marginals = chain_posteriors(self.lower.scores(features, w1), offsets).marginals
-        self.lattice = CandidateLattice.of_marginals(offsets, marginals, self.targets,
-                                                     self.threshold, self.structure.patterns)
+        candidates = candidate_labels(marginals, self.targets, self.threshold)
         del marginals
+        self.lattice = CandidateLattice(offsets, *candidates, _patterns(self.structure))
         self._start = self._lifted(w1)
         self._pruner = self.lower.coefficients(w1)
-        terms = LatticeTerms(self.structure, features, self.lattice, sequence_weights)
+        if isinstance(self.structure, DenseChainStructure):
+            terms = DenseLatticeTerms(self.structure, features, offsets, candidates,
+                                      sequence_weights)
+        else:
+            terms = LatticeTerms(self.structure, features, self.lattice, sequence_weights)
         if sequence_weights is None:
             empirical = self.structure.gold_statistics(features, offsets, self.targets)
         else:
@@ -173,10 +179,84 @@ class PrunedTrainingProblem(TrainingProblem):
         return attributes
 
     def _lifted(self, w1):
-        """The order-1 weights ``w1`` in the layout of the higher-order structure."""
-        w = self.structure.layout.zeros()
-        mine = self.structure.layout.views(w)
-        theirs = self.lower.layout.views(w1)
+        """The order-1 weights ``w1`` in the layout of the higher-order structure.
+
+        With a dense block both structures end with the same dense weights.
+        """
+        dense = isinstance(self.structure, DenseChainStructure)
+        structure = self.structure.chain if dense else self.structure
+        lower = self.lower.chain if dense else self.lower
+        w = structure.layout.zeros()
+        mine = structure.layout.views(w)
+        theirs = lower.layout.views(w1[:lower.n_parameters])
         for name in _SHARED_BLOCKS:
             mine[name][:] = theirs[name]
+        if dense:
+            w = np.concatenate([w, w1[lower.n_parameters:]])
         return w
+
+
+def _patterns(structure):
+    return (structure.chain if isinstance(structure, DenseChainStructure)
+            else structure).patterns
+
+
+class DenseLatticeTerms:
+    """The pruned objective's terms with a dense block: ``w -> (log_z, expected)``.
+
+    As :class:`~skcrf.structures.chain.dense.DenseChainStructure` does for the
+    exact chain, chunk by chunk: the pattern chain's unary scores of its
+    sparse columns plus ``X_dense @ W.T`` (one matrix product), the lattice's
+    forward-backward over the chunk's candidates (the unfused
+    :meth:`CandidateLattice.posteriors`), the chain's expected statistics
+    from the marginals and ``marginals.T @ X_dense`` for ``W``. The dense
+    values are never copied into CSR; the fused lattice kernel, which reads
+    CSR only, is not used.
+
+    Parameters
+    ----------
+    structure : DenseChainStructure
+        Over a :class:`~skcrf.structures.patterns.chain.PatternChainStructure`.
+    features : FeatureArrays
+        With the ``dense`` block.
+    offsets : ndarray of int64 of shape (n_sequences + 1,)
+    candidates : tuple of (cand_ptr, cand_label)
+        Each token's candidate labels (:func:`candidate_labels`).
+    sequence_weights : ndarray of shape (n_sequences,), default=None
+    """
+
+    def __init__(self, structure, features, offsets, candidates, sequence_weights=None):
+        self.structure = structure
+        cand_ptr, cand_label = candidates
+        patterns = structure.chain.patterns
+        n_sequences = offsets.shape[0] - 1
+        weights = (np.ones(n_sequences) if sequence_weights is None
+                   else np.asarray(sequence_weights, dtype=np.float64))
+        starts = chunk_starts(offsets)
+        self.chunks = []
+        for a, b in zip(starts[:-1].tolist(), starts[1:].tolist()):
+            part, part_offsets = sequence_range(features, offsets, a, b)
+            lo, hi = int(offsets[a]), int(offsets[b])
+            first, last = int(cand_ptr[lo]), int(cand_ptr[hi])
+            lattice = CandidateLattice(part_offsets, cand_ptr[lo:hi + 1] - first,
+                                       cand_label[first:last], patterns)
+            self.chunks.append((part, part_offsets, lattice, weights[a:b]))
+
+    def __call__(self, w):
+        structure = self.structure
+        chain = structure.chain
+        w_chain, W = structure._split(w)
+        log_z = []
+        expected = np.zeros(chain.n_parameters)
+        expected_dense = np.zeros((structure.n_classes, structure.n_dense))
+        for part, part_offsets, lattice, weights in self.chunks:
+            scores = chain.scores(part, w_chain)
+            scores.unary += part.dense @ W.T.astype(part.dense.dtype)
+            part_log_z, marginals, transition_counts, pattern_counts, _, _ = (
+                lattice.posteriors(scores.unary, scores.transitions, scores.pattern_weights,
+                                   scores.start, scores.end, weights))
+            log_z.append(part_log_z)
+            expected += chain.expected_statistics(part, part_offsets, marginals,
+                                                  transition_counts, pattern_counts)
+            expected_dense += marginals.astype(part.dense.dtype, copy=False).T @ part.dense
+        return np.concatenate(log_z), np.concatenate([expected, expected_dense.ravel()])

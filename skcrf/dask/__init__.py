@@ -29,9 +29,12 @@ def fit(estimator, X, y, *, sample_weight=None, client=None, timeout=None):
         Unfitted or fitted (a previous fit is replaced); its parameters are
         validated as ``fit`` does.
     X : dask.bag.Bag
-        One element per sequence: a list of per-token feature dicts, as
+        One element per sequence: a list of per-token feature dicts (which
+        may hold vectors), a 2-D numpy array or a pandas DataFrame, as
         ``estimator.fit`` takes them (with ``"__parent__"`` keys for a
-        :class:`~skcrf.TreeCRF`).
+        :class:`~skcrf.TreeCRF`); or partitions that are each a
+        :class:`~skcrf.SequenceMatrix` (``dask.bag.from_delayed``). Dense
+        blocks stay blocks on the workers.
     y : dask.bag.Bag
         One element per sequence: its labels, partitioned as ``X`` (the
         simplest: both plucked from one bag of ``(x, y)`` pairs). For a

@@ -7,10 +7,15 @@ import numpy as np
 from .._estimators.training import _is_fitted_attribute
 from .._utils.parallel import kernel_exceptions
 from .._utils.validation import _label_array
+from ..features._vectors import vector_names
 from ..features.vectorizer import SequenceVectorizer
+from ..structures.chain.dense import DenseChainStructure
+from ..structures.semimarkov.dense import DenseSemiMarkovStructure
+from ..structures.semimarkov.structure import SemiMarkovStructure
 from ..learning.lbfgs import Stop
 from ..learning.objective import NegativeLogLikelihood
 from . import _partitions as parts_
+from ._partitions import GlobalColumns
 from ._plans import ChainPlan, _has_partial_labels, plan_of
 from ._reduce import contiguous_targets, cut_sum, holders_of, subtree_terms, worker_subtrees
 
@@ -173,18 +178,94 @@ def vectorizer_of_names(names):
     return vectorizer
 
 
+def global_columns(estimator, layouts, names):
+    """The :class:`~skcrf.dask._partitions.GlobalColumns` of the partitions' layouts.
+
+    ``layouts`` are ``(partition index, ColumnLayout)`` of the partitions
+    holding sequences, ``names`` the union of the feature dicts' names. The
+    partitions must agree on what a local fit of all of them requires:
+    feature dicts everywhere or positional columns everywhere; positional
+    columns of one width and names; vector keys of one length.
+    """
+    first_index, first = layouts[0]
+    for index, layout in layouts:
+        if layout.positional != first.positional:
+            kinds = ("numeric arrays or SequenceMatrix", "feature dicts")
+            raise TypeError(
+                f"Partition {index} holds {kinds[layout.positional is False]}, partition "
+                f"{first_index} {kinds[first.positional is False]}: every partition of X "
+                f"must hold sequences of one kind.")
+        if layout.positional and (layout.n_sparse, layout.n_dense, layout.names) != (
+                first.n_sparse, first.n_dense, first.names):
+            raise ValueError(
+                f"Partition {index} has {layout.n_sparse} sparse and {layout.n_dense} dense "
+                f"columns{_named(layout.names)}; partition {first_index} has "
+                f"{first.n_sparse} and {first.n_dense}{_named(first.names)}: every "
+                f"partition needs the same columns.")
+    widths = {}
+    for index, layout in layouts:
+        for key, width in layout.vector_widths.items():
+            seen = widths.setdefault(key, (width, index))
+            if seen[0] != width:
+                raise ValueError(
+                    f"Partition {index} has vectors of length {width} under {key!r}, "
+                    f"partition {seen[1]} of length {seen[0]} (every vector of one key "
+                    f"needs the same length).")
+    widths = {key: widths[key][0] for key in sorted(widths)}
+    float32 = all(layout.float32 is not False for _, layout in layouts) and any(
+        layout.float32 for _, layout in layouts)
+    partial = any(layout.partial for _, layout in layouts)
+    keep_dense = estimator._reads_dense_block(True, partial_labels=partial)
+    if first.positional:
+        n_sparse = first.n_sparse
+        return GlobalColumns(None, n_sparse, widths, float32, keep_dense,
+                             None if first.names is None
+                             else np.asarray(first.names, dtype=object))
+    vectorizer = vectorizer_of_names(names)
+    vectorizer.vector_widths_ = widths
+    all_names = vectorizer._names_out
+    if widths:
+        all_names = np.asarray(vectorizer.feature_names_ + vector_names(widths),
+                               dtype=object)
+    return GlobalColumns(vectorizer, len(vectorizer.feature_names_), widths, float32,
+                         keep_dense, all_names)
+
+
+def _named(names):
+    return "" if names is None else f" named {list(names[:5])}..."
+
+
+class ColumnNames:
+    """The columns of the partitions' FeatureArrays, named: what the plans read.
+
+    The sparse columns, then the dense block's when the partitions copy it
+    into CSR columns (``keep_dense`` False), as a local fit numbers them.
+    """
+
+    def __init__(self, columns):
+        n = columns.n_sparse + (0 if columns.keep_dense else columns.n_dense)
+        names = columns.names
+        if names is None:
+            names = np.asarray([f"x{i}" for i in range(n)], dtype=object)
+        self.feature_names_ = names[:n].tolist()
+        self._names_out = names[:n]
+
+
 class _Summary:
     """What :meth:`CRFEstimator._store_training` reads of the training data."""
 
-    def __init__(self, n_features, vectorizer):
-        self.features = _Shape(n_features)
-        self.feature_names = vectorizer._names_out
-        self.vectorizer = vectorizer
+    def __init__(self, columns):
+        n_dense = columns.n_dense
+        self.features = _Shape(columns.n_sparse, n_dense)
+        self.n_dense = n_dense
+        self.feature_names = columns.names
+        self.vectorizer = columns.vectorizer
 
 
 class _Shape:
-    def __init__(self, n_features):
+    def __init__(self, n_features, n_dense):
         self.n_features = n_features
+        self.n_dense = n_dense
 
 
 def fit(estimator, X, y, *, sample_weight=None, client=None, timeout=None):
@@ -234,22 +315,24 @@ def _fit(estimator, plan, run, X, y, sample_weight=None):
                               for i, (xp, yp, wp) in enumerate(zip(x_parts, y_parts,
                                                                    w_parts))])
     summaries = run.gather(run.map(parts_.partition_summary, raw))
-    n_sequences = [n for n, _, _, _ in summaries]
+    n_sequences = [n for n, _, _, _, _ in summaries]
     if sum(n_sequences) == 0:
         if sample_weight is not None:
             # the partitions drop the sequences of weight 0 as they read them
             raise ValueError("No sequence of X has a sample_weight above 0: X is empty or "
                              "every weight is 0, and there is nothing to train on.")
         raise ValueError("X is empty: fit needs at least one sequence.")
-    if sum(n for _, n, _, _ in summaries) == 0:
+    if sum(n for _, n, _, _, _ in summaries) == 0:
         raise ValueError("X has no tokens: every sequence is empty.")
     names = set()
     labels = set()
-    for _, _, part_names, part_labels in summaries:
+    for _, _, part_names, part_labels, _ in summaries:
         names.update(part_names)
         labels.update(part_labels)
+    layouts = [(i, layout) for i, (_, _, _, _, layout) in enumerate(summaries)
+               if layout is not None]
     del summaries
-    vectorizer = vectorizer_of_names(names)
+    columns = global_columns(estimator, layouts, names)
     del names
     try:
         classes = _label_array(sorted(labels))
@@ -260,8 +343,8 @@ def _fit(estimator, plan, run, X, y, sample_weight=None):
         raise ValueError(
             f"y holds a single class ({classes[0]!r}); a CRF needs at least two.")
     firsts = np.concatenate([[0], np.cumsum(n_sequences)[:-1]]).tolist()
-    shared_vectorizer = run.put(vectorizer)
-    encoded = [run.client.submit(parts_.encoded_partition, part, first, shared_vectorizer,
+    shared_columns = run.put(columns)
+    encoded = [run.client.submit(parts_.encoded_partition, part, first, shared_columns,
                                  classes, pure=False)
                for part, first in zip(raw, firsts)]
     del raw  # the workers drop the dict-side matrices once nothing needs them
@@ -270,7 +353,13 @@ def _fit(estimator, plan, run, X, y, sample_weight=None):
         raise ValueError(f"y holds unknown (None) or ambiguous (set) labels, which "
                          f"skcrf.dask.fit cannot train {type(estimator).__name__} on yet "
                          f"(CRFClassifier it can).")
-    problem, encoded = plan.problem(run, encoded, classes, vectorizer)
+    names = ColumnNames(columns)
+    problem, encoded = plan.problem(run, encoded, classes, names)
+    if columns.keep_dense and columns.n_dense:
+        # as the estimator's _training_problem wraps its structure
+        wrapper = (DenseSemiMarkovStructure if isinstance(problem.structure, SemiMarkovStructure)
+                   else DenseChainStructure)
+        problem.structure = wrapper(problem.structure, columns.n_dense)
     structure = run.put(problem.structure)
     objectives = _placed_objectives(run, encoded, structure, estimator.n_jobs)
     del encoded  # the objectives hold their partitions (moved ones leave their worker)
@@ -282,12 +371,12 @@ def _fit(estimator, plan, run, X, y, sample_weight=None):
     objective = NegativeLogLikelihood.of_terms(problem.structure, total, terms,
                                                estimator._l2)
     result = estimator._solve(objective, np.zeros(problem.n_parameters))
-    n_features = len(vectorizer.feature_names_)
+    n_features = len(names.feature_names_)
     found = (run.gather(run.map(parts_.objective_largest_value, objectives))
              if _needs_largest(result) else [])
     estimator._check_training(result, _CheckData(
-        _LargestValue(found, n_features, vectorizer._names_out)))
-    summary = _Summary(n_features, vectorizer)
+        _LargestValue(found, n_features, names._names_out)))
+    summary = _Summary(columns)
     for name, value in problem.fitted_attributes(result.w).items():
         setattr(estimator, name, value)
     estimator._store_training(summary, result)

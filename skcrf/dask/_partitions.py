@@ -17,7 +17,10 @@ from .._estimators.partial_labels import (PartialLabels, encode_partial_labels,
 from ..learning.partial import PartialLabelObjective
 from .._utils.validation import (_numeric_sequences, check_finite_features, check_sequences,
                                  encode_labels)
-from ..features.arrays import FeatureArrays
+from ..features._dense import check_finite
+from ..features._vectors import vector_names
+from ..features.arrays import FeatureArrays, all_feature_names
+from ..features.sequence_matrix import SequenceMatrix
 from ..features.vectorizer import SequenceVectorizer
 from ..learning.objective import NegativeLogLikelihood
 from ..structures._parameters import StatePairs
@@ -55,31 +58,128 @@ class RawPartition:
         Indices into ``classes``; -1 for a token of unknown (None) or set label.
     allowed : ndarray of bool of shape (n_tokens, n_local_classes) or None
         With partial labels in ``y``: the classes each token may take.
+    positional : bool
+        Whether the columns are read by position (numeric arrays, DataFrames,
+        SequenceMatrix), as a local ``fit`` reads them without a vectorizer;
+        otherwise they are named by feature dicts.
+    vector_widths : dict of str to int
+        For feature dicts: the length of each vector key met here (its
+        columns are ``matrix.dense``'s, in sorted key order).
     """
 
-    def __init__(self, index, matrix, classes, label_ids, weights=None, allowed=None):
+    def __init__(self, index, matrix, classes, label_ids, weights=None, allowed=None,
+                 positional=False, vector_widths=None):
         self.index = index
         self.matrix = matrix
         self.classes = classes
         self.label_ids = label_ids
         self.weights = weights
         self.allowed = allowed
+        self.positional = positional
+        self.vector_widths = {} if vector_widths is None else vector_widths
 
     @property
     def n_sequences(self):
         return 0 if self.matrix is None else len(self.matrix)
 
     def summary(self):
-        """(n_sequences, n_tokens, feature names, labels): what the client reduces."""
+        """(n_sequences, n_tokens, feature names, labels, layout): what the client reduces.
+
+        The feature names are the sparse columns' of feature dicts (an empty
+        list for positional columns); ``layout`` is the partition's
+        :class:`ColumnLayout` (None for no sequence).
+        """
         if self.matrix is None:
-            return 0, 0, [], []
-        names = self.matrix.feature_names.tolist()
-        return self.n_sequences, int(self.matrix.offsets[-1]), names, self.classes.tolist()
+            return 0, 0, [], [], None
+        names = [] if self.positional else self.matrix.feature_names.tolist()
+        return (self.n_sequences, int(self.matrix.offsets[-1]), names, self.classes.tolist(),
+                ColumnLayout.of_partition(self))
 
 
-#: Dense blocks are not merged across partitions yet: say so rather than drop them.
-_NO_DENSE_YET = ("X holds {what}, which skcrf.dask.fit does not take yet (the partitions' "
-                 "dense blocks are not merged): fit on one machine.")
+class ColumnLayout:
+    """What the client checks and merges of a partition's columns, beside their names.
+
+    Attributes
+    ----------
+    positional : bool
+        See :class:`RawPartition`.
+    n_sparse : int
+        Sparse columns of a positional partition (0 for feature dicts, whose
+        sparse columns are reduced by name).
+    names : tuple of str or None
+        Every column's name, sparse then dense, of a positional partition
+        (None when all are unnamed, as a local fit names them ``x<i>``).
+    vector_widths : dict of str to int
+        Feature dicts: each vector key's length; positional: ``{"": n_dense}``
+        when there is a dense block.
+    float32 : bool or None
+        Whether the dense block is float32 (None for no dense block).
+    partial : bool
+        Whether the labels hold unknown or set labels.
+    """
+
+    def __init__(self, positional, n_sparse, names, vector_widths, float32, partial):
+        self.positional = positional
+        self.n_sparse = n_sparse
+        self.names = names
+        self.vector_widths = vector_widths
+        self.float32 = float32
+        self.partial = partial
+
+    @classmethod
+    def of_partition(cls, raw):
+        matrix = raw.matrix
+        float32 = None if matrix.dense is None else matrix.dense.dtype == np.float32
+        if not raw.positional:
+            return cls(False, 0, None, dict(raw.vector_widths), float32,
+                       raw.allowed is not None)
+        names = all_feature_names(matrix)
+        return cls(True, matrix.n_features, None if names is None else tuple(names.tolist()),
+                   {"": matrix.n_dense} if matrix.n_dense else {}, float32,
+                   raw.allowed is not None)
+
+    @property
+    def n_dense(self):
+        return sum(self.vector_widths.values())
+
+
+def _positional_matrix(X):
+    """The SequenceMatrix of a partition of numeric sequences or SequenceMatrix elements.
+
+    A partition may be a SequenceMatrix itself (a bag made with
+    ``dask.bag.from_delayed``), a list of 2-D arrays or DataFrames (one per
+    sequence), or a list of SequenceMatrix (stacked; their dense blocks are
+    copied once, into the stacked block).
+    """
+    if isinstance(X, SequenceMatrix):
+        return X
+    if not all(isinstance(x, SequenceMatrix) for x in X):
+        return SequenceMatrix.from_sequences(X)
+    first = X[0]
+    for q, x in enumerate(X):
+        if (x.n_features, x.n_dense) != (first.n_features, first.n_dense):
+            raise ValueError(
+                f"Element {q} is a SequenceMatrix of {x.n_features} sparse and {x.n_dense} "
+                f"dense columns; element 0 has {first.n_features} and {first.n_dense}: "
+                f"every element needs the same columns.")
+        if x.parents is not None or x.segments is not None:
+            raise ValueError(f"Element {q} is a SequenceMatrix with parents or segments; "
+                             f"give such data as one SequenceMatrix per partition.")
+    import scipy.sparse as sp
+
+    offsets = np.concatenate([[0], np.cumsum([int(n) for x in X for n in x.lengths])])
+    matrix = sp.vstack([x.matrix for x in X], format="csr")
+    dense = None
+    if first.n_dense:
+        dtype = (np.float32 if all(x.dense.dtype == np.float32 for x in X) else np.float64)
+        dense = np.concatenate([x.dense.astype(dtype, copy=False) for x in X])
+    return SequenceMatrix(matrix, offsets, first.feature_names, dense=dense,
+                          dense_names=first.dense_names)
+
+
+def _is_positional(X):
+    return isinstance(X, SequenceMatrix) or _numeric_sequences(X) or (
+        isinstance(X, list) and X and all(isinstance(x, SequenceMatrix) for x in X))
 
 
 def read_partition(index, X, y, sample_weight=None):
@@ -91,7 +191,13 @@ def read_partition(index, X, y, sample_weight=None):
     """
     weights = None
     try:
-        X = check_sequences(list(X), matrix_ok=False)
+        if not isinstance(X, SequenceMatrix):
+            X = list(X)
+        positional = _is_positional(X)
+        if positional:
+            X = _positional_matrix(X)
+        else:
+            X = check_sequences(X, matrix_ok=False)
         y = list(y)
         if sample_weight is not None:
             X, y, weights = nonzero_weights(X, y, list(sample_weight), allow_empty=True)
@@ -99,11 +205,16 @@ def read_partition(index, X, y, sample_weight=None):
             if len(y):
                 raise ValueError(f"X has no sequence but y has {len(y)}.")
             return RawPartition(index, None, np.empty(0), np.empty(0, dtype=np.int64))
-        if _numeric_sequences(X):
-            raise TypeError(_NO_DENSE_YET.format(what="numeric arrays"))
-        matrix = SequenceVectorizer(sort=False).fit_transform(X)
-        if matrix.dense is not None:
-            raise TypeError(_NO_DENSE_YET.format(what="vectors (numpy arrays) in its dicts"))
+        vector_widths = None
+        if positional:
+            matrix = X
+            matrix._check_consistency()
+            if matrix.segments is not None:
+                raise ValueError(_NO_SEGMENTS)
+        else:
+            vectorizer = SequenceVectorizer(sort=False)
+            matrix = vectorizer.fit_transform(X)
+            vector_widths = vectorizer.vector_widths_
         allowed = None
         if all(label is None for labels in y for label in labels):
             # no label at all here: the other partitions bring the classes
@@ -117,7 +228,13 @@ def read_partition(index, X, y, sample_weight=None):
             classes, label_ids = encode_labels(y, matrix.lengths)
     except (ValueError, TypeError) as error:
         raise _in_partition(index, None, error) from error
-    return RawPartition(index, matrix, classes, label_ids, weights, allowed)
+    return RawPartition(index, matrix, classes, label_ids, weights, allowed, positional,
+                        vector_widths)
+
+
+_NO_SEGMENTS = ("X carries features of segments (TokenFeaturizer(segment_features=...)), "
+                "which skcrf.dask.fit does not take yet: fit on one machine, or featurize "
+                "without segment_features.")
 
 
 def partition_summary(raw):
@@ -160,27 +277,100 @@ class EncodedPartition:
         return _array_bytes(self, self.features)
 
 
-def encoded_partition(raw, first, vectorizer, classes):
-    """The :class:`EncodedPartition` of ``raw`` under the global vocabulary and classes."""
+class GlobalColumns:
+    """The columns every partition is encoded into, as a local fit of all of them has them.
+
+    Attributes
+    ----------
+    vectorizer : SequenceVectorizer or None
+        Feature dicts' vocabulary and vector lengths (the fitted
+        ``vectorizer_``); None for positional columns.
+    n_sparse : int
+        Sparse columns (the vocabulary's, or the positional ones).
+    vector_widths : dict of str to int
+        Dense columns: each vector key's length, in the dense block's order
+        (``{"": n_dense}`` for a positional block); empty for none.
+    float32 : bool
+        The dense block's dtype (float32 only when every partition's is).
+    keep_dense : bool
+        Whether the structure multiplies the dense block by BLAS; otherwise
+        the partitions copy it into CSR columns after the sparse ones (the
+        estimator's own choice, :meth:`_reads_dense_block`).
+    names : ndarray of object or None
+        Every column's name, sparse then dense (None: all unnamed, ``x<i>``).
+    """
+
+    def __init__(self, vectorizer, n_sparse, vector_widths, float32, keep_dense, names):
+        self.vectorizer = vectorizer
+        self.n_sparse = n_sparse
+        self.vector_widths = vector_widths
+        self.float32 = float32
+        self.keep_dense = keep_dense
+        self.names = names
+
+    @property
+    def n_dense(self):
+        return sum(self.vector_widths.values())
+
+    @property
+    def dtype(self):
+        return np.float32 if self.float32 else np.float64
+
+    def dense_block(self, raw, n_tokens):
+        """The partition's dense block in the global layout; not a copy when it is one already.
+
+        A partition that met fewer vector keys gets zeros in the others'
+        columns, as a token without a vector key has.
+        """
+        matrix = raw.matrix
+        if not self.n_dense:
+            return None
+        local = {"": matrix.n_dense} if raw.positional else raw.vector_widths
+        if local == self.vector_widths:
+            return matrix.dense.astype(self.dtype, copy=False)
+        block = np.zeros((n_tokens, self.n_dense), dtype=self.dtype)
+        starts, at = {}, 0
+        for key, width in local.items():
+            starts[key] = at
+            at += width
+        at = 0
+        for key, width in self.vector_widths.items():
+            if key in starts:
+                block[:, at:at + width] = matrix.dense[:, starts[key]:starts[key] + width]
+            at += width
+        return block
+
+
+def encoded_partition(raw, first, columns, classes):
+    """The :class:`EncodedPartition` of ``raw`` in the :class:`GlobalColumns` and classes."""
     if raw.matrix is None:
         return EncodedPartition(raw.index, first, None, np.zeros(1, dtype=np.int64),
                                 np.empty(0, dtype=np.int64))
     if raw.matrix.segments is not None:
-        raise _in_partition(raw.index, first, ValueError(
-            "X carries features of segments (TokenFeaturizer(segment_features=...)), "
-            "which skcrf.dask.fit does not take yet: fit on one machine, or featurize "
-            "without segment_features."))
+        raise _in_partition(raw.index, first, ValueError(_NO_SEGMENTS))
     try:
-        matrix = vectorizer.transform(raw.matrix)
+        if raw.positional:
+            matrix = raw.matrix
+        else:
+            matrix = columns.vectorizer.transform(raw.matrix)
+        dense = columns.dense_block(raw, int(matrix.offsets[-1]))
+        if dense is not None and dense is not matrix.dense:
+            names = (raw.matrix.dense_names if raw.positional
+                     else vector_names(columns.vector_widths))
+            matrix = SequenceMatrix(matrix.matrix, matrix.offsets, matrix.feature_names,
+                                    parents=matrix.parents, dense=dense, dense_names=names)
         check_finite_features(matrix)
+        if matrix.dense is not None:
+            check_finite(matrix.dense, matrix.offsets, matrix.dense_names)
     except (ValueError, TypeError) as error:
         raise _in_partition(raw.index, first, error) from error
+    features = FeatureArrays.of_sequences(matrix, columns.keep_dense)
     index = {label: k for k, label in enumerate(classes.tolist())}
     remap = np.fromiter((index[label] for label in raw.classes.tolist()), dtype=np.int64,
                         count=raw.classes.shape[0])
     if raw.allowed is None:
-        return EncodedPartition(raw.index, first, FeatureArrays.of_sequences(matrix),
-                                matrix.offsets, remap[raw.label_ids], raw.weights)
+        return EncodedPartition(raw.index, first, features, matrix.offsets,
+                                remap[raw.label_ids], raw.weights)
     known = raw.label_ids >= 0
     label_ids = np.full(raw.label_ids.shape[0], -1, dtype=np.int64)
     label_ids[known] = remap[raw.label_ids[known]]
@@ -190,8 +380,8 @@ def encoded_partition(raw, first, vectorizer, classes):
     allowed[unknown] = True  # any class, those of other partitions too
     partial = PartialLabels(classes, label_ids, allowed,
                             sequence_kinds(label_ids, unknown, matrix.lengths))
-    return EncodedPartition(raw.index, first, FeatureArrays.of_sequences(matrix),
-                            matrix.offsets, label_ids, raw.weights, partial)
+    return EncodedPartition(raw.index, first, features, matrix.offsets, label_ids,
+                            raw.weights, partial)
 
 
 def _array_bytes(*objects):

@@ -4,7 +4,12 @@ from sklearn.utils.validation import check_is_fitted
 
 
 def _predict_partition(sequences, estimator, method, kwargs):
-    sequences = list(sequences)
+    from ..features.sequence_matrix import SequenceMatrix
+
+    # a partition that is a SequenceMatrix is predicted whole: its dense block
+    # stays a block (listing its sequences would make each a sparse matrix)
+    if not isinstance(sequences, SequenceMatrix):
+        sequences = list(sequences)
     if not sequences:  # predict of no sequence is allowed, but skip the work
         return []
     return list(getattr(estimator, method)(sequences, **kwargs))

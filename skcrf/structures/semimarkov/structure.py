@@ -191,7 +191,8 @@ class SemiMarkovStructure:
     @staticmethod
     def _token_marginals(roles):
         """(n_tokens, 3 * C) marginals of the token weights' role labels."""
-        return roles[:, [COVERED, FIRST, LAST], :].reshape(roles.shape[0], -1)
+        # the explicit width: a batch of no token reshapes too (-1 cannot)
+        return roles[:, [COVERED, FIRST, LAST], :].reshape(roles.shape[0], 3 * roles.shape[2])
 
     def gold_statistics(self, features, offsets, codes):
         """Phi(gold) summed over the training sequences, in the layout of ``w``.
