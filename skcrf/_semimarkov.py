@@ -376,8 +376,6 @@ early_stopping, validation_fraction
         return TrainingProblem(structure, codes, attributes, _COEFFICIENT_NAMES)
 
     def _partial_labels_refusal(self):
-        if self.solver != "lbfgs":
-            return f"with solver={self.solver!r} (yet: use solver='lbfgs')"
         if self.order > 1:
             return f"at order={self.order} (yet: use order=1)"
         return None
@@ -390,6 +388,13 @@ early_stopping, validation_fraction
         longest segment of each label (an int ``max_segment_length``, or the
         first batch's longest), so the weights keep their layout.
         """
+        if data.partial is not None:
+            # the scheme and the longest segments are read from fully labelled sequences,
+            # which a later batch may lack and whose lengths would change the layout
+            raise ValueError(
+                "y holds unknown (None) or ambiguous (set) labels, which SemiMarkovCRF's "
+                "partial_fit cannot train on yet: fit takes them (with any solver), or give "
+                "partial_fit fully labelled batches.")
         if self.order > 1:
             # the patterns a batch keeps depend on its segments: later batches would
             # change the layout of the weights

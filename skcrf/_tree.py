@@ -276,8 +276,6 @@ early_stopping, validation_fraction
              "edge_coef": "transition_feature_coef_"})
 
     def _partial_labels_refusal(self):
-        if self.solver != "lbfgs":
-            return f"with solver={self.solver!r} (yet: use solver='lbfgs')"
         return None
 
     def _potentials(self, features, offsets, fixed=None):

@@ -160,8 +160,67 @@ def test_semimarkov_crf_learns_from_unknown_and_set_tags():
     assert accuracy > 0.95
 
 
-@pytest.mark.parametrize("params, words", [({"order": 2}, "order=2"),
-                                           ({"solver": "sgd"}, "solver='sgd'")])
+@pytest.mark.parametrize("solver", ["sgd", "perceptron"])
+def test_semimarkov_crf_learns_online_from_unknown_and_set_tags(solver):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from skcrf import SemiMarkovCRF
+
+    X, y = _names_corpus()
+    rng = np.random.default_rng(1)
+    partial = [list(tags) for tags in y[:10]] + [
+        [None if rng.random() < 0.4 else ({"B-PER", "I-PER"} if tag.endswith("PER")
+                                          and rng.random() < 0.5 else tag) for tag in tags]
+        for tags in y[10:]]
+    crf = SemiMarkovCRF(alpha=0.01, solver=solver, max_iter=15, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 15 epochs are enough here
+        crf.fit(X, partial)
+    predicted = crf.predict(X)
+    accuracy = np.mean([a == b for p, t in zip(predicted, y) for a, b in zip(p, t)])
+    assert accuracy > 0.95
+
+
+def test_an_online_step_on_a_constrained_segmentation_is_the_partial_gradient():
+    # SGD without a penalty steps along -eta times the gradient of log Z - log Z_allowed
+    from skcrf.features.arrays import take_sequences
+    from skcrf.learning import _online_kernels as kernels
+    from skcrf.learning.online import OnlineOptions, OnlineProblem, OnlineState
+
+    X, offsets, structure, allowed, rng = _problem(1, forbid=True)
+    features = as_feature_arrays(X)
+    problem = OnlineProblem(structure, features, offsets,
+                            np.full(offsets[-1], -1, dtype=np.int64), allowed)
+    q = 0  # the longest sequence
+    assert problem.constrained[q] and not allowed[offsets[q]:offsets[q + 1]].all()
+    options = OnlineOptions(solver="sgd", alpha=0.0, eta0=0.05, average=0,
+                            rng=np.random.RandomState(0))
+    w0 = rng.normal(scale=0.5, size=structure.n_parameters)
+    state = OnlineState.start(options, w0)
+    problem.run(state, options.settings(1.0, 0.05), np.array([q]), np.array([1.0]),
+                problem.scratch())
+    part, part_offsets, rows = take_sequences(features, offsets, np.array([q]))
+    loss, grad = ConstrainedTerms(structure, part, part_offsets, allowed[rows])(w0)
+    assert state.counters[kernels.LOSS] == pytest.approx(loss, rel=1e-10)
+    step = w0 - state.counters[kernels.SCALE] * state.w
+    eta = (step @ grad) / (grad @ grad)
+    assert eta > 0
+    np.testing.assert_allclose(step, eta * grad, rtol=1e-9, atol=1e-12)
+
+
+def test_semimarkov_partial_fit_refuses_partial_labels_and_says_what_to_do():
+    from skcrf import SemiMarkovCRF
+
+    X, y = _names_corpus(n_sequences=5)
+    y[1][0] = None
+    classes = sorted({tag for tags in y for tag in tags if tag is not None})
+    with pytest.raises(ValueError, match="partial_fit cannot train on .*fit takes them"):
+        SemiMarkovCRF(solver="sgd").partial_fit(X, y, classes=classes)
+
+
+@pytest.mark.parametrize("params, words", [({"order": 2}, "order=2")])
 def test_semimarkov_crf_says_what_cannot_take_partial_labels(params, words):
     from skcrf import SemiMarkovCRF
 

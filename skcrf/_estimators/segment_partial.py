@@ -63,7 +63,8 @@ def partial_segment_problem(estimator, data):
         part, part_offsets, full_codes, max_lengths, allow_repeats=not codec.plain,
         all_possible_states=estimator.all_possible_states, allowed_transitions=allowed,
         label_names=codec.segment_classes.tolist())
-    codes = np.zeros(data.offsets[-1], dtype=full_codes.dtype)
+    # -1: the tokens of the other sequences, whose segments the mask constrains
+    codes = np.full(data.offsets[-1], -1, dtype=full_codes.dtype)
     codes[rows] = full_codes
     mask = segment_label_mask(partial.allowed, tags, codec.segment_classes.tolist(),
                               None if codec.plain else scheme)
