@@ -344,7 +344,7 @@ early_stopping, validation_fraction
 
     def _training_problem(self, data):
         offsets = data.offsets
-        if data.partial is not None:  # unknown or set labels: order 1 only
+        if data.partial is not None:  # unknown or set labels
             structure, codes, codec, max_lengths = partial_segment_problem(self, data)
         else:
             codec, codes = _SegmentTags.fit(data.classes[data.label_ids].tolist(), offsets,
@@ -376,8 +376,6 @@ early_stopping, validation_fraction
         return TrainingProblem(structure, codes, attributes, _COEFFICIENT_NAMES)
 
     def _partial_labels_refusal(self):
-        if self.order > 1:
-            return f"at order={self.order} (yet: use order=1)"
         return None
 
     def _partial_training_problem(self, data, first):

@@ -220,16 +220,6 @@ def test_semimarkov_partial_fit_refuses_partial_labels_and_says_what_to_do():
         SemiMarkovCRF(solver="sgd").partial_fit(X, y, classes=classes)
 
 
-@pytest.mark.parametrize("params, words", [({"order": 2}, "order=2")])
-def test_semimarkov_crf_says_what_cannot_take_partial_labels(params, words):
-    from skcrf import SemiMarkovCRF
-
-    X, y = _names_corpus(n_sequences=5)
-    y[1][0] = None
-    with pytest.raises(ValueError, match=words):
-        SemiMarkovCRF(**params).fit(X, y)
-
-
 def test_semimarkov_crf_needs_a_fully_labelled_sequence_for_the_lengths():
     from skcrf import SemiMarkovCRF
 
@@ -237,3 +227,87 @@ def test_semimarkov_crf_needs_a_fully_labelled_sequence_for_the_lengths():
     y = [[None] + tags[1:] for tags in y]
     with pytest.raises(ValueError, match="at least one fully labelled sequence"):
         SemiMarkovCRF().fit(X, y)
+
+
+def _brute_force_ordered(structure, features, offsets, allowed, w):
+    """sum_q log Z_q - log Z_allowed_q of an order-d structure (segment features too)."""
+    from tests.naive_semimarkov_patterns import ordered_score
+
+    scores = structure.scores(features, w)
+    labels = getattr(scores, "labels", scores)
+    rows = structure.patterns.rows if hasattr(scores, "labels") else np.zeros((0, 1))
+    weights = scores.pattern_weights if hasattr(scores, "labels") else np.zeros(0)
+    total = 0.0
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        if hi == lo:
+            continue
+        potentials = (labels.state[lo:hi], labels.first[lo:hi], labels.last[lo:hi],
+                      labels.length, labels.transitions, labels.start, labels.end)
+        spans = None if labels.spans is None else labels.spans[lo:hi]
+        candidates = list(labelled_segmentations(hi - lo, structure.n_labels,
+                                                 labels.length.shape[1]))
+        values = np.array([ordered_score(potentials, rows, weights, s, spans)
+                           for s in candidates])
+        consistent = np.array([all(allowed[lo + a:lo + b, y].all() for a, b, y in s)
+                               for s in candidates])
+        total += logsumexp(values) - logsumexp(values[consistent])
+    return total
+
+
+@pytest.mark.parametrize("order, segments", [(1, True), (2, False), (2, True), (3, True)])
+def test_orders_and_segment_features_match_enumeration_of_consistent_segmentations(
+        order, segments):
+    from tests.test_semimarkov_orders import _structure
+
+    if order == 1:
+        from tests.structures.semimarkov.test_segments import _problem as segment_problem
+
+        features, _, _, offsets, codes = segment_problem(2, n_sequences=5, max_length=4)
+        structure = SemiMarkovStructure.for_training(features, offsets, codes, [3, 3, 3],
+                                                     all_possible_states=True)
+        assert structure.segment_pairs is not None
+    else:
+        structure, features, offsets, _ = _structure(order, segments=segments)
+    rng = np.random.default_rng(order)
+    allowed = rng.random((offsets[-1], 3)) < 0.6
+    allowed[np.arange(offsets[-1]), rng.integers(0, 3, size=offsets[-1])] = True
+    terms = ConstrainedTerms(structure, features, offsets, allowed)
+    w = rng.normal(scale=0.5, size=structure.n_parameters)
+    expected = _brute_force_ordered(structure, features, offsets, allowed, w)
+    loss, grad = terms(w)
+    assert np.isfinite(expected)
+    np.testing.assert_allclose(loss, expected, rtol=1e-9)
+    numeric = approx_fprime(w, lambda v: _brute_force_ordered(structure, features, offsets,
+                                                              allowed, v), 1e-6)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+
+
+def test_semimarkov_crf_learns_from_partial_tags_with_segment_features():
+    from skcrf import SemiMarkovCRF
+    from skcrf.metrics import span_f1_score
+    from tests.test_semimarkov_segments import _dictionary_task, _pipeline
+
+    X_train, y_train = _dictionary_task(300, seed=2)
+    X_test, y_test = _dictionary_task(200, seed=3)
+    rng = np.random.default_rng(0)
+    # a third of the sentences fully labelled; in the others, O tokens unknown at random
+    partial = [list(tags) if q % 3 == 0 else
+               [None if tag == "O" and rng.random() < 0.4 else tag for tag in tags]
+               for q, tags in enumerate(y_train)]
+    pipe = _pipeline(SemiMarkovCRF(alpha=0.01), segment_features=["words"],
+                     max_segment_length=2).fit(X_train, partial)
+    assert span_f1_score(y_test, [list(p) for p in pipe.predict(X_test)]) > 0.99
+
+
+def test_semimarkov_crf_learns_from_partial_tags_at_order_2():
+    from skcrf import SemiMarkovCRF
+
+    X, y = _names_corpus()
+    rng = np.random.default_rng(1)
+    partial = [list(tags) for tags in y[:10]] + [
+        [None if rng.random() < 0.4 else tag for tag in tags] for tags in y[10:]]
+    crf = SemiMarkovCRF(alpha=0.01, order=2, max_iter=100).fit(X, partial)
+    assert crf.label_patterns_.shape[1] == 3
+    predicted = crf.predict(X)
+    accuracy = np.mean([a == b for p, t in zip(predicted, y) for a, b in zip(p, t)])
+    assert accuracy > 0.95

@@ -329,6 +329,11 @@ class SemiMarkovPlan:
     def problem(self, run, parts, classes, vectorizer):
         est = self.estimator
         if any(run.gather(run.map(_has_partial_labels, parts))):
+            if est.order > 1:
+                raise ValueError(
+                    f"y holds unknown (None) or ambiguous (set) labels, which skcrf.dask.fit "
+                    f"trains SemiMarkovCRF on at order=1 only; got order={est.order}. Fit "
+                    f"it locally (SemiMarkovCRF.fit takes them at any order).")
             codec, parts, max_lengths, token_pairs = partial_segment_layout(
                 run, parts, classes, est, len(vectorizer.feature_names_))
             return self._problem(codec, max_lengths, token_pairs), parts
