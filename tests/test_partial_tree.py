@@ -235,3 +235,16 @@ def test_the_margin_target_of_a_tree_is_its_best_consistent_labelling(seed):
                          target[lo:hi][np.newaxis])[0]
         assert allowed[np.arange(lo, hi), target[lo:hi]].all()
         assert got == pytest.approx(scores[consistent].max(), rel=1e-12, abs=1e-12)
+
+
+def test_tree_crf_partial_fit_takes_partial_labels():
+    X, y = _tree_corpus()
+    hidden = _hidden(y, 0.4, 0)
+    crf = TreeCRF(solver="sgd", alpha=0.01, random_state=0)
+    crf.partial_fit(X[:20], hidden[:20], classes=["A", "B"])
+    for _ in range(10):
+        crf.partial_fit(X[20:], hidden[20:])
+        crf.partial_fit(X[:20], hidden[:20])
+    predicted = crf.predict(X)
+    accuracy = np.mean([a == b for p, t in zip(predicted, y) for a, b in zip(p, t)])
+    assert accuracy > 0.95
