@@ -10,6 +10,7 @@ objective reads: one allowed-label mask per token, and each sequence's kind.
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._utils.validation import _LABEL_KINDS, _label_array, _label_kind, _locate
 
@@ -186,8 +187,6 @@ def link_pairs_with_sets(edge_pairs, features, offsets, partial, columns):
     (parent label, child label) its two labels allow, as a link of two known
     labels brings its own; a link with an unknown end brings none.
     """
-    import scipy.sparse as sp
-
     from ..structures._parameters import StatePairs
 
     n_classes = partial.allowed.shape[1]

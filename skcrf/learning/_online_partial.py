@@ -27,8 +27,8 @@ import numpy as np
 from ..inference._runtime.batch import compiled
 from ..inference.chain.order1 import chain_workspace, scaled_from_emission
 from ._online_chain import (_best_path, _chain_scratch, _collect_path_difference,
-                            _path_score, _potential_buffers, _scaled_chain_potentials,
-                            _sgd_chain_l1, _visit_potentials)
+                            _potential_buffers, _scaled_chain_potentials, _sgd_chain_l1,
+                            _visit_potentials)
 from ._online_kernels import (AVERAGE_SCALE, FAILED, L1, L1_TOTAL, LOSS, MISTAKES, SCALE,
                               apply_direction, begin_step, end_step, margin_loss)
 
