@@ -314,7 +314,7 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
 
     def _training_problem(self, data):
         offsets = data.offsets
-        if data.partial is not None:  # unknown or set labels: order 1 only
+        if data.partial is not None:  # unknown or set labels
             structure, codes, codec, max_lengths = partial_segment_problem(self, data)
         else:
             codec, codes = _SegmentTags.fit(data.classes[data.label_ids].tolist(), offsets,
@@ -355,10 +355,6 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
                 and self.order == 1)
 
     def _partial_labels_refusal(self):
-        if self.solver != "lbfgs":
-            return f"with solver={self.solver!r} (yet: use solver='lbfgs')"
-        if self.order > 1:
-            return f"at order={self.order} (yet: use order=1)"
         return None
 
     def _partial_training_problem(self, data, first):
@@ -369,6 +365,13 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
         longest segment of each label (an int ``max_segment_length``, or the
         first batch's longest), so the weights keep their layout.
         """
+        if data.partial is not None:
+            # the scheme and the longest segments are read from fully labelled sequences,
+            # which a later batch may lack and whose lengths would change the layout
+            raise ValueError(
+                "y holds unknown (None) or ambiguous (set) labels, which SemiMarkovCRF's "
+                "partial_fit cannot train on yet: fit takes them (with any solver), or give "
+                "partial_fit fully labelled batches.")
         if self.order > 1:
             # the patterns a batch keeps depend on its segments: later batches would
             # change the layout of the weights

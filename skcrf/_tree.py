@@ -8,7 +8,7 @@ from ._estimators import defaults as _defaults
 from ._estimators.base import CRFEstimator
 from ._estimators.doc_sections import SECTIONS
 from ._estimators.compile_ahead import compile_ahead
-from ._estimators.partial_labels import pairs_with_sets
+from ._estimators.partial_labels import link_pairs_with_sets, pairs_with_sets
 from ._estimators.fitted_state import Array, IfPresent, Sparse, saved_as, weights
 from ._estimators.transition_columns import transition_columns
 from ._estimators.training import TrainingProblem
@@ -220,18 +220,22 @@ class TreeCRF(CRFEstimator):
     def _training_problem(self, data):
         if data.features.parents is None:
             raise ValueError(_NO_TREES.format(name=type(self).__name__))
+        columns = transition_columns(self.transition_features, data.feature_names,
+                                     data.features.n_features)
         structure = TreeStructure.for_training(
             data.features, data.label_ids, data.classes.shape[0],
-            all_possible_states=self.all_possible_states,
-            transition_columns=transition_columns(self.transition_features,
-                                                  data.feature_names,
-                                                  data.features.n_features),
+            all_possible_states=self.all_possible_states, transition_columns=columns,
             offsets=data.offsets)
         if data.partial is not None:
-            # a class a node's set offers gets its features' weights too
+            # a class a node's set offers gets its features' weights too, and a
+            # label pair a link's sets offer its link features' weights
+            edge_pairs = structure.edge_pairs
+            if edge_pairs is not None and not self.all_possible_states:
+                edge_pairs = link_pairs_with_sets(edge_pairs, data.features, data.offsets,
+                                                  data.partial, columns)
             structure = TreeStructure(structure.n_classes,
                                       pairs_with_sets(structure.state_pairs, data.features,
-                                                      data.partial))
+                                                      data.partial), edge_pairs)
         if data.features.dense is not None:
             structure = DenseChainStructure(structure, data.features.n_dense)
         return TrainingProblem(
@@ -240,10 +244,6 @@ class TreeCRF(CRFEstimator):
              "edge_coef": "transition_feature_coef_"})
 
     def _partial_labels_refusal(self):
-        if self.solver != "lbfgs":
-            return f"with solver={self.solver!r} (yet: use solver='lbfgs')"
-        if self.transition_features is not None:
-            return "with transition_features (yet)"
         return None
 
     def _potentials(self, features, offsets, fixed=None):

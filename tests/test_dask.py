@@ -335,3 +335,33 @@ def test_a_partition_of_unknown_labels_only_trains_as_a_local_fit(client, ner):
     dist = _quiet_fit(skcrf.dask.fit, CRFClassifier(max_iter=10), *_bags(X, y, 5),
                       client=client)
     _assert_same_model(local, dist)
+
+
+def test_tree_partial_labels_distributed_fit_equals_local_fit(client, trees):
+    X, y = trees
+    rng = np.random.default_rng(1)
+    y = [[None if rng.random() < 0.3 else ({label, "punct"} if rng.random() < 0.1
+                                           else label) for label in labels]
+         for labels in y]
+    local = _quiet_fit(TreeCRF(max_iter=20).fit, X, y)
+    dist = _quiet_fit(skcrf.dask.fit, TreeCRF(max_iter=20), *_bags(X, y, 3), client=client)
+    assert dist.n_iter_ == local.n_iter_
+    _assert_same_model(local, dist)
+
+
+def test_semimarkov_partial_labels_distributed_fit_equals_local_fit(client, ner):
+    X, y, _ = ner
+    X, y = X[:120], [list(tags) for tags in y[:120]]
+    rng = np.random.default_rng(2)
+    for q, tags in enumerate(y):
+        if q % 3 == 0:
+            y[q] = [None if rng.random() < 0.3 else tag for tag in tags]
+        elif q % 3 == 1:
+            y[q] = [{"B-PER", "I-PER", "O"} if tag.endswith("PER") else tag for tag in tags]
+    for q in range(80, 120):  # the last partition: no fully labelled sequence
+        y[q] = [None] + y[q][1:]
+    local = _quiet_fit(SemiMarkovCRF(max_iter=20).fit, X, y)
+    dist = _quiet_fit(skcrf.dask.fit, SemiMarkovCRF(max_iter=20), *_bags(X, y, 3),
+                      client=client)
+    assert dist.n_iter_ == local.n_iter_
+    _assert_same_model(local, dist)

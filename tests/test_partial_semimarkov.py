@@ -156,15 +156,64 @@ def test_semimarkov_crf_learns_from_unknown_and_set_tags():
     assert accuracy > 0.95
 
 
-@pytest.mark.parametrize("params, words", [({"order": 2}, "order=2"),
-                                           ({"solver": "sgd"}, "solver='sgd'")])
-def test_semimarkov_crf_says_what_cannot_take_partial_labels(params, words):
+@pytest.mark.parametrize("solver", ["sgd", "perceptron"])
+def test_semimarkov_crf_learns_online_from_unknown_and_set_tags(solver):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from skcrf import SemiMarkovCRF
+
+    X, y = _names_corpus()
+    rng = np.random.default_rng(1)
+    partial = [list(tags) for tags in y[:10]] + [
+        [None if rng.random() < 0.4 else ({"B-PER", "I-PER"} if tag.endswith("PER")
+                                          and rng.random() < 0.5 else tag) for tag in tags]
+        for tags in y[10:]]
+    crf = SemiMarkovCRF(alpha=0.01, solver=solver, max_iter=15, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 15 epochs are enough here
+        crf.fit(X, partial)
+    predicted = crf.predict(X)
+    accuracy = np.mean([a == b for p, t in zip(predicted, y) for a, b in zip(p, t)])
+    assert accuracy > 0.95
+
+
+def test_an_online_step_on_a_constrained_segmentation_is_the_partial_gradient():
+    # SGD without a penalty steps along -eta times the gradient of log Z - log Z_allowed
+    from skcrf.features.arrays import take_sequences
+    from skcrf.learning import _online_kernels as kernels
+    from skcrf.learning.online import OnlineOptions, OnlineProblem, OnlineState
+
+    X, offsets, structure, allowed, rng = _problem(1, forbid=True)
+    features = as_feature_arrays(X)
+    problem = OnlineProblem(structure, features, offsets,
+                            np.full(offsets[-1], -1, dtype=np.int64), allowed)
+    q = 0  # the longest sequence
+    assert problem.constrained[q] and not allowed[offsets[q]:offsets[q + 1]].all()
+    options = OnlineOptions(solver="sgd", alpha=0.0, eta0=0.05, average=0,
+                            rng=np.random.RandomState(0))
+    w0 = rng.normal(scale=0.5, size=structure.n_parameters)
+    state = OnlineState.start(options, w0)
+    problem.run(state, options.settings(1.0, 0.05), np.array([q]), np.array([1.0]),
+                problem.scratch())
+    part, part_offsets, rows = take_sequences(features, offsets, np.array([q]))
+    loss, grad = ConstrainedTerms(structure, part, part_offsets, allowed[rows])(w0)
+    assert state.counters[kernels.LOSS] == pytest.approx(loss, rel=1e-10)
+    step = w0 - state.counters[kernels.SCALE] * state.w
+    eta = (step @ grad) / (grad @ grad)
+    assert eta > 0
+    np.testing.assert_allclose(step, eta * grad, rtol=1e-9, atol=1e-12)
+
+
+def test_semimarkov_partial_fit_refuses_partial_labels_and_says_what_to_do():
     from skcrf import SemiMarkovCRF
 
     X, y = _names_corpus(n_sequences=5)
     y[1][0] = None
-    with pytest.raises(ValueError, match=words):
-        SemiMarkovCRF(**params).fit(X, y)
+    classes = sorted({tag for tags in y for tag in tags if tag is not None})
+    with pytest.raises(ValueError, match="partial_fit cannot train on .*fit takes them"):
+        SemiMarkovCRF(solver="sgd").partial_fit(X, y, classes=classes)
 
 
 def test_semimarkov_crf_needs_a_fully_labelled_sequence_for_the_lengths():
@@ -174,3 +223,87 @@ def test_semimarkov_crf_needs_a_fully_labelled_sequence_for_the_lengths():
     y = [[None] + tags[1:] for tags in y]
     with pytest.raises(ValueError, match="at least one fully labelled sequence"):
         SemiMarkovCRF().fit(X, y)
+
+
+def _brute_force_ordered(structure, features, offsets, allowed, w):
+    """sum_q log Z_q - log Z_allowed_q of an order-d structure (segment features too)."""
+    from tests.naive_semimarkov_patterns import ordered_score
+
+    scores = structure.scores(features, w)
+    labels = getattr(scores, "labels", scores)
+    rows = structure.patterns.rows if hasattr(scores, "labels") else np.zeros((0, 1))
+    weights = scores.pattern_weights if hasattr(scores, "labels") else np.zeros(0)
+    total = 0.0
+    for lo, hi in zip(offsets[:-1], offsets[1:]):
+        if hi == lo:
+            continue
+        potentials = (labels.state[lo:hi], labels.first[lo:hi], labels.last[lo:hi],
+                      labels.length, labels.transitions, labels.start, labels.end)
+        spans = None if labels.spans is None else labels.spans[lo:hi]
+        candidates = list(labelled_segmentations(hi - lo, structure.n_labels,
+                                                 labels.length.shape[1]))
+        values = np.array([ordered_score(potentials, rows, weights, s, spans)
+                           for s in candidates])
+        consistent = np.array([all(allowed[lo + a:lo + b, y].all() for a, b, y in s)
+                               for s in candidates])
+        total += logsumexp(values) - logsumexp(values[consistent])
+    return total
+
+
+@pytest.mark.parametrize("order, segments", [(1, True), (2, False), (2, True), (3, True)])
+def test_orders_and_segment_features_match_enumeration_of_consistent_segmentations(
+        order, segments):
+    from tests.test_semimarkov_orders import _structure
+
+    if order == 1:
+        from tests.structures.semimarkov.test_segments import _problem as segment_problem
+
+        features, _, _, offsets, codes = segment_problem(2, n_sequences=5, max_length=4)
+        structure = SemiMarkovStructure.for_training(features, offsets, codes, [3, 3, 3],
+                                                     all_possible_states=True)
+        assert structure.segment_pairs is not None
+    else:
+        structure, features, offsets, _ = _structure(order, segments=segments)
+    rng = np.random.default_rng(order)
+    allowed = rng.random((offsets[-1], 3)) < 0.6
+    allowed[np.arange(offsets[-1]), rng.integers(0, 3, size=offsets[-1])] = True
+    terms = ConstrainedTerms(structure, features, offsets, allowed)
+    w = rng.normal(scale=0.5, size=structure.n_parameters)
+    expected = _brute_force_ordered(structure, features, offsets, allowed, w)
+    loss, grad = terms(w)
+    assert np.isfinite(expected)
+    np.testing.assert_allclose(loss, expected, rtol=1e-9)
+    numeric = approx_fprime(w, lambda v: _brute_force_ordered(structure, features, offsets,
+                                                              allowed, v), 1e-6)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+
+
+def test_semimarkov_crf_learns_from_partial_tags_with_segment_features():
+    from skcrf import SemiMarkovCRF
+    from skcrf.metrics import span_f1_score
+    from tests.test_semimarkov_segments import _dictionary_task, _pipeline
+
+    X_train, y_train = _dictionary_task(300, seed=2)
+    X_test, y_test = _dictionary_task(200, seed=3)
+    rng = np.random.default_rng(0)
+    # a third of the sentences fully labelled; in the others, O tokens unknown at random
+    partial = [list(tags) if q % 3 == 0 else
+               [None if tag == "O" and rng.random() < 0.4 else tag for tag in tags]
+               for q, tags in enumerate(y_train)]
+    pipe = _pipeline(SemiMarkovCRF(alpha=0.01), segment_features=["words"],
+                     max_segment_length=2).fit(X_train, partial)
+    assert span_f1_score(y_test, [list(p) for p in pipe.predict(X_test)]) > 0.99
+
+
+def test_semimarkov_crf_learns_from_partial_tags_at_order_2():
+    from skcrf import SemiMarkovCRF
+
+    X, y = _names_corpus()
+    rng = np.random.default_rng(1)
+    partial = [list(tags) for tags in y[:10]] + [
+        [None if rng.random() < 0.4 else tag for tag in tags] for tags in y[10:]]
+    crf = SemiMarkovCRF(alpha=0.01, order=2, max_iter=100).fit(X, partial)
+    assert crf.label_patterns_.shape[1] == 3
+    predicted = crf.predict(X)
+    accuracy = np.mean([a == b for p, t in zip(predicted, y) for a, b in zip(p, t)])
+    assert accuracy > 0.95

@@ -10,6 +10,7 @@ objective reads: one allowed-label mask per token, and each sequence's kind.
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._utils.validation import _LABEL_KINDS, _label_array, _label_kind, _locate
 
@@ -176,6 +177,48 @@ def pairs_with_sets(state_pairs, features, partial):
                                    np.diff(pairs.feature_ptr)) * n_classes + pairs.labels)
     features_of, labels = np.divmod(np.unique(np.concatenate(codes)), n_classes)
     return StatePairs.from_coordinates(features_of, labels, n_features, n_classes)
+
+
+def link_pairs_with_sets(edge_pairs, features, offsets, partial, columns):
+    """``edge_pairs`` (a tree's link features) plus the pairs of links a set labels.
+
+    A link from a parent to a child whose labels are known or sets brings,
+    for each of the child's link features (``columns``), a pair for every
+    (parent label, child label) its two labels allow, as a link of two known
+    labels brings its own; a link with an unknown end brings none.
+    """
+    from ..structures._parameters import StatePairs
+
+    n_classes = partial.allowed.shape[1]
+    informative = ~((partial.label_ids < 0) & partial.allowed.all(axis=1))
+    starts = np.repeat(offsets[:-1], np.diff(offsets))
+    parents = np.where(features.parents >= 0, features.parents + starts, -1)
+    child = np.flatnonzero(parents >= 0)
+    child = child[informative[child] & informative[parents[child]]]
+    child = child[(partial.label_ids[child] < 0) | (partial.label_ids[parents[child]] < 0)]
+    if child.shape[0] == 0:
+        return edge_pairs
+    # (link, label pair) allowed: parent's allowed labels x child's
+    allowed_pairs = sp.csr_matrix((partial.allowed[parents[child], :, np.newaxis]
+                                   & partial.allowed[child, np.newaxis, :]).reshape(
+                                       child.shape[0], n_classes * n_classes), dtype=np.float64)
+    # the child's link features, an explicitly stored zero counting as an occurrence
+    indptr = np.asarray(features.indptr, dtype=np.int64)
+    rows = np.repeat(np.arange(indptr.shape[0] - 1), np.diff(indptr))
+    keep = np.asarray(columns, dtype=bool)[features.indices]
+    pattern = sp.csr_matrix((np.ones(int(keep.sum())), (rows[keep], features.indices[keep])),
+                            shape=(indptr.shape[0] - 1, features.n_features))[child]
+    seen = (pattern.T @ allowed_pairs).tocsr()
+    seen.sort_indices()
+    n_features = features.n_features
+    codes = [np.repeat(np.arange(n_features, dtype=np.int64), np.diff(seen.indptr))
+             * n_classes ** 2 + seen.indices]
+    if edge_pairs is not None:
+        codes.append(np.repeat(np.arange(n_features, dtype=np.int64),
+                               np.diff(edge_pairs.feature_ptr)) * n_classes ** 2
+                     + edge_pairs.labels)
+    features_of, labels = np.divmod(np.unique(np.concatenate(codes)), n_classes ** 2)
+    return StatePairs.from_coordinates(features_of, labels, n_features, n_classes ** 2)
 
 
 def partial_label_constraints(spec, data, estimator):

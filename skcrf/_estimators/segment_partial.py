@@ -16,6 +16,7 @@ import numpy as np
 from ..features.arrays import take_sequences
 from ..learning.partial_segments import segment_label_mask, tag_segment_label
 from ..structures.semimarkov.segment_scores import Segmentation
+from ..structures.semimarkov.patterns import PatternSemiMarkovStructure
 from ..structures.semimarkov.structure import SemiMarkovStructure
 from ..tags import _scheme_counts
 from .constraints import explicit_constraints
@@ -28,12 +29,13 @@ def partial_segment_problem(estimator, data):
     ``data.partial`` for its segment version (codes and segment-label mask).
 
     Raises a ValueError if no sequence is fully labelled (nothing then says
-    how long segments are) or ``X`` carries segment features.
+    how long segments are). Segment features and orders >= 2 take the token
+    constraints as order 1 does: a disallowed (token, label) state score of
+    ``-inf`` removes every segment of that label covering the token, whatever
+    else scores it; the label patterns of order >= 2 are the n-grams of the
+    fully labelled sequences' segment labels.
     """
     partial = data.partial
-    if data.features.segments is not None:
-        raise ValueError("y holds unknown (None) or ambiguous (set) labels and X features "
-                         "of segments: SemiMarkovCRF does not train on both at once yet.")
     full_ids = np.flatnonzero(partial.kinds == FULL)
     if full_ids.shape[0] == 0:
         raise ValueError("SemiMarkovCRF needs at least one fully labelled sequence in y "
@@ -59,11 +61,20 @@ def partial_segment_problem(estimator, data):
     if estimator.allowed_transitions is not None:
         allowed = explicit_constraints(estimator.allowed_transitions,
                                        codec.segment_classes).allowed
-    structure = SemiMarkovStructure.for_training(
-        part, part_offsets, full_codes, max_lengths, allow_repeats=not codec.plain,
-        all_possible_states=estimator.all_possible_states, allowed_transitions=allowed,
-        label_names=codec.segment_classes.tolist())
-    codes = np.zeros(data.offsets[-1], dtype=full_codes.dtype)
+    options = dict(allow_repeats=not codec.plain,
+                   all_possible_states=estimator.all_possible_states,
+                   allowed_transitions=allowed, label_names=codec.segment_classes.tolist())
+    if estimator.order == 1:
+        structure = SemiMarkovStructure.for_training(part, part_offsets, full_codes,
+                                                     max_lengths, **options)
+    else:
+        # the label patterns are the n-grams of the fully labelled sequences' segments
+        structure = PatternSemiMarkovStructure.for_training(
+            part, part_offsets, full_codes, max_lengths, order=estimator.order,
+            all_possible_transitions=estimator.all_possible_transitions,
+            min_pattern_freq=estimator.min_pattern_freq, **options)
+    # -1: the tokens of the other sequences, whose segments the mask constrains
+    codes = np.full(data.offsets[-1], -1, dtype=full_codes.dtype)
     codes[rows] = full_codes
     mask = segment_label_mask(partial.allowed, tags, codec.segment_classes.tolist(),
                               None if codec.plain else scheme)

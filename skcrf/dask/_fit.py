@@ -16,7 +16,7 @@ from ..learning.lbfgs import Stop
 from ..learning.objective import NegativeLogLikelihood
 from . import _partitions as parts_
 from ._partitions import GlobalColumns
-from ._plans import ChainPlan, _has_partial_labels, plan_of
+from ._plans import _has_partial_labels, plan_of
 from ._reduce import contiguous_targets, cut_sum, holders_of, subtree_terms, worker_subtrees
 
 
@@ -348,11 +348,11 @@ def _fit(estimator, plan, run, X, y, sample_weight=None):
                                  classes, pure=False)
                for part, first in zip(raw, firsts)]
     del raw  # the workers drop the dict-side matrices once nothing needs them
-    if not isinstance(plan, ChainPlan) and any(
-            run.gather(run.map(_has_partial_labels, encoded))):
-        raise ValueError(f"y holds unknown (None) or ambiguous (set) labels, which "
-                         f"skcrf.dask.fit cannot train {type(estimator).__name__} on yet "
-                         f"(CRFClassifier it can).")
+    if any(run.gather(run.map(_has_partial_labels, encoded))):
+        refusal = estimator._partial_labels_refusal()
+        if refusal is not None:
+            raise ValueError(f"y holds unknown (None) or ambiguous (set) labels, which "
+                             f"{type(estimator).__name__} cannot train on {refusal}.")
     names = ColumnNames(columns)
     problem, encoded = plan.problem(run, encoded, classes, names)
     if columns.keep_dense and columns.n_dense:

@@ -36,6 +36,7 @@ from ..structures.semimarkov.segment_scores import TOKEN_ROLES, Segmentation
 from ..structures.tree.structure import TreeStructure
 from ..tags import _add_scheme_counts, _scheme_counts, _scheme_of_counts, _spans
 from ._partitions import _in_partition, observed_pairs, pair_codes, relabelled, union_pairs
+from ._segment_partial import partial_segment_layout
 
 
 def plan_of(estimator):
@@ -327,6 +328,15 @@ class SemiMarkovPlan:
 
     def problem(self, run, parts, classes, vectorizer):
         est = self.estimator
+        if any(run.gather(run.map(_has_partial_labels, parts))):
+            if est.order > 1:
+                raise ValueError(
+                    f"y holds unknown (None) or ambiguous (set) labels, which skcrf.dask.fit "
+                    f"trains SemiMarkovCRF on at order=1 only; got order={est.order}. Fit "
+                    f"it locally (SemiMarkovCRF.fit takes them at any order).")
+            codec, parts, max_lengths, token_pairs = partial_segment_layout(
+                run, parts, classes, est, len(vectorizer.feature_names_))
+            return self._problem(codec, max_lengths, token_pairs), parts
         scheme = est.scheme
         if scheme == "auto":
             scheme = _SegmentTags.detected_scheme(set(classes.tolist()),
@@ -336,10 +346,6 @@ class SemiMarkovPlan:
         else:
             types = run.gather(run.map(_span_types, parts, classes, scheme))
             codec = _SegmentTags.of_labels(scheme, set().union(*types))
-        allowed = None
-        if est.allowed_transitions is not None:
-            allowed = explicit_constraints(est.allowed_transitions,
-                                           codec.segment_classes).allowed
         n_labels = len(codec.segment_classes)
         shared_codec = run.put(codec)
         parts = run.map(_segment_coded, parts, classes, shared_codec)
@@ -352,6 +358,13 @@ class SemiMarkovPlan:
         else:
             codes = run.gather(run.map(_token_pair_codes, parts, n_labels))
             token_pairs = union_pairs(codes, n_features, n_role_labels)
+        return self._problem(codec, max_lengths, token_pairs), parts
+
+    def _problem(self, codec, max_lengths, token_pairs):
+        allowed = None
+        if self.estimator.allowed_transitions is not None:
+            allowed = explicit_constraints(self.estimator.allowed_transitions,
+                                           codec.segment_classes).allowed
         structure = SemiMarkovStructure(token_pairs, max_lengths,
                                         allow_repeats=not codec.plain,
                                         allowed_transitions=allowed)
@@ -360,7 +373,7 @@ class SemiMarkovPlan:
             {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
              "scheme_": codec.scheme, "max_segment_length_": int(max_lengths.max(initial=1)),
              "allowed_transitions_": structure.transition_mask == 0},
-            self.coefficient_names), parts
+            self.coefficient_names)
 
 
 def _span_types(part, classes, scheme):

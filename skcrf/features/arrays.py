@@ -207,6 +207,13 @@ def take_sequences(features, offsets, sequence_ids):
                           features.indices[entries], indptr, features.n_features, parents)
     if features.dense is not None:
         taken.dense = features.dense[rows]
+    if features.segments is not None:
+        # the candidate segments of each taken token: its segment_length rows
+        L = features.segment_length
+        segment_rows = (rows[:, np.newaxis] * L + np.arange(L)).ravel()
+        every_row = np.arange(features.segments.indptr.shape[0], dtype=np.int64)
+        taken.segments, _, _ = take_sequences(features.segments, every_row, segment_rows)
+        taken.segment_length = L
     return taken, taken_offsets, rows
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from ..features.arrays import sequence_view
 from . import _online_chain as chain_kernels
 from . import _online_kernels as kernels
+from . import _online_partial as partial_kernels
 from .partial import masked_structure
 
 
@@ -49,7 +50,7 @@ class OnlineProblem:
         self.n_parameters = structure.layout.n_parameters
         self.longest = int(np.diff(self.offsets).max(initial=1))
         self._kernel_args = features.kernel_args()
-        self.allowed = self.constrained = None
+        self.allowed = self.constrained = self._log_mask = None
         if allowed is not None and (self.targets < 0).any():
             self.allowed = np.asarray(allowed, dtype=bool)
             owner = np.repeat(np.arange(self.n_sequences), np.diff(self.offsets))
@@ -71,21 +72,15 @@ class OnlineProblem:
         visit_sequences = np.ascontiguousarray(visit_sequences, dtype=np.int64)
         visit_factors = np.ascontiguousarray(visit_factors, dtype=np.float64)
         if self.plain is not None and self.constrained is not None:
-            # runs of fully labelled visits by the kernels, constrained ones one by one
+            # runs of fully labelled visits and runs of constrained ones, each by its kernels
             constrained = self.constrained[visit_sequences]
             cuts = np.flatnonzero(np.diff(constrained)) + 1
             for lo, hi in zip(np.r_[0, cuts].tolist(), np.r_[cuts, len(constrained)].tolist()):
                 if hi == lo:
                     continue
-                if not constrained[lo]:
-                    self._run_plain_chain(state, settings, visit_sequences[lo:hi],
-                                          visit_factors[lo:hi], scratch)
-                else:
-                    for q, factor in zip(visit_sequences[lo:hi].tolist(),
-                                         visit_factors[lo:hi].tolist()):
-                        self._visit(state, settings, q, factor, scratch)
-                        if state.counters[kernels.FAILED]:
-                            return
+                run = (self._run_constrained_chain if constrained[lo]
+                       else self._run_plain_chain)
+                run(state, settings, visit_sequences[lo:hi], visit_factors[lo:hi], scratch)
                 if state.counters[kernels.FAILED]:
                     return
             return
@@ -97,13 +92,43 @@ class OnlineProblem:
             if state.counters[kernels.FAILED]:
                 return
 
-    def _run_plain_chain(self, state, settings, visit_sequences, visit_factors, scratch):
-        """The visits by the plain order-1 chain's epoch kernels."""
+    def _chain_layout(self, gold):
+        """The plain chain kernels' arguments after the visits: ``gold`` is the
+        targets (fully labelled visits) or the log mask (constrained ones)."""
         plain = self.plain
         pairs = plain.state_pairs
-        layout = (*self._kernel_args, self.offsets, self.targets, pairs.feature_ptr,
-                  pairs.labels, plain.transitions_at, plain.start_at, plain.end_at,
-                  plain.transition_mask, plain.start_mask, plain.end_mask, self.longest)
+        return (*self._kernel_args, self.offsets, gold, pairs.feature_ptr, pairs.labels,
+                plain.transitions_at, plain.start_at, plain.end_at, plain.transition_mask,
+                plain.start_mask, plain.end_mask, self.longest)
+
+    def _run_constrained_chain(self, state, settings, visit_sequences, visit_factors,
+                               scratch):
+        """Constrained visits by the plain order-1 chain's kernels of partial labels."""
+        if self._log_mask is None:
+            self._log_mask = np.where(self.allowed, 0.0, -np.inf)
+        layout = self._chain_layout(self._log_mask)
+        if state.solver != "sgd":
+            partial_kernels.margin_constrained_visits(
+                settings, state.counters, state.w, state.average_sum, state.covariance,
+                *scratch, visit_sequences, visit_factors, *layout)
+            return
+        n_visits = visit_sequences.shape[0]
+        done = 0
+        while done < n_visits:
+            done = partial_kernels.sgd_constrained_visits(
+                settings, state.counters, state.w, state.l1_applied, state.average_sum,
+                visit_sequences, visit_factors, done, *layout)
+            if done < n_visits:
+                # a sequence the scaled passes cannot take: the token-form route finishes it
+                self._visit(state, settings, int(visit_sequences[done]),
+                            float(visit_factors[done]), scratch, begun=True)
+                if state.counters[kernels.FAILED]:
+                    return
+                done += 1
+
+    def _run_plain_chain(self, state, settings, visit_sequences, visit_factors, scratch):
+        """The visits by the plain order-1 chain's epoch kernels."""
+        layout = self._chain_layout(self.targets)
         if state.solver != "sgd":
             chain_kernels.margin_chain_visits(settings, state.counters, state.w,
                                               state.average_sum, state.covariance, *scratch,
@@ -124,13 +149,20 @@ class OnlineProblem:
                     return
                 done += 1
 
-    def _visit(self, state, settings, q, factor, scratch):
-        """One step on sequence ``q`` through the structure's token-form statistics."""
+    def _visit(self, state, settings, q, factor, scratch, begun=False):
+        """One step on sequence ``q`` through the structure's token-form statistics.
+
+        ``begun``: a kernel has begun the step (its L2 decay applied) and left
+        the rest to this route.
+        """
         delta, mark, touched = scratch
         counters = state.counters
         structure = self.structure
         lo, hi = int(self.offsets[q]), int(self.offsets[q + 1])
-        eta = kernels.begin_step(settings, counters, factor)
+        if begun:  # the step's rate, as begin_step computed it: the step is not counted yet
+            eta = kernels.learning_rate(settings, counters[kernels.STEPS])
+        else:
+            eta = kernels.begin_step(settings, counters, factor)
         n_touched, cost, hamming = 0, 0.0, 0
         masked = None
         if self.constrained is not None and self.constrained[q]:

@@ -215,9 +215,12 @@ def masked_structure(structure, mask):
     def scores(features, w):
         potentials = base_scores(features, w)
         # a chain's or a tree's unary block; a semi-Markov's token state block,
-        # which every segment covering the token scores (skcrf.learning.partial_segments)
-        block = potentials.unary if hasattr(potentials, "unary") else potentials.state
-        block += mask
+        # which every segment covering the token scores (skcrf.learning.partial_segments),
+        # at order >= 2 that of its potentials over labels
+        if hasattr(potentials, "unary"):
+            potentials.unary += mask
+        else:
+            getattr(potentials, "labels", potentials).state += mask
         return potentials
 
     masked.scores = scores

@@ -223,3 +223,65 @@ def test_online_sample_weight_is_repetition_on_partial_labels(solver):
         a = CRFClassifier(**params).fit(X, y, sample_weight=weights)
         b = CRFClassifier(**params).fit([X[q] for q in repeated], [y[q] for q in repeated])
     np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-12, atol=1e-12)
+
+
+def _token_form(problem):
+    """The same problem stepped through the structures' token-form route only."""
+    import copy
+
+    reference = copy.copy(problem)
+    reference.plain = None
+    return reference
+
+
+@pytest.mark.parametrize("solver", SOLVERS)
+@pytest.mark.parametrize("l1, average", [(0.0, 0), (0.2, 3)])
+def test_constrained_visits_batched_step_as_the_token_form_route(solver, l1, average):
+    features, offsets, labels = _problem(seed=7, n_sequences=40)
+    structure = _structure(1, features, offsets, labels, 3)
+    structure.transition_mask[2, 0] = -np.inf  # -inf potentials too
+    allowed, targets = _masked(labels, offsets, 3, seed=3, p_hidden=0.4)
+    allowed[:, 0] |= allowed[:, 2]  # keep every sequence feasible under the -inf transition
+    targets = np.where(allowed.sum(axis=1) == 1, labels, -1)
+    problem = OnlineProblem(structure, features, offsets, targets, allowed)
+    assert problem.constrained.any() and not problem.constrained.all()
+    rng = np.random.default_rng(0)
+    visits = np.r_[rng.permutation(40), rng.permutation(40)]
+    factors = np.where(rng.random(visits.shape[0]) < 0.2, 0.5, 1.0)
+    results = []
+    for route in (problem, _token_form(problem)):
+        options = OnlineOptions(solver=solver, alpha=0.3, l1_ratio=l1 and 0.5, eta0=0.05,
+                                average=average, rng=np.random.RandomState(0))
+        w0 = np.random.default_rng(1).normal(scale=0.3, size=structure.n_parameters)
+        state = OnlineState.start(options, w0)
+        route.run(state, options.settings(float(visits.shape[0]), 0.05), visits, factors,
+                  route.scratch())
+        assert not state.counters[kernels.FAILED]
+        results.append(state)
+    a, b = results
+    assert a.counters[kernels.MISTAKES] == b.counters[kernels.MISTAKES]
+    np.testing.assert_allclose(a.counters, b.counters, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(a.w, b.w, rtol=1e-8, atol=1e-10)
+    if average:
+        np.testing.assert_allclose(a.average_sum, b.average_sum, rtol=1e-8, atol=1e-10)
+
+
+def test_a_constrained_visit_the_scaled_passes_cannot_take_is_finished_exactly():
+    # scores of thousands: the scaled pass overflows, the token-form route takes the visit
+    features, offsets, labels = _problem(seed=8, n_sequences=12)
+    structure = _structure(1, features, offsets, labels, 3)
+    allowed, targets = _masked(labels, offsets, 3, seed=4, p_hidden=0.6)
+    problem = OnlineProblem(structure, features, offsets, targets, allowed)
+    visits = np.flatnonzero(problem.constrained)
+    results = []
+    for route in (problem, _token_form(problem)):
+        options = OnlineOptions(solver="sgd", alpha=0.1, eta0=1e-6, average=0,
+                                rng=np.random.RandomState(0))
+        w0 = np.random.default_rng(2).normal(scale=2000.0, size=structure.n_parameters)
+        state = OnlineState.start(options, w0)
+        route.run(state, options.settings(float(visits.shape[0]), 0.05), visits,
+                  np.ones(visits.shape[0]), route.scratch())
+        assert not state.counters[kernels.FAILED]
+        results.append(state)
+    np.testing.assert_allclose(results[0].counters, results[1].counters, rtol=1e-9)
+    np.testing.assert_allclose(results[0].w, results[1].w, rtol=1e-9, atol=1e-9)

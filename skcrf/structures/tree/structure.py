@@ -156,10 +156,13 @@ def link_scores(features, edge_pairs, edge_weights, transitions):
 
 
 def link_label_ids(parents, offsets, label_ids, n_classes):
-    """The label pair ``a * C + b`` of each token's link (parent a, token b), -1 for a root."""
+    """The label pair ``a * C + b`` of each token's link (parent a, token b), -1 for a root
+    or where either label is -1 (not known: partial labels)."""
     absolute = _absolute_parents(parents, offsets)
     child = absolute >= 0
-    return np.where(child, label_ids[np.where(child, absolute, 0)] * n_classes + label_ids, -1)
+    parent_ids = label_ids[np.where(child, absolute, 0)]
+    return np.where(child & (parent_ids >= 0) & (label_ids >= 0),
+                    parent_ids * n_classes + label_ids, -1)
 
 
 def _absolute_parents(parents, offsets):
