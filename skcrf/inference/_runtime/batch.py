@@ -32,7 +32,7 @@ from .cache import CacheDamagedWarning, CacheUnavailableWarning
 from .threads import current_threads, run_chunks, use_threads
 
 __all__ = ["CacheDamagedWarning", "CacheUnavailableWarning", "N_CHUNKS", "chunk_bounds",
-           "chunk_totals", "compiled", "current_threads", "default_n_chunks", "least_chunk_count",
+           "chunk_partials", "chunk_totals", "compiled", "current_threads", "default_n_chunks", "least_chunk_count",
            "longest_sequence", "row_chunk_count", "run_chunks", "use_threads"]
 
 
@@ -112,6 +112,14 @@ def chunk_bounds(offsets, n_chunks):
         bounds[c] = q
     bounds[n_chunks] = n_sequences
     return bounds
+
+
+def chunk_partials(n_chunks, *shapes):
+    """Zeroed per-chunk partial sums: one (n_chunks, *shape) float64 array per shape (a tuple).
+
+    Each chunk adds into its own row, and :func:`chunk_totals` adds the rows up.
+    """
+    return tuple(np.zeros((n_chunks, *shape)) for shape in shapes)
 
 
 def chunk_totals(*partials):

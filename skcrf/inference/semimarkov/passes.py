@@ -39,8 +39,8 @@ log space, where it needs no exponentials.
 
 import numpy as np
 
-from .._runtime.batch import (chunk_bounds, chunk_totals, compiled, default_n_chunks,
-                              longest_sequence, run_chunks)
+from .._runtime.batch import (chunk_bounds, chunk_partials, chunk_totals, compiled,
+                              default_n_chunks, longest_sequence, run_chunks)
 from ._roles import COVERED, CUT, FIRST, LAST, N_ROLES, NO_REPEAT, REPEAT, SINGLE
 from ._scaled import (exp_factors, norm_floor, scaled_sequence_posteriors,
                                  scaled_workspace)
@@ -337,10 +337,8 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
     log_z = np.zeros(n_sequences)
     roles = np.zeros((n_tokens, N_ROLES, n_labels))
     span_marginals = np.zeros(spans.shape)
-    chunk_lengths = np.zeros((n_chunks, n_labels, max_length))
-    chunk_transitions = np.zeros((n_chunks, n_labels, n_labels))
-    chunk_start = np.zeros((n_chunks, n_labels))
-    chunk_end = np.zeros((n_chunks, n_labels))
+    chunk_lengths, chunk_transitions, chunk_start, chunk_end = chunk_partials(
+        n_chunks, length.shape, transitions.shape, start.shape, end.shape)
 
     sums = (log_z, roles, span_marginals, chunk_lengths, chunk_transitions, chunk_start,
             chunk_end)

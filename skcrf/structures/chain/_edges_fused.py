@@ -10,8 +10,8 @@ the unfused path builds. Tested against that path on random problems.
 
 import numpy as np
 
-from ...inference._runtime.batch import (N_CHUNKS, chunk_bounds, chunk_totals, compiled,
-                                         longest_sequence, run_chunks)
+from ...inference._runtime.batch import (N_CHUNKS, chunk_bounds, chunk_partials, chunk_totals,
+                                         compiled, longest_sequence, run_chunks)
 from ...inference.chain.edges import edge_workspace, log_space_edge_sequence, scaled_edge_sequence
 
 #: Per-chunk partial sums of the expected pair counts, in float64 values: the
@@ -68,11 +68,9 @@ def edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state
     n_sequences = offsets.shape[0] - 1
     bounds = chunk_bounds(offsets, n_chunks)
     log_z = np.zeros(n_sequences)
-    state_partial = np.zeros((n_chunks, state_labels.shape[0]))
-    edge_partial = np.zeros((n_chunks, edge_labels.shape[0]))
-    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
-    chunk_start = np.zeros((n_chunks, n_classes))
-    chunk_end = np.zeros((n_chunks, n_classes))
+    state_partial, edge_partial, chunk_counts, chunk_start, chunk_end = chunk_partials(
+        n_chunks, state_labels.shape, edge_labels.shape, (n_classes, n_classes), (n_classes,),
+        (n_classes,))
     features = (data, indices, indptr, binary)
     state = (state_ptr, state_labels, state_weights)
     edge = (edge_ptr, edge_labels, edge_weights)

@@ -19,8 +19,8 @@ the unfused path. Tested against that path on random problems.
 
 import numpy as np
 
-from ...inference._runtime.batch import (chunk_bounds, chunk_totals, compiled, longest_sequence,
-                                         run_chunks)
+from ...inference._runtime.batch import (chunk_bounds, chunk_partials, chunk_totals, compiled,
+                                         longest_sequence, run_chunks)
 from ...inference.semimarkov._scaled import (FACTOR_CAP, exp_factors, norm_floor,
                                             scaled_factor_posteriors,
                                             scaled_sequence_posteriors, scaled_workspace)
@@ -112,10 +112,8 @@ class FusedSemiMarkovTerms:
         scalable, exp_length, exp_transitions, exp_start, exp_end = exp_factors(
             length, transitions, start, end)
         log_z = np.zeros(offsets.shape[0] - 1)
-        chunk_lengths = np.zeros((n_chunks, C, max_length))
-        chunk_transitions = np.zeros((n_chunks, C, C))
-        chunk_start = np.zeros((n_chunks, C))
-        chunk_end = np.zeros((n_chunks, C))
+        chunk_lengths, chunk_transitions, chunk_start, chunk_end = chunk_partials(
+            n_chunks, length.shape, transitions.shape, start.shape, end.shape)
         scores = (*token_args, token_hot, token_weights, *span_args,
                   np.bool_(self.segments is not None), np.int64(self.span_length),
                   _WEIGHTED_ROLES)

@@ -10,8 +10,8 @@ that the unfused path builds. Tested against that path on random problems.
 
 import numpy as np
 
-from ...inference._runtime.batch import (chunk_bounds, chunk_totals, compiled, longest_sequence,
-                                         run_chunks)
+from ...inference._runtime.batch import (chunk_bounds, chunk_partials, chunk_totals, compiled,
+                                         longest_sequence, run_chunks)
 from ...inference.tree.passes import read_only, tree_layout
 from ...inference.tree.edges import (exact_tree_edge_posteriors, exp_edge_blocks, root_factors,
                                     scaled_tree_edge_posteriors, tree_edge_workspace)
@@ -101,10 +101,8 @@ def tree_edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, 
     n_sequences = offsets.shape[0] - 1
     bounds = chunk_bounds(offsets, n_chunks)
     log_z = np.zeros(n_sequences)
-    state_partial = np.zeros((n_chunks, state_labels.shape[0]))
-    edge_partial = np.zeros((n_chunks, edge_labels.shape[0]))
-    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
-    chunk_root = np.zeros((n_chunks, n_classes))
+    state_partial, edge_partial, chunk_counts, chunk_root = chunk_partials(
+        n_chunks, state_labels.shape, edge_labels.shape, (n_classes, n_classes), (n_classes,))
     root_shift, exp_root, root_forbidden = root_factors(root)
     largest = float(np.abs(edge_weights).max(initial=0.0))
     trans_max = float(transitions.max())

@@ -9,8 +9,8 @@ Tested against the unfused path (potentials,
 
 import numpy as np
 
-from ...inference._runtime.batch import (chunk_bounds, chunk_totals, compiled, longest_sequence,
-                                         run_chunks)
+from ...inference._runtime.batch import (chunk_bounds, chunk_partials, chunk_totals, compiled,
+                                         longest_sequence, run_chunks)
 from ...inference._potentials import shifted_exp_by_column_and_row, tree_scaled_potentials
 from ...inference.tree.passes import (exact_tree_sequence, read_only, scaled_tree_sequence,
                                       tree_workspace)
@@ -47,8 +47,7 @@ def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                                n_classes)
     scaled = tree_scaled_potentials(transitions, root)
     log_z = np.zeros(n_sequences)
-    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
-    chunk_root = np.zeros((n_chunks, n_classes))
+    chunk_counts, chunk_root = chunk_partials(n_chunks, (n_classes, n_classes), (n_classes,))
     features = (values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
                 binary)
     exact = np.zeros(n_sequences, np.bool_)
