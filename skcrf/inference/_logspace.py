@@ -31,13 +31,20 @@ FLOOR = 1e-290
 HUGE = 1e250
 
 
-@compiled()
-def shifted_exp(values):
-    """(max, exp(values - max)); a max of -inf becomes 0 so the exponentials are 0."""
+@compiled(inline=True)
+def flat_max(values):
+    """The maximum over all elements of ``values`` (-inf when every one is)."""
     top = -np.inf
     for v in values.flat:
         if v > top:
             top = v
+    return top
+
+
+@compiled()
+def shifted_exp(values):
+    """(max, exp(values - max)); a max of -inf becomes 0 so the exponentials are 0."""
+    top = flat_max(values)
     if top == -np.inf:
         top = 0.0
     return top, np.exp(values - top)
@@ -148,10 +155,7 @@ def shifted_exp_by_column_and_row(matrix):
 @compiled()
 def logsumexp(values):
     """log sum exp(values), over all elements; -inf if all are -inf."""
-    top = -np.inf
-    for v in values.flat:
-        if v > top:
-            top = v
+    top = flat_max(values)
     if top == -np.inf:
         return -np.inf
     total = 0.0
@@ -197,6 +201,30 @@ def normalized_exp_sum(a, b, out):
         out[j] /= total
 
 
+@compiled(inline=True)
+def block_max(block):
+    """The maximum of a 2-D block (-inf when every score is)."""
+    top = -np.inf
+    for i in range(block.shape[0]):
+        for j in range(block.shape[1]):
+            if block[i, j] > top:
+                top = block[i, j]
+    return top
+
+
+@compiled(inline=True)
+def _max_else_forbid(values, n_values, out, n_out):
+    """The maximum of ``values[:n_values]``; if it is -inf, ``out[:n_out]`` becomes -inf."""
+    shift = -np.inf
+    for k in range(n_values):
+        if values[k] > shift:
+            shift = values[k]
+    if shift == -np.inf:
+        for k in range(n_out):
+            out[k] = -np.inf
+    return shift
+
+
 @compiled()
 def normalize_log_block(block):
     """block = exp(block) / sum exp(block) in place, for a 2-D block of log scores.
@@ -204,11 +232,7 @@ def normalize_log_block(block):
     Returns False, leaving ``block`` as it was, when every score is -inf.
     """
     n_rows, n_cols = block.shape
-    top = -np.inf
-    for i in range(n_rows):
-        for j in range(n_cols):
-            if block[i, j] > top:
-                top = block[i, j]
+    top = block_max(block)
     if top == -np.inf:
         return False
     total = 0.0
@@ -234,13 +258,8 @@ def log_vector_matrix(base, values, matrix, col_max, exp_by_col, sums, out):
     ``exp_by_col`` and ``sums`` contiguous in the inner loop.
     """
     n_rows, n_cols = matrix.shape
-    shift = -np.inf
-    for i in range(n_rows):
-        if values[i] > shift:
-            shift = values[i]
+    shift = _max_else_forbid(values, n_rows, out, n_cols)
     if shift == -np.inf:
-        for j in range(n_cols):
-            out[j] = -np.inf
         return
     for j in range(n_cols):
         sums[j] = 0.0
@@ -264,13 +283,8 @@ def log_matrix_vector(matrix, values, row_max, exp_by_row, scaled, out):
     taken out of ``exp_by_row``; ``scaled`` is scratch.
     """
     n_rows, n_cols = matrix.shape
-    shift = -np.inf
-    for j in range(n_cols):
-        if values[j] > shift:
-            shift = values[j]
+    shift = _max_else_forbid(values, n_cols, out, n_rows)
     if shift == -np.inf:
-        for i in range(n_rows):
-            out[i] = -np.inf
         return
     for j in range(n_cols):
         scaled[j] = np.exp(values[j] - shift)
@@ -282,3 +296,51 @@ def log_matrix_vector(matrix, values, row_max, exp_by_row, scaled, out):
             out[i] = shift + row_max[i] + np.log(total)
         else:
             out[i] = logsumexp_sum(matrix[i], values)
+
+
+@compiled()
+def add_pair_block(above, transitions, col_max, exp_by_col, below, counts, block, scaled):
+    """Add the label-pair marginals of one link (a chain's step, a tree's edge) to ``counts``.
+
+    The pair (a, b) has probability proportional to
+    exp(above[a] + T[a, b] + below[b]) and the block sums to 1 over (a, b).
+    It is normalized by its own sum rather than by exp(log Z): over long
+    sequences the forward and backward scores grow large and subtracting log Z
+    would cancel away digits. It is factored as
+    exp(above - A) * exp(T - col_max) * exp(w - W), with
+    w[b] = below[b] + col_max[b] (``col_max``, ``exp_by_col``:
+    :func:`shifted_exp_by_column_and_row`), so that it needs
+    2 * n_classes exponentials instead of n_classes ** 2, and exponentiated
+    cell by cell where the factored product underflows. ``block`` and
+    ``scaled`` are scratch. Nothing is added when every pair is infeasible.
+    """
+    n_classes = transitions.shape[0]
+    top_a = -np.inf
+    for i in range(n_classes):
+        if above[i] > top_a:
+            top_a = above[i]
+    top_w = -np.inf
+    for j in range(n_classes):
+        if below[j] + col_max[j] > top_w:
+            top_w = below[j] + col_max[j]
+    if top_a == -np.inf or top_w == -np.inf:
+        return
+    for j in range(n_classes):
+        scaled[j] = np.exp(below[j] + col_max[j] - top_w)
+    total = 0.0
+    for i in range(n_classes):
+        a = np.exp(above[i] - top_a)
+        for j in range(n_classes):
+            block[i, j] = a * exp_by_col[i, j] * scaled[j]
+            total += block[i, j]
+    if not total > FLOOR:
+        # the factored product underflowed: exponentiate each cell exactly
+        for i in range(n_classes):
+            for j in range(n_classes):
+                block[i, j] = above[i] + transitions[i, j] + below[j]
+        if not normalize_log_block(block):
+            return
+        total = 1.0
+    for i in range(n_classes):
+        for j in range(n_classes):
+            counts[i, j] += block[i, j] / total

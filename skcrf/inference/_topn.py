@@ -23,6 +23,47 @@ import numpy as np
 from ._runtime.batch import compiled
 
 
+def nbest_outputs(offsets, n):
+    """``(scores, counts)`` of an n-best query before the kernels fill them in.
+
+    ``scores`` (n_sequences, n) is ``-inf`` (no labelling found yet) and
+    ``counts`` (n_sequences,) 0, except that an empty sequence has its one
+    labelling, the empty one, of score 0: the kernels skip it.
+    """
+    empty = offsets[1:] == offsets[:-1]
+    scores = np.full((empty.shape[0], n), -np.inf)
+    scores[empty, 0] = 0.0
+    return scores, empty.astype(np.int64)
+
+
+@compiled(inline=True)
+def candidate_lists(n_rows, n):
+    """Room for ``n_rows`` lists of at most ``n`` entries: (scores, sources, ranks, sizes).
+
+    A row's entries are its scores, best first, each with its source and its
+    rank in that source's list (int32: a label or a rank); ``sizes`` counts
+    each row's entries.
+    """
+    return (np.empty((n_rows, n)), np.zeros((n_rows, n), np.int32),
+            np.zeros((n_rows, n), np.int32), np.zeros(n_rows, np.int64))
+
+
+@compiled(inline=True)
+def best_head(heads, n_sources):
+    """The best of ``heads[:n_sources]`` and its source, the lowest among ties; (-inf, -1) if none.
+
+    The step of every merge of sorted lists (see the module docstring):
+    ``-inf`` marks a source that is exhausted or left out.
+    """
+    best = -np.inf
+    chosen = -1
+    for s in range(n_sources):
+        if heads[s] > best:
+            best = heads[s]
+            chosen = s
+    return best, chosen
+
+
 @compiled()
 def merge_best(lists, sizes, first_row, row_step, table, first_table_row, column, n_sources,
                skip, capacity, out_scores, out_sources, out_ranks, out_row, heads, positions):
@@ -49,12 +90,7 @@ def merge_best(lists, sizes, first_row, row_step, table, first_table_row, column
             heads[s] = lists[row, 0] + shift
     count = 0
     while count < capacity:
-        best = -np.inf
-        chosen = -1
-        for s in range(n_sources):
-            if heads[s] > best:
-                best = heads[s]
-                chosen = s
+        best, chosen = best_head(heads, n_sources)
         if chosen < 0:
             break
         k = positions[chosen]

@@ -32,8 +32,8 @@ from .cache import CacheDamagedWarning, CacheUnavailableWarning
 from .threads import current_threads, run_chunks, use_threads
 
 __all__ = ["CacheDamagedWarning", "CacheUnavailableWarning", "N_CHUNKS", "chunk_bounds",
-           "compiled", "current_threads", "default_n_chunks", "longest_sequence",
-           "row_chunk_count", "run_chunks", "use_threads"]
+           "chunk_partials", "chunk_totals", "compiled", "current_threads", "default_n_chunks", "least_chunk_count",
+           "longest_sequence", "row_chunk_count", "run_chunks", "use_threads"]
 
 
 def compiled(contract=False, inline=False):
@@ -112,6 +112,40 @@ def chunk_bounds(offsets, n_chunks):
         bounds[c] = q
     bounds[n_chunks] = n_sequences
     return bounds
+
+
+def chunk_partials(n_chunks, *shapes):
+    """Zeroed per-chunk partial sums: one (n_chunks, *shape) float64 array per shape (a tuple).
+
+    Each chunk adds into its own row, and :func:`chunk_totals` adds the rows up.
+    """
+    return tuple(np.zeros((n_chunks, *shape)) for shape in shapes)
+
+
+def chunk_totals(*partials):
+    """Each array of per-chunk partial sums, (n_chunks, ...), added up in chunk order.
+
+    The serial reduction every batch driver ends with: whatever the thread
+    count, the chunks' sums are added in the same order, so the totals are
+    bitwise the same. Returns a tuple, one total per argument.
+    """
+    totals = []
+    for partial in partials:
+        total = np.zeros(partial.shape[1:])
+        for part in partial:
+            total += part
+        totals.append(total)
+    return tuple(totals)
+
+
+def least_chunk_count(offsets, least_sequences, most_chunks):
+    """Chunks of a batch whose chunks want ``least_sequences`` sequences at least.
+
+    From the data alone, at most ``most_chunks`` and at least 1: what the
+    kernels that run a chunk's sequences side by side (lanes) cut a batch into.
+    """
+    n_sequences = offsets.shape[0] - 1
+    return max(1, min(most_chunks, n_sequences // least_sequences))
 
 
 def row_chunk_count(n_rows):

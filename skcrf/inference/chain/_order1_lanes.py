@@ -19,7 +19,7 @@ track).
 
 import numpy as np
 
-from .._runtime.batch import N_CHUNKS, compiled
+from .._runtime.batch import compiled
 from .._logspace import FLOOR, HUGE
 
 #: Lanes per group: the inner loops then hold whole vector bodies.
@@ -41,12 +41,6 @@ LANE_VECTOR = 4
 #: lanes: a chunk groups its own sequences by length, and with a few dozen
 #: sequences most lengths would have too few to fill a group.
 LANE_CHUNK_SEQUENCES = 256
-
-
-def lane_chunk_count(offsets):
-    """Chunks of a batch run as lanes: from the data alone, enough sequences in each."""
-    n_sequences = offsets.shape[0] - 1
-    return max(1, min(N_CHUNKS, n_sequences // LANE_CHUNK_SEQUENCES))
 
 
 def lane_groups(offsets, lo, hi, n_classes):

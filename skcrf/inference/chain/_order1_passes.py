@@ -208,8 +208,7 @@ def _best_path_chunks(chunk_lo, chunk_hi, bounds, unary, moves, step, start, end
         score = np.empty((longest, n_classes))
         backpointer = np.zeros((longest, n_classes), np.int32)
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo:
                 continue
             top = shift_of(unary[lo])

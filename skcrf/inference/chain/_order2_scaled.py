@@ -12,6 +12,19 @@ from .._logspace import FLOOR, HUGE, shifted_exp_rows
 from .._products import add_vector_matrix
 
 
+@compiled(inline=True)
+def _normalized(block, total, norm, r):
+    """Divide a token's forward block by its sum ``total``, kept in ``norm[r]``; False if 0."""
+    if total == 0.0:
+        return False
+    norm[r] = total
+    scale = 1.0 / total
+    for b in range(block.shape[0]):
+        for c in range(block.shape[1]):
+            block[b, c] *= scale
+    return True
+
+
 @compiled()
 def _add_vector_matrix_twice(weights0, weights1, matrix, out0, out1):
     """:func:`._products.add_vector_matrix` for two weight vectors and one matrix.
@@ -132,13 +145,8 @@ def scaled_sequence2(unary, transitions, start, end, lo, hi, potentials, with_co
                 elif track:
                     _mark(reach[cur], b, c)
                 total += v
-        if total == 0.0:
+        if not _normalized(alpha[1], total, norm, 1):
             return np.nan
-        norm[1] = total
-        scale = 1.0 / total
-        for b in range(n_classes):
-            for c in range(n_classes):
-                alpha[1, b, c] *= scale
         prev, cur = cur, prev
 
     # tokens 2..n-1:
@@ -165,13 +173,8 @@ def scaled_sequence2(unary, transitions, start, end, lo, hi, potentials, with_co
                 elif track:
                     _mark(reach[cur], b, c)
                 total += v
-        if total == 0.0:
+        if not _normalized(current, total, norm, r):
             return np.nan
-        norm[r] = total
-        scale = 1.0 / total
-        for b in range(n_classes):
-            for c in range(n_classes):
-                current[b, c] *= scale
         prev, cur = cur, prev
 
     final = 0.0

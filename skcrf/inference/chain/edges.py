@@ -23,7 +23,7 @@ per-sequence routine :func:`edge_sequence_posteriors` (with
 import numpy as np
 
 from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
-from .._logspace import (logsumexp_sum, normalize_log_block, normalized_exp_sum,
+from .._logspace import (block_max, logsumexp_sum, normalize_log_block, normalized_exp_sum,
                         shifted_exp_into, shifted_rows)
 from ._order1_passes import best_paths, scaled_forward_backward
 
@@ -205,11 +205,7 @@ def log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs, margin
 def _shifted_block(block, out):
     """out = block - max(block) for a 2-D block; the max (0 when every score is -inf)."""
     n_rows, n_cols = block.shape
-    top = -np.inf
-    for i in range(n_rows):
-        for j in range(n_cols):
-            if block[i, j] > top:
-                top = block[i, j]
+    top = block_max(block)
     if top == -np.inf:
         top = 0.0
     for i in range(n_rows):
@@ -323,8 +319,7 @@ def _scaled_edge_chunks(chunk_lo, chunk_hi, bounds, unary, edges, start, end, of
         work = edge_workspace(max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1),
                               n_classes)
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo:
                 continue
             lz = scaled_edge_sequence(unary, edges, start, end, lo, hi, with_pairs,
@@ -351,8 +346,7 @@ def _exact_edge_chunks(chunk_lo, chunk_hi, bounds, unary, edges, start, end, off
         for q in range(bounds[c], bounds[c + 1]):
             if not exact[q]:
                 continue
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             log_z[q] = log_space_edge_sequence(unary, edges, start, end, lo, hi, with_pairs,
                                                marginals, pair_marginals, work)
             if log_z[q] > -np.inf:

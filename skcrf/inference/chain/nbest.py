@@ -24,7 +24,7 @@ import numpy as np
 
 from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
 from .._logspace import shift_of
-from .._topn import merge_best
+from .._topn import candidate_lists, merge_best, nbest_outputs
 
 
 @compiled()
@@ -80,12 +80,10 @@ def nbest_paths(unary, moves, step, start, end, offsets, n):
         Paths found: ``min(n, number of feasible labellings)``.
     """
     n_tokens, n_classes = unary.shape
-    n_sequences = offsets.shape[0] - 1
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     paths = np.zeros((n_tokens, n), np.int64)
-    scores = np.full((n_sequences, n), -np.inf)
-    counts = np.zeros(n_sequences, np.int64)
+    scores, counts = nbest_outputs(offsets, n)
     end_column = np.ascontiguousarray(end.reshape(n_classes, 1))
     run_chunks(_nbest_chunks, n_chunks, bounds, unary, moves, step, start, end, offsets, n,
                end_column, paths, scores, counts)
@@ -104,21 +102,13 @@ def _nbest_chunks(chunk_lo, chunk_hi, bounds, unary, moves, step, start, end, of
         # row r * n_classes + j: the best partial paths ending in label j at
         # token lo + r, shifted (score, size), each with its previous label and
         # that label's rank in its list at token lo + r - 1 (came_from, came_rank)
-        score = np.empty((longest * n_classes, n))
-        came_from = np.zeros((longest * n_classes, n), np.int32)
-        came_rank = np.zeros((longest * n_classes, n), np.int32)
-        size = np.zeros(longest * n_classes, np.int64)
-        final = np.empty((1, n))
-        final_label = np.zeros((1, n), np.int32)
-        final_rank = np.zeros((1, n), np.int32)
+        score, came_from, came_rank, size = candidate_lists(longest * n_classes, n)
+        final, final_label, final_rank, _ = candidate_lists(one, n)
         heads = np.empty(n_classes)
         positions = np.empty(n_classes, np.int64)
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo:
-                counts[q] = 1
-                scores[q, 0] = 0.0
                 continue
             top = shift_of(unary[lo])
             for j in range(n_classes):
@@ -193,7 +183,6 @@ def nbest_paths2(unary, transitions, trigram, start, end, offsets, n):
         As :func:`nbest_paths`.
     """
     n_tokens, n_classes = unary.shape
-    n_sequences = offsets.shape[0] - 1
     n_chunks = default_n_chunks(offsets)
     bounds = chunk_bounds(offsets, n_chunks)
     n_pairs = n_classes * n_classes
@@ -204,8 +193,7 @@ def nbest_paths2(unary, transitions, trigram, start, end, offsets, n):
     pair_end = np.ascontiguousarray(np.tile(end, n_classes).reshape(n_pairs, 1))
     no_shift = np.zeros((n_classes, 1))
     paths = np.zeros((n_tokens, n), np.int64)
-    scores = np.full((n_sequences, n), -np.inf)
-    counts = np.zeros(n_sequences, np.int64)
+    scores, counts = nbest_outputs(offsets, n)
     run_chunks(_nbest2_chunks, n_chunks, bounds, unary, transitions, trigram, start, end,
                offsets, n, moves, pair_end, no_shift, paths, scores, counts)
     return paths, scores, counts
@@ -224,22 +212,14 @@ def _nbest2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, trigram, star
         # row (r * n_classes + b) * n_classes + c: the lists of the pair state
         # (b, c) = (y[r-1], y[r]) at token lo + r; came_from: y[r-2] of each
         # entry, came_rank: its rank in the list of (y[r-2], b)
-        score = np.empty((longest * n_pairs, n))
-        came_from = np.zeros((longest * n_pairs, n), np.int32)
-        came_rank = np.zeros((longest * n_pairs, n), np.int32)
-        size = np.zeros(longest * n_pairs, np.int64)
-        final = np.empty((1, n))
-        final_state = np.zeros((1, n), np.int32)
-        final_rank = np.zeros((1, n), np.int32)
+        score, came_from, came_rank, size = candidate_lists(longest * n_pairs, n)
+        final, final_state, final_rank, _ = candidate_lists(one, n)
         heads = np.empty(n_pairs)
         positions = np.empty(n_pairs, np.int64)
         for q in range(bounds[k_chunk], bounds[k_chunk + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             m = hi - lo
             if m == 0:
-                counts[q] = 1
-                scores[q, 0] = 0.0
                 continue
             if m == 1:
                 # viterbi2 scores a single token unshifted: one-entry lists in rows 0..C-1

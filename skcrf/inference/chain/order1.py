@@ -20,12 +20,13 @@ kernel calls.
 
 import numpy as np
 
-from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
-from .._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp_sum,
-                        normalize_log_block, normalized_exp_sum, shifted_exp_rows, shifted_rows)
+from .._runtime.batch import (N_CHUNKS, chunk_bounds, chunk_totals, compiled, default_n_chunks,
+                              least_chunk_count, longest_sequence, run_chunks)
+from .._logspace import (add_pair_block, log_matrix_vector, log_vector_matrix, logsumexp_sum,
+                        normalized_exp_sum, shifted_exp_rows, shifted_rows)
 from ._order1_passes import best_paths, scaled_forward_backward
-from ._order1_lanes import (LANE_MAX, LANE_MAX_CLASSES, LANE_VECTOR, LanePlans,
-                            lane_chunk_count, lane_forward_backward, lane_workspace)
+from ._order1_lanes import (LANE_CHUNK_SEQUENCES, LANE_MAX, LANE_MAX_CLASSES, LANE_VECTOR,
+                            LanePlans, lane_forward_backward, lane_workspace)
 from .._potentials import chain_scaled_potentials, shifted_exp_by_column_and_row
 
 
@@ -35,46 +36,15 @@ def _accumulate_transitions(unary, transitions, col_max, exp_by_col, lo, hi, alp
     """Add the expected transition counts of one sequence to ``counts``.
 
     xi_t[i, j] is proportional to exp(alpha[t-1, i] + T[i, j] + unary[t, j] + beta[t, j])
-    and sums to 1 over (i, j). Each token's block is normalized by its own sum
-    rather than by exp(log Z): over long sequences alpha and beta grow large and
-    subtracting log Z would cancel away digits. The block is factored as
-    exp(alpha - A) * exp(T - col_max) * exp(w - W), with
-    w[j] = unary[t, j] + beta[t, j] + col_max[j], so that it needs 2 * n_classes
-    exponentials instead of n_classes ** 2, unless the product underflows.
+    and sums to 1 over (i, j): each token's block of :func:`~.._logspace.add_pair_block`.
     """
     n_classes = unary.shape[1]
     for t in range(lo + 1, hi):
         r = t - lo
-        top_a = -np.inf
-        for i in range(n_classes):
-            if alpha[r - 1, i] > top_a:
-                top_a = alpha[r - 1, i]
-        top_w = -np.inf
         for j in range(n_classes):
             following[j] = unary[t, j] + beta[r, j]
-            if following[j] + col_max[j] > top_w:
-                top_w = following[j] + col_max[j]
-        if top_a == -np.inf or top_w == -np.inf:
-            continue
-        for j in range(n_classes):
-            scaled[j] = np.exp(following[j] + col_max[j] - top_w)
-        total = 0.0
-        for i in range(n_classes):
-            a = np.exp(alpha[r - 1, i] - top_a)
-            for j in range(n_classes):
-                block[i, j] = a * exp_by_col[i, j] * scaled[j]
-                total += block[i, j]
-        if not total > FLOOR:
-            # the factored product underflowed: exponentiate each cell exactly
-            for i in range(n_classes):
-                for j in range(n_classes):
-                    block[i, j] = alpha[r - 1, i] + transitions[i, j] + following[j]
-            if not normalize_log_block(block):
-                continue
-            total = 1.0
-        for i in range(n_classes):
-            for j in range(n_classes):
-                counts[i, j] += block[i, j] / total
+        add_pair_block(alpha[r - 1], transitions, col_max, exp_by_col, following, counts,
+                       block, scaled)
 
 
 @compiled()
@@ -237,7 +207,8 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
     with_transitions = bool(with_transitions)
     potentials = chain_scaled_potentials(transitions, start, end)
     by_lanes = not potentials[-1] and n_classes <= LANE_MAX_CLASSES
-    n_chunks = lane_chunk_count(offsets) if by_lanes else default_n_chunks(offsets)
+    n_chunks = (least_chunk_count(offsets, LANE_CHUNK_SEQUENCES, N_CHUNKS) if by_lanes
+                else default_n_chunks(offsets))
     bounds = chunk_bounds(offsets, n_chunks)
 
     log_z = np.zeros(n_sequences)
@@ -259,10 +230,7 @@ def forward_backward(unary, transitions, start, end, offsets, with_transitions):
         run_chunks(_exact_chunks, n_chunks, bounds, unary, transitions, start, end, offsets,
                    shifted, with_transitions, log_z, marginals, chunk_counts, exact)
 
-    transition_counts = np.zeros((size, size))
-    if with_transitions:
-        for c in range(n_chunks):
-            transition_counts += chunk_counts[c]
+    transition_counts, = chunk_totals(chunk_counts)
     return log_z, marginals, transition_counts
 
 
@@ -348,8 +316,7 @@ def _scaled_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end, o
             longest, n_classes, np.bool_(False))  # typed, not literal: see compiled()
         partial = chunk_counts[np.int64(c) if with_transitions else np.int64(0)]
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo or not todo[q]:
                 continue
             lz = scaled_sequence(unary, transitions, start, end, lo, hi, exp_trans,

@@ -169,8 +169,7 @@ def _posterior2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, en
         work = chain2_workspace(longest, n_classes, with_counts)
         partial = np.int64(k) if with_counts else np.int64(0)
         for q in range(bounds[k], bounds[k + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo:
                 continue
             lz = scaled_sequence2(unary, transitions, start, end, lo, hi, potentials,
@@ -295,8 +294,7 @@ def _viterbi2_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, start, end,
         delta = np.empty((2, n_classes, n_classes))
         backpointer = np.zeros((longest, n_classes, n_classes), np.int64)
         for q in range(bounds[k], bounds[k + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             n = hi - lo
             if n == 0:
                 continue

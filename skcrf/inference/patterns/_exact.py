@@ -55,24 +55,20 @@ def exact_sequence(unary, lo, hi, moves, arc_weight, arc_dest, arc_parent, state
         for s in range(n_states):
             top[s] = -np.inf
             acc[s] = 0.0
-        for s in range(n_states):
-            previous = la[r - 1, s]
-            if previous == -np.inf:
-                continue
-            for b in range(n_classes):
-                e = moves[s, b]
-                v = previous + arc_weight[e] + shifted[r, b]
-                if v > top[arc_dest[e]]:
-                    top[arc_dest[e]] = v
-        for s in range(n_states):
-            previous = la[r - 1, s]
-            if previous == -np.inf:
-                continue
-            for b in range(n_classes):
-                e = moves[s, b]
-                v = previous + arc_weight[e] + shifted[r, b]
-                if v > -np.inf:
-                    acc[arc_dest[e]] += np.exp(v - top[arc_dest[e]])
+        # two sweeps over the moves: each destination's maximum, then its shifted sum
+        for sweep in range(2):
+            for s in range(n_states):
+                previous = la[r - 1, s]
+                if previous == -np.inf:
+                    continue
+                for b in range(n_classes):
+                    e = moves[s, b]
+                    v = previous + arc_weight[e] + shifted[r, b]
+                    if sweep == 0:
+                        if v > top[arc_dest[e]]:
+                            top[arc_dest[e]] = v
+                    elif v > -np.inf:
+                        acc[arc_dest[e]] += np.exp(v - top[arc_dest[e]])
         for s in range(n_states):
             la[r, s] = top[s] + np.log(acc[s]) if acc[s] > 0.0 else -np.inf
     log_z = -np.inf
@@ -121,32 +117,24 @@ def exact_sequence(unary, lo, hi, moves, arc_weight, arc_dest, arc_parent, state
                     total += np.exp(arc_weight[e] + shifted[r, b] + lb[nxt, arc_dest[e]] - best)
             lb[cur, s] = best + np.log(total) if total > 0.0 else -np.inf
         if with_counts:
-            # the moves' masses between tokens r - 1 and r, normalized by their sum
+            # the moves' masses between tokens r - 1 and r, normalized by their sum:
+            # three sweeps over the moves, for the maximum, the sum, the masses
             best = -np.inf
-            for s in range(n_states):
-                if la[r - 1, s] == -np.inf:
-                    continue
-                for b in range(n_classes):
-                    e = moves[s, b]
-                    best = max(best, la[r - 1, s] + arc_weight[e] + shifted[r, b]
-                               + lb[nxt, arc_dest[e]])
             total = 0.0
-            for s in range(n_states):
-                if la[r - 1, s] == -np.inf:
-                    continue
-                for b in range(n_classes):
-                    e = moves[s, b]
-                    v = la[r - 1, s] + arc_weight[e] + shifted[r, b] + lb[nxt, arc_dest[e]]
-                    if v > -np.inf:
-                        total += np.exp(v - best)
-            for s in range(n_states):
-                if la[r - 1, s] == -np.inf:
-                    continue
-                for b in range(n_classes):
-                    e = moves[s, b]
-                    v = la[r - 1, s] + arc_weight[e] + shifted[r, b] + lb[nxt, arc_dest[e]]
-                    if v > -np.inf:
-                        owned[e] += np.exp(v - best) / total
+            for sweep in range(3):
+                for s in range(n_states):
+                    if la[r - 1, s] == -np.inf:
+                        continue
+                    for b in range(n_classes):
+                        e = moves[s, b]
+                        v = la[r - 1, s] + arc_weight[e] + shifted[r, b] + lb[nxt, arc_dest[e]]
+                        if sweep == 0:
+                            best = max(best, v)
+                        elif v > -np.inf:
+                            if sweep == 1:
+                                total += np.exp(v - best)
+                            else:
+                                owned[e] += np.exp(v - best) / total
     if with_counts:
         subtree_counts(owned, arc_parent, n_classes * n_classes, counts)
     return log_z + shift

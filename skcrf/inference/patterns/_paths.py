@@ -15,6 +15,7 @@ import numpy as np
 
 from .._runtime.batch import compiled
 from .._logspace import shifted_rows
+from .._topn import best_head
 
 
 @compiled()
@@ -100,12 +101,7 @@ def _merge_into(scores, sources, ranks, sizes, first_row, in_ptr, in_src, in_arc
         heads[k] = scores[row, 0] + shift if sizes[row] > 0 and shift > -np.inf else -np.inf
     count = 0
     while count < capacity:
-        best = -np.inf
-        chosen = -1
-        for k in range(n_in):
-            if heads[k] > best:
-                best = heads[k]
-                chosen = k
+        best, chosen = best_head(heads, n_in)
         if chosen < 0:
             break
         i = in_ptr[d] + chosen
@@ -160,12 +156,7 @@ def nbest_paths_of(unary, lo, hi, in_ptr, in_src, in_arc, arc_weight, state_labe
         heads[s] = (scores[last + s, 0] + shift
                     if sizes[last + s] > 0 and shift > -np.inf else -np.inf)
     while count < n:
-        best = -np.inf
-        chosen = -1
-        for s in range(n_states):
-            if heads[s] > best:
-                best = heads[s]
-                chosen = s
+        best, chosen = best_head(heads, n_states)
         if chosen < 0:
             break
         state, rank = chosen, positions[chosen]

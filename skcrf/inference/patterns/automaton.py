@@ -23,7 +23,8 @@ inputs.
 
 import numpy as np
 
-from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
+from .._runtime.batch import (chunk_bounds, compiled, default_n_chunks, least_chunk_count,
+                              longest_sequence, run_chunks)
 from .._logspace import shifted_exp, shifted_exp_rows
 from ._exact import exact_sequence, exact_workspace
 from ._paths import best_path, nbest_paths_of, path_workspace
@@ -124,7 +125,7 @@ def forward_backward_patterns(unary, graph, arc_weight, own, start, end, offsets
     exact = np.diff(offsets) > 0
     if fast:
         exact[:] = False
-        lane_chunks = lane_chunk_count(offsets)
+        lane_chunks = least_chunk_count(offsets, LANE_CHUNK_SEQUENCES, LANE_CHUNKS)
         lane_bounds = chunk_bounds(offsets, lane_chunks)
         lane_counts = np.zeros((lane_chunks if with_counts else 1, n_arcs if with_counts else 0))
         n_slots = n_classes * n_classes + int((graph[10] >= 0).sum())
@@ -158,12 +159,6 @@ LANE_CHUNK_SEQUENCES = 2048
 LANE_CHUNKS = 16
 
 
-def lane_chunk_count(offsets):
-    """Chunks of the scaled pass: from the data alone, few enough to fill the lanes."""
-    n_sequences = offsets.shape[0] - 1
-    return max(1, min(LANE_CHUNKS, n_sequences // LANE_CHUNK_SEQUENCES))
-
-
 @compiled()
 def length_groups(offsets, lo, hi, per_token):
     """Sequences lo..hi-1 by length (stable), in groups of one length run side by side.
@@ -171,8 +166,8 @@ def length_groups(offsets, lo, hi, per_token):
     Returns ``(order, group_ends)``: the sequences in ``order`` are cut into
     groups ending at ``group_ends`` (exclusive); a group holds at most
     :func:`lanes_of` sequences, so that what it keeps (``per_token`` values
-    per token and lane) fits :data:`LANE_BUDGET`. The grouping depends on
-    the data only.
+    per token and lane) fits :data:`LANE_BUDGET`. Empty sequences are left
+    out (there is nothing to run). The grouping depends on the data only.
     """
     # a counting sort by length, stable (np.argsort would compile a merge sort)
     lengths = np.empty(hi - lo, np.int64)
@@ -192,11 +187,14 @@ def length_groups(offsets, lo, hi, per_token):
         starts[n] += 1
     group_ends = np.empty(hi - lo, np.int64)
     n_groups = 0
+    # the empty sequences come first (sorted by length): leave them out
+    n_empty = starts[0]
+    grouped = order[n_empty:]
     at = 0
-    while at < hi - lo:
-        n = lengths[order[at] - lo]
+    while at < hi - lo - n_empty:
+        n = lengths[grouped[at] - lo]
         run = at + 1
-        while run < hi - lo and lengths[order[run] - lo] == n:
+        while run < hi - lo - n_empty and lengths[grouped[run] - lo] == n:
             run += 1
         most = lanes_of(n, per_token)
         pieces = (run - at + most - 1) // most
@@ -204,13 +202,86 @@ def length_groups(offsets, lo, hi, per_token):
             group_ends[n_groups] = at + ((run - at) * p) // pieces
             n_groups += 1
         at = run
-    return order, group_ends[:n_groups]
+    return grouped, group_ends[:n_groups]
 
 
 @compiled()
 def lanes_of(n, per_token):
     """How many sequences of ``n`` tokens run side by side."""
     return max(1, min(LANE_MAX, LANE_BUDGET // max(1, n * per_token)))
+
+
+@compiled()
+def lane_buffers(offsets, lo, hi, graph, n_classes, n_slots, n_arcs, with_counts):
+    """The groups of lanes of sequences lo..hi-1 (one chunk), and the arrays they run in.
+
+    The scaled pass's group driver, shared by prediction (:func:`_scaled_chunks`)
+    and training (:mod:`skcrf.structures.patterns._fused`), which differ only
+    in how a group's emission rows are made and where its marginals go.
+    Returns ``(order, group_ends, work, emission, lane_marginals, shift,
+    lane_log_z, rows)``: the groups of :func:`length_groups`, the workspace
+    of :func:`~._scaled.scaled_lanes`, room for a group's emission and
+    marginals (see :func:`group_lanes`, :func:`run_group`), its lanes' shifts
+    and log Z, and (longest, n_classes) scratch rows.
+    """
+    n_states = graph[0].shape[0]
+    n_inner = graph[14].shape[0] - (graph[14] < 0).sum()
+    per_token = workspace_size(n_states, n_slots, n_inner, with_counts)
+    longest = max(longest_sequence(offsets, lo, hi), 1)
+    # a group's tokens times lanes: at most the budget's, and the chunk's tokens
+    token_lanes = max(longest, min(LANE_BUDGET // per_token, offsets[hi] - offsets[lo]))
+    work = scaled_workspace(token_lanes, n_states, n_classes, n_slots, n_inner, n_arcs,
+                            LANE_MAX, with_counts)
+    order, group_ends = length_groups(offsets, lo, hi, per_token)
+    return (order, group_ends, work, np.empty(longest * n_classes * LANE_MAX),
+            np.empty(longest * n_classes * LANE_MAX), np.empty(LANE_MAX), np.empty(LANE_MAX),
+            np.empty((longest, n_classes)))
+
+
+@compiled(inline=True)
+def group_lanes(offsets, order, group_ends, g, emission, n_classes):
+    """Group g of :func:`lane_buffers`: ``(first, m, n, lanes)``.
+
+    Its sequences are ``order[first:first + m]``, all of ``n`` tokens;
+    ``lanes`` (n, n_classes, m), a view of ``emission``, is for their
+    emission rows, lane by lane.
+    """
+    first = group_ends[g - 1] if g > 0 else 0
+    m = group_ends[g] - first
+    n = offsets[order[first] + 1] - offsets[order[first]]
+    return first, m, n, emission[:n * n_classes * m].reshape(n, n_classes, m)
+
+
+@compiled()
+def run_group(lanes, n, m, shift, graph, potentials, with_counts, lane_marginals, counts,
+              lane_log_z, work, order, first, offsets, exact, log_z):
+    """The scaled pass of a group of :func:`group_lanes` whose emission is in ``lanes``.
+
+    Writes each sequence's log Z, or flags it in ``exact`` where the pass
+    gives up; with ``with_counts`` adds the group's expected counts to
+    ``counts``. Returns the lanes' marginals, (n, n_classes, m), a view of
+    ``lane_marginals`` (see :func:`lane_rows`).
+    """
+    n_classes = lanes.shape[1]
+    lane_z = lane_log_z[:m]
+    margins = lane_marginals[:n * n_classes * m].reshape(n, n_classes, m)
+    scaled_lanes(lanes, n, shift[:m], graph, potentials, with_counts, margins, counts, lane_z,
+                 work)
+    for lane in range(m):
+        q = order[first + lane]
+        if np.isnan(lane_z[lane]):
+            exact[q] = True
+        else:
+            log_z[q] = lane_z[lane]
+    return margins
+
+
+@compiled(inline=True)
+def lane_rows(lanes, lane, out, out_lo):
+    """``out[out_lo + r] = lanes[r, :, lane]`` for every token r of the group."""
+    for r in range(lanes.shape[0]):
+        for b in range(lanes.shape[1]):
+            out[out_lo + r, b] = lanes[r, b, lane]
 
 
 @compiled()
@@ -241,50 +312,23 @@ def _scaled_chunks(chunk_lo, chunk_hi, bounds, unary, offsets, graph, n_slots, p
                    log_shift, move_shift, with_counts, log_z, marginals, chunk_counts, exact):
     """The scaled pass of the chunks' sequences; ``exact`` flags those it gives up on."""
     n_classes = unary.shape[1]
-    n_states = graph[0].shape[0]
-    n_inner = graph[14].shape[0] - (graph[14] < 0).sum()
-    n_arcs = chunk_counts.shape[1]
-    per_token = workspace_size(n_states, n_slots, n_inner, with_counts)
     for c in range(chunk_lo, chunk_hi):
-        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        # a group's tokens times lanes: at most the budget's, and the chunk's tokens
-        chunk_tokens = offsets[bounds[c + 1]] - offsets[bounds[c]]
-        token_lanes = max(longest, min(LANE_BUDGET // per_token, chunk_tokens))
-        work = scaled_workspace(token_lanes, n_states, n_classes,
-                                n_slots, n_inner, n_arcs, LANE_MAX, with_counts)
-        emission = np.empty(longest * n_classes * LANE_MAX)
-        lane_marginals = np.empty(longest * n_classes * LANE_MAX)
-        shift = np.empty(LANE_MAX)
-        lane_log_z = np.empty(LANE_MAX)
-        rows = np.empty((longest, n_classes))
+        (order, group_ends, work, emission, lane_marginals, shift, lane_log_z,
+         rows) = lane_buffers(offsets, bounds[c], bounds[c + 1], graph, n_classes, n_slots,
+                              chunk_counts.shape[1], with_counts)
         partial = chunk_counts[np.int64(c) if with_counts else np.int64(0)]
-        order, group_ends = length_groups(offsets, bounds[c], bounds[c + 1], per_token)
-        first = 0
         for g in range(group_ends.shape[0]):
-            m = group_ends[g] - first
-            n = offsets[order[first] + 1] - offsets[order[first]]
-            if n == 0:
-                first = group_ends[g]
-                continue
-            lanes = emission[:n * n_classes * m].reshape(n, n_classes, m)
+            first, m, n, lanes = group_lanes(offsets, order, group_ends, g, emission, n_classes)
             for lane in range(m):
                 shift[lane] = log_shift + (n - 1) * move_shift
             group_emission(unary, offsets, order, first, m, n, shift, lanes, rows)
-            lane_z = lane_log_z[:m]
-            margins = lane_marginals[:n * n_classes * m].reshape(n, n_classes, m)
-            scaled_lanes(lanes, n, shift[:m], graph, potentials, with_counts, margins, partial,
-                         lane_z, work)
+            margins = run_group(lanes, n, m, shift, graph, potentials, with_counts,
+                                lane_marginals, partial, lane_log_z, work, order, first,
+                                offsets, exact, log_z)
             for lane in range(m):
                 q = order[first + lane]
-                if np.isnan(lane_z[lane]):
-                    exact[q] = True
-                    continue
-                lo = offsets[q]
-                log_z[q] = lane_z[lane]
-                for r in range(n):
-                    for b in range(n_classes):
-                        marginals[lo + r, b] = margins[r, b, lane]
-            first = group_ends[g]
+                if not exact[q]:
+                    lane_rows(margins, lane, marginals, offsets[q])
 
 
 @compiled()

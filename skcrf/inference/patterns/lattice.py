@@ -65,8 +65,7 @@ def lattice_sizes(offsets, cand_ptr, order, cap, node_count, edge_count):
     n_sequences = offsets.shape[0] - 1
     largest = 0
     for q in range(n_sequences):
-        lo = offsets[q]
-        hi = offsets[q + 1]
+        lo, hi = offsets[q], offsets[q + 1]
         for g in range(lo, hi):
             t = g - lo
             nodes = 1
@@ -112,8 +111,7 @@ def fill_lattice(offsets, cand_ptr, cand_label, order, n_classes, codes, length_
     n_sequences = offsets.shape[0] - 1
     labels = np.empty(order + 1, np.int64)  # oldest first, the token's last
     for q in range(n_sequences):
-        lo = offsets[q]
-        hi = offsets[q + 1]
+        lo, hi = offsets[q], offsets[q + 1]
         for g in range(lo, hi):
             t = g - lo
             width = min(order, t + 1)
@@ -473,8 +471,7 @@ def lattice_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, pattern_weigh
         chunk_end[c] = 0.0
         scale = np.empty(max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1))
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             for g in range(lo, hi):
                 for y in range(n_classes):
                     marginals[g, y] = 0.0

@@ -39,7 +39,8 @@ log space, where it needs no exponentials.
 
 import numpy as np
 
-from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
+from .._runtime.batch import (chunk_bounds, chunk_partials, chunk_totals, compiled,
+                              default_n_chunks, longest_sequence, run_chunks)
 from ._roles import COVERED, CUT, FIRST, LAST, N_ROLES, NO_REPEAT, REPEAT, SINGLE
 from ._scaled import (exp_factors, norm_floor, scaled_sequence_posteriors,
                                  scaled_workspace)
@@ -88,6 +89,17 @@ def _prefix_sums(state, lo, hi, cum, blocked):
 def no_spans(n_labels):
     """The empty span scores the kernels take for "no span scores"."""
     return np.zeros((0, 0, n_labels))
+
+
+def batch_plan(state, length, offsets, spans):
+    """What every batch entry point sets up first: ``(n_chunks, bounds, longest, spans)``.
+
+    The chunks of :mod:`.._runtime.batch`, each label's longest segment
+    (:func:`longest_segments`) and the span scores, :func:`no_spans` for None.
+    """
+    n_chunks = default_n_chunks(offsets)
+    return (n_chunks, chunk_bounds(offsets, n_chunks), longest_segments(length),
+            no_spans(state.shape[1]) if spans is None else spans)
 
 
 @compiled()
@@ -319,19 +331,14 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
     n_tokens, n_labels = state.shape
     max_length = length.shape[1]
     n_sequences = offsets.shape[0] - 1
-    n_chunks = default_n_chunks(offsets)
-    bounds = chunk_bounds(offsets, n_chunks)
-    longest = longest_segments(length)
     with_spans = spans is not None
-    spans = spans if with_spans else no_spans(n_labels)
+    n_chunks, bounds, longest, spans = batch_plan(state, length, offsets, spans)
 
     log_z = np.zeros(n_sequences)
     roles = np.zeros((n_tokens, N_ROLES, n_labels))
     span_marginals = np.zeros(spans.shape)
-    chunk_lengths = np.zeros((n_chunks, n_labels, max_length))
-    chunk_transitions = np.zeros((n_chunks, n_labels, n_labels))
-    chunk_start = np.zeros((n_chunks, n_labels))
-    chunk_end = np.zeros((n_chunks, n_labels))
+    chunk_lengths, chunk_transitions, chunk_start, chunk_end = chunk_partials(
+        n_chunks, length.shape, transitions.shape, start.shape, end.shape)
 
     sums = (log_z, roles, span_marginals, chunk_lengths, chunk_transitions, chunk_start,
             chunk_end)
@@ -345,16 +352,8 @@ def segment_posteriors(state, first, last, length, transitions, start, end, offs
         run_chunks(_exact_posterior_chunks, n_chunks, bounds, state, first, last, length,
                    spans, transitions, start, end, offsets, longest, exact, *sums)
 
-    length_counts = np.zeros((n_labels, max_length))
-    transition_counts = np.zeros((n_labels, n_labels))
-    start_counts = np.zeros(n_labels)
-    end_counts = np.zeros(n_labels)
-    for c in range(n_chunks):
-        length_counts += chunk_lengths[c]
-        transition_counts += chunk_transitions[c]
-        start_counts += chunk_start[c]
-        end_counts += chunk_end[c]
-    counts = (log_z, roles, length_counts, transition_counts, start_counts, end_counts)
+    counts = (log_z, roles, *chunk_totals(chunk_lengths, chunk_transitions, chunk_start,
+                                          chunk_end))
     return counts + (span_marginals,) if with_spans else counts
 
 
@@ -372,8 +371,7 @@ def _posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, sp
         workspace = scaled_workspace(rows, n_labels, max_length, spans.shape[1])
         sequence_counts = workspace[5]
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo:
                 exact[q] = False
                 continue
@@ -409,8 +407,7 @@ def _exact_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, leng
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         cum, blocked, alpha, enter, beta, leave, cover = exact_workspace(rows, n_labels)
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if not exact[q] or hi == lo:
                 continue
             # the scaled pass may have written some rows before giving up
@@ -496,11 +493,8 @@ def segment_viterbi(state, first, last, length, transitions, start, end, offsets
     starts : (n_tokens,) bool
         Whether a segment starts at the token.
     """
-    n_tokens, n_labels = state.shape
-    n_chunks = default_n_chunks(offsets)
-    bounds = chunk_bounds(offsets, n_chunks)
-    longest = longest_segments(length)
-    spans = no_spans(n_labels) if spans is None else spans
+    n_tokens = state.shape[0]
+    n_chunks, bounds, longest, spans = batch_plan(state, length, offsets, spans)
     label_ids = np.zeros(n_tokens, np.int64)
     starts = np.zeros(n_tokens, np.bool_)
     run_chunks(_viterbi_chunks, n_chunks, bounds, state, first, last, length, spans,
@@ -522,8 +516,7 @@ def _viterbi_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, span
         best_length = np.ones((rows, n_labels), np.int64)
         best_previous = np.zeros((rows, n_labels), np.int64)
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo:
                 continue
             _sequence_viterbi(state, first, last, length, spans, transitions, start, end,

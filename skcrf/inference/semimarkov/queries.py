@@ -27,11 +27,10 @@ for the token roles only. Nothing here validates or mutates its inputs.
 
 import numpy as np
 
-from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
+from .._runtime.batch import compiled, longest_sequence, run_chunks
 from ._roles import CUT, N_ROLES, NO_REPEAT
-from .._topn import merge_best
-from .passes import (_lse_add, _lse_value, _prefix_sums, _segment, _sequence_posteriors,
-                     exact_workspace, longest_segments, no_spans)
+from .._topn import candidate_lists, merge_best, nbest_outputs
+from .passes import _prefix_sums, _segment, _sequence_posteriors, batch_plan, exact_workspace
 
 __all__ = ["CUT", "NO_REPEAT", "fixed_segment_posteriors", "nbest_segmentations"]
 
@@ -116,15 +115,10 @@ def nbest_segmentations(state, first, last, length, transitions, start, end, off
         empty sequence, of score 0).
     """
     n_tokens, n_labels = state.shape
-    n_sequences = offsets.shape[0] - 1
-    n_chunks = default_n_chunks(offsets)
-    bounds = chunk_bounds(offsets, n_chunks)
-    longest = longest_segments(length)
-    spans = no_spans(n_labels) if spans is None else spans
+    n_chunks, bounds, longest, spans = batch_plan(state, length, offsets, spans)
     label_ids = np.zeros((n_tokens, n), np.int64)
     starts = np.zeros((n_tokens, n), np.bool_)
-    scores = np.full((n_sequences, n), -np.inf)
-    counts = np.zeros(n_sequences, np.int64)
+    scores, counts = nbest_outputs(offsets, n)
     end_column = np.ascontiguousarray(end.reshape(n_labels, 1))
     run_chunks(_nbest_chunks, n_chunks, bounds, state, first, last, length, spans, transitions,
                start, end, offsets, boundaries, n, longest, end_column, label_ids, starts,
@@ -142,26 +136,15 @@ def _nbest_chunks(chunk_lo, chunk_hi, bounds, state, first, last, length, spans,
         rows = longest_sequence(offsets, bounds[c], bounds[c + 1]) + 1
         cum = np.empty((rows, n_labels))
         blocked = np.empty((rows, n_labels), np.int64)
-        alpha = np.empty((rows * n_labels, n))
-        alpha_from = np.zeros((rows * n_labels, n), np.int32)
-        alpha_rank = np.zeros((rows * n_labels, n), np.int32)
-        alpha_size = np.zeros(rows * n_labels, np.int64)
-        enter = np.empty((rows * n_labels, n))
-        enter_from = np.zeros((rows * n_labels, n), np.int32)
-        enter_rank = np.zeros((rows * n_labels, n), np.int32)
-        enter_size = np.zeros(rows * n_labels, np.int64)
-        final = np.empty((1, n))
-        final_label = np.zeros((1, n), np.int32)
-        final_rank = np.zeros((1, n), np.int32)
+        alpha, alpha_from, alpha_rank, alpha_size = candidate_lists(rows * n_labels, n)
+        enter, enter_from, enter_rank, enter_size = candidate_lists(rows * n_labels, n)
+        final, final_label, final_rank, _ = candidate_lists(np.int64(1), n)
         sources = max(n_labels, length.shape[1])
         work = (np.empty((length.shape[1], 1)), end_column, np.empty(sources),
                 np.empty(sources, np.int64))
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo:
-                counts[q] = 1
-                scores[q, 0] = 0.0
                 continue
             kept = _sequence_nbest(state, first, last, length, spans, transitions, start, end,
                                    boundaries, longest, lo, hi, n, cum, blocked, alpha,
@@ -214,10 +197,7 @@ def fixed_segment_posteriors(state, first, last, length, transitions, start, end
     """
     n_tokens, n_labels = state.shape
     n_sequences = offsets.shape[0] - 1
-    n_chunks = default_n_chunks(offsets)
-    bounds = chunk_bounds(offsets, n_chunks)
-    longest = longest_segments(length)
-    spans = no_spans(n_labels) if spans is None else spans
+    n_chunks, bounds, longest, spans = batch_plan(state, length, offsets, spans)
     log_z = np.zeros(n_sequences)
     roles = np.zeros((n_tokens, N_ROLES, n_labels))
     run_chunks(_fixed_posterior_chunks, n_chunks, bounds, state, first, last, length,
@@ -239,8 +219,7 @@ def _fixed_posterior_chunks(chunk_lo, chunk_hi, bounds, state, first, last, leng
                   np.zeros(n_labels))
         cum, blocked, alpha, enter, beta, leave, cover = exact_workspace(rows, n_labels)
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo:
                 continue
             log_z[q] = _sequence_posteriors(

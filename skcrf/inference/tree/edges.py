@@ -28,6 +28,7 @@ validates or mutates its inputs.
 import numpy as np
 
 from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
+from .._logspace import shifted_exp
 from .passes import exact_forest_posteriors, forest_viterbi, read_only, tree_layout
 from ._scaled import scaled_forest_posteriors
 
@@ -108,19 +109,10 @@ def exp_edge_blocks(edges, edge_lo, parents, lo, hi, exp_edges, edge_shift):
     return True
 
 
-@compiled()
 def root_factors(root):
     """(shift, exp(root - shift), whether some root score is -inf)."""
-    top = -np.inf
-    forbidden = False
-    for j in range(root.shape[0]):
-        if root[j] > top:
-            top = root[j]
-        if root[j] == -np.inf:
-            forbidden = True
-    if top == -np.inf:
-        top = 0.0
-    return top, np.exp(root - top), forbidden
+    shift, exp_root = shifted_exp(root)
+    return shift, exp_root, bool(np.any(root == -np.inf))
 
 
 def tree_edge_forward_backward(unary, edges, root, parents, offsets, with_pairs):
@@ -171,8 +163,7 @@ def _posterior_chunks(chunk_lo, chunk_hi, bounds, unary, edges, root, parents, o
         edge_shift = np.zeros(longest)
         child_ptr, children, order, cursor = work[4], work[5], work[6], work[7]
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo:
                 continue
             tree_layout(parents, lo, hi, child_ptr, children, order, cursor)

@@ -30,8 +30,9 @@ away no other token's digits.
 
 import numpy as np
 
-from .._runtime.batch import chunk_bounds, compiled, default_n_chunks, longest_sequence, run_chunks
-from .._logspace import (FLOOR, log_matrix_vector, log_vector_matrix, logsumexp_sum,
+from .._runtime.batch import (chunk_bounds, chunk_totals, compiled, default_n_chunks,
+                              longest_sequence, run_chunks)
+from .._logspace import (add_pair_block, log_matrix_vector, log_vector_matrix, logsumexp_sum,
                         normalize_log_block, normalized_exp_sum, shift_of,
                         shifted_rows)
 from .._potentials import shifted_exp_by_column_and_row, tree_scaled_potentials
@@ -143,47 +144,6 @@ def _combine_children(v, child_ptr, children, up, message, excluded, suffix):
 
 
 @compiled()
-def _accumulate_link(above, transitions, col_max, exp_by_col, below, counts, block,
-                     scaled):
-    """Add the label-pair marginals of one link to ``counts``.
-
-    The pair (parent a, child b) has probability proportional to
-    exp(above[a] + T[a, b] + below[b]); the block is normalized by its own sum,
-    factored as in the chain's transition counts (2 * n_classes exponentials),
-    and exponentiated cell by cell where the factored product underflows.
-    """
-    n_classes = transitions.shape[0]
-    top_a = -np.inf
-    for i in range(n_classes):
-        if above[i] > top_a:
-            top_a = above[i]
-    top_w = -np.inf
-    for j in range(n_classes):
-        if below[j] + col_max[j] > top_w:
-            top_w = below[j] + col_max[j]
-    if top_a == -np.inf or top_w == -np.inf:
-        return
-    for j in range(n_classes):
-        scaled[j] = np.exp(below[j] + col_max[j] - top_w)
-    total = 0.0
-    for i in range(n_classes):
-        a = np.exp(above[i] - top_a)
-        for j in range(n_classes):
-            block[i, j] = a * exp_by_col[i, j] * scaled[j]
-            total += block[i, j]
-    if not total > FLOOR:
-        for i in range(n_classes):
-            for j in range(n_classes):
-                block[i, j] = above[i] + transitions[i, j] + below[j]
-        if not normalize_log_block(block):
-            return
-        total = 1.0
-    for i in range(n_classes):
-        for j in range(n_classes):
-            counts[i, j] += block[i, j] / total
-
-
-@compiled()
 def tree_sequence_posteriors(unary, transitions, root, parents, lo, hi, potentials,
                              with_counts, marginals, counts, work):
     """log Z of the forest of tokens lo..hi-1; its marginals and link counts into the outputs.
@@ -280,7 +240,7 @@ def exact_forest_posteriors(unary, blocks, block_lo, per_link, factored, root, p
         _combine_children(v, child_ptr, children, up, message, excluded, suffix)
         if parents[lo + v] >= 0:
             if per_link:
-                _log_block_vector(blocks[block_lo + v], up[v], message[v])
+                _log_block_product(blocks[block_lo + v], up[v], np.bool_(True), message[v])
             else:
                 log_matrix_vector(blocks[0], up[v], row_max, exp_by_row, scratch, message[v])
             top = _shift_to_zero(message[v])
@@ -307,15 +267,15 @@ def exact_forest_posteriors(unary, blocks, block_lo, per_link, factored, root, p
                 scratch[i] = down[p, i] + excluded[v, i]
             links = blocks[block_lo + v if per_link else 0]
             if per_link:
-                _log_vector_block(scratch, links, down[v])
+                _log_block_product(links, scratch, np.bool_(False), down[v])
             else:
                 log_vector_matrix(zero, scratch, links, col_max, exp_by_col, suffix, down[v])
             _shift_to_zero(down[v])
             if with_pairs and per_link:
                 _link_pair_marginals(scratch, links, up[v], block, pair_marginals[out_lo + v])
             elif with_pairs:
-                _accumulate_link(scratch, links, col_max, exp_by_col, up[v], counts, block,
-                                 suffix)
+                add_pair_block(scratch, links, col_max, exp_by_col, up[v], counts, block,
+                               suffix)
         normalized_exp_sum(down[v], up[v], marginals[out_lo + v])
     return log_z
 
@@ -338,41 +298,27 @@ def _link_pair_marginals(above, links, below, block, pairs):
 
 
 @compiled()
-def _log_block_vector(block, values, out):
-    """out[i] = log sum_j exp(block[i, j] + values[j]) (-inf where every term is)."""
-    n = block.shape[0]
-    for i in range(n):
+def _log_block_product(block, values, by_rows, out):
+    """A link's message in log space: ``block`` times ``values``, -inf where every term is.
+
+    By rows (upward, to the parent): out[i] = log sum_j exp(block[i, j] + values[j]);
+    else (downward, to the child): out[j] = log sum_i exp(values[i] + block[i, j]).
+    """
+    n_out = block.shape[0] if by_rows else block.shape[1]
+    n_sum = block.shape[1] if by_rows else block.shape[0]
+    for o in range(n_out):
         top = -np.inf
-        for j in range(block.shape[1]):
-            v = block[i, j] + values[j]
+        for k in range(n_sum):
+            v = (block[o, k] if by_rows else block[k, o]) + values[k]
             if v > top:
                 top = v
         if top == -np.inf:
-            out[i] = -np.inf
+            out[o] = -np.inf
             continue
         s = 0.0
-        for j in range(block.shape[1]):
-            s += np.exp(block[i, j] + values[j] - top)
-        out[i] = top + np.log(s)
-
-
-@compiled()
-def _log_vector_block(values, block, out):
-    """out[j] = log sum_i exp(values[i] + block[i, j]) (-inf where every term is)."""
-    n_rows, n_cols = block.shape
-    for j in range(n_cols):
-        top = -np.inf
-        for i in range(n_rows):
-            v = values[i] + block[i, j]
-            if v > top:
-                top = v
-        if top == -np.inf:
-            out[j] = -np.inf
-            continue
-        s = 0.0
-        for i in range(n_rows):
-            s += np.exp(values[i] + block[i, j] - top)
-        out[j] = top + np.log(s)
+        for k in range(n_sum):
+            s += np.exp((block[o, k] if by_rows else block[k, o]) + values[k] - top)
+        out[o] = top + np.log(s)
 
 
 def tree_forward_backward(unary, transitions, root, parents, offsets, with_counts):
@@ -413,10 +359,7 @@ def tree_forward_backward(unary, transitions, root, parents, offsets, with_count
         run_chunks(_exact_tree_posterior_chunks, n_chunks, bounds, unary, transitions, root,
                    parents, offsets, shifted_exp_by_column_and_row(transitions), with_counts,
                    log_z, marginals, chunk_counts, exact)
-    link_counts = np.zeros((size, size))
-    if with_counts:
-        for c in range(n_chunks):
-            link_counts += chunk_counts[c]
+    link_counts, = chunk_totals(chunk_counts)
     return log_z, marginals, link_counts
 
 
@@ -430,8 +373,7 @@ def _tree_posterior_chunks(chunk_lo, chunk_hi, bounds, unary, transitions, root,
         work = tree_workspace(longest, n_classes, with_counts)
         partial = chunk_counts[np.int64(c) if with_counts else np.int64(0)]
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo:
                 continue
             lz = scaled_tree_sequence(unary, parents, lo, hi, scaled, with_counts, marginals,
@@ -511,8 +453,7 @@ def _tree_viterbi_chunks(chunk_lo, chunk_hi, bounds, unary, blocks, per_link, ro
         order = np.empty(longest, np.int64)
         cursor = np.empty(longest, np.int64)
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             n = hi - lo
             if n == 0:
                 continue

@@ -10,7 +10,8 @@ the unfused path builds. Tested against that path on random problems.
 
 import numpy as np
 
-from ...inference._runtime.batch import N_CHUNKS, chunk_bounds, compiled, longest_sequence, run_chunks
+from ...inference._runtime.batch import (N_CHUNKS, chunk_bounds, chunk_partials, chunk_totals,
+                                         compiled, longest_sequence, run_chunks)
 from ...inference.chain.edges import edge_workspace, log_space_edge_sequence, scaled_edge_sequence
 
 #: Per-chunk partial sums of the expected pair counts, in float64 values: the
@@ -67,11 +68,9 @@ def edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state
     n_sequences = offsets.shape[0] - 1
     bounds = chunk_bounds(offsets, n_chunks)
     log_z = np.zeros(n_sequences)
-    state_partial = np.zeros((n_chunks, state_labels.shape[0]))
-    edge_partial = np.zeros((n_chunks, edge_labels.shape[0]))
-    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
-    chunk_start = np.zeros((n_chunks, n_classes))
-    chunk_end = np.zeros((n_chunks, n_classes))
+    state_partial, edge_partial, chunk_counts, chunk_start, chunk_end = chunk_partials(
+        n_chunks, state_labels.shape, edge_labels.shape, (n_classes, n_classes), (n_classes,),
+        (n_classes,))
     features = (data, indices, indptr, binary)
     state = (state_ptr, state_labels, state_weights)
     edge = (edge_ptr, edge_labels, edge_weights)
@@ -83,20 +82,8 @@ def edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, state
         run_chunks(_exact_edge_nll_chunks, n_chunks, bounds, features, state, edge,
                    transitions, start, end, offsets, exact, *sums)
 
-    # chunk partial sums added in chunk order: the thread count changes nothing
-    expected_state = np.zeros(state_labels.shape[0])
-    expected_edge = np.zeros(edge_labels.shape[0])
-    transition_counts = np.zeros((n_classes, n_classes))
-    start_counts = np.zeros(n_classes)
-    end_counts = np.zeros(n_classes)
-    for c in range(n_chunks):
-        expected_state += state_partial[c]
-        expected_edge += edge_partial[c]
-        transition_counts += chunk_counts[c]
-        start_counts += chunk_start[c]
-        end_counts += chunk_end[c]
-    return (log_z, expected_state, expected_edge, transition_counts, start_counts,
-            end_counts)
+    return (log_z, *chunk_totals(state_partial, edge_partial, chunk_counts, chunk_start,
+                                 chunk_end))
 
 
 @compiled()
@@ -114,8 +101,7 @@ def _edge_nll_chunks(chunk_lo, chunk_hi, bounds, features, state, edge, transiti
                               n_classes)
         unary, edges, marginals, pair_marginals, work = rows
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             n = hi - lo
             if n == 0:
                 continue
@@ -147,8 +133,7 @@ def _exact_edge_nll_chunks(chunk_lo, chunk_hi, bounds, features, state, edge, tr
         for q in range(bounds[c], bounds[c + 1]):
             if not exact[q]:
                 continue
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             _sequence_scores(features, state, edge, transitions, lo, hi, unary, edges)
             lz = log_space_edge_sequence(unary, edges, start, end, np.int64(0), hi - lo,
                                          np.bool_(True), marginals, pair_marginals, work)

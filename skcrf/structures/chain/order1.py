@@ -427,11 +427,19 @@ class _FusedEdgeExpectations:
         structure = self.structure
         blocks = structure.layout.views(w)
         state, edge = structure.state_pairs, structure.edge_pairs
-        transitions, start, end = structure.masked_transitions(blocks)
-        log_z, *counts = edge_nll_terms(
-            *self.features.kernel_args(), state.feature_ptr, state.labels,
+        log_z, *counts = self._terms(
+            blocks, *self.features.kernel_args(), state.feature_ptr, state.labels,
             np.ascontiguousarray(blocks["state"]), edge.feature_ptr, edge.labels,
-            np.ascontiguousarray(blocks["edge"]), transitions, start, end,
-            self.offsets, self.n_chunks)
+            np.ascontiguousarray(blocks["edge"]))
         # the kernel returns the blocks in the layout's order
         return log_z, np.concatenate([block.ravel() for block in counts])
+
+    def _terms(self, blocks, *pair_args):
+        """The kernel's ``(log_z, *counts)``, given the features' and the pairs' arguments.
+
+        The chain's: then the transitions, start and end scores. The tree's
+        link features (:class:`~skcrf.structures.tree.structure.TreeStructure`)
+        take their own kernel here.
+        """
+        return edge_nll_terms(*pair_args, *self.structure.masked_transitions(blocks),
+                              self.offsets, self.n_chunks)

@@ -17,11 +17,12 @@ and the scatter) on random problems.
 
 import numpy as np
 
-from ...inference._runtime.batch import chunk_bounds, compiled, longest_sequence, run_chunks
+from ...inference._runtime.batch import (chunk_bounds, chunk_totals, compiled, longest_sequence,
+                                         run_chunks)
 from ...inference._logspace import shifted_exp_rows
 from ...inference.patterns._exact import exact_sequence, exact_workspace
-from ...inference.patterns._scaled import scaled_lanes, scaled_workspace, workspace_size
-from ...inference.patterns.automaton import LANE_BUDGET, LANE_MAX, length_groups, scaled_potentials
+from ...inference.patterns.automaton import (group_lanes, lane_buffers, lane_rows, run_group,
+                                            scaled_potentials)
 from ..chain._fused import FusedChainTerms
 from .._fused_features import (hot_state_rows, product_factors, scatter_expected,
                               sequence_emission, sequence_unary, summed_pair_partials)
@@ -97,14 +98,7 @@ class FusedPatternTerms:
         expected_pairs = summed_pair_partials(partial, hot_partial, layout.hot_features,
                                               layout.merged_parts, self.pairs.feature_ptr,
                                               self.pairs.labels)
-        arc_counts = np.zeros(automaton.n_arcs)
-        start_counts = np.zeros(n_classes)
-        end_counts = np.zeros(n_classes)
-        for c in range(n_chunks):
-            arc_counts += chunk_counts[c]
-            start_counts += chunk_start[c]
-            end_counts += chunk_end[c]
-        return log_z, expected_pairs, arc_counts, start_counts, end_counts
+        return (log_z, expected_pairs, *chunk_totals(chunk_counts, chunk_start, chunk_end))
 
 
 @compiled()
@@ -127,10 +121,7 @@ def _fused_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr
                   chunk_end, exact):
     """The chunks' partial sums from the scaled pass; ``exact`` flags what it leaves."""
     n_classes = hot_state.shape[1]
-    n_states = graph[0].shape[0]
-    n_inner = graph[14].shape[0] - (graph[14] < 0).sum()
     n_arcs = chunk_counts.shape[1]
-    per_token = workspace_size(n_states, n_slots, n_inner, np.bool_(True))
     for c in range(chunk_lo, chunk_hi):
         chunk_partial = partial[c]
         chunk_hot = hot_partial[c]
@@ -142,26 +133,11 @@ def _fused_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr
         counts[:] = 0.0
         if not fast:
             continue
-        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        # a group's tokens times lanes: at most the budget's, and the chunk's tokens
-        chunk_tokens = offsets[bounds[c + 1]] - offsets[bounds[c]]
-        token_lanes = max(longest, min(LANE_BUDGET // per_token, chunk_tokens))
-        work = scaled_workspace(token_lanes, n_states, n_classes,
-                                n_slots, n_inner, n_arcs, LANE_MAX, np.bool_(True))
-        emission = np.empty(longest * n_classes * LANE_MAX)
-        lane_marginals = np.empty(longest * n_classes * LANE_MAX)
-        shift = np.empty(LANE_MAX)
-        lane_log_z = np.empty(LANE_MAX)
-        rows = np.empty((longest, n_classes))
-        order, group_ends = length_groups(offsets, bounds[c], bounds[c + 1], per_token)
-        first = 0
+        (order, group_ends, work, emission, lane_marginals, shift, lane_log_z,
+         rows) = lane_buffers(offsets, bounds[c], bounds[c + 1], graph, n_classes, n_slots,
+                              n_arcs, np.bool_(True))
         for g in range(group_ends.shape[0]):
-            m = group_ends[g] - first
-            n = offsets[order[first] + 1] - offsets[order[first]]
-            if n == 0:
-                first = group_ends[g]
-                continue
-            lanes = emission[:n * n_classes * m].reshape(n, n_classes, m)
+            first, m, n, lanes = group_lanes(offsets, order, group_ends, g, emission, n_classes)
             for lane in range(m):
                 lo = offsets[order[first + lane]]
                 base = log_shift + (n - 1) * move_shift
@@ -178,24 +154,17 @@ def _fused_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr
                 for r in range(n):
                     for j in range(n_classes):
                         lanes[r, j, lane] = rows[r, j]
-            lane_z = lane_log_z[:m]
-            margins = lane_marginals[:n * n_classes * m].reshape(n, n_classes, m)
-            scaled_lanes(lanes, n, shift[:m], graph, potentials, np.bool_(True), margins,
-                         counts, lane_z, work)
+            margins = run_group(lanes, n, m, shift, graph, potentials, np.bool_(True),
+                                lane_marginals, counts, lane_log_z, work, order, first,
+                                offsets, exact, log_z)
             for lane in range(m):
                 q = order[first + lane]
-                if np.isnan(lane_z[lane]):
-                    exact[q] = True
+                if exact[q]:
                     continue
-                lo = offsets[q]
-                log_z[q] = lane_z[lane]
-                for r in range(n):
-                    for j in range(n_classes):
-                        rows[r, j] = margins[r, j, lane]
+                lane_rows(margins, lane, rows, np.int64(0))
                 _scatter_sequence(values, entries, hot_ptr, cold_ptr, cold_pairs,
-                                  cold_labels, cold_values, binary, lo, lo + n, rows,
-                                  chunk_hot, chunk_partial, starts, ends)
-            first = group_ends[g]
+                                  cold_labels, cold_values, binary, offsets[q], offsets[q] + n,
+                                  rows, chunk_hot, chunk_partial, starts, ends)
 
 
 @compiled()
@@ -216,8 +185,7 @@ def _fused_exact_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, co
         for q in range(bounds[c], bounds[c + 1]):
             if not exact[q]:
                 continue
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                            cold_values, binary, hot_state, pair_weights, lo, hi, unary)
             lz = exact_sequence(unary, np.int64(0), hi - lo, moves, arc_weight, arc_dest,

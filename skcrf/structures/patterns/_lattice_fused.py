@@ -114,8 +114,7 @@ def _lattice_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_p
         marginals = np.empty((longest, n_classes))
         scale = np.empty(longest)
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             log_z[q] = 0.0
             if hi == lo:
                 continue

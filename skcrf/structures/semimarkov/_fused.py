@@ -19,7 +19,8 @@ the unfused path. Tested against that path on random problems.
 
 import numpy as np
 
-from ...inference._runtime.batch import chunk_bounds, compiled, longest_sequence, run_chunks
+from ...inference._runtime.batch import (chunk_bounds, chunk_partials, chunk_totals, compiled,
+                                         longest_sequence, run_chunks)
 from ...inference.semimarkov._scaled import (FACTOR_CAP, exp_factors, norm_floor,
                                             scaled_factor_posteriors,
                                             scaled_sequence_posteriors, scaled_workspace)
@@ -111,10 +112,8 @@ class FusedSemiMarkovTerms:
         scalable, exp_length, exp_transitions, exp_start, exp_end = exp_factors(
             length, transitions, start, end)
         log_z = np.zeros(offsets.shape[0] - 1)
-        chunk_lengths = np.zeros((n_chunks, C, max_length))
-        chunk_transitions = np.zeros((n_chunks, C, C))
-        chunk_start = np.zeros((n_chunks, C))
-        chunk_end = np.zeros((n_chunks, C))
+        chunk_lengths, chunk_transitions, chunk_start, chunk_end = chunk_partials(
+            n_chunks, length.shape, transitions.shape, start.shape, end.shape)
         scores = (*token_args, token_hot, token_weights, *span_args,
                   np.bool_(self.segments is not None), np.int64(self.span_length),
                   _WEIGHTED_ROLES)
@@ -133,20 +132,8 @@ class FusedSemiMarkovTerms:
         expected_tokens = summed_pair_partials(token_partial, token_hot_partial,
                                                tokens.hot_features, tokens.merged_parts,
                                                tokens.pairs.feature_ptr, tokens.pairs.labels)
-        # chunk partial sums added in chunk order: the thread count changes nothing
-        expected_segments = np.zeros(n_segment_pairs)
-        length_counts = np.zeros((C, max_length))
-        transition_counts = np.zeros((C, C))
-        start_counts = np.zeros(C)
-        end_counts = np.zeros(C)
-        for c in range(n_chunks):
-            expected_segments += span_partial[c]
-            length_counts += chunk_lengths[c]
-            transition_counts += chunk_transitions[c]
-            start_counts += chunk_start[c]
-            end_counts += chunk_end[c]
-        return (log_z, expected_tokens, expected_segments, length_counts, transition_counts,
-                start_counts, end_counts)
+        return (log_z, expected_tokens, *chunk_totals(span_partial, chunk_lengths,
+                                                      chunk_transitions, chunk_start, chunk_end))
 
     def _product_factors(self, token_hot, token_weights, span_args):
         """``(by_products, exp rows and pairs of the tokens, exp pairs of the segments)``.
@@ -361,8 +348,7 @@ def _scaled_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot
             first[:] = 0.0
             last[:] = 0.0
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             n = hi - lo
             if n == 0:
                 continue
@@ -443,8 +429,7 @@ def _exact_nll_chunks(chunk_lo, chunk_hi, bounds, offsets, values, entries, hot_
         for q in range(bounds[c], bounds[c + 1]):
             if not exact[q]:
                 continue
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             spans, marginals = _sequence_scores(
                 values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
                 binary, token_hot, token_weights, span_data, span_indices, span_indptr,

@@ -10,7 +10,8 @@ that the unfused path builds. Tested against that path on random problems.
 
 import numpy as np
 
-from ...inference._runtime.batch import chunk_bounds, compiled, longest_sequence, run_chunks
+from ...inference._runtime.batch import (chunk_bounds, chunk_partials, chunk_totals, compiled,
+                                         longest_sequence, run_chunks)
 from ...inference.tree.passes import read_only, tree_layout
 from ...inference.tree.edges import (exact_tree_edge_posteriors, exp_edge_blocks, root_factors,
                                     scaled_tree_edge_posteriors, tree_edge_workspace)
@@ -100,10 +101,8 @@ def tree_edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, 
     n_sequences = offsets.shape[0] - 1
     bounds = chunk_bounds(offsets, n_chunks)
     log_z = np.zeros(n_sequences)
-    state_partial = np.zeros((n_chunks, state_labels.shape[0]))
-    edge_partial = np.zeros((n_chunks, edge_labels.shape[0]))
-    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
-    chunk_root = np.zeros((n_chunks, n_classes))
+    state_partial, edge_partial, chunk_counts, chunk_root = chunk_partials(
+        n_chunks, state_labels.shape, edge_labels.shape, (n_classes, n_classes), (n_classes,))
     root_shift, exp_root, root_forbidden = root_factors(root)
     largest = float(np.abs(edge_weights).max(initial=0.0))
     trans_max = float(transitions.max())
@@ -116,17 +115,7 @@ def tree_edge_nll_terms(data, indices, indptr, binary, state_ptr, state_labels, 
                transitions, root, root_shift, exp_root, root_forbidden, by_products, exp_trans,
                trans_max, exp_pairs, parents, offsets, log_z, state_partial, edge_partial,
                chunk_counts, chunk_root)
-    # chunk partial sums added in chunk order: the thread count changes nothing
-    expected_state = np.zeros(state_labels.shape[0])
-    expected_edge = np.zeros(edge_labels.shape[0])
-    link_counts = np.zeros((n_classes, n_classes))
-    root_counts = np.zeros(n_classes)
-    for c in range(n_chunks):
-        expected_state += state_partial[c]
-        expected_edge += edge_partial[c]
-        link_counts += chunk_counts[c]
-        root_counts += chunk_root[c]
-    return log_z, expected_state, expected_edge, link_counts, root_counts
+    return (log_z, *chunk_totals(state_partial, edge_partial, chunk_counts, chunk_root))
 
 
 @compiled()
@@ -154,8 +143,7 @@ def _tree_edge_nll_chunks(chunk_lo, chunk_hi, bounds, data, indices, indptr, bin
         child_ptr, children, order, cursor = work[4], work[5], work[6], work[7]
         counts = chunk_counts[c]
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             n = hi - lo
             if n == 0:
                 continue

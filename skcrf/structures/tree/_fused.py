@@ -9,7 +9,8 @@ Tested against the unfused path (potentials,
 
 import numpy as np
 
-from ...inference._runtime.batch import chunk_bounds, compiled, longest_sequence, run_chunks
+from ...inference._runtime.batch import (chunk_bounds, chunk_partials, chunk_totals, compiled,
+                                         longest_sequence, run_chunks)
 from ...inference._potentials import shifted_exp_by_column_and_row, tree_scaled_potentials
 from ...inference.tree.passes import (exact_tree_sequence, read_only, scaled_tree_sequence,
                                       tree_workspace)
@@ -46,8 +47,7 @@ def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                                n_classes)
     scaled = tree_scaled_potentials(transitions, root)
     log_z = np.zeros(n_sequences)
-    chunk_counts = np.zeros((n_chunks, n_classes, n_classes))
-    chunk_root = np.zeros((n_chunks, n_classes))
+    chunk_counts, chunk_root = chunk_partials(n_chunks, (n_classes, n_classes), (n_classes,))
     features = (values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
                 binary)
     exact = np.zeros(n_sequences, np.bool_)
@@ -61,12 +61,7 @@ def tree_nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
                                           pair_ptr, pair_labels)
-    link_counts = np.zeros((n_classes, n_classes))
-    root_counts = np.zeros(n_classes)
-    for c in range(n_chunks):
-        link_counts += chunk_counts[c]
-        root_counts += chunk_root[c]
-    return log_z, expected_pairs, link_counts, root_counts
+    return (log_z, expected_pairs, *chunk_totals(chunk_counts, chunk_root))
 
 
 @compiled()
@@ -86,8 +81,7 @@ def _tree_nll_chunks(chunk_lo, chunk_hi, bounds, features, hot_state, pair_weigh
         marginals = np.empty((longest, n_classes))
         work = tree_workspace(longest, n_classes, np.bool_(True))
         for q in range(bounds[c], bounds[c + 1]):
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             if hi == lo:
                 continue
             _tree_unary(features, hot_state, pair_weights, lo, hi, unary)
@@ -118,8 +112,7 @@ def _exact_tree_nll_chunks(chunk_lo, chunk_hi, bounds, features, hot_state, pair
         for q in range(bounds[c], bounds[c + 1]):
             if not exact[q]:
                 continue
-            lo = offsets[q]
-            hi = offsets[q + 1]
+            lo, hi = offsets[q], offsets[q + 1]
             _tree_unary(features, hot_state, pair_weights, lo, hi, unary)
             lz = exact_tree_sequence(unary, transitions, root, parents[lo:hi], np.int64(0),
                                      hi - lo, shifted, np.bool_(True), marginals,

@@ -29,9 +29,8 @@ from ...inference.tree.passes import tree_forward_backward, tree_viterbi
 from ...inference.tree.edges import tree_edge_forward_backward, tree_edge_viterbi
 from .._parameters import (ParameterLayout, StatePairs, TokenStatistics, same_shapes,
                           weights_of_blocks)
-from ..chain._edges_fused import edge_chunk_count
 from ._edges_fused import tree_edge_nll_terms
-from ..chain.order1 import pin_labels
+from ..chain.order1 import _FusedEdgeExpectations, pin_labels
 from ._fused import FusedTreeTerms
 
 
@@ -379,26 +378,14 @@ class TreeStructure:
         return tree_decode(self.scores(features, w), features.parents, offsets)
 
 
-class _FusedEdgeTerms:
-    """The fused kernel of link features behind the ``w -> (log_z, expected)`` interface."""
+class _FusedEdgeTerms(_FusedEdgeExpectations):
+    """The fused kernel of link features behind the ``w -> (log_z, expected)`` interface.
 
-    def __init__(self, structure, features, offsets):
-        self.structure = structure
-        self.features = features
-        self.offsets = offsets
-        self.n_chunks = edge_chunk_count(
-            offsets, structure.state_pairs.n_pairs + structure.edge_pairs.n_pairs
-            + structure.n_classes ** 2)
+    The chain's transition features' (same chunks, same arguments), with the
+    tree's kernel, which takes the link and root scores and the parents.
+    """
 
-    def __call__(self, w):
-        structure = self.structure
-        blocks = structure.layout.views(w)
-        state, edge = structure.state_pairs, structure.edge_pairs
-        log_z, *counts = tree_edge_nll_terms(
-            *self.features.kernel_args(), state.feature_ptr, state.labels,
-            np.ascontiguousarray(blocks["state"]), edge.feature_ptr, edge.labels,
-            np.ascontiguousarray(blocks["edge"]), np.ascontiguousarray(blocks["transitions"]),
-            np.ascontiguousarray(blocks["root"]), self.features.parents, self.offsets,
-            self.n_chunks)
-        # the kernel returns the blocks in the layout's order
-        return log_z, np.concatenate([block.ravel() for block in counts])
+    def _terms(self, blocks, *pair_args):
+        return tree_edge_nll_terms(*pair_args, np.ascontiguousarray(blocks["transitions"]),
+                                   np.ascontiguousarray(blocks["root"]), self.features.parents,
+                                   self.offsets, self.n_chunks)
