@@ -16,7 +16,8 @@ Variants (``--variants``, all by default):
 - ``vec-l2-x3``, ``vec-l2-x0.3``: + the unit vectors scaled (a weaker or
   stronger penalty on their weights);
 - ``vec-window``: + the unit vectors of the token and its two neighbours;
-- ``vec-cased``: + unit vectors learned on cased words;
+- ``vec-cased``: + unit vectors learned on cased words, looked up cased;
+- ``vec-cased-window``: + those, of the token and its two neighbours;
 - ``vec-300``, ``vec-50``: + unit vectors of another length;
 - ``binary``: + Guo et al.'s binarized vectors (each dimension above the mean
   of its positive values or below the mean of its negative ones, as sparse
@@ -133,7 +134,8 @@ def main():
 
     def lookup(norm="l2", **kwargs):
         vectors, vocabulary = table(**kwargs)
-        vec = WordVectorizer(vectors, vocabulary=vocabulary, lowercase=True, norm=norm)
+        vec = WordVectorizer(vectors, vocabulary=vocabulary,
+                             lowercase=kwargs.get("lowercase", True), norm=norm)
         vec.fit(X_train)
         return vec.transform(X_train).dense, vec.transform(X_test).dense
 
@@ -173,6 +175,7 @@ def main():
         "vec-l2-x0.3": lambda seed: dense(scale=0.3),
         "vec-window": lambda seed: dense(window=True),
         "vec-cased": lambda seed: dense(lowercase=False),
+        "vec-cased-window": lambda seed: dense(lowercase=False, window=True),
         "vec-300": lambda seed: dense(dims=300),
         "vec-50": lambda seed: dense(dims=50),
         "binary": lambda seed: binary(),

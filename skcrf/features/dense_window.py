@@ -50,10 +50,11 @@ class DenseWindow(NamesOutMixin, SequenceOutputMixin, TransformerMixin, BaseEsti
     ----------
     n_dense_in_ : int
         The width of the dense block seen in fit.
-    dense_names_ : ndarray of str objects of shape ((2 * window + 1) * n_dense_in_,)
-        The names of the output's dense columns: those of the neighbour
-        ``-1`` prefixed ``"-1:"``, then ``"+1:"`` and so on, the token's own
-        unprefixed, in the order of the offsets from ``-window`` to ``+window``.
+    dense_names_ : ndarray of str objects of shape (n_dense_out,)
+        The names of the output's dense columns, ``2 * window + 1`` times
+        the input's: in the order of the offsets from ``-window`` to
+        ``+window``, those of the neighbour at ``-1`` prefixed ``"-1:"``, the
+        token's own unprefixed, those at ``+1`` prefixed ``"+1:"``.
 
     See Also
     --------
