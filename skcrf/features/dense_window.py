@@ -17,6 +17,17 @@ from .sequence_matrix import SequenceMatrix
 __all__ = ["DenseWindow"]
 
 
+def neighbour_tokens(offsets, offset):
+    """``(source, inside)``: each token's neighbour ``offset`` away (its stacked row)
+    and whether that neighbour is in the same sequence."""
+    n_tokens = int(offsets[-1])
+    sequence = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    source = np.arange(n_tokens) + offset
+    inside = (source >= 0) & (source < n_tokens)
+    inside[inside] &= sequence[source[inside]] == sequence[inside]
+    return source, inside
+
+
 def _names_fit_the_window(window):
     """One name per dense column of every position of the window."""
     if type(window.n_dense_in_) is not int or window.n_dense_in_ < 1:
@@ -134,13 +145,9 @@ class DenseWindow(NamesOutMixin, SequenceOutputMixin, TransformerMixin, BaseEsti
         block = X.dense
         n_tokens = block.shape[0]
         window = self.dense_names_.shape[0] // self.n_dense_in_ // 2
-        sequence = np.repeat(np.arange(len(X.offsets) - 1), np.diff(X.offsets))
         out = np.zeros((n_tokens, self.dense_names_.shape[0]), dtype=block.dtype)
-        tokens = np.arange(n_tokens)
         for position, offset in enumerate(range(-window, window + 1)):
-            neighbour = tokens + offset
-            inside = (neighbour >= 0) & (neighbour < n_tokens)
-            inside[inside] &= sequence[neighbour[inside]] == sequence[inside]
+            neighbour, inside = neighbour_tokens(X.offsets, offset)
             columns = slice(position * self.n_dense_in_, (position + 1) * self.n_dense_in_)
             out[inside, columns] = block[neighbour[inside]]
         return SequenceMatrix(X.matrix, X.offsets, feature_names=X.feature_names,

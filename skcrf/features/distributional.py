@@ -31,6 +31,7 @@ from ._numbering import factorize
 from ._names_out import NamesOutMixin
 from ._output import SequenceOutputMixin
 from ._word_column import sequence_words
+from .dense_window import neighbour_tokens
 from .sequence_matrix import SequenceMatrix
 from .word_vectors import _table
 
@@ -382,15 +383,12 @@ class WordClusters(NamesOutMixin, SequenceOutputMixin, TransformerMixin, BaseEst
         rows_of_words = np.fromiter((get(word, -1) for word in words), dtype=np.int64,
                                     count=len(words))
         n_tokens = len(words)
-        sequence = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
         tokens = np.arange(n_tokens)
         starts = np.cumsum((0,) + self.n_clusters_)
         n_per_offset = int(starts[-1])
         token_ids, columns = [], []
         for position, offset in enumerate(range(-self.window, self.window + 1)):
-            neighbour = tokens + offset
-            inside = (neighbour >= 0) & (neighbour < n_tokens)
-            inside[inside] &= sequence[neighbour[inside]] == sequence[inside]
+            neighbour, inside = neighbour_tokens(offsets, offset)
             word_rows = np.full(n_tokens, -1, dtype=np.int64)
             word_rows[inside] = rows_of_words[neighbour[inside]]
             known = word_rows >= 0
