@@ -16,6 +16,11 @@ The four rows of issue 42's targets, side by side in one run:
    the same vectors as float features ``v0``, ``v1``, ... Both skcrf rows
    time the dicts' making too (sklearn-crfsuite's does not): the ratios are
    conservative for skcrf. ``--vector-dims 300`` gives the memory row.
+   ``conll-memory``: peak memory only, at ``--memory-dims`` (300): the
+   union's fit from raw sentences (float64 and float32 blocks) against
+   sklearn-crfsuite's with the same values as float features, its dicts made
+   sentence by sentence while CRFsuite reads them (a list of 8,323 sentences
+   of 300-float dicts alone would hold gigabytes of Python objects).
 3. ``synthetic``: :func:`skcrf.datasets.make_sequence_classification`; the CRF
    (after a per-token StandardScaler), a per-token LogisticRegression and
    hmmlearn's GaussianHMM supervised by counting (if installed).
@@ -198,6 +203,61 @@ def bench_conll(args):
     print("targets: " + ", ".join(checks))
 
 
+def bench_conll_memory(args):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from skcrf.features import SequenceUnion, WordVectorizer, learn_word_vectors
+
+    home = data_home()
+    X_train, y_train = load_conll2002("train", data_home=home)
+    X_dev, _ = load_conll2002("testa", data_home=home)
+    X_test, y_test = load_conll2002("testb", data_home=home)
+    dims = args.memory_dims
+    vectors, vocabulary = learn_word_vectors(list(X_train) + list(X_dev), n_components=dims,
+                                             random_state=0)
+    print(f"\n[conll-memory] CoNLL-2002 esp, {dims}-d vectors of {len(vocabulary)} words, "
+          f"{args.conll_iter} iterations: peak memory of fit above its start")
+
+    def union(dtype):
+        return make_pipeline(SequenceUnion([
+            ("dicts", make_pipeline(FunctionTransformer(lambda X: [sent2features(s) for s in X]),
+                                    SequenceVectorizer())),
+            ("vectors", WordVectorizer(vectors, vocabulary=vocabulary, lowercase=True,
+                                       norm="l2", dtype=dtype))],
+            verbose_feature_names_out=False), CRFClassifier(max_iter=args.conll_iter))
+
+    row("", "fit (s)", "peak (MiB)", "entity F1")
+    for dtype in (np.float64, np.float32):
+        model = union(dtype)
+        seconds, mib = timed_fit(model, X_train, y_train)
+        row(f"skcrf: dicts + {dims}-d vectors ({np.dtype(dtype).name})", f"{seconds:.1f}",
+            f"{mib:.0f}", f"{span_f1_score(y_test, model.predict(X_test)):.4f}")
+        del model
+    try:
+        import sklearn_crfsuite
+    except ImportError:
+        print("sklearn-crfsuite is not installed: no comparison")
+        return
+    lookup = WordVectorizer(vectors, vocabulary=vocabulary, lowercase=True, norm="l2")
+    lookup.fit(X_train)
+
+    def float_features(sentences):
+        """Each sentence's tutorial dicts plus ``v0``..``v<dims-1>``, made when read."""
+        for sentence in sentences:
+            features = sent2features(sentence)
+            for f, vector in zip(features, lookup.transform([sentence]).dense):
+                f.update({f"v{i}": float(v) for i, v in enumerate(vector)})
+            yield features
+
+    crfsuite = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1,
+                                    max_iterations=args.conll_iter)
+    seconds, mib = timed_fit(crfsuite, float_features(X_train), y_train)
+    f1 = span_f1_score(y_test, crfsuite.predict(float_features(X_test)))
+    row(f"sklearn-crfsuite: + {dims} float features", f"{seconds:.1f}", f"{mib:.0f}",
+        f"{f1:.4f}")
+
+
 # --- 3. a synthetic numeric task ---------------------------------------------------
 
 def bench_synthetic(args):
@@ -282,8 +342,8 @@ def bench_cold(args):
             figures["all"])
 
 
-ROWS = {"dense": bench_dense, "conll": bench_conll, "synthetic": bench_synthetic,
-        "cold": bench_cold}
+ROWS = {"dense": bench_dense, "conll": bench_conll, "conll-memory": bench_conll_memory,
+        "synthetic": bench_synthetic, "cold": bench_cold}
 
 
 def main():
@@ -295,6 +355,7 @@ def main():
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--vector-dims", type=int, default=100)
     parser.add_argument("--conll-iter", type=int, default=50)
+    parser.add_argument("--memory-dims", type=int, default=300)
     parser.add_argument("--train-fraction", type=float, default=1.0,
                         help="the first fraction of esp.train only (a quick run)")
     parser.add_argument("--synthetic-sequences", type=int, default=300)

@@ -16,7 +16,7 @@ from sklearn.pipeline import Pipeline
 import skcrf
 from skcrf._persistence._registry import declaration_of, estimator_classes
 from skcrf.compat import CRF
-from skcrf.features import WordClusters, WordVectorizer
+from skcrf.features import DenseWindow, WordClusters, WordVectorizer
 
 PACKAGE = Path(skcrf.__file__).parent / "_persistence"
 
@@ -43,7 +43,8 @@ def test_persistence_imports_no_estimator(path):
 def test_every_estimator_a_file_may_hold_declares_its_fitted_state():
     public = {getattr(skcrf, name) for name in skcrf.__all__}
     estimators = {cls for cls in public if isinstance(cls, type)
-                  and issubclass(cls, BaseEstimator)} | {CRF, WordVectorizer, WordClusters}
+                  and issubclass(cls, BaseEstimator)} | {CRF, WordVectorizer, WordClusters,
+                                                             DenseWindow}
     classes = estimator_classes()
     assert estimators | {Pipeline} == set(classes.values())
     for cls in classes.values():

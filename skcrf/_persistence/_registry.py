@@ -39,6 +39,7 @@ _MODULES = {
     "skcrf.SequenceHasher": "skcrf.features.hasher",
     "skcrf.features.WordVectorizer": "skcrf.features.word_vectors",
     "skcrf.features.WordClusters": "skcrf.features.distributional",
+    "skcrf.features.DenseWindow": "skcrf.features.dense_window",
     "skcrf.compat.CRF": "skcrf.compat._crf",
     "sklearn.pipeline.Pipeline": "skcrf._estimators.fitted_state",
 }

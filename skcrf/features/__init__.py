@@ -8,6 +8,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 _PUBLIC = {
+    "DenseWindow": ".dense_window",
     "PerTokenTransformer": ".per_token",
     "SequenceHasher": ".hasher",
     "SequenceMatrix": ".sequence_matrix",
@@ -24,6 +25,7 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:  # what static checkers and IDEs see
+    from .dense_window import DenseWindow
     from .distributional import WordClusters, learn_word_vectors
     from .featurizer import TokenFeaturizer
     from .hasher import SequenceHasher

@@ -118,3 +118,68 @@ def test_clusters_reproducible_cloneable_and_checked():
         WordClusters(TABLE, n_clusters=(2, 9)).fit(X)
     with pytest.raises(ValueError, match="window"):
         WordClusters(TABLE, n_clusters=2, window=-1).fit(X)
+
+
+def _nearer_own_mean(points, left, right):
+    """Every point is at least as near its own side's mean as the other side's."""
+    means = [points[left].mean(axis=0), points[right].mean(axis=0)]
+    distance = np.stack([((points - m) ** 2).sum(axis=1) for m in means])
+    own = np.where(right, distance[1], distance[0])
+    return bool(np.all(own <= distance.min(axis=0) + 1e-12))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_nested_clusters_replay_as_splits_of_the_widest_cluster(seed):
+    # oracle: replay the tree from its state at every k; each step must split the
+    # cluster of largest inertia into two halves stable under Lloyd's iteration
+    rng = np.random.default_rng(seed)
+    points = np.vstack([rng.normal(loc, 0.3, size=(8, 3)) for loc in rng.normal(size=(4, 3))])
+    n_words = points.shape[0]
+    table = {f"w{i}": row for i, row in enumerate(points)}
+    sizes = tuple(range(1, n_words + 1))
+    clusters = WordClusters(table, n_clusters=sizes, nested=True, random_state=seed)
+    clusters.fit([list(table)])
+    unit = points / np.linalg.norm(points, axis=1)[:, None]
+    labels = clusters.clusters_
+    assert labels.shape == (n_words, n_words)
+    for k in range(1, n_words):
+        before, after = labels[:, k - 1], labels[:, k]
+        assert sorted(set(before)) == list(range(k)) and sorted(set(after)) == list(range(k + 1))
+        changed = before != after
+        assert set(after[changed]) == {k}  # the new cluster takes points of one old one
+        split = before[changed][0]
+        assert np.all(before[changed] == split)
+        inertia = [((unit[before == c] - unit[before == c].mean(axis=0)) ** 2).sum()
+                   for c in range(k)]
+        assert inertia[split] >= max(inertia) - 1e-12
+        members = before == split
+        assert _nearer_own_mean(unit[members], ~changed[members], changed[members])
+
+
+def test_nested_clusters_are_nested_and_named_as_kmeans():
+    rng = np.random.default_rng(0)
+    table = {f"w{i}": row for i, row in enumerate(rng.normal(size=(200, 5)))}
+    X = [list(table)[:50], list(table)[50:]]
+    nested = WordClusters(table, n_clusters=(4, 16, 64), nested=True, window=1,
+                          random_state=0).fit(X)
+    flat = WordClusters(table, n_clusters=(4, 16, 64), window=1, random_state=0).fit(X)
+    assert nested.get_feature_names_out().tolist() == flat.get_feature_names_out().tolist()
+    assert nested.n_clusters_ == (4, 16, 64)
+    for coarse, fine in ((0, 1), (1, 2)):
+        parent = {}
+        for c, f in zip(nested.clusters_[:, coarse], nested.clusters_[:, fine]):
+            assert parent.setdefault(f, c) == c, "a fine cluster straddles two coarse ones"
+    Xt = nested.transform(X)
+    assert Xt.matrix.shape == (200, 3 * (4 + 16 + 64))
+    # the token's own one-hot features: one per clustering
+    assert Xt.matrix[:, 84:168].sum(axis=1).ravel().tolist() == [[3] * 200]
+    again = clone(nested).fit(X)
+    np.testing.assert_array_equal(again.clusters_, nested.clusters_)
+
+
+def test_nested_clusters_split_identical_words():
+    table = {"a": [1.0, 0.0], "b": [1.0, 0.0], "c": [1.0, 0.0], "d": [0.0, 1.0]}
+    clusters = WordClusters(table, n_clusters=(2, 4), nested=True, random_state=0)
+    clusters.fit([list(table)])
+    assert clusters.clusters_[:, 0].tolist() in ([0, 0, 0, 1], [1, 1, 1, 0])
+    assert sorted(clusters.clusters_[:, 1].tolist()) == [0, 1, 2, 3]
