@@ -181,6 +181,33 @@ def _add_sequence(c, lo, hi, rows, features, partial, hot_partial, chunk_start, 
 
 
 @compiled(inline=True)
+def _chunk_workspace(c, offsets, bounds, partial, hot_partial, n_classes):
+    """Clear chunk c's partial sums; return its longest sequence's length, marginal
+    rows, and the scaled pass's workspace ``(alpha, beta, emission, norm, reach,
+    scratch)``."""
+    clear_chunk_sums(c, partial, hot_partial)
+    longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+    # typed constants (np.bool_), not literals: see inference._batch.compiled
+    alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
+        longest, n_classes, np.bool_(False))
+    return longest, np.empty((longest, n_classes)), (alpha, beta, emission, norm, reach,
+                                                     scratch)
+
+
+@compiled(inline=True)
+def _sequence_done(c, q, lo, hi, lz, marginals, features, dense_rows, log_z, partial,
+                   hot_partial, chunk_start, chunk_end):
+    """Record sequence q's log Z and, when finite, add its marginals to chunk c's sums
+    (and store them in ``dense_rows``); else no marginals were written (the loss is not
+    finite anyway)."""
+    log_z[q] = lz
+    store_marginals(dense_rows, lo, hi, marginals, np.isfinite(lz))
+    if np.isfinite(lz):
+        _add_sequence(c, lo, hi, marginals, features, partial, hot_partial, chunk_start,
+                      chunk_end)
+
+
+@compiled(inline=True)
 def token_unary(features, hot_state, pair_weights, dense_rows, lo, hi, unary):
     """Unary scores of tokens lo..hi-1 into ``unary``: the features' (:func:`sequence_unary`)
     plus, when ``dense_rows`` has rows, theirs (see :func:`nll_terms`)."""
@@ -307,12 +334,9 @@ def _product_chunks(chunk_lo, chunk_hi, bounds, offsets, features, exp_hot, exp_
     (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
      any_forbidden) = scaled
     for c in range(chunk_lo, chunk_hi):
-        clear_chunk_sums(c, partial, hot_partial)
-        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        marginals = np.empty((longest, n_classes))
-        # typed constants (np.bool_), not literals: see inference._batch.compiled
-        alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
-            longest, n_classes, np.bool_(False))
+        _, marginals, workspace = _chunk_workspace(c, offsets, bounds, partial, hot_partial,
+                                                   n_classes)
+        alpha, beta, emission, norm, reach, scratch = workspace
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -378,12 +402,8 @@ def _summed_chunks(chunk_lo, chunk_hi, bounds, offsets, features, hot_state, pai
             if np.isnan(lz):
                 exact[q] = True  # dense_rows keep its scores for the exact route
                 continue
-            log_z[q] = lz
-            store_marginals(dense_rows, lo, hi, marginals, np.isfinite(lz))
-            if not np.isfinite(lz):
-                continue  # no marginals were written (the loss is not finite anyway)
-            _add_sequence(c, lo, hi, marginals, features, partial, hot_partial, chunk_start,
-                          chunk_end)
+            _sequence_done(c, q, lo, hi, lz, marginals, features, dense_rows, log_z, partial,
+                           hot_partial, chunk_start, chunk_end)
 
 
 @compiled()
@@ -412,12 +432,8 @@ def _exact_chunks(chunk_lo, chunk_hi, bounds, offsets, features, hot_state, pair
                                     exp_by_col, row_max, exp_by_row, np.bool_(True), marginals,
                                     chunk_counts[c], alpha, beta, shifted_rows, block, scaled,
                                     scratch)
-            log_z[q] = lz
-            store_marginals(dense_rows, lo, hi, marginals, np.isfinite(lz))
-            if not np.isfinite(lz):
-                continue  # no marginals were written (the loss is not finite anyway)
-            _add_sequence(c, lo, hi, marginals, features, partial, hot_partial, chunk_start,
-                          chunk_end)
+            _sequence_done(c, q, lo, hi, lz, marginals, features, dense_rows, log_z, partial,
+                           hot_partial, chunk_start, chunk_end)
 
 
 def fused_layout(features, offsets, n_pairs, n_classes):

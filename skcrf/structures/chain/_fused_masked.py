@@ -21,11 +21,12 @@ masked path and against enumeration (tests/learning/test_partial_fused.py).
 import numpy as np
 
 from ...inference._potentials import chain_scaled_potentials
-from ...inference._runtime.batch import chunk_bounds, compiled, longest_sequence, run_chunks
-from ...inference.chain.order1 import chain_workspace, scaled_from_emission
-from .._fused_features import (clear_chunk_sums, hot_state_rows, product_factors,
-                               sequence_emission, summed_pair_partials)
-from ._fused import FusedChainTerms, _add_sequence, store_marginals, token_unary
+from ...inference._runtime.batch import chunk_bounds, compiled, run_chunks
+from ...inference.chain.order1 import scaled_from_emission
+from .._fused_features import (hot_state_rows, product_factors, sequence_emission,
+                               summed_pair_partials)
+from ._fused import (FusedChainTerms, _add_sequence, _chunk_workspace, store_marginals,
+                     token_unary)
 
 
 class MaskedFusedChainTerms(FusedChainTerms):
@@ -148,16 +149,14 @@ def _masked_chunks(chunk_lo, chunk_hi, bounds, offsets, features, by_products, e
     (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
      any_forbidden) = scaled
     for c in range(chunk_lo, chunk_hi):
-        clear_chunk_sums(c, partial, hot_partial)
-        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        longest, marginals, workspace = _chunk_workspace(c, offsets, bounds, partial,
+                                                         hot_partial, n_classes)
+        alpha, beta, emission, norm, reach, scratch = workspace
         unary = np.empty((longest, n_classes))
         base = np.empty((longest, n_classes))
         free = np.empty((longest, n_classes))
-        marginals = np.empty((longest, n_classes))
         free_counts = np.empty((n_classes, n_classes))
         allowed_counts = np.empty((n_classes, n_classes))
-        alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
-            longest, n_classes, np.bool_(False))
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
