@@ -138,8 +138,7 @@ class DenseChainStructure:
                     part, part_offsets, scores)
                 log_z.append(part_log_z)
                 expected += part_expected
-                marginals = marginals.astype(part.dense.dtype, copy=False)
-                expected_dense += marginals.T @ part.dense
+                expected_dense += dense_gradient(part.dense, marginals)
             return np.concatenate(log_z), self._without_fixed_blocks(
                 np.concatenate([expected, expected_dense.ravel()]))
 
@@ -223,5 +222,11 @@ def dense_scores(dense, W, out):
 
 
 def dense_gradient(dense, marginals):
-    """``marginals.T @ dense`` as float64 (n_classes, n_dense), in the block's precision."""
-    return np.asarray(marginals.astype(dense.dtype, copy=False).T @ dense, dtype=np.float64)
+    """``marginals.T @ dense`` as float64 (n_classes, n_dense), in the block's precision.
+
+    Computed as ``(dense.T @ marginals).T``: OpenBLAS splits that product's
+    long inner dimension well, where ``marginals.T @ dense`` ran 4 to 15x
+    slower with two threads on a shared machine (264k x 100 by 9 classes).
+    """
+    return np.asarray((dense.T @ marginals.astype(dense.dtype, copy=False)).T,
+                      dtype=np.float64)
