@@ -322,6 +322,7 @@ rng = np.random.default_rng(0)
 X = [[{"w": "Ada", "title": True}, {"w": "Lovelace", "title": True}, {"w": "wrote"}],
      [{"w": "in"}, {"w": "Paris", "title": True}]] * 8
 Y = [["B-PER", "I-PER", "O"], ["O", "B-LOC"]] * 8
+Y_PARTIAL = [["B-PER", None, "O"], [{"O", "B-LOC"}, "B-LOC"]] * 8
 ARRAYS = [rng.normal(size=(len(s), 4)) for s in X]
 '''
 
@@ -333,9 +334,11 @@ def bench_cold(args):
 
     print("\n[cold] a fresh process, an empty numba cache: toy fit + predict + marginals")
     row("", "fit (s)", "total (s)", "skcrf specs", "all specs")
-    for label, data in (("dicts (sparse route)", "X"), ("arrays (dense route)", "ARRAYS")):
+    for label, data, labels in (("dicts (sparse route)", "X", "Y"),
+                                ("arrays (dense route)", "ARRAYS", "Y"),
+                                ("arrays, partial labels", "ARRAYS", "Y_PARTIAL")):
         code = (CHILD.replace("TOY", DENSE_TOY).replace("MAKE", "CRFClassifier(max_iter=5)")
-                .replace("DATA", data))
+                .replace("DATA", data).replace("LABELS", labels))
         with tempfile.TemporaryDirectory() as cache:
             figures = run_child(code, cache, SKCRF_COMPILE_AHEAD="0")
         row(label, f"{figures['fit']:.2f}", f"{figures['total']:.2f}", figures["skcrf"],

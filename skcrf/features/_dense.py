@@ -32,8 +32,11 @@ def check_finite(values, offsets, names=None, what="dense block"):
     """Raise naming the first NaN or infinite value's sequence, token and column."""
     if values.size == 0:
         return
-    # one reduction over the block; the position is searched only on failure
-    if np.isfinite(values.sum(dtype=np.float64)) and np.isfinite(values).all():
+    # one reduction over the block: a NaN or an infinity makes the sum NaN or
+    # infinite, so a finite sum clears every value; an infinite one may be an
+    # overflow of finite values, which the elementwise test tells apart. The
+    # position is searched only on failure
+    if np.isfinite(values.sum(dtype=np.float64)) or np.isfinite(values).all():
         return
     bad = np.argwhere(~np.isfinite(values))[0]
     q, t = locate(offsets, bad[0])

@@ -10,10 +10,19 @@ key has zeros there, as a token without a number feature has 0.
 """
 
 from collections.abc import Mapping
+from itertools import chain, repeat
+from operator import attrgetter
 
 import numpy as np
 
-from ._dict_arrays import FeatureValueError
+from ._dict_arrays import FeatureValueError, _collector_paused
+from ._numbering import factorize
+
+_SHAPE = attrgetter("shape")
+_DTYPE = attrgetter("dtype")
+
+#: Vectors stacked per copy into the dense block: bounds the temporary.
+_STACKED_VECTORS = 8192
 
 
 def is_vector(value):
@@ -49,6 +58,12 @@ def split_vectors(X, widths=None):
         float32 when every vector is float32, float64 otherwise.
     widths : dict of str to int
     """
+    # one new dict per token while the caller holds them all: each collection
+    # those allocations trigger would traverse every dict, for nothing
+    with _collector_paused():
+        fast = _split_by_layout(X, widths)
+    if fast is not None:
+        return fast
     found = []  # (row, key, vector)
     learned = {} if widths is None else None
     stripped = []
@@ -83,14 +98,97 @@ def split_vectors(X, widths=None):
         stripped.append(tokens)
     if widths is None:
         widths = {key: learned[key] for key in sorted(learned)}
+    starts = _starts(widths)
+    dense = np.zeros((row, sum(widths.values())),
+                     dtype=np.float32 if single and found else np.float64)
+    for r, key, vector in found:
+        start = starts[key]
+        dense[r, start:start + vector.shape[0]] = vector
+    return stripped, dense, widths
+
+
+def _starts(widths):
+    """Each vector key's first dense column."""
     starts, total = {}, 0
     for key, width in widths.items():
         starts[key] = total
         total += width
-    dense = np.zeros((row, total), dtype=np.float32 if single and found else np.float64)
-    for r, key, vector in found:
-        start = starts[key]
-        dense[r, start:start + vector.shape[0]] = vector
+    return starts
+
+
+def _split_by_layout(X, widths):
+    """:func:`split_vectors` key by key of each layout of keys, or None for the loop.
+
+    Plain dicts of str keys whose values are, key by key within each layout
+    (tuple of keys), either all vectors (1-D float or int arrays of one
+    length per key) or none: as :func:`~._columns_by_key.vectorize_by_key`
+    reads dicts, with no Python frame per value, and the vectors copied a
+    slice of tokens at a time. Anything else (and every error) is left to
+    the loop, which names the token.
+    """
+    tokens = list(chain.from_iterable(X))
+    if not tokens or set(map(type, tokens)) != {dict}:
+        return None
+    layout_ids, layouts = factorize(list(map(tuple, tokens)))
+    if not all(type(key) is str for key in chain.from_iterable(layouts)):
+        return None
+    by_layout = np.argsort(layout_ids, kind="stable")
+    bounds = np.zeros(len(layouts) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(layout_ids, minlength=len(layouts)), out=bounds[1:])
+    learned = {}
+    moves = []  # (key, token rows, vectors)
+    single = True
+    for layout, first, last in zip(layouts, bounds[:-1].tolist(), bounds[1:].tolist()):
+        members = by_layout[first:last]
+        values = list(chain.from_iterable(map(dict.values, map(tokens.__getitem__,
+                                                                members.tolist()))))
+        width = len(layout)
+        kept, vectors = [], []
+        for j, key in enumerate(layout):
+            column = values[j::width]
+            types = set(map(type, column))
+            if np.ndarray not in types:
+                kept.append(j)
+                continue
+            if types != {np.ndarray}:
+                return None
+            shapes = set(map(_SHAPE, column))
+            kinds = set(map(_DTYPE, column))
+            if len(shapes) != 1 or len(next(iter(shapes))) != 1 or not all(
+                    kind.kind in "biuf" for kind in kinds):
+                return None
+            length = next(iter(shapes))[0]
+            expected = (learned if widths is None else widths).get(key)
+            if widths is None and expected is None:
+                expected = learned[key] = length
+            if expected is None:
+                continue  # a vector key fit never met: ignored
+            if expected != length:
+                return None
+            single = single and kinds == {np.dtype(np.float32)}
+            vectors.append((key, column))
+        if len(kept) == width:
+            continue
+        names = [layout[j] for j in kept]
+        columns = [values[j::width] for j in kept]
+        for row, token in zip(members.tolist(), map(dict, map(zip, repeat(names),
+                                                             zip(*columns)))
+                              if columns else ({} for _ in members)):
+            tokens[row] = token
+        moves.extend((key, members, column) for key, column in vectors)
+    if widths is None:
+        widths = {key: learned[key] for key in sorted(learned)}
+    starts = _starts(widths)
+    dense = np.zeros((len(tokens), sum(widths.values())),
+                     dtype=np.float32 if single and moves else np.float64)
+    for key, rows, column in moves:
+        start, stop = starts[key], starts[key] + widths[key]
+        for lo in range(0, len(column), _STACKED_VECTORS):
+            part = column[lo:lo + _STACKED_VECTORS]
+            dense[rows[lo:lo + len(part)], start:stop] = np.stack(part)
+    lengths = np.fromiter(map(len, X), dtype=np.int64, count=len(X))
+    ends = np.cumsum(lengths).tolist()
+    stripped = [tokens[end - n:end] for end, n in zip(ends, lengths.tolist())]
     return stripped, dense, widths
 
 

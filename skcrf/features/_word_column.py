@@ -1,9 +1,13 @@
 """The words of raw token sequences, for the transformers that look words up in a table."""
 
+from itertools import chain
+
 import numpy as np
 
 from .._utils.validation import check_sequences
 from .sequence_matrix import SequenceMatrix
+
+_PLAIN_TOKENS = {str, tuple, list}
 
 
 def sequence_words(X, word_column, owner):
@@ -19,6 +23,9 @@ def sequence_words(X, word_column, owner):
                         f"str), not a SequenceMatrix.")
     offsets = np.zeros(len(X) + 1, dtype=np.int64)
     np.cumsum([len(sequence) for sequence in X], out=offsets[1:])
+    words = _plain_words(X, word_column)
+    if words is not None:
+        return words, offsets
     words = []
     for q, sequence in enumerate(X):
         for t, token in enumerate(sequence):
@@ -26,6 +33,20 @@ def sequence_words(X, word_column, owner):
                 token = _word_of(token, word_column, q, t, owner)
             words.append(token)
     return words, offsets
+
+
+def _plain_words(X, word_column):
+    """The words when every token is a str or a tuple or list (exactly) whose column
+    ``word_column`` is a str, with no Python frame per token; else None (the loop of
+    :func:`sequence_words` then takes each token and names what is wrong)."""
+    tokens = list(chain.from_iterable(X))
+    if not set(map(type, tokens)) <= _PLAIN_TOKENS:
+        return None
+    try:
+        words = [token if type(token) is str else token[word_column] for token in tokens]
+    except IndexError:
+        return None
+    return words if set(map(type, words)) <= {str} else None
 
 
 def _word_of(token, word_column, q, t, owner):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
+from itertools import repeat
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -169,13 +170,31 @@ class WordVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, BaseE
         check_is_fitted(self, "vectors_")
         words, offsets = sequence_words(X, self.word_column, type(self).__name__)
         if self.lowercase:
-            words = [word.lower() for word in words]
+            words = map(str.lower, words)
+        # each word's row by C-level maps, then the vectors by one fancy index
         oov_row = self.vectors_.shape[0] - 1
-        get = self.vocabulary_.get
-        rows = np.fromiter((get(word, oov_row) for word in words), dtype=np.intp,
-                           count=len(words))
+        rows = np.fromiter(map(self.vocabulary_.get, words, repeat(oov_row)), dtype=np.intp,
+                           count=int(offsets[-1]))
         return SequenceMatrix(None, offsets, dense=self.vectors_[rows],
                               dense_names=self.dense_names_)
+
+    def fit_transform(self, X, y=None):
+        """:meth:`fit` then :meth:`transform`, reading ``X`` once.
+
+        Parameters
+        ----------
+        X : list of sequences of str or of tuples of str
+            Raw token sequences.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        Xt : SequenceMatrix
+            No sparse columns; a dense block of shape (n_tokens, n_dims).
+        """
+        self._index_table()
+        return self.transform(X)
 
     def _index_table(self):
         if self.dtype not in (np.float64, np.float32, "float64", "float32"):

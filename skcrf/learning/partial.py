@@ -19,7 +19,8 @@ import numpy as np
 
 from ..features.arrays import take_sequences
 from ..structures.chain._fused_masked import MaskedFusedChainTerms
-from ..structures.chain.dense import DenseChainStructure, chunk_starts, sequence_range
+from ..structures.chain.dense import (DenseChainStructure, chunk_starts, dense_gradient,
+                                      dense_scores, sequence_range)
 from ..structures.chain.order1 import ChainPosteriors, ChainStructure, chain_posteriors
 from .objective import NegativeLogLikelihood, weight_groups
 
@@ -64,9 +65,10 @@ class ConstrainedTerms:
                 self.groups.append((value, ids, None,
                                     terms(structure, part, part_offsets, mask)))
             elif isinstance(structure, DenseChainStructure):
+                terms = (fused_dense_difference_terms if structure.takes_fused
+                         else dense_difference_terms)
                 self.groups.append((value, ids, None,
-                                    dense_difference_terms(structure, part, part_offsets,
-                                                           mask)))
+                                    terms(structure, part, part_offsets, mask)))
             else:
                 self.groups.append((value, ids, structure.expectation_terms(part, part_offsets),
                                     masked_structure(structure, mask).expectation_terms(
@@ -170,7 +172,8 @@ def dense_difference_terms(structure, features, offsets, mask):
             log_z.append(part_log_z)
             expected += chain.expected_statistics(part, part_offsets, difference)
             expected_dense += difference.marginals.astype(part.dense.dtype).T @ part.dense
-        return np.concatenate(log_z), np.concatenate([expected, expected_dense.ravel()])
+        return np.concatenate(log_z), structure._without_fixed_blocks(
+            np.concatenate([expected, expected_dense.ravel()]))
 
     return terms
 
@@ -196,6 +199,39 @@ def fused_difference_terms(structure, features, offsets, mask):
             part, part_offsets, rows = take_sequences(features, offsets, ids)
             difference[ids], rest = chain_difference_terms(structure, part, part_offsets,
                                                            mask[rows])(w)
+            expected += rest
+        return difference, structure._without_fixed_blocks(expected)
+
+    return terms
+
+
+def fused_dense_difference_terms(structure, features, offsets, mask):
+    """:func:`dense_difference_terms` of an order-1 chain by the masked fused kernel.
+
+    The dense scores ``X_dense @ W.T`` enter the kernel as added unary
+    scores, and come back as the difference of the marginals, which the
+    dense weights' gradient multiplies by the block; the sequences the
+    kernel leaves go through :func:`dense_difference_terms`.
+    """
+    chain = structure.chain
+    fused = MaskedFusedChainTerms(features, offsets, chain.state_pairs, chain.n_classes, mask)
+    rows = np.empty((features.dense.shape[0], chain.n_classes))  # kept between calls
+
+    def terms(w):
+        w_chain, W = structure._split(w)
+        blocks = chain.layout.views(w_chain)
+        difference, pairs, counts, start_counts, end_counts, redo = fused(
+            blocks["state"], *chain.masked_transitions(blocks),
+            dense_rows=dense_scores(features.dense, W, rows))
+        ids = np.flatnonzero(redo)
+        if ids.shape[0]:
+            part, part_offsets, taken = take_sequences(features, offsets, ids)
+            rows[taken] = 0.0  # still their scores: the kernel added nothing of them
+        expected = np.concatenate([pairs, counts.ravel(), start_counts, end_counts,
+                                   dense_gradient(features.dense, rows).ravel()])
+        if ids.shape[0]:
+            difference[ids], rest = dense_difference_terms(structure, part, part_offsets,
+                                                           mask[taken])(w)
             expected += rest
         return difference, structure._without_fixed_blocks(expected)
 

@@ -43,7 +43,8 @@ MERGED_SLOTS_PER_HOT = 2
 
 def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
               binary, max_entries, pair_ptr, pair_labels, pair_weights, transitions, start, end,
-              offsets, hot_features, merged_parts, partial, hot_partial, plans=None):
+              offsets, hot_features, merged_parts, partial, hot_partial, plans=None,
+              dense_rows=None):
     """Everything the CRF loss needs from the features, in one pass over the tokens.
 
     The features come in two parts. Token ``t``'s frequent features are
@@ -93,6 +94,15 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
     Each chunk adds its sequences' sums route by route, in an order fixed by
     the data, so the result does not depend on the thread count.
 
+    ``dense_rows``, a C-contiguous float64 (n_tokens, n_classes) array, adds
+    its rows to the tokens' unary scores (a dense block's ``X_dense @ W.T``,
+    :mod:`.dense`) and is overwritten with the token marginals, which the
+    dense weights' gradient multiplies by the block (all zero for a
+    sequence whose log Z is not finite). Those sequences take the summed
+    and exact routes: the products route's factors are the sparse weights'
+    alone. Without it the kernels get an empty array of the same type, so
+    no route compiles twice.
+
     Returns
     -------
     log_z : (n_sequences,) float64
@@ -122,6 +132,10 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
                 binary)
     by_products, exp_hot, exp_pairs = product_factors(binary, max_entries, pair_weights,
                                                       hot_state, merged_parts)
+    if dense_rows is None:
+        dense_rows = np.empty((0, n_classes))
+    else:
+        by_products = False
     redo = np.ones(n_sequences, np.bool_)
     if by_products:
         if not scaled[-1] and n_classes <= LANE_MAX_CLASSES:
@@ -133,11 +147,11 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
     exact = np.zeros(n_sequences, np.bool_)
     if redo.any():
         run_chunks(_summed_chunks, n_chunks, bounds, offsets, features, hot_state,
-                   pair_weights, transitions, start, end, scaled, redo, not by_products,
-                   exact, *sums)
+                   pair_weights, dense_rows, transitions, start, end, scaled, redo,
+                   not by_products, exact, *sums)
     if exact.any():
         run_chunks(_exact_chunks, n_chunks, bounds, offsets, features, hot_state,
-                   pair_weights, transitions, start, end,
+                   pair_weights, dense_rows, transitions, start, end,
                    shifted_exp_by_column_and_row(transitions), exact, *sums)
 
     expected_pairs = summed_pair_partials(partial, hot_partial, hot_features, merged_parts,
@@ -164,6 +178,56 @@ def _add_sequence(c, lo, hi, rows, features, partial, hot_partial, chunk_start, 
         ends[j] += rows[n - 1, j]
     scatter_expected(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                      cold_values, binary, lo, hi, rows, hot_partial[c], partial[c])
+
+
+@compiled(inline=True)
+def _chunk_workspace(c, offsets, bounds, partial, hot_partial, n_classes):
+    """Clear chunk c's partial sums; return its longest sequence's length, marginal
+    rows, and the scaled pass's workspace ``(alpha, beta, emission, norm, reach,
+    scratch)``."""
+    clear_chunk_sums(c, partial, hot_partial)
+    longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+    # typed constants (np.bool_), not literals: see inference._batch.compiled
+    alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
+        longest, n_classes, np.bool_(False))
+    return longest, np.empty((longest, n_classes)), (alpha, beta, emission, norm, reach,
+                                                     scratch)
+
+
+@compiled(inline=True)
+def _sequence_done(c, q, lo, hi, lz, marginals, features, dense_rows, log_z, partial,
+                   hot_partial, chunk_start, chunk_end):
+    """Record sequence q's log Z and, when finite, add its marginals to chunk c's sums
+    (and store them in ``dense_rows``); else no marginals were written (the loss is not
+    finite anyway)."""
+    log_z[q] = lz
+    store_marginals(dense_rows, lo, hi, marginals, np.isfinite(lz))
+    if np.isfinite(lz):
+        _add_sequence(c, lo, hi, marginals, features, partial, hot_partial, chunk_start,
+                      chunk_end)
+
+
+@compiled(inline=True)
+def token_unary(features, hot_state, pair_weights, dense_rows, lo, hi, unary):
+    """Unary scores of tokens lo..hi-1 into ``unary``: the features' (:func:`sequence_unary`)
+    plus, when ``dense_rows`` has rows, theirs (see :func:`nll_terms`)."""
+    values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
+    sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values,
+                   binary, hot_state, pair_weights, lo, hi, unary)
+    if dense_rows.shape[0]:
+        for r in range(hi - lo):
+            for j in range(unary.shape[1]):
+                unary[r, j] += dense_rows[lo + r, j]
+
+
+@compiled(inline=True)
+def store_marginals(dense_rows, lo, hi, marginals, found):
+    """Tokens lo..hi-1's marginals into ``dense_rows`` (zeros unless ``found``), when it
+    has rows: what the dense weights' gradient reads (see :func:`nll_terms`)."""
+    if dense_rows.shape[0]:
+        for r in range(hi - lo):
+            for j in range(dense_rows.shape[1]):
+                dense_rows[lo + r, j] = marginals[r, j] if found else 0.0
 
 
 @compiled()
@@ -270,12 +334,9 @@ def _product_chunks(chunk_lo, chunk_hi, bounds, offsets, features, exp_hot, exp_
     (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
      any_forbidden) = scaled
     for c in range(chunk_lo, chunk_hi):
-        clear_chunk_sums(c, partial, hot_partial)
-        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
-        marginals = np.empty((longest, n_classes))
-        # typed constants (np.bool_), not literals: see inference._batch.compiled
-        alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
-            longest, n_classes, np.bool_(False))
+        _, marginals, workspace = _chunk_workspace(c, offsets, bounds, partial, hot_partial,
+                                                   n_classes)
+        alpha, beta, emission, norm, reach, scratch = workspace
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -304,15 +365,14 @@ def _product_chunks(chunk_lo, chunk_hi, bounds, offsets, features, exp_hot, exp_
 
 @compiled()
 def _summed_chunks(chunk_lo, chunk_hi, bounds, offsets, features, hot_state, pair_weights,
-                   transitions, start, end, scaled, redo, first_route, exact, log_z, partial,
-                   hot_partial, chunk_counts, chunk_start, chunk_end):
+                   dense_rows, transitions, start, end, scaled, redo, first_route, exact, log_z,
+                   partial, hot_partial, chunk_counts, chunk_start, chunk_end):
     """The summed route of :func:`nll_terms` for the chunks' sequences flagged in ``redo``.
 
     With ``first_route`` (no products route ran) it clears the chunks'
     partial sums first. A sequence whose scaled pass fails is flagged in
     ``exact`` for the exact route, with nothing of it added.
     """
-    values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
     n_classes = transitions.shape[0]
     (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
      any_forbidden) = scaled
@@ -334,28 +394,23 @@ def _summed_chunks(chunk_lo, chunk_hi, bounds, offsets, features, hot_state, pai
             n = hi - lo
             if n == 0:
                 continue
-            sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
-                           cold_values, binary, hot_state, pair_weights, lo, hi, unary)
+            token_unary(features, hot_state, pair_weights, dense_rows, lo, hi, unary)
             lz = scaled_sequence(unary, transitions, start, end, np.int64(0), n, exp_trans,
                                  exp_trans_t, trans_max, exp_start, start_max, exp_end,
                                  end_max, any_forbidden, emission, alpha, beta, norm, reach,
                                  np.bool_(True), marginals, chunk_counts[c], scratch)
             if np.isnan(lz):
-                exact[q] = True
+                exact[q] = True  # dense_rows keep its scores for the exact route
                 continue
-            log_z[q] = lz
-            if not np.isfinite(lz):
-                continue  # no marginals were written (the loss is not finite anyway)
-            _add_sequence(c, lo, hi, marginals, features, partial, hot_partial, chunk_start,
-                          chunk_end)
+            _sequence_done(c, q, lo, hi, lz, marginals, features, dense_rows, log_z, partial,
+                           hot_partial, chunk_start, chunk_end)
 
 
 @compiled()
 def _exact_chunks(chunk_lo, chunk_hi, bounds, offsets, features, hot_state, pair_weights,
-                  transitions, start, end, shifted, exact, log_z, partial, hot_partial,
-                  chunk_counts, chunk_start, chunk_end):
+                  dense_rows, transitions, start, end, shifted, exact, log_z, partial,
+                  hot_partial, chunk_counts, chunk_start, chunk_end):
     """The exact (log-space) route of :func:`nll_terms` for the sequences flagged in ``exact``."""
-    values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
     n_classes = transitions.shape[0]
     col_max, exp_by_col, row_max, exp_by_row = shifted
     for c in range(chunk_lo, chunk_hi):
@@ -372,17 +427,13 @@ def _exact_chunks(chunk_lo, chunk_hi, bounds, offsets, features, hot_state, pair
             lo = offsets[q]
             hi = offsets[q + 1]
             n = hi - lo
-            sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
-                           cold_values, binary, hot_state, pair_weights, lo, hi, unary)
+            token_unary(features, hot_state, pair_weights, dense_rows, lo, hi, unary)
             lz = log_space_sequence(unary, transitions, start, end, np.int64(0), n, col_max,
                                     exp_by_col, row_max, exp_by_row, np.bool_(True), marginals,
                                     chunk_counts[c], alpha, beta, shifted_rows, block, scaled,
                                     scratch)
-            log_z[q] = lz
-            if not np.isfinite(lz):
-                continue  # no marginals were written (the loss is not finite anyway)
-            _add_sequence(c, lo, hi, marginals, features, partial, hot_partial, chunk_start,
-                          chunk_end)
+            _sequence_done(c, q, lo, hi, lz, marginals, features, dense_rows, log_z, partial,
+                           hot_partial, chunk_start, chunk_end)
 
 
 def fused_layout(features, offsets, n_pairs, n_classes):
@@ -464,10 +515,14 @@ class FusedChainTerms:
             self._workspace = [np.empty(shape) for shape in shapes]
         return self._workspace
 
-    def __call__(self, pair_weights, transitions, start, end):
-        """(log_z, expected_pairs, transition_counts, start_counts, end_counts) at the weights."""
+    def __call__(self, pair_weights, transitions, start, end, dense_rows=None):
+        """(log_z, expected_pairs, transition_counts, start_counts, end_counts) at the weights.
+
+        ``dense_rows`` as in :func:`nll_terms`: added unary scores, overwritten
+        with the token marginals.
+        """
         return nll_terms(*self.kernel_args(), self.pairs.feature_ptr, self.pairs.labels,
                          np.ascontiguousarray(pair_weights), np.ascontiguousarray(transitions),
                          np.ascontiguousarray(start), np.ascontiguousarray(end), self.offsets,
                          self.hot_features, self.merged_parts, *self.workspace(),
-                         plans=self.plans)
+                         plans=self.plans, dense_rows=dense_rows)

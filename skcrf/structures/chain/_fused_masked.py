@@ -21,11 +21,12 @@ masked path and against enumeration (tests/learning/test_partial_fused.py).
 import numpy as np
 
 from ...inference._potentials import chain_scaled_potentials
-from ...inference._runtime.batch import chunk_bounds, compiled, longest_sequence, run_chunks
-from ...inference.chain.order1 import chain_workspace, scaled_from_emission
-from .._fused_features import (clear_chunk_sums, hot_state_rows, product_factors,
-                               sequence_emission, sequence_unary, summed_pair_partials)
-from ._fused import FusedChainTerms, _add_sequence
+from ...inference._runtime.batch import chunk_bounds, compiled, run_chunks
+from ...inference.chain.order1 import scaled_from_emission
+from .._fused_features import (hot_state_rows, product_factors, sequence_emission,
+                               summed_pair_partials)
+from ._fused import (FusedChainTerms, _add_sequence, _chunk_workspace, store_marginals,
+                     token_unary)
 
 
 class MaskedFusedChainTerms(FusedChainTerms):
@@ -45,12 +46,15 @@ class MaskedFusedChainTerms(FusedChainTerms):
         super().__init__(features, offsets, pairs, n_classes)
         self.log_mask = np.ascontiguousarray(log_mask, dtype=np.float64)
 
-    def __call__(self, pair_weights, transitions, start, end):
+    def __call__(self, pair_weights, transitions, start, end, dense_rows=None):
         """Return ``(difference, expected_pairs, transition_counts, start, end, redo)``.
 
         The sums are of the differences (free minus constrained) over the
         sequences done here; ``redo`` flags those left to the caller, whose
         ``difference`` entry is meaningless and which add nothing to the sums.
+        ``dense_rows`` (see :func:`._fused.nll_terms`) adds its rows to the
+        unary scores and takes the difference of the marginals of each
+        sequence done here (a sequence left to the caller keeps its rows).
         """
         pair_weights = np.ascontiguousarray(pair_weights)
         transitions = np.ascontiguousarray(transitions)
@@ -68,6 +72,10 @@ class MaskedFusedChainTerms(FusedChainTerms):
                     binary)
         by_products, exp_hot, exp_pairs = product_factors(binary, max_entries, pair_weights,
                                                           hot_state, self.merged_parts)
+        if dense_rows is None:
+            dense_rows = np.empty((0, n_classes))
+        else:  # the products are of the sparse weights alone
+            by_products = False
         difference = np.zeros(n_sequences)
         chunk_counts = np.zeros((self.n_chunks, n_classes, n_classes))
         chunk_start = np.zeros((self.n_chunks, n_classes))
@@ -75,7 +83,7 @@ class MaskedFusedChainTerms(FusedChainTerms):
         redo = np.ones(n_sequences, np.bool_)
         run_chunks(_masked_chunks, self.n_chunks, bounds, self.offsets, features,
                    np.bool_(by_products), exp_hot, exp_pairs, hot_state, pair_weights,
-                   self.log_mask, transitions, start, end,
+                   dense_rows, self.log_mask, transitions, start, end,
                    chain_scaled_potentials(transitions, start, end), redo, difference,
                    partial, hot_partial, chunk_counts, chunk_start, chunk_end)
         expected_pairs = summed_pair_partials(partial, hot_partial, self.hot_features,
@@ -125,9 +133,9 @@ def _masked_rows(base, log_mask, lo, n, emission):
 
 @compiled()
 def _masked_chunks(chunk_lo, chunk_hi, bounds, offsets, features, by_products, exp_hot,
-                   exp_pairs, hot_state, pair_weights, log_mask, transitions, start, end,
-                   scaled, redo, difference, partial, hot_partial, chunk_counts, chunk_start,
-                   chunk_end):
+                   exp_pairs, hot_state, pair_weights, dense_rows, log_mask, transitions, start,
+                   end, scaled, redo, difference, partial, hot_partial, chunk_counts,
+                   chunk_start, chunk_end):
     """The free and the constrained scaled pass of each of the chunks' sequences.
 
     Clears the chunks' partial sums first. A sequence either pass fails
@@ -141,16 +149,14 @@ def _masked_chunks(chunk_lo, chunk_hi, bounds, offsets, features, by_products, e
     (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
      any_forbidden) = scaled
     for c in range(chunk_lo, chunk_hi):
-        clear_chunk_sums(c, partial, hot_partial)
-        longest = max(longest_sequence(offsets, bounds[c], bounds[c + 1]), 1)
+        longest, marginals, workspace = _chunk_workspace(c, offsets, bounds, partial,
+                                                         hot_partial, n_classes)
+        alpha, beta, emission, norm, reach, scratch = workspace
         unary = np.empty((longest, n_classes))
         base = np.empty((longest, n_classes))
         free = np.empty((longest, n_classes))
-        marginals = np.empty((longest, n_classes))
         free_counts = np.empty((n_classes, n_classes))
         allowed_counts = np.empty((n_classes, n_classes))
-        alpha, beta, emission, norm, reach, _, _, scratch = chain_workspace(
-            longest, n_classes, np.bool_(False))
         for q in range(bounds[c], bounds[c + 1]):
             lo = offsets[q]
             hi = offsets[q + 1]
@@ -162,8 +168,7 @@ def _masked_chunks(chunk_lo, chunk_hi, bounds, offsets, features, by_products, e
                 log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs,
                                               cold_labels, exp_hot, exp_pairs, lo, hi, base)
             else:
-                sequence_unary(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
-                               cold_values, binary, hot_state, pair_weights, lo, hi, unary)
+                token_unary(features, hot_state, pair_weights, dense_rows, lo, hi, unary)
                 log_scale = _exp_rows(unary, n, base)
                 if np.isnan(log_scale):
                     continue
@@ -198,5 +203,6 @@ def _masked_chunks(chunk_lo, chunk_hi, bounds, offsets, features, by_products, e
             for i in range(n_classes):
                 for j in range(n_classes):
                     counts[i, j] += free_counts[i, j] - allowed_counts[i, j]
+            store_marginals(dense_rows, lo, hi, free, np.bool_(True))
             _add_sequence(c, lo, hi, free, features, partial, hot_partial, chunk_start,
                           chunk_end)
