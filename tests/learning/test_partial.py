@@ -123,14 +123,19 @@ def test_constrained_marginals_match_enumeration():
 @pytest.mark.parametrize("weights", [None, "random"])
 def test_fully_labelled_sequences_take_todays_objective_bitwise(weights):
     X, offsets, gold, n_classes, rng = _problem(3)
-    allowed = np.eye(n_classes, dtype=bool)[gold]
-    structure = ChainStructure.for_training(as_feature_arrays(X), offsets, gold, n_classes)
+    features = as_feature_arrays(X)
+    structure = ChainStructure.for_training(features, offsets, gold, n_classes)
     sequence_weights = None if weights is None else rng.integers(1, 3, offsets.shape[0] - 1)
-    partial = _partial(gold, allowed, offsets)
+    _assert_todays_objective(structure, features, offsets, gold, sequence_weights, rng)
+
+
+def _assert_todays_objective(structure, features, offsets, gold, sequence_weights, rng):
+    """Fully labelled sequences: PartialLabelObjective is NegativeLogLikelihood, bitwise."""
+    partial = _partial(gold, np.eye(structure.n_classes, dtype=bool)[gold], offsets)
     assert (partial.kinds == FULL).all()
-    objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets, partial,
-                                      l2=0.3, sequence_weights=sequence_weights)
-    today = NegativeLogLikelihood(structure, as_feature_arrays(X), offsets, gold, 0.3,
+    objective = PartialLabelObjective(structure, features, offsets, partial, l2=0.3,
+                                      sequence_weights=sequence_weights)
+    today = NegativeLogLikelihood(structure, features, offsets, gold, 0.3,
                                   sequence_weights=sequence_weights)
     w = rng.normal(size=structure.n_parameters)
     loss, grad = objective(w)

@@ -13,14 +13,13 @@ from hypothesis import strategies as st
 from scipy.optimize import approx_fprime
 
 from skcrf.features.arrays import as_feature_arrays
-from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.learning.partial import PartialLabelObjective, masked_structure
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.patterns.chain import PatternChainStructure
 from skcrf.structures.patterns.label_patterns import LabelPatterns
 from tests._structure_checks import nonempty_sequences
 from tests._threads import results_per_thread_count
-from tests.learning.test_partial import _partial, _random_mask
+from tests.learning.test_partial import _assert_todays_objective, _partial, _random_mask
 from tests.naive_patterns import enumerate_sequence
 
 
@@ -111,16 +110,8 @@ def test_fully_labelled_sequences_take_todays_objective_bitwise(order):
     X, offsets, gold, n_classes, rng = _problem(3)
     features = as_feature_arrays(X)
     structure = PatternChainStructure.for_training(features, offsets, gold, n_classes, order)
-    partial = _partial(gold, np.eye(n_classes, dtype=bool)[gold], offsets)
     weights = rng.integers(1, 3, offsets.shape[0] - 1).astype(float)
-    objective = PartialLabelObjective(structure, features, offsets, partial, 0.3, weights)
-    today = NegativeLogLikelihood(structure, features, offsets, gold, 0.3,
-                                  sequence_weights=weights)
-    w = rng.normal(size=structure.n_parameters)
-    loss, grad = objective(w)
-    expected_loss, expected_grad = today(w)
-    assert loss == expected_loss
-    np.testing.assert_array_equal(grad, expected_grad)
+    _assert_todays_objective(structure, features, offsets, gold, weights, rng)
 
 
 def test_all_unknown_sequences_add_nothing():
