@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import approx_fprime
 from scipy.special import logsumexp
 
 from skcrf._estimators.partial_labels import (CONSTRAINED, FREE, FULL, PartialLabels,
@@ -17,7 +16,7 @@ from skcrf.learning.partial import PartialLabelObjective, masked_structure
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure, chain_posteriors
 from tests._chain_loss import unpack
-from tests._structure_checks import nonempty_sequences
+from tests._structure_checks import assert_loss_and_gradient, nonempty_sequences
 from tests._threads import results_per_thread_count
 from tests.naive import enumerate_sequence, path_score
 
@@ -92,11 +91,8 @@ def test_loss_and_gradient_match_enumeration_of_consistent_labellings(seed):
     objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
                                       _partial(gold, allowed, offsets), l2=0.4)
     w = rng.normal(scale=0.7, size=structure.n_parameters)
-    loss, grad = objective(w)
-    np.testing.assert_allclose(loss, _brute_force_loss(structure, X, offsets, allowed, w, 0.4),
-                               rtol=1e-10)
-    numeric = approx_fprime(w, lambda v: objective(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_loss_and_gradient(objective, w,
+                             _brute_force_loss(structure, X, offsets, allowed, w, 0.4))
 
 
 def test_constrained_marginals_match_enumeration():

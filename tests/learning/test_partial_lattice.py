@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import approx_fprime
 
 from skcrf import CRFClassifier
 from skcrf._estimators.partial_labels import CONSTRAINED, FULL
@@ -13,6 +12,7 @@ from skcrf.learning.partial import PartialLabelObjective
 from skcrf.learning.partial_lattice import pruned_partial_objective, pruner_candidates
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure
+from tests._structure_checks import assert_loss_and_gradient
 from tests.learning.test_partial import _partial, _random_mask
 from tests.learning.test_partial_orders import _enumerated, _problem, _structure
 
@@ -51,12 +51,8 @@ def test_loss_and_gradient_match_enumeration_over_the_lattice(order, seed):
     objective = pruned_partial_objective(structure, as_feature_arrays(X), offsets, partial,
                                          keep, 0.3)
     w = rng.normal(scale=0.7, size=structure.n_parameters)
-    loss, grad = objective(w)
-    np.testing.assert_allclose(
-        loss, _brute_force_loss(structure, X, offsets, gold, allowed, keep, w, 0.3),
-        rtol=1e-10)
-    numeric = approx_fprime(w, lambda v: objective(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_loss_and_gradient(objective, w,
+                             _brute_force_loss(structure, X, offsets, gold, allowed, keep, w, 0.3))
 
 
 @pytest.mark.parametrize("order", [2, 3])

@@ -10,14 +10,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import approx_fprime
 
 from skcrf.features.arrays import as_feature_arrays
 from skcrf.learning.partial import PartialLabelObjective, masked_structure
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.patterns.chain import PatternChainStructure
 from skcrf.structures.patterns.label_patterns import LabelPatterns
-from tests._structure_checks import nonempty_sequences
+from tests._structure_checks import assert_loss_and_gradient, nonempty_sequences
 from tests._threads import results_per_thread_count
 from tests.learning.test_partial import _assert_todays_objective, _partial, _random_mask
 from tests.naive_patterns import enumerate_sequence
@@ -78,11 +77,8 @@ def test_loss_and_gradient_match_enumeration_of_consistent_labellings(order, see
     objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
                                       _partial(gold, allowed, offsets), l2=0.4)
     w = rng.normal(scale=0.7, size=structure.n_parameters)
-    loss, grad = objective(w)
-    np.testing.assert_allclose(loss, _brute_force_loss(structure, X, offsets, allowed, w, 0.4),
-                               rtol=1e-10)
-    numeric = approx_fprime(w, lambda v: objective(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_loss_and_gradient(objective, w,
+                             _brute_force_loss(structure, X, offsets, allowed, w, 0.4))
 
 
 @pytest.mark.parametrize("order", [2, 3])
