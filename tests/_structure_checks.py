@@ -123,7 +123,7 @@ def assert_gradient_matches_finite_differences(loss, seed):
 
 
 def assert_loss_and_gradient(objective, w, expected_loss):
-    """At ``w`` the loss is ``expected_loss`` (an oracle's) and the gradient its finite differences."""
+    """At ``w`` the loss is an oracle's ``expected_loss``, the gradient its finite differences."""
     loss, grad = objective(w)
     np.testing.assert_allclose(loss, expected_loss, rtol=1e-10)
     _assert_gradient_at(objective, w, grad)

@@ -189,7 +189,12 @@ def test_sample_weight_counts_as_repetition():
 def test_one_and_two_threads_agree_bitwise():
     X, offsets, gold, n_classes, rng = _problem(8, n_sequences=40)
     allowed = _random_mask(rng, gold, n_classes)
-    structure = _structure(X, n_classes, forbid=False)
+    _assert_threads_agree(_structure(X, n_classes, forbid=False), X, offsets, gold, allowed,
+                          rng)
+
+
+def _assert_threads_agree(structure, X, offsets, gold, allowed, rng):
+    """The partial-label loss and gradient are the same bits under one and two threads."""
     objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
                                       _partial(gold, allowed, offsets), 0.3)
     w = rng.normal(size=structure.n_parameters)
@@ -203,7 +208,11 @@ def test_labels_that_admit_no_labelling_name_the_sequence():
     allowed = np.ones((gold.shape[0], n_classes), dtype=bool)
     allowed[0] = [True, False, False]  # sequence 0 (4 tokens): first token 0,
     allowed[1] = [False, True, False]  # then 1, which the structure forbids
-    structure = _structure(X, n_classes)
+    _assert_no_labelling_named(_structure(X, n_classes), X, offsets, gold, allowed)
+
+
+def _assert_no_labelling_named(structure, X, offsets, gold, allowed):
+    """Sequence 0's allowed labels admit no labelling the structure allows: the error says so."""
     with pytest.raises(ValueError, match="sequence 0 admit no labelling"):
         PartialLabelObjective(structure, as_feature_arrays(X), offsets,
                               _partial(gold, allowed, offsets), 0.1)
