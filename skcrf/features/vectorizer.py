@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._estimators.fitted_state import Fitted, FittedState, IfPresent, Names, StrList, TypeOf, saved_as
 from .._utils.docstrings import fill_sections
 from .._utils.parallel import kernel_exceptions
+from .._utils.tags import sequence_tags
 from .._utils.type_aliases import FeatureSequences, LabelSequences
 from .._utils.validation import _PLAIN_SEQUENCES, check_sequences
 from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
@@ -422,10 +423,7 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
                                            offsets, names, self.dtype, parents)
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.dict = True
-        return tags
+        return sequence_tags(super().__sklearn_tags__(), "dict")
 
 
 def _carry_dense(X, matrix):
