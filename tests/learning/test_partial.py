@@ -156,10 +156,14 @@ def test_singleton_sets_through_the_constrained_path_give_the_labelled_loss():
 
 def test_all_unknown_sequences_add_nothing():
     X, offsets, gold, n_classes, rng = _problem(6)
-    allowed = np.ones((gold.shape[0], n_classes), dtype=bool)
-    partial = _partial(gold, allowed, offsets)
+    _assert_all_unknown_add_nothing(_structure(X, n_classes), X, offsets, gold, rng)
+
+
+def _assert_all_unknown_add_nothing(structure, X, offsets, gold, rng):
+    """With every label allowed everywhere, the loss and gradient are the L2 penalty's."""
+    n_classes = structure.n_classes
+    partial = _partial(gold, np.ones((gold.shape[0], n_classes), dtype=bool), offsets)
     assert (partial.kinds == FREE).all()
-    structure = _structure(X, n_classes)
     objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets, partial, 0.5)
     w = rng.normal(size=structure.n_parameters)
     loss, grad = objective(w)

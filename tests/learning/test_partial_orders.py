@@ -17,7 +17,8 @@ from skcrf.structures._parameters import StatePairs
 from skcrf.structures.patterns.chain import PatternChainStructure
 from skcrf.structures.patterns.label_patterns import LabelPatterns
 from tests._structure_checks import assert_loss_and_gradient, nonempty_sequences
-from tests.learning.test_partial import (_assert_no_labelling_named, _assert_threads_agree,
+from tests.learning.test_partial import (_assert_all_unknown_add_nothing,
+                                         _assert_no_labelling_named, _assert_threads_agree,
                                          _assert_todays_objective, _partial, _random_mask)
 from tests.naive_patterns import enumerate_sequence
 
@@ -115,13 +116,7 @@ def test_fully_labelled_sequences_take_todays_objective_bitwise(order):
 
 def test_all_unknown_sequences_add_nothing():
     X, offsets, gold, n_classes, rng = _problem(6)
-    structure = _structure(X, n_classes, 2)
-    partial = _partial(gold, np.ones((gold.shape[0], n_classes), dtype=bool), offsets)
-    objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets, partial, 0.5)
-    w = rng.normal(size=structure.n_parameters)
-    loss, grad = objective(w)
-    assert loss == 0.5 * 0.5 * (w @ w)
-    np.testing.assert_array_equal(grad, 0.5 * w)
+    _assert_all_unknown_add_nothing(_structure(X, n_classes, 2), X, offsets, gold, rng)
 
 
 def test_one_and_two_threads_agree_bitwise():
