@@ -18,6 +18,7 @@ from skcrf.structures.patterns.chain import PatternChainStructure
 from skcrf.structures.patterns.label_patterns import LabelPatterns
 from tests._structure_checks import assert_loss_and_gradient, nonempty_sequences
 from tests.learning.test_partial import (_assert_all_unknown_add_nothing,
+                                         _assert_loss_is_the_oracles,
                                          _assert_no_labelling_named, _assert_threads_agree,
                                          _assert_todays_objective, _partial, _random_mask)
 from tests.naive_patterns import enumerate_sequence
@@ -139,13 +140,8 @@ def test_labels_that_admit_no_labelling_name_the_sequence():
 def test_random_masks_match_enumeration(seed, p_hidden, order):
     X, offsets, gold, n_classes, rng = _problem(seed, n_sequences=3, max_length=4)
     allowed = _random_mask(rng, gold, n_classes, p_hidden)
-    structure = _structure(X, n_classes, order)
-    objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
-                                      _partial(gold, allowed, offsets), 0.2)
-    w = rng.normal(size=structure.n_parameters)
-    np.testing.assert_allclose(objective(w)[0],
-                               _brute_force_loss(structure, X, offsets, allowed, w, 0.2),
-                               rtol=1e-10)
+    _assert_loss_is_the_oracles(_structure(X, n_classes, order), X, offsets, gold, allowed,
+                                rng, _brute_force_loss)
 
 
 def test_patterns_are_the_ngrams_of_known_labels():
