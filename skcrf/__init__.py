@@ -5,8 +5,9 @@ not import scikit-learn, scipy and numba, which take most of a second;
 ``from skcrf import CRFClassifier`` (or ``skcrf.CRFClassifier``) does.
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from ._utils.lazy import lazy_attributes
 
 __version__ = "0.1.0"
 
@@ -42,14 +43,4 @@ if TYPE_CHECKING:  # what static checkers and IDEs see
     from .inference._runtime.batch import CacheDamagedWarning, CacheUnavailableWarning
 
 
-def __getattr__(name):
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'skcrf' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_attributes(__name__, _PUBLIC, globals())

@@ -19,6 +19,7 @@ from ._estimators.fitted_state import (FittedState, IfPresent, Integer, Real, Sp
 from ._estimators.fitted_state import Array, _Spec, weights_or_neginf
 from ._estimators.queries import given_label_ids
 from ._utils.parallel import kernel_threads
+from ._utils.tags import sequence_tags
 from ._utils.type_aliases import FeatureSequences, LabelSequences
 from ._utils.validation import check_label_type, check_labels
 
@@ -166,10 +167,7 @@ class CalibratedCRF(BaseEstimator):
         self.objective = objective
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
-        tags.target_tags.required = True
+        tags = sequence_tags(super().__sklearn_tags__(), "string", y_required=True)
         tags.non_deterministic = False
         return tags
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from .features.arrays import all_feature_names
 from .structures.patterns.chain import fitted_patterns
-from .structures.patterns.label_patterns import ngram_codes
+from .structures.patterns.label_patterns import row_lengths
 
 #: Names of the terms that are not a feature's.
 START, END, TRANSITION, TRIGRAM, PATTERN, ROOT, LINK, LENGTH = (
@@ -147,15 +147,10 @@ def _pattern_terms(reader, terms, label_ids, positions):
     if reader.patterns is None or label_ids.shape[0] == 0:
         return
     patterns, weights = reader.patterns
-    offsets = np.array([0, label_ids.shape[0]])
-    for length in patterns.lengths:
-        if not patterns.codes[length].size:
-            continue
-        codes = ngram_codes(label_ids, offsets, patterns.n_classes, length)
-        at = np.flatnonzero(codes >= 0)
-        found = patterns.index_of(np.full(at.shape, length), codes[at])
-        for end, k in zip(at[found >= 0].tolist(), found[found >= 0].tolist()):
-            terms[int(positions[end]), pattern_term(length)] += float(weights[k])
+    ends, found = patterns.occurrences(label_ids, np.array([0, label_ids.shape[0]]))
+    lengths = row_lengths(patterns.rows[found])
+    for end, k, length in zip(ends.tolist(), found.tolist(), lengths.tolist()):
+        terms[int(positions[end]), pattern_term(length)] += float(weights[k])
 
 
 def _chain_terms(reader, terms, y):

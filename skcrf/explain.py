@@ -31,6 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._explain_terms import (END, LINK, ROOT, START, TRANSITION, TRIGRAM, TermReader, column_names, depends_on,
                              labelling_terms, neighbourhood, token_columns)
+from ._utils.docstrings import fill_sections
 from ._utils.validation import check_sequences
 from .features import SequenceMatrix
 
@@ -50,6 +51,14 @@ TermDifference.__doc__ = """A term where the best and the second best labelling 
 at token ``position``, ``term`` (a feature, a transition, a pattern...; see
 :func:`explain_sequence`) scores ``difference`` more in the best labelling (whose label
 there is ``best``) than in the second (label ``second``)."""
+
+
+# The model both explanations' examples fit, on ten short sentences
+_example_docs = fill_sections({"toy_model": """\
+    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]] * 5
+    >>> y = [["DET", "N"], ["DET", "N"]] * 5
+    >>> crf = CRFClassifier(max_iter=30).fit(X, y)
+"""})
 
 
 def _final_and_matrix(model, x):
@@ -282,6 +291,7 @@ def _unary_rows(final, matrix, position, labels):
                       dict(zip(labels, contributions[k].tolist()))) for k in order]
 
 
+@_example_docs
 def explain_token(model: Any, x: Any, position: int) -> TokenExplanation:
     """The terms of one token's score for each candidate label, with its marginals.
 
@@ -315,9 +325,7 @@ def explain_token(model: Any, x: Any, position: int) -> TokenExplanation:
     --------
     >>> from skcrf import CRFClassifier
     >>> from skcrf.explain import explain_token
-    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]] * 5
-    >>> y = [["DET", "N"], ["DET", "N"]] * 5
-    >>> crf = CRFClassifier(max_iter=30).fit(X, y)
+    <<toy_model>>
     >>> explanation = explain_token(crf, [{"w": "the"}, {"w": "dog"}], 1)
     >>> explanation.predicted, [row.term for row in explanation.rows]
     ('N', ['w=dog', '(from DET)', '(end)'])
@@ -370,6 +378,7 @@ def _two_best(final, matrix):
     return [(best, float(proba[0])), (others[k], float(np.exp(log_p[k])))]
 
 
+@_example_docs
 def explain_sequence(model: Any, x: Any, *, top: int | None = 10) -> SequenceExplanation:
     """The tokens and features that most separate the best labelling from the second.
 
@@ -400,9 +409,7 @@ def explain_sequence(model: Any, x: Any, *, top: int | None = 10) -> SequenceExp
     --------
     >>> from skcrf import CRFClassifier
     >>> from skcrf.explain import explain_sequence
-    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]] * 5
-    >>> y = [["DET", "N"], ["DET", "N"]] * 5
-    >>> crf = CRFClassifier(max_iter=30).fit(X, y)
+    <<toy_model>>
     >>> explanation = explain_sequence(crf, [{"w": "the"}, {"w": "dog"}], top=None)
     >>> total = sum(row.difference for row in explanation.rows)
     >>> bool(abs(total - explanation.log_odds) < 1e-9)

@@ -73,6 +73,13 @@ _segment_docs = fill_sections({
 })
 
 
+# The two sentences the chain tables' examples fit a model on
+_example_docs = fill_sections({"toy_corpus": """\
+    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]]
+    >>> y = [["DET", "N"], ["DET", "N"]]
+"""})
+
+
 def _check_top(top):
     if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer))
                             or top < 1):
@@ -113,6 +120,7 @@ def _strongest(weights, top):
     return order if top is None else order[:top]
 
 
+@_example_docs
 def state_features(crf: BaseEstimator, *, top: int | None = 20,
                    classes: Sequence[Hashable] | None = None) -> list[StateFeature]:
     """The strongest state weights of each label: (feature, label, weight) rows.
@@ -139,8 +147,7 @@ def state_features(crf: BaseEstimator, *, top: int | None = 20,
     --------
     >>> from skcrf import CRFClassifier
     >>> from skcrf.inspection import state_features, format_table
-    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]]
-    >>> y = [["DET", "N"], ["DET", "N"]]
+    <<toy_corpus>>
     >>> crf = CRFClassifier(alpha=0.1).fit(X, y)
     >>> rows = state_features(crf, top=2, classes=["N"])
     >>> [(row.feature, row.label) for row in rows]
@@ -228,6 +235,7 @@ def length_weights(crf: BaseEstimator, *,
     return rows
 
 
+@_example_docs
 def transition_features(crf: BaseEstimator, *, top: int | None = None) -> list[Transition]:
     """Transition weights as (from_label, to_label, weight) rows.
 
@@ -252,8 +260,7 @@ def transition_features(crf: BaseEstimator, *, top: int | None = None) -> list[T
     --------
     >>> from skcrf import CRFClassifier
     >>> from skcrf.inspection import transition_features
-    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]]
-    >>> y = [["DET", "N"], ["DET", "N"]]
+    <<toy_corpus>>
     >>> crf = CRFClassifier(alpha=0.1).fit(X, y)
     >>> strongest = transition_features(crf, top=1)[0]
     >>> strongest.from_label, strongest.to_label, strongest.weight > 0
@@ -358,6 +365,7 @@ def trigram_features(crf: BaseEstimator, *, top: int | None = 20) -> list[Trigra
     return rows if top is None else rows[:top]
 
 
+@_example_docs
 def edge_features(crf: BaseEstimator, *, top: int | None = 20) -> list[EdgeFeature]:
     """The strongest transition-feature weights: (feature, from_label, to_label, weight) rows.
 
@@ -381,8 +389,7 @@ def edge_features(crf: BaseEstimator, *, top: int | None = 20) -> list[EdgeFeatu
     --------
     >>> from skcrf import CRFClassifier
     >>> from skcrf.inspection import edge_features
-    >>> X = [[{"w": "the"}, {"w": "cat"}], [{"w": "a"}, {"w": "dog"}]]
-    >>> y = [["DET", "N"], ["DET", "N"]]
+    <<toy_corpus>>
     >>> crf = CRFClassifier(alpha=0.1, transition_features=["w="]).fit(X, y)
     >>> [(row.feature, row.from_label, row.to_label) for row in edge_features(crf, top=2)]
     [('w=cat', 'DET', 'N'), ('w=dog', 'DET', 'N')]

@@ -119,7 +119,17 @@ def assert_fused_equals_unfused(fused, unfused, scales, seed):
 def assert_gradient_matches_finite_differences(loss, seed):
     """At random weights (scale 0.5), the gradient is the loss's finite differences."""
     w = np.random.default_rng(seed).normal(scale=0.5, size=loss.n_parameters)
-    _, grad = loss(w)
+    _assert_gradient_at(loss, w, loss(w)[1])
+
+
+def assert_loss_and_gradient(objective, w, expected_loss):
+    """At ``w`` the loss is an oracle's ``expected_loss``, the gradient its finite differences."""
+    loss, grad = objective(w)
+    np.testing.assert_allclose(loss, expected_loss, rtol=1e-10)
+    _assert_gradient_at(objective, w, grad)
+
+
+def _assert_gradient_at(loss, w, grad):
     numeric = approx_fprime(w, lambda v: loss(v)[0], 1e-6)
     np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
 

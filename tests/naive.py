@@ -32,20 +32,27 @@ def scored_labellings(n, n_classes, score):
     return paths, scores, log_z, best, probs
 
 
+def labelling_marginals(n, n_classes, score):
+    """``(labellings, log Z, best labelling, probabilities, token marginals)`` of ``n`` > 0
+    tokens by :func:`scored_labellings`; the marginals are all zeros and the
+    probabilities None when no labelling has a finite score."""
+    marginals = np.zeros((n, n_classes))
+    paths, _, log_z, best, probs = scored_labellings(n, n_classes, score)
+    for p, prob in zip(paths, () if probs is None else probs):
+        for t, k in enumerate(p):
+            marginals[t, k] += prob
+    return paths, log_z, best, probs, marginals
+
+
 def enumerate_sequence(unary, transitions, start, end):
     """(log Z, marginals, expected transition counts, best path) of one sequence."""
     n, n_classes = unary.shape
-    marginals = np.zeros((n, n_classes))
     counts = np.zeros((n_classes, n_classes))
     if n == 0:
-        return 0.0, marginals, counts, np.zeros(0, dtype=np.int64)
-    paths, _, log_z, best, probs = scored_labellings(
+        return 0.0, np.zeros((0, n_classes)), counts, np.zeros(0, dtype=np.int64)
+    paths, log_z, best, probs, marginals = labelling_marginals(
         n, n_classes, lambda p: path_score(unary, transitions, start, end, p))
-    if probs is None:
-        return log_z, marginals, counts, best
-    for p, prob in zip(paths, probs):
-        for t, k in enumerate(p):
-            marginals[t, k] += prob
+    for p, prob in zip(paths, () if probs is None else probs):
         for a, b in zip(p[:-1], p[1:]):
             counts[a, b] += prob
     return log_z, marginals, counts, best

@@ -8,7 +8,7 @@ by construction, which is what makes them oracles for
 
 import numpy as np
 
-from tests.naive import scored_labellings
+from tests.naive import labelling_marginals
 
 
 def edge_path_score(unary, edges, start, end, path):
@@ -26,17 +26,12 @@ def enumerate_edge_sequence(unary, edges, start, end):
     pairs are all zeros when no path has a finite score.
     """
     n, n_classes = unary.shape
-    marginals = np.zeros((n, n_classes))
     pairs = np.zeros((n, n_classes, n_classes))
     if n == 0:
-        return 0.0, marginals, pairs, np.zeros(0, dtype=np.int64)
-    paths, _, log_z, best, probs = scored_labellings(
+        return 0.0, np.zeros((0, n_classes)), pairs, np.zeros(0, dtype=np.int64)
+    paths, log_z, best, probs, marginals = labelling_marginals(
         n, n_classes, lambda p: edge_path_score(unary, edges, start, end, p))
-    if probs is None:
-        return log_z, marginals, pairs, best
-    for p, prob in zip(paths, probs):
-        for t, k in enumerate(p):
-            marginals[t, k] += prob
+    for p, prob in zip(paths, () if probs is None else probs):
         for t in range(1, n):
             pairs[t, p[t - 1], p[t]] += prob
     return log_z, marginals, pairs, best

@@ -72,6 +72,13 @@ def _run(*argv):
     return status, out.getvalue(), err.getvalue()
 
 
+def _trained(train, model_path, *options, model_flag="--model"):
+    """The model ``train --quiet`` with ``options`` saves at ``model_path`` (it succeeds)."""
+    status, _, err = _run("train", train, model_flag, model_path, "--quiet", *options)
+    assert status == 0, err
+    return load_model(model_path)[-1]
+
+
 def _blocks(text):
     """Sequences of split lines of a CoNLL text."""
     return [[line.split() for line in block.splitlines()]
@@ -257,16 +264,12 @@ def test_train_with_an_online_solver(data, tmp_path, solver):
 
 def test_structure_options_reach_the_estimator(data, tmp_path):
     model_path = tmp_path / "m.skcrf"
-    status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
-                          "--max-iter", 10, "--order", 3, "--min-pattern-freq", 2)
-    assert status == 0, err
-    crf = load_model(model_path)[-1]
+    crf = _trained(data["train"], model_path, "--max-iter", 10, "--order", 3,
+                   "--min-pattern-freq", 2)
     assert crf.order == 3 and crf.min_pattern_freq == 2
     assert crf.label_patterns_.shape[1] == 4
-    status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
-                          "--max-iter", 10, "--order", 2, "--prune-threshold", "1e-3")
-    assert status == 0, err
-    crf = load_model(model_path)[-1]
+    crf = _trained(data["train"], model_path, "--max-iter", 10, "--order", 2,
+                   "--prune-threshold", "1e-3")
     assert crf.prune_threshold == 1e-3 and crf.pruner_coef_.shape == crf.coef_.shape
     status, _, err = _run("train", data["train"], "--model", model_path, "--structure",
                           "semimarkov", "--prune-threshold", "1e-3")
@@ -274,10 +277,8 @@ def test_structure_options_reach_the_estimator(data, tmp_path):
     status, _, err = _run("train", data["train"], "--model", model_path, "--prune-threshold",
                           "1e-3")
     assert status != 0 and "--prune-threshold applies to --order 2 or more" in err
-    status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
-                          "--max-iter", 10, "--transition-features", "word=,bias")
-    assert status == 0, err
-    crf = load_model(model_path)[-1]
+    crf = _trained(data["train"], model_path, "--max-iter", 10, "--transition-features",
+                   "word=,bias")
     assert crf.transition_features == ["word=", "bias"]
     names = crf.feature_names_[crf.transition_feature_coef_.tocoo().row]
     assert all(name.startswith(("word=", "bias")) for name in names)
@@ -291,22 +292,16 @@ def test_semimarkov_structure_trains_tags_and_evaluates(data, tmp_path):
     from skcrf import SemiMarkovCRF
 
     model_path = tmp_path / "semi.skcrf"
-    status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
-                          "--max-iter", 10, "--structure", "semimarkov",
-                          "--max-segment-length", 6)
-    assert status == 0, err
-    crf = load_model(model_path)[-1]
+    crf = _trained(data["train"], model_path, "--max-iter", 10, "--structure", "semimarkov",
+                   "--max-segment-length", 6)
     assert isinstance(crf, SemiMarkovCRF) and crf.max_segment_length == 6
     status, out, err = _run("tag", "--model", model_path, data["unlabelled"])
     assert status == 0 and out, err
     assert all(line.split()[-1] in crf.classes_ for line in out.splitlines() if line)
     status, out, err = _run("evaluate", "--model", model_path, data["test"])
     assert status == 0 and "accuracy" in out, err
-    status, _, err = _run("train", data["train"], "--model", model_path, "--quiet",
-                          "--max-iter", 5, "--structure", "semimarkov", "--order", 2,
-                          "--min-pattern-freq", 2)
-    assert status == 0, err
-    crf = load_model(model_path)[-1]
+    crf = _trained(data["train"], model_path, "--max-iter", 5, "--structure", "semimarkov",
+                   "--order", 2, "--min-pattern-freq", 2)
     assert crf.order == 2 and crf.min_pattern_freq == 2 and crf.label_patterns_.shape[1] == 3
     for clash in (["--structure", "semimarkov", "--transition-features", "word="],
                   ["--max-segment-length", 4]):
@@ -318,10 +313,8 @@ def test_semimarkov_structure_trains_tags_and_evaluates(data, tmp_path):
 def test_crfsuite_habits_m_and_c1_c2(data, tmp_path):
     """-m for --model and CRFsuite's --c1/--c2 (alpha = c1 + 2 c2, l1_ratio = c1 / alpha)."""
     model_path = tmp_path / "c.skcrf"
-    status, _, err = _run("train", data["train"], "-m", model_path, "--quiet",
-                          "--max-iter", 5, "--c1", 0.5, "--c2", 0.25)
-    assert status == 0, err
-    crf = load_model(model_path)[-1]
+    crf = _trained(data["train"], model_path, "--max-iter", 5, "--c1", 0.5, "--c2", 0.25,
+                   model_flag="-m")
     assert crf.alpha == 0.5 + 2 * 0.25 and crf.l1_ratio == 0.5 / (0.5 + 2 * 0.25)
     status, out, err = _run("tag", "-m", model_path, data["unlabelled"])
     assert status == 0 and out, err

@@ -182,6 +182,12 @@ def listing(folder):
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) if folder.exists() else []
 
 
+def _assert_holds_the_whole_file(home):
+    """The data home holds CoNLL-2000's whole test.txt and nothing else (no partial file)."""
+    assert (home / "conll2000" / "test.txt").read_text() == LONG
+    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+
+
 def test_get_data_home_is_never_relative_to_the_working_directory(monkeypatch, tmp_path):
     assert get_data_home() == Path.home() / "skcrf_data"
     assert get_data_home().is_absolute()
@@ -280,8 +286,7 @@ def test_interrupted_download_keeps_its_bytes_and_the_next_call_resumes(
     X, y = fetch_conll2000("test", data_home=home, base_url=url)
     assert len(X) == 120 and y[0] == ["B-NP", "B-VP"]
     assert requests.ranges == [None, f"bytes={cut}-"]  # only the rest was asked for
-    assert (home / "conll2000" / "test.txt").read_text() == LONG
-    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+    _assert_holds_the_whole_file(home)
 
 
 def test_a_server_without_range_support_sends_it_all_and_the_file_starts_over(
@@ -295,8 +300,7 @@ def test_a_server_without_range_support_sends_it_all_and_the_file_starts_over(
     assert len(X) == 120
     # asked for the rest, got a 200 with the whole file: not appended to the kept half
     assert requests.ranges == [None, f"bytes={cut}-"]
-    assert (home / "conll2000" / "test.txt").read_text() == LONG
-    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+    _assert_holds_the_whole_file(home)
 
 
 def test_a_corrupt_partial_file_is_discarded_and_the_file_fetched_anew(
@@ -307,8 +311,7 @@ def test_a_corrupt_partial_file_is_discarded_and_the_file_fetched_anew(
     X, _ = fetch_conll2000("test", data_home=home, base_url=url)
     assert len(X) == 120
     assert requests.ranges == ["bytes=160-", None]  # resumed, failed the checksum, anew
-    assert (home / "conll2000" / "test.txt").read_text() == LONG
-    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+    _assert_holds_the_whole_file(home)
 
 
 def test_a_partial_file_that_is_already_whole_is_verified_not_fetched_again(
@@ -543,8 +546,7 @@ def test_concurrent_fetches_of_one_file_download_it_once_and_install_it_whole(
     assert errors == []
     assert requests == ["/conll2000/test.txt"]  # the others waited, then found it
     assert all(len(X) == 120 for X, _ in results) and len(results) == 6
-    assert (home / "conll2000" / "test.txt").read_text() == LONG
-    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+    _assert_holds_the_whole_file(home)
 
 
 def test_concurrent_fetches_in_two_processes(serve, long_mirror, tmp_path):
@@ -567,8 +569,7 @@ def test_concurrent_fetches_in_two_processes(serve, long_mirror, tmp_path):
     assert [child.returncode for child in children] == [0, 0], outputs
     assert [out.strip() for out, _ in outputs] == ["120", "120"]
     assert 1 <= len(requests) <= 2  # the second started after the first had finished, or waited
-    assert (home / "conll2000" / "test.txt").read_text() == LONG
-    assert listing(home) == ["conll2000", "conll2000/test.txt"]
+    _assert_holds_the_whole_file(home)
 
 
 def test_a_file_of_the_wrong_size_in_the_data_home_is_refused_naming_it(tmp_path, offline,

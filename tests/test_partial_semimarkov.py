@@ -140,15 +140,21 @@ def _names_corpus(n_sequences=60, seed=0):
     return X, y
 
 
+def _partly_labelled(y, seed=1):
+    """The first 10 sequences as they are; in the others 40% of the tags unknown and
+    half of the remaining PER tags the set {B-PER, I-PER}."""
+    rng = np.random.default_rng(seed)
+    return [list(tags) for tags in y[:10]] + [
+        [None if rng.random() < 0.4 else ({"B-PER", "I-PER"} if tag.endswith("PER")
+                                          and rng.random() < 0.5 else tag) for tag in tags]
+        for tags in y[10:]]
+
+
 def test_semimarkov_crf_learns_from_unknown_and_set_tags():
     from skcrf import SemiMarkovCRF
 
     X, y = _names_corpus()
-    rng = np.random.default_rng(1)
-    partial = [list(tags) for tags in y[:10]] + [
-        [None if rng.random() < 0.4 else ({"B-PER", "I-PER"} if tag.endswith("PER")
-                                          and rng.random() < 0.5 else tag) for tag in tags]
-        for tags in y[10:]]
+    partial = _partly_labelled(y)
     crf = SemiMarkovCRF(alpha=0.01, max_iter=100).fit(X, partial)
     assert list(crf.segment_classes_) == ["LOC", "PER", "O"]
     predicted = crf.predict(X)
@@ -165,11 +171,7 @@ def test_semimarkov_crf_learns_online_from_unknown_and_set_tags(solver):
     from skcrf import SemiMarkovCRF
 
     X, y = _names_corpus()
-    rng = np.random.default_rng(1)
-    partial = [list(tags) for tags in y[:10]] + [
-        [None if rng.random() < 0.4 else ({"B-PER", "I-PER"} if tag.endswith("PER")
-                                          and rng.random() < 0.5 else tag) for tag in tags]
-        for tags in y[10:]]
+    partial = _partly_labelled(y)
     crf = SemiMarkovCRF(alpha=0.01, solver=solver, max_iter=15, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # 15 epochs are enough here
@@ -182,8 +184,8 @@ def test_semimarkov_crf_learns_online_from_unknown_and_set_tags(solver):
 def test_an_online_step_on_a_constrained_segmentation_is_the_partial_gradient():
     # SGD without a penalty steps along -eta times the gradient of log Z - log Z_allowed
     from skcrf.features.arrays import take_sequences
-    from skcrf.learning import _online_kernels as kernels
-    from skcrf.learning.online import OnlineOptions, OnlineProblem, OnlineState
+    from skcrf.learning.online import OnlineProblem
+    from tests._online_checks import assert_step_along_gradient, one_sgd_step
 
     X, offsets, structure, allowed, rng = _problem(1, forbid=True)
     features = as_feature_arrays(X)
@@ -191,19 +193,11 @@ def test_an_online_step_on_a_constrained_segmentation_is_the_partial_gradient():
                             np.full(offsets[-1], -1, dtype=np.int64), allowed)
     q = 0  # the longest sequence
     assert problem.constrained[q] and not allowed[offsets[q]:offsets[q + 1]].all()
-    options = OnlineOptions(solver="sgd", alpha=0.0, eta0=0.05, average=0,
-                            rng=np.random.RandomState(0))
     w0 = rng.normal(scale=0.5, size=structure.n_parameters)
-    state = OnlineState.start(options, w0)
-    problem.run(state, options.settings(1.0, 0.05), np.array([q]), np.array([1.0]),
-                problem.scratch())
+    state = one_sgd_step(problem, q, w0)
     part, part_offsets, rows = take_sequences(features, offsets, np.array([q]))
     loss, grad = ConstrainedTerms(structure, part, part_offsets, allowed[rows])(w0)
-    assert state.counters[kernels.LOSS] == pytest.approx(loss, rel=1e-10)
-    step = w0 - state.counters[kernels.SCALE] * state.w
-    eta = (step @ grad) / (grad @ grad)
-    assert eta > 0
-    np.testing.assert_allclose(step, eta * grad, rtol=1e-9, atol=1e-12)
+    assert_step_along_gradient(state, w0, loss, grad)
 
 
 def test_semimarkov_partial_fit_refuses_partial_labels_and_says_what_to_do():

@@ -187,18 +187,14 @@ def test_tree_crf_learns_online_from_partly_labelled_trees(solver):
 
 def test_an_online_step_on_a_constrained_tree_is_the_partial_gradient():
     # SGD without a penalty steps along -eta times the gradient of log Z - log Z_allowed
-    from skcrf.learning import _online_kernels as kernels
-    from skcrf.learning.online import OnlineOptions, OnlineProblem, OnlineState
+    from skcrf.learning.online import OnlineProblem
+    from tests._online_checks import assert_step_along_gradient, one_sgd_step
 
     X, features, parents, offsets, allowed, partial, structure, rng = _forest_problem(5)
     problem = OnlineProblem(structure, features, offsets, partial.label_ids, allowed)
     q = int(np.flatnonzero(problem.constrained & (np.diff(offsets) > 2))[0])
-    options = OnlineOptions(solver="sgd", alpha=0.0, eta0=0.05, average=0,
-                            rng=np.random.RandomState(0))
     w0 = rng.normal(scale=0.5, size=structure.n_parameters)
-    state = OnlineState.start(options, w0)
-    problem.run(state, options.settings(1.0, 0.05), np.array([q]), np.array([1.0]),
-                problem.scratch())
+    state = one_sgd_step(problem, q, w0)
     lo, hi = offsets[q], offsets[q + 1]
     one = np.array([0, hi - lo], dtype=np.int64)
     part = FeatureArrays(X[lo:hi].data, X[lo:hi].indices.astype(np.int32),
@@ -209,11 +205,7 @@ def test_an_online_step_on_a_constrained_tree_is_the_partial_gradient():
     loss, grad = PartialLabelObjective(
         structure, part, one, PartialLabels(partial.classes, partial.label_ids[lo:hi],
                                             allowed[lo:hi], kinds), l2=0.0)(w0)
-    assert state.counters[kernels.LOSS] == pytest.approx(loss, rel=1e-10)
-    step = w0 - state.counters[kernels.SCALE] * state.w
-    eta = (step @ grad) / (grad @ grad)
-    assert eta > 0
-    np.testing.assert_allclose(step, eta * grad, rtol=1e-9, atol=1e-12)
+    assert_step_along_gradient(state, w0, loss, grad)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

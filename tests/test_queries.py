@@ -27,6 +27,15 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceW
 WORDS = {"a": "B-X", "b": "I-X", "c": "O", "d": "B-Y", "e": "I-Y"}
 
 
+def assert_no_labelling_fits(fitted, x, fixed):
+    """``predict`` and ``predict_marginals`` of ``x`` with the labels ``fixed`` no
+    labelling meets say so, naming the sequence."""
+    with pytest.raises(ValueError, match="Sequence 0 has no labelling"):
+        fitted.predict([x], fixed=[fixed])
+    with pytest.raises(ValueError, match="Sequence 0 has no labelling"):
+        fitted.predict_marginals([x], fixed=[fixed])
+
+
 def _corpus(n_sequences=50, seed=0):
     """Tokens whose word suggests its tag, with noise, so that no labelling is certain."""
     rng = np.random.default_rng(seed)
@@ -214,10 +223,7 @@ def test_fixed_labels_give_the_conditional_argmax_and_marginals(fitted, seed):
     for x, labels, log_p in zip(X, fixed, _enumeration(fitted, X)):
         conditional = _conditional(log_p, labels, fitted.classes_)
         if not conditional:
-            with pytest.raises(ValueError, match="Sequence 0 has no labelling"):
-                fitted.predict([x], fixed=[labels])
-            with pytest.raises(ValueError, match="Sequence 0 has no labelling"):
-                fitted.predict_marginals([x], fixed=[labels])
+            assert_no_labelling_fits(fitted, x, labels)
             continue
         best = max(conditional, key=conditional.get)
         predicted, proba = fitted.predict([x], fixed=[labels], return_proba=True)

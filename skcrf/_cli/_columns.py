@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets import iter_conll
+from ..datasets._conll import column_number
 from ._encoding import guess_encoding, undecodable_at
 from ._errors import CommandError, UsageError
 
@@ -49,11 +50,9 @@ class Layout:
                 numeric_columns=None):
         """The layout the train options give for a file of ``n_columns`` columns."""
         def check(index, option):
-            if not -n_columns <= index < n_columns:
-                raise UsageError(
-                    f"{option} {index}: {path} has {n_columns} column(s), numbered 0 to "
-                    f"{n_columns - 1} (or -{n_columns} to -1 from the end)")
-            return index % n_columns
+            return column_number(index, n_columns, lambda: UsageError(
+                f"{option} {index}: {path} has {n_columns} column(s), numbered 0 to "
+                f"{n_columns - 1} (or -{n_columns} to -1 from the end)"))
 
         label = check(label_column, "--label-column")
         numbers = tuple(check(c, "--numeric-columns") for c in numeric_columns or ())

@@ -18,6 +18,7 @@ from .estimator_state import ESTIMATOR_STATE
 # pruning's rules take forbidden_where_not_allowed from here, where it was first
 from .estimator_state import forbidden_where_not_allowed  # noqa: F401
 from .._utils.parallel import kernel_exceptions, kernel_threads
+from .._utils.tags import sequence_tags
 from .queries import StructureQueries, check_feasible, log_probabilities, plain_dict_features
 from .training_checks import TrainingChecks
 from .._utils.validation import (check_feature_values, check_finite_features, check_label_type,
@@ -532,11 +533,7 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         return "n_features_in_" in self.__dict__ or _is_fitted_attribute_set(self)
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.dict = True
-        tags.target_tags.required = True
-        return tags
+        return sequence_tags(super().__sklearn_tags__(), "dict", y_required=True)
 
 
 def _check_finite_features(X):

@@ -12,13 +12,21 @@ def check_stream_lengths(codes, offsets, codec, max_lengths):
     too_long = np.flatnonzero(stops - first > max_lengths[labels])
     if too_long.size:
         k = too_long[0]
-        q = int(sequence[k])
         raise ValueError(
-            f"Sequence {q} has a segment {codec.segment_classes[labels[k]]!r} of "
-            f"{stops[k] - first[k]} tokens, longer than the {max_lengths[labels[k]]} this "
-            f"model takes: partial_fit keeps the longest segment of each label from its "
-            f"first call (with max_segment_length=None, the first batch's longest). Set "
-            f"max_segment_length to the longest segment the stream may bring.")
+            f"{_segment_at(k, first, stops, labels, sequence, offsets, codec)}, longer than "
+            f"the {max_lengths[labels[k]]} this model takes: partial_fit keeps the longest "
+            f"segment of each label from its first call (with max_segment_length=None, the "
+            f"first batch's longest). Set max_segment_length to the longest segment the "
+            f"stream may bring.")
+
+
+def _segment_at(k, first, stops, labels, sequence, offsets, codec, first_sequence=0):
+    """Where segment ``k`` is, for a message: its sequence, label, length and tokens."""
+    q = int(sequence[k])
+    return (f"Sequence {q + first_sequence} has a segment "
+            f"{codec.segment_classes[labels[k]]!r} of {stops[k] - first[k]} tokens "
+            f"(tokens {first[k] - offsets[q]}:{stops[k] - offsets[q]})")
+
 
 def longest_segments(max_segment_length, segmentation, offsets, codec, first_sequence=0,
                      stream=False):
@@ -45,12 +53,10 @@ def longest_segments(max_segment_length, segmentation, offsets, codec, first_seq
         return longest
     too_long = np.flatnonzero(sizes > max_segment_length)
     if too_long.size:
-        k = too_long[0]
-        q = int(sequence[k])
+        where = _segment_at(too_long[0], first, stops, labels, sequence, offsets, codec,
+                            first_sequence)
         raise ValueError(
-            f"Sequence {q + first_sequence} has a segment "
-            f"{codec.segment_classes[labels[k]]!r} of {sizes[k]} tokens (tokens {first[k] - offsets[q]}:{stops[k] - offsets[q]}), "
-            f"longer than max_segment_length={max_segment_length}. Increase "
+            f"{where}, longer than max_segment_length={max_segment_length}. Increase "
             f"max_segment_length, or set it to None to take the longest training "
             f"segment of each label ({int(longest.max())} at most).")
     cap = max_segment_length

@@ -12,6 +12,7 @@ from sklearn.utils import metadata_routing
 from sklearn.utils.validation import check_is_fitted
 
 from .._chain import CRFClassifier
+from .._utils.tags import sequence_tags
 from .._estimators.fitted_state import Fitted, FittedState, Integer, TypeOf, saved_as
 from .._estimators.training_settings import training_settings
 from ..features.vectorizer import SequenceVectorizer
@@ -307,12 +308,8 @@ calibration_candidates, calibration_max_trials : default=None
         self.trainer_cls = trainer_cls
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
         # sequences of feature dicts (or attribute lists), not a 2-D array; ragged y
-        tags.input_tags.two_d_array = False
-        tags.input_tags.dict = True
-        tags.target_tags.required = True
-        return tags
+        return sequence_tags(super().__sklearn_tags__(), "dict", y_required=True)
 
     def _classifier(self):
         """The CRFClassifier these arguments describe, and the options of CRFsuite's online

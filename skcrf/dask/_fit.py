@@ -169,13 +169,7 @@ def vectorizer_of_names(names):
     its names sorted by Python's ``str`` order, with ``min_freq=1`` every name
     met is kept.
     """
-    vectorizer = SequenceVectorizer()
-    vectorizer.feature_names_ = sorted(names)
-    vectorizer.vocabulary_ = dict(zip(vectorizer.feature_names_,
-                                      range(len(vectorizer.feature_names_))))
-    vectorizer._names_out = np.asarray(vectorizer.feature_names_, dtype=object)
-    vectorizer._names_out.flags.writeable = False
-    return vectorizer
+    return SequenceVectorizer()._set_names(sorted(names))
 
 
 def global_columns(estimator, layouts, names):

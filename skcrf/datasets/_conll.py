@@ -226,6 +226,14 @@ def decoding_error(path, encoding, error):
     return error  # not found again (the file changed meanwhile): the original
 
 
+def column_number(index, n_columns, error):
+    """``index`` as a column of a line of ``n_columns`` (a negative one counts from the
+    end); ``error()``, the caller's exception saying where, is raised if there is none."""
+    if not -n_columns <= index < n_columns:
+        raise error()
+    return index % n_columns
+
+
 class _ColumnReader:
     """Which fields of a line make the token and the label, checked once."""
 
@@ -234,11 +242,9 @@ class _ColumnReader:
         self.first_line = line_number
 
         def check(index, what):
-            if not -n_columns <= index < n_columns:
-                raise ValueError(
-                    f"{path}, line {line_number}: {what} {index} does not exist; the "
-                    f"line has {n_columns} columns.")
-            return index % n_columns
+            return column_number(index, n_columns, lambda: ValueError(
+                f"{path}, line {line_number}: {what} {index} does not exist; the line has "
+                f"{n_columns} columns."))
 
         self.label = None if label_column is None else check(label_column, "label_column")
         if columns is None:

@@ -4,8 +4,9 @@ The names load on first use (PEP 562), as the package's own: importing one
 submodule (``skcrf.features.sequence_matrix``) does not import the others.
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from .._utils.lazy import lazy_attributes
 
 _PUBLIC = {
     "DenseWindow": ".dense_window",
@@ -37,14 +38,4 @@ if TYPE_CHECKING:  # what static checkers and IDEs see
     from .word_vectors import WordVectorizer
 
 
-def __getattr__(name):
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'skcrf.features' has no attribute {name!r}")
-    value = getattr(import_module(module, __name__), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_PUBLIC))
+__getattr__, __dir__ = lazy_attributes(__name__, _PUBLIC, globals())

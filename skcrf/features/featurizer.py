@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._estimators.fitted_state import FittedState, IfPresent, Integer, _Spec, saved_as
 from .._utils.parallel import kernel_exceptions
+from .._utils.tags import sequence_tags
 from .._utils.type_aliases import LabelSequences, TokenSequences
 from .._utils.validation import check_sequences
 from ._segments import (adds_features, check_gazetteer_entries, check_segment_params,
@@ -508,9 +509,7 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
                                  f"be combined with it.")
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.string = True
+        tags = sequence_tags(super().__sklearn_tags__(), "string")
         tags.requires_fit = False
         tags.transformer_tags.preserves_dtype = []
         return tags

@@ -11,6 +11,7 @@ from sklearn.utils import murmurhash3_32
 from sklearn.utils._param_validation import Interval
 
 from .._estimators.fitted_state import FittedState, saved_as
+from .._utils.tags import sequence_tags
 from .._utils.type_aliases import FeatureSequences, LabelSequences
 from .._utils.validation import check_sequences
 from ._output import SequenceOutputMixin
@@ -179,8 +180,6 @@ class SequenceHasher(SequenceOutputMixin, TransformerMixin, BaseEstimator,
         return columns, signs
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.dict = True
+        tags = sequence_tags(super().__sklearn_tags__(), "dict")
         tags.requires_fit = False
         return tags

@@ -15,7 +15,9 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._estimators.fitted_state import Fitted, FittedState, IfPresent, Names, StrList, TypeOf, saved_as
+from .._utils.docstrings import fill_sections
 from .._utils.parallel import kernel_exceptions
+from .._utils.tags import sequence_tags
 from .._utils.type_aliases import FeatureSequences, LabelSequences
 from .._utils.validation import _PLAIN_SEQUENCES, check_sequences
 from ._columns_by_key import ColumnsByKey, columns_by_key, forget_tables
@@ -55,6 +57,17 @@ def _values_are_numbers(vectorizer):
     kind = np.dtype(vectorizer.dtype).kind
     if kind not in "biuf":
         raise ValueError(f"dtype is {vectorizer.dtype!r}; feature values are real numbers")
+
+
+# The Parameters section fit and fit_transform share (``<<fit_parameters>>``)
+_shared_docs = fill_sections({"fit_parameters": """\
+        Parameters
+        ----------
+        X : list of sequences of dict, or SequenceMatrix with feature_names
+            Token feature dicts, or the output of :class:`TokenFeaturizer`.
+        y : None
+            Ignored.
+"""})
 
 
 @saved_as("skcrf.SequenceVectorizer")
@@ -178,16 +191,22 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
         self.sort = sort
         self.min_freq = min_freq
 
+    def _set_names(self, names):
+        """Make the list ``names`` the fitted columns, in its order."""
+        self.feature_names_ = names
+        self.vocabulary_ = dict(zip(names, range(len(names))))
+        # shared, read-only, by every output: transform would otherwise copy
+        # every name (250 of 765 us to predict one sentence through a pipeline)
+        self._names_out = np.asarray(names, dtype=object)
+        self._names_out.flags.writeable = False
+        return self
+
+    @_shared_docs
     def fit(self, X: FeatureSequences,
             y: Optional[LabelSequences] = None) -> SequenceVectorizer:
         """Learn the feature names of ``X``.
 
-        Parameters
-        ----------
-        X : list of sequences of dict, or SequenceMatrix with feature_names
-            Token feature dicts, or the output of :class:`TokenFeaturizer`.
-        y : None
-            Ignored.
+        <<fit_parameters>>
 
         Returns
         -------
@@ -197,16 +216,12 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
         self.fit_transform(X)
         return self
 
+    @_shared_docs
     def fit_transform(self, X: FeatureSequences,
                       y: Optional[LabelSequences] = None) -> SequenceMatrix:
         """Learn the feature names of ``X`` and return its matrix, in one pass.
 
-        Parameters
-        ----------
-        X : list of sequences of dict, or SequenceMatrix with feature_names
-            Token feature dicts, or the output of :class:`TokenFeaturizer`.
-        y : None
-            Ignored.
+        <<fit_parameters>>
 
         Returns
         -------
@@ -281,13 +296,8 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
             order = np.asarray(sorted(order.tolist(), key=text.__getitem__), dtype=np.int64)
         reordered = order.shape[0] != len(names) or (self.sort and not names_sorted)
         # map/zip build these in C: 4x faster than comprehensions for 77k names
-        self.feature_names_ = (list(map(names.__getitem__, order.tolist())) if reordered
-                               else names)
-        self.vocabulary_ = dict(zip(self.feature_names_, range(len(self.feature_names_))))
-        # shared, read-only, by every output: transform would otherwise copy
-        # every name (250 of 765 us to predict one sentence through a pipeline)
-        self._names_out = np.asarray(self.feature_names_, dtype=object)
-        self._names_out.flags.writeable = False
+        self._set_names(list(map(names.__getitem__, order.tolist())) if reordered
+                        else names)
         if reordered:
             # column remap: old index -> new index, -1 for dropped features
             remap = np.full(len(names), -1, dtype=np.int32)
@@ -413,10 +423,7 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
                                            offsets, names, self.dtype, parents)
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.dict = True
-        return tags
+        return sequence_tags(super().__sklearn_tags__(), "dict")
 
 
 def _carry_dense(X, matrix):
@@ -433,12 +440,7 @@ def vectorizer_with_names(names, *, separator="=", dtype=np.float64):
     them stay where they are. ``sort`` is False, since the names need not be.
     """
     vectorizer = SequenceVectorizer(dtype=dtype, separator=separator, sort=False)
-    vectorizer.feature_names_ = list(names)
-    vectorizer.vocabulary_ = dict(zip(vectorizer.feature_names_,
-                                      range(len(vectorizer.feature_names_))))
-    vectorizer._names_out = np.asarray(vectorizer.feature_names_, dtype=object)
-    vectorizer._names_out.flags.writeable = False
-    return vectorizer
+    return vectorizer._set_names(list(names))
 
 
 def _check_no_parent_names(vocabulary, separator):

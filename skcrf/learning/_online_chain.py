@@ -201,22 +201,21 @@ def _exact_chain_posteriors(unary, transitions, start, end, n, marginals, counts
     them (a column or row entirely ``-inf`` shifted by 0).
     """
     n_classes = start.shape[0]
-    col_max = np.zeros(n_classes)
-    row_max = np.zeros(n_classes)
+    col_max = np.full(n_classes, -np.inf)
+    row_max = np.full(n_classes, -np.inf)
     exp_by_col = np.empty((n_classes, n_classes))
     exp_by_row = np.empty((n_classes, n_classes))
-    for j in range(n_classes):
-        top = -np.inf
-        for i in range(n_classes):
-            if transitions[i, j] > top:
-                top = transitions[i, j]
-        col_max[j] = top if top > -np.inf else 0.0
-    for i in range(n_classes):
-        top = -np.inf
+    for i in range(n_classes):  # both maxima in one sweep
         for j in range(n_classes):
-            if transitions[i, j] > top:
-                top = transitions[i, j]
-        row_max[i] = top if top > -np.inf else 0.0
+            if transitions[i, j] > col_max[j]:
+                col_max[j] = transitions[i, j]
+            if transitions[i, j] > row_max[i]:
+                row_max[i] = transitions[i, j]
+    for k in range(n_classes):  # an all -inf column or row is shifted by 0
+        if col_max[k] == -np.inf:
+            col_max[k] = 0.0
+        if row_max[k] == -np.inf:
+            row_max[k] = 0.0
     for i in range(n_classes):
         for j in range(n_classes):
             exp_by_col[i, j] = np.exp(transitions[i, j] - col_max[j])

@@ -112,19 +112,11 @@ class OnlineProblem:
                 settings, state.counters, state.w, state.average_sum, state.covariance,
                 *scratch, visit_sequences, visit_factors, *layout)
             return
-        n_visits = visit_sequences.shape[0]
-        done = 0
-        while done < n_visits:
-            done = partial_kernels.sgd_constrained_visits(
-                settings, state.counters, state.w, state.l1_applied, state.average_sum,
-                visit_sequences, visit_factors, done, *layout)
-            if done < n_visits:
-                # a sequence the scaled passes cannot take: the token-form route finishes it
-                self._visit(state, settings, int(visit_sequences[done]),
-                            float(visit_factors[done]), scratch, begun=True)
-                if state.counters[kernels.FAILED]:
-                    return
-                done += 1
+        # a sequence the scaled passes cannot take: the token-form route finishes it
+        _sgd_visits(state, settings, visit_sequences, visit_factors, layout,
+                    partial_kernels.sgd_constrained_visits,
+                    lambda done: self._visit(state, settings, int(visit_sequences[done]),
+                                             float(visit_factors[done]), scratch, begun=True))
 
     def _run_plain_chain(self, state, settings, visit_sequences, visit_factors, scratch):
         """The visits by the plain order-1 chain's epoch kernels."""
@@ -134,20 +126,12 @@ class OnlineProblem:
                                               state.average_sum, state.covariance, *scratch,
                                               visit_sequences, visit_factors, *layout)
             return
-        n_visits = visit_sequences.shape[0]
-        done = 0
-        while done < n_visits:
-            done = chain_kernels.sgd_chain_visits(
-                settings, state.counters, state.w, state.l1_applied, state.average_sum,
-                visit_sequences, visit_factors, done, *layout)
-            if done < n_visits:
-                # a sequence the scaled pass cannot take (extreme scores): exactly
-                chain_kernels.exact_chain_visit(settings, state.counters, state.w,
-                                                state.l1_applied, state.average_sum,
-                                                visit_sequences, visit_factors, done, *layout)
-                if state.counters[kernels.FAILED]:
-                    return
-                done += 1
+        # a sequence the scaled pass cannot take (extreme scores): exactly
+        _sgd_visits(state, settings, visit_sequences, visit_factors, layout,
+                    chain_kernels.sgd_chain_visits,
+                    lambda done: chain_kernels.exact_chain_visit(
+                        settings, state.counters, state.w, state.l1_applied,
+                        state.average_sum, visit_sequences, visit_factors, done, *layout))
 
     def _visit(self, state, settings, q, factor, scratch, begun=False):
         """One step on sequence ``q`` through the structure's token-form statistics.
@@ -263,3 +247,20 @@ class OnlineProblem:
         if self.allowed is not None:  # right: a label the token allows
             return float(np.mean(self.allowed[np.arange(predicted.shape[0]), predicted]))
         return float(np.mean(predicted == self.targets))
+
+
+def _sgd_visits(state, settings, visit_sequences, visit_factors, layout, scaled_visits,
+                visit_exactly):
+    """SGD visits by the epoch kernel ``scaled_visits``, which stops at a sequence its
+    scaled passes cannot take: ``visit_exactly(done)`` takes that one, then the kernel
+    goes on after it (all stop once a visit failed)."""
+    n_visits = visit_sequences.shape[0]
+    done = 0
+    while done < n_visits:
+        done = scaled_visits(settings, state.counters, state.w, state.l1_applied,
+                             state.average_sum, visit_sequences, visit_factors, done, *layout)
+        if done < n_visits:
+            visit_exactly(done)
+            if state.counters[kernels.FAILED]:
+                return
+            done += 1

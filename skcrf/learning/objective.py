@@ -5,7 +5,25 @@ import numpy as np
 from ..features.arrays import take_sequences
 
 
-class NegativeLogLikelihood:
+class _Objective:
+    """What the training objectives share: a structure, the L2 coefficient, and a
+    constructor from parts built elsewhere (:meth:`_of_parts`)."""
+
+    @classmethod
+    def _of_parts(cls, structure, l2, **parts):
+        """An objective of ``structure`` and ``l2`` whose other attributes are ``parts``."""
+        objective = cls.__new__(cls)
+        objective.structure = structure
+        objective.l2 = l2
+        vars(objective).update(parts)
+        return objective
+
+    @property
+    def n_parameters(self):
+        return self.structure.n_parameters
+
+
+class NegativeLogLikelihood(_Objective):
     """``sum_q -log p(y_q | x_q) + l2 / 2 * ||w||^2`` and its gradient, for one structure.
 
     ``-log p(y | x) = log Z(x) - w . Phi(x, y)``, so the gradient is
@@ -57,16 +75,7 @@ class NegativeLogLikelihood:
         statistics, ``terms(w)`` returns ``(log_z, expected)`` summed over
         them, and the L2 term is added here once, as for one part.
         """
-        objective = cls.__new__(cls)
-        objective.structure = structure
-        objective.l2 = l2
-        objective.empirical = empirical
-        objective.terms = terms
-        return objective
-
-    @property
-    def n_parameters(self):
-        return self.structure.n_parameters
+        return cls._of_parts(structure, l2, empirical=empirical, terms=terms)
 
     def __call__(self, w):
         """Return ``(loss, gradient)`` at ``w``; the loss is ``inf`` where either overflows."""

@@ -22,7 +22,7 @@ from ..structures.chain._fused_masked import MaskedFusedChainTerms
 from ..structures.chain.dense import (DenseChainStructure, chunk_starts, dense_gradient,
                                       dense_scores, sequence_range)
 from ..structures.chain.order1 import ChainPosteriors, ChainStructure, chain_posteriors
-from .objective import NegativeLogLikelihood, weight_groups
+from .objective import NegativeLogLikelihood, _Objective, weight_groups
 
 
 class ConstrainedTerms:
@@ -263,7 +263,7 @@ def masked_structure(structure, mask):
     return masked
 
 
-class PartialLabelObjective:
+class PartialLabelObjective(_Objective):
     """The loss of a training set some of whose tokens are not labelled with one class.
 
     The fully labelled sequences go through
@@ -313,16 +313,7 @@ class PartialLabelObjective:
         with the L2 term, or is None; ``constrained`` returns the constrained
         sequences' ``(loss, gradient)`` without it, or is None.
         """
-        objective = cls.__new__(cls)
-        objective.structure = structure
-        objective.l2 = l2
-        objective.full = full
-        objective.constrained = constrained
-        return objective
-
-    @property
-    def n_parameters(self):
-        return self.structure.n_parameters
+        return cls._of_parts(structure, l2, full=full, constrained=constrained)
 
     def __call__(self, w):
         """Return ``(loss, gradient)`` at ``w``; the loss is ``inf`` where either overflows."""

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import approx_fprime
 from scipy.special import logsumexp
 
 from skcrf._estimators.partial_labels import (CONSTRAINED, FREE, FULL, PartialLabels,
@@ -17,7 +16,7 @@ from skcrf.learning.partial import PartialLabelObjective, masked_structure
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure, chain_posteriors
 from tests._chain_loss import unpack
-from tests._structure_checks import nonempty_sequences
+from tests._structure_checks import assert_loss_and_gradient, nonempty_sequences
 from tests._threads import results_per_thread_count
 from tests.naive import enumerate_sequence, path_score
 
@@ -92,11 +91,8 @@ def test_loss_and_gradient_match_enumeration_of_consistent_labellings(seed):
     objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
                                       _partial(gold, allowed, offsets), l2=0.4)
     w = rng.normal(scale=0.7, size=structure.n_parameters)
-    loss, grad = objective(w)
-    np.testing.assert_allclose(loss, _brute_force_loss(structure, X, offsets, allowed, w, 0.4),
-                               rtol=1e-10)
-    numeric = approx_fprime(w, lambda v: objective(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_loss_and_gradient(objective, w,
+                             _brute_force_loss(structure, X, offsets, allowed, w, 0.4))
 
 
 def test_constrained_marginals_match_enumeration():
@@ -123,14 +119,19 @@ def test_constrained_marginals_match_enumeration():
 @pytest.mark.parametrize("weights", [None, "random"])
 def test_fully_labelled_sequences_take_todays_objective_bitwise(weights):
     X, offsets, gold, n_classes, rng = _problem(3)
-    allowed = np.eye(n_classes, dtype=bool)[gold]
-    structure = ChainStructure.for_training(as_feature_arrays(X), offsets, gold, n_classes)
+    features = as_feature_arrays(X)
+    structure = ChainStructure.for_training(features, offsets, gold, n_classes)
     sequence_weights = None if weights is None else rng.integers(1, 3, offsets.shape[0] - 1)
-    partial = _partial(gold, allowed, offsets)
+    _assert_todays_objective(structure, features, offsets, gold, sequence_weights, rng)
+
+
+def _assert_todays_objective(structure, features, offsets, gold, sequence_weights, rng):
+    """Fully labelled sequences: PartialLabelObjective is NegativeLogLikelihood, bitwise."""
+    partial = _partial(gold, np.eye(structure.n_classes, dtype=bool)[gold], offsets)
     assert (partial.kinds == FULL).all()
-    objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets, partial,
-                                      l2=0.3, sequence_weights=sequence_weights)
-    today = NegativeLogLikelihood(structure, as_feature_arrays(X), offsets, gold, 0.3,
+    objective = PartialLabelObjective(structure, features, offsets, partial, l2=0.3,
+                                      sequence_weights=sequence_weights)
+    today = NegativeLogLikelihood(structure, features, offsets, gold, 0.3,
                                   sequence_weights=sequence_weights)
     w = rng.normal(size=structure.n_parameters)
     loss, grad = objective(w)
@@ -155,10 +156,14 @@ def test_singleton_sets_through_the_constrained_path_give_the_labelled_loss():
 
 def test_all_unknown_sequences_add_nothing():
     X, offsets, gold, n_classes, rng = _problem(6)
-    allowed = np.ones((gold.shape[0], n_classes), dtype=bool)
-    partial = _partial(gold, allowed, offsets)
+    _assert_all_unknown_add_nothing(_structure(X, n_classes), X, offsets, gold, rng)
+
+
+def _assert_all_unknown_add_nothing(structure, X, offsets, gold, rng):
+    """With every label allowed everywhere, the loss and gradient are the L2 penalty's."""
+    n_classes = structure.n_classes
+    partial = _partial(gold, np.ones((gold.shape[0], n_classes), dtype=bool), offsets)
     assert (partial.kinds == FREE).all()
-    structure = _structure(X, n_classes)
     objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets, partial, 0.5)
     w = rng.normal(size=structure.n_parameters)
     loss, grad = objective(w)
@@ -188,7 +193,12 @@ def test_sample_weight_counts_as_repetition():
 def test_one_and_two_threads_agree_bitwise():
     X, offsets, gold, n_classes, rng = _problem(8, n_sequences=40)
     allowed = _random_mask(rng, gold, n_classes)
-    structure = _structure(X, n_classes, forbid=False)
+    _assert_threads_agree(_structure(X, n_classes, forbid=False), X, offsets, gold, allowed,
+                          rng)
+
+
+def _assert_threads_agree(structure, X, offsets, gold, allowed, rng):
+    """The partial-label loss and gradient are the same bits under one and two threads."""
     objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
                                       _partial(gold, allowed, offsets), 0.3)
     w = rng.normal(size=structure.n_parameters)
@@ -202,7 +212,11 @@ def test_labels_that_admit_no_labelling_name_the_sequence():
     allowed = np.ones((gold.shape[0], n_classes), dtype=bool)
     allowed[0] = [True, False, False]  # sequence 0 (4 tokens): first token 0,
     allowed[1] = [False, True, False]  # then 1, which the structure forbids
-    structure = _structure(X, n_classes)
+    _assert_no_labelling_named(_structure(X, n_classes), X, offsets, gold, allowed)
+
+
+def _assert_no_labelling_named(structure, X, offsets, gold, allowed):
+    """Sequence 0's allowed labels admit no labelling the structure allows: the error says so."""
     with pytest.raises(ValueError, match="sequence 0 admit no labelling"):
         PartialLabelObjective(structure, as_feature_arrays(X), offsets,
                               _partial(gold, allowed, offsets), 0.1)
@@ -213,12 +227,17 @@ def test_labels_that_admit_no_labelling_name_the_sequence():
 def test_random_masks_match_enumeration(seed, p_hidden):
     X, offsets, gold, n_classes, rng = _problem(seed, n_sequences=3, max_length=3)
     allowed = _random_mask(rng, gold, n_classes, p_hidden)
-    structure = _structure(X, n_classes, forbid=False)
+    _assert_loss_is_the_oracles(_structure(X, n_classes, forbid=False), X, offsets, gold,
+                                allowed, rng, _brute_force_loss)
+
+
+def _assert_loss_is_the_oracles(structure, X, offsets, gold, allowed, rng, brute_force_loss):
+    """At random weights the partial-label loss (L2 0.2) is ``brute_force_loss``'s."""
     objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
                                       _partial(gold, allowed, offsets), 0.2)
     w = rng.normal(size=structure.n_parameters)
     np.testing.assert_allclose(objective(w)[0],
-                               _brute_force_loss(structure, X, offsets, allowed, w, 0.2),
+                               brute_force_loss(structure, X, offsets, allowed, w, 0.2),
                                rtol=1e-10)
 
 

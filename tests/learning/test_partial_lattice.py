@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import approx_fprime
 
 from skcrf import CRFClassifier
 from skcrf._estimators.partial_labels import CONSTRAINED, FULL
@@ -13,8 +12,9 @@ from skcrf.learning.partial import PartialLabelObjective
 from skcrf.learning.partial_lattice import pruned_partial_objective, pruner_candidates
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.chain.order1 import ChainStructure
+from tests._structure_checks import assert_loss_and_gradient
 from tests.learning.test_partial import _partial, _random_mask
-from tests.learning.test_partial_orders import _enumerated, _problem, _structure
+from tests.learning.test_partial_orders import _brute_force_loss, _problem, _structure
 
 
 def _keep(rng, gold, allowed, p_keep=0.4):
@@ -24,19 +24,6 @@ def _keep(rng, gold, allowed, p_keep=0.4):
     in_set = ~allowed.all(axis=1)
     keep[in_set] |= allowed[in_set]
     return keep
-
-
-def _brute_force_loss(structure, X, offsets, gold, allowed, keep, w, l2):
-    """Sum over sequences of -log p(consistent | lattice) by enumeration, + L2."""
-    outside = np.where(keep, 0.0, -np.inf)
-    lattice = _enumerated(structure, X, offsets, w, outside)
-    consistent = _enumerated(structure, X, offsets, w,
-                             outside + np.where(allowed, 0.0, -np.inf))
-    total = 0.5 * l2 * (w @ w)
-    for (lo, hi), a, b in zip(zip(offsets[:-1], offsets[1:]), lattice, consistent):
-        if not allowed[lo:hi].all():
-            total += a["log_z"] - b["log_z"]
-    return total
 
 
 @pytest.mark.parametrize("order", [2, 3])
@@ -51,12 +38,8 @@ def test_loss_and_gradient_match_enumeration_over_the_lattice(order, seed):
     objective = pruned_partial_objective(structure, as_feature_arrays(X), offsets, partial,
                                          keep, 0.3)
     w = rng.normal(scale=0.7, size=structure.n_parameters)
-    loss, grad = objective(w)
-    np.testing.assert_allclose(
-        loss, _brute_force_loss(structure, X, offsets, gold, allowed, keep, w, 0.3),
-        rtol=1e-10)
-    numeric = approx_fprime(w, lambda v: objective(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_loss_and_gradient(objective, w,
+                             _brute_force_loss(structure, X, offsets, allowed, w, 0.3, keep))
 
 
 @pytest.mark.parametrize("order", [2, 3])
@@ -97,7 +80,7 @@ def test_the_pruner_keeps_every_label_of_a_set_and_a_consistent_labelling(seed, 
     loss = pruned_partial_objective(structure, features, offsets, partial, keep, 0.1)(w)[0]
     assert np.isfinite(loss)
     np.testing.assert_allclose(
-        loss, _brute_force_loss(structure, X, offsets, gold, allowed, keep, w, 0.1),
+        loss, _brute_force_loss(structure, X, offsets, allowed, w, 0.1, keep),
         rtol=1e-9)
 
 

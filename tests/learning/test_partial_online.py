@@ -18,6 +18,7 @@ from skcrf.learning.partial import masked_structure
 from skcrf.structures.chain.order1 import ChainStructure
 from skcrf.structures.patterns.chain import PatternChainStructure
 from tests.learning.test_online import SOLVERS, _problem
+from tests._online_checks import assert_step_along_gradient, one_sgd_step
 from tests._toys import chain_corpus
 
 
@@ -94,24 +95,15 @@ def test_an_sgd_step_on_a_constrained_sequence_is_the_partial_gradient(order):
     allowed, targets = _masked(labels, offsets, 3, seed=1, p_hidden=0.8)
     problem = OnlineProblem(structure, features, offsets, targets, allowed)
     q = int(np.flatnonzero(problem.constrained & (np.diff(offsets) > 1))[0])
-    options = OnlineOptions(solver="sgd", alpha=0.0, eta0=0.05, average=0,
-                            rng=np.random.RandomState(0))
     w0 = np.random.default_rng(0).normal(scale=0.3, size=structure.n_parameters)
-    state = OnlineState.start(options, w0)
-    problem.run(state, options.settings(1.0, 0.05), np.array([q]), np.array([1.0]),
-                problem.scratch())
+    state = one_sgd_step(problem, q, w0)
     lo, hi = offsets[q], offsets[q + 1]
     one = np.array([0, hi - lo], dtype=np.int64)
     part, _ = sequence_view(features, offsets, q)
     loss, grad = PartialLabelObjective(structure, part, one,
                                        _partial(labels[lo:hi], allowed[lo:hi], one),
                                        l2=0.0)(w0)
-    assert state.counters[kernels.LOSS] == pytest.approx(loss, rel=1e-10)
-    # without a penalty, the step is -eta times the gradient of log Z - log Z_allowed
-    step = w0 - state.counters[kernels.SCALE] * state.w
-    eta = (step @ grad) / (grad @ grad)
-    assert eta > 0
-    np.testing.assert_allclose(step, eta * grad, rtol=1e-9, atol=1e-12)
+    assert_step_along_gradient(state, w0, loss, grad)
 
 
 def _best_consistent(unary, transitions, start, end, allowed):

@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.optimize import approx_fprime
 
 from skcrf.features.arrays import as_feature_arrays
-from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.learning.partial import PartialLabelObjective, masked_structure
 from skcrf.structures._parameters import StatePairs
 from skcrf.structures.patterns.chain import PatternChainStructure
 from skcrf.structures.patterns.label_patterns import LabelPatterns
-from tests._structure_checks import nonempty_sequences
-from tests._threads import results_per_thread_count
-from tests.learning.test_partial import _partial, _random_mask
+from tests._structure_checks import assert_loss_and_gradient, nonempty_sequences
+from tests.learning.test_partial import (_assert_all_unknown_add_nothing,
+                                         _assert_loss_is_the_oracles,
+                                         _assert_no_labelling_named, _assert_threads_agree,
+                                         _assert_todays_objective, _partial, _random_mask)
 from tests.naive_patterns import enumerate_sequence
 
 
@@ -59,10 +59,13 @@ def _enumerated(structure, X, offsets, w, mask=None):
             for lo, hi in zip(offsets[:-1], offsets[1:])]
 
 
-def _brute_force_loss(structure, X, offsets, allowed, w, l2):
+def _brute_force_loss(structure, X, offsets, allowed, w, l2, keep=None):
+    """Sum over sequences of -log p(consistent), by enumeration, + L2; with ``keep``,
+    of -log p(consistent | lattice), the lattice being the labels ``keep`` allows."""
+    outside = None if keep is None else np.where(keep, 0.0, -np.inf)
     mask = np.where(allowed, 0.0, -np.inf)
-    free = _enumerated(structure, X, offsets, w)
-    constrained = _enumerated(structure, X, offsets, w, mask)
+    free = _enumerated(structure, X, offsets, w, outside)
+    constrained = _enumerated(structure, X, offsets, w, mask if keep is None else outside + mask)
     total = 0.5 * l2 * (w @ w)
     for (lo, hi), a, b in zip(zip(offsets[:-1], offsets[1:]), free, constrained):
         if not allowed[lo:hi].all():  # an all-unknown sequence tells nothing
@@ -79,11 +82,8 @@ def test_loss_and_gradient_match_enumeration_of_consistent_labellings(order, see
     objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
                                       _partial(gold, allowed, offsets), l2=0.4)
     w = rng.normal(scale=0.7, size=structure.n_parameters)
-    loss, grad = objective(w)
-    np.testing.assert_allclose(loss, _brute_force_loss(structure, X, offsets, allowed, w, 0.4),
-                               rtol=1e-10)
-    numeric = approx_fprime(w, lambda v: objective(v)[0], 1e-6)
-    np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-5)
+    assert_loss_and_gradient(objective, w,
+                             _brute_force_loss(structure, X, offsets, allowed, w, 0.4))
 
 
 @pytest.mark.parametrize("order", [2, 3])
@@ -111,39 +111,19 @@ def test_fully_labelled_sequences_take_todays_objective_bitwise(order):
     X, offsets, gold, n_classes, rng = _problem(3)
     features = as_feature_arrays(X)
     structure = PatternChainStructure.for_training(features, offsets, gold, n_classes, order)
-    partial = _partial(gold, np.eye(n_classes, dtype=bool)[gold], offsets)
     weights = rng.integers(1, 3, offsets.shape[0] - 1).astype(float)
-    objective = PartialLabelObjective(structure, features, offsets, partial, 0.3, weights)
-    today = NegativeLogLikelihood(structure, features, offsets, gold, 0.3,
-                                  sequence_weights=weights)
-    w = rng.normal(size=structure.n_parameters)
-    loss, grad = objective(w)
-    expected_loss, expected_grad = today(w)
-    assert loss == expected_loss
-    np.testing.assert_array_equal(grad, expected_grad)
+    _assert_todays_objective(structure, features, offsets, gold, weights, rng)
 
 
 def test_all_unknown_sequences_add_nothing():
     X, offsets, gold, n_classes, rng = _problem(6)
-    structure = _structure(X, n_classes, 2)
-    partial = _partial(gold, np.ones((gold.shape[0], n_classes), dtype=bool), offsets)
-    objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets, partial, 0.5)
-    w = rng.normal(size=structure.n_parameters)
-    loss, grad = objective(w)
-    assert loss == 0.5 * 0.5 * (w @ w)
-    np.testing.assert_array_equal(grad, 0.5 * w)
+    _assert_all_unknown_add_nothing(_structure(X, n_classes, 2), X, offsets, gold, rng)
 
 
 def test_one_and_two_threads_agree_bitwise():
     X, offsets, gold, n_classes, rng = _problem(8, n_sequences=40)
     allowed = _random_mask(rng, gold, n_classes)
-    structure = _structure(X, n_classes, 3)
-    objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
-                                      _partial(gold, allowed, offsets), 0.3)
-    w = rng.normal(size=structure.n_parameters)
-    (loss1, grad1), (loss2, grad2) = results_per_thread_count(lambda: objective(w))
-    assert loss1 == loss2
-    np.testing.assert_array_equal(grad1, grad2)
+    _assert_threads_agree(_structure(X, n_classes, 3), X, offsets, gold, allowed, rng)
 
 
 def test_labels_that_admit_no_labelling_name_the_sequence():
@@ -151,9 +131,7 @@ def test_labels_that_admit_no_labelling_name_the_sequence():
     allowed = np.ones((gold.shape[0], n_classes), dtype=bool)
     allowed[0] = [True, False, False]  # sequence 0: first token 0, then 1, forbidden
     allowed[1] = [False, True, False]
-    with pytest.raises(ValueError, match="sequence 0 admit no labelling"):
-        PartialLabelObjective(_structure(X, n_classes, 2), as_feature_arrays(X), offsets,
-                              _partial(gold, allowed, offsets), 0.1)
+    _assert_no_labelling_named(_structure(X, n_classes, 2), X, offsets, gold, allowed)
 
 
 @settings(max_examples=20, deadline=None)
@@ -162,13 +140,8 @@ def test_labels_that_admit_no_labelling_name_the_sequence():
 def test_random_masks_match_enumeration(seed, p_hidden, order):
     X, offsets, gold, n_classes, rng = _problem(seed, n_sequences=3, max_length=4)
     allowed = _random_mask(rng, gold, n_classes, p_hidden)
-    structure = _structure(X, n_classes, order)
-    objective = PartialLabelObjective(structure, as_feature_arrays(X), offsets,
-                                      _partial(gold, allowed, offsets), 0.2)
-    w = rng.normal(size=structure.n_parameters)
-    np.testing.assert_allclose(objective(w)[0],
-                               _brute_force_loss(structure, X, offsets, allowed, w, 0.2),
-                               rtol=1e-10)
+    _assert_loss_is_the_oracles(_structure(X, n_classes, order), X, offsets, gold, allowed,
+                                rng, _brute_force_loss)
 
 
 def test_patterns_are_the_ngrams_of_known_labels():
