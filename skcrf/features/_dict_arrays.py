@@ -209,7 +209,12 @@ def _vectorize_chunks(X, vocabulary, grow, separator, tables=None, vectors=None)
         chunk = list(islice(sequences, last - first))
         if vectors is not None:
             vectors.row0 = int(offsets[first])
-        part = None if tables is None else vectorize_by_key(chunk, tables, vectors)
+        if tables is None:
+            part = None
+        elif vectors is None:
+            part = vectorize_by_key(chunk, tables)
+        else:
+            part = vectorize_by_key(chunk, tables, vectors)
         if part is None and vectors is not None:
             return None  # the flat path does not take vectors
         if part is None:
