@@ -128,7 +128,7 @@ def columns_by_key(vectorizer):
     return tables
 
 
-def vectorize_by_key(X, tables):
+def vectorize_by_key(X, tables, vectors=None):
     """CSR arrays of ``X`` by the tables of a vocabulary, or None to leave it to the flat path.
 
     Plain dicts of str keys whose values are, key by key within each layout,
@@ -140,6 +140,11 @@ def vectorize_by_key(X, tables):
     the order of their first occurrence: only for a caller that sorts them.
     Returns ``(data, indices, indptr, offsets)`` as
     :func:`~._dict_arrays._vectorize` does, or None.
+
+    ``vectors``, a :class:`~._vectors.VectorSink` if given, takes the
+    columns of numpy vectors: they are left out of the CSR arrays (as if the
+    dicts lacked those keys) and gathered for the dense block, with ``X``'s
+    tokens numbered from ``vectors.row0``.
     """
     tokens = list(chain.from_iterable(X))
     if not tokens or set(map(type, tokens)) != {dict}:
@@ -166,6 +171,11 @@ def vectorize_by_key(X, tables):
         width = len(layout)
         for j, key in enumerate(layout):
             column = values[j::width]
+            if vectors is not None and type(column[0]) is np.ndarray:
+                if not vectors.take(key, members, column):
+                    return None
+                indices[starts + j] = -1
+                continue
             if type(column[0]) is str:
                 columns = _str_columns(column, key, tables)
                 if columns is None:

@@ -114,7 +114,7 @@ def _vectorize(X, vocabulary, grow, separator):
     return data, indices.astype(np.int64), indptr, offsets
 
 
-def _vectorize_compact(X, vocabulary, grow, separator, tables=None):
+def _vectorize_compact(X, vocabulary, grow, separator, tables=None, vectors=None):
     """:func:`_vectorize` in the form that holds the least memory.
 
     ``data`` is None when every value is 1 (indicator features, the usual
@@ -124,10 +124,17 @@ def _vectorize_compact(X, vocabulary, grow, separator, tables=None):
     :func:`~._columns_by_key.vectorize_by_key` before the flat path; with
     ``grow`` the names are then found in no order of occurrence (for a caller
     that sorts them).
+
+    ``vectors``, a :class:`~._vectors.VectorSink`, gathers numpy vector
+    values key by key instead (see :func:`~._columns_by_key.vectorize_by_key`);
+    then None is returned for any input that route does not take, for the
+    caller to fall back on :func:`~._vectors.split_vectors`.
     """
     n_known = len(vocabulary)
     with _collector_paused():
-        arrays = _vectorize_chunks(X, vocabulary, grow, separator, tables)
+        arrays = _vectorize_chunks(X, vocabulary, grow, separator, tables, vectors)
+    if arrays is None and vectors is not None:
+        return None
     if arrays is None:
         # forget the names a partial flat pass added, then start over
         for name in list(islice(vocabulary, n_known, None)):
@@ -162,7 +169,7 @@ def _release_freed_memory():
         _MALLOC_TRIM(0)
 
 
-def _vectorize_chunks(X, vocabulary, grow, separator, tables=None):
+def _vectorize_chunks(X, vocabulary, grow, separator, tables=None, vectors=None):
     """:func:`_vectorize_flat` over runs of about ``_CHUNK_TOKENS`` tokens.
 
     The flat path makes several passes over lists of every value; on chunks,
@@ -184,6 +191,8 @@ def _vectorize_chunks(X, vocabulary, grow, separator, tables=None):
     except TypeError:
         return None  # a token without len() is no dict: the loop names it
     if capacity <= _SMALL_VALUES:
+        if vectors is not None:
+            return None  # few tokens: split_vectors' copies cost nothing
         small = None if tables is None or tables.grow else vectorize_pairs(X, tables)
         if small is None:
             small = _vectorize_small(X, vocabulary, grow, separator,
@@ -198,7 +207,16 @@ def _vectorize_chunks(X, vocabulary, grow, separator, tables=None):
     nnz = 0
     for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
         chunk = list(islice(sequences, last - first))
-        part = None if tables is None else vectorize_by_key(chunk, tables)
+        if vectors is not None:
+            vectors.row0 = int(offsets[first])
+        if tables is None:
+            part = None
+        elif vectors is None:
+            part = vectorize_by_key(chunk, tables)
+        else:
+            part = vectorize_by_key(chunk, tables, vectors)
+        if part is None and vectors is not None:
+            return None  # the flat path does not take vectors
         if part is None:
             part = _vectorize_flat(chunk, vocabulary, grow, separator)
         if part is None:

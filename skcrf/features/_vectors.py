@@ -195,3 +195,67 @@ def _split_by_layout(X, widths):
 def vector_names(widths):
     """The dense columns' names: ``key[0]..key[d-1]`` for each vector key."""
     return [f"{key}[{j}]" for key, width in widths.items() for j in range(width)]
+
+
+class VectorSink:
+    """The vector columns met while :func:`~._columns_by_key.vectorize_by_key` reads dicts.
+
+    The one-pass route of dicts with vectors: the reader hands each layout's
+    column of vector values here (:meth:`take`) and leaves it out of the
+    CSR arrays, so no token's dict is copied without its vectors. Only
+    references are kept (a list of the arrays per column, 8 bytes per
+    token); :meth:`dense` then copies every vector once into the block,
+    allocated once. A column it cannot take (mixed types, lengths, dtypes)
+    makes the reader give up, and the caller falls back to
+    :func:`split_vectors`, whose loop names the error.
+
+    Parameters
+    ----------
+    widths : dict of str to int, default=None
+        As in :func:`split_vectors`: the fitted lengths, or None to learn them.
+    """
+
+    def __init__(self, widths=None):
+        self.widths = widths
+        self.learned = {}
+        self.row0 = 0  # the first token of the chunk being read
+        self.moves = []  # (key, global token rows, list of vectors)
+        self.single = True
+
+    def take(self, key, rows, column):
+        """Record a layout's column of vectors at chunk ``rows``; False if it is no such column."""
+        if set(map(type, column)) != {np.ndarray}:
+            return False
+        shapes = set(map(_SHAPE, column))
+        kinds = set(map(_DTYPE, column))
+        if len(shapes) != 1 or len(next(iter(shapes))) != 1 or not all(
+                kind.kind in "biuf" for kind in kinds):
+            return False
+        length = next(iter(shapes))[0]
+        if self.widths is None:
+            expected = self.learned.setdefault(key, length)
+        else:
+            expected = self.widths.get(key)
+            if expected is None:
+                return True  # a vector key fit never met: ignored
+        if expected != length:
+            return False
+        self.single = self.single and kinds == {np.dtype(np.float32)}
+        self.moves.append((key, rows + self.row0, column))
+        return True
+
+    def dense(self, n_tokens):
+        """(dense block of ``n_tokens`` rows, widths by key), as :func:`split_vectors` gives."""
+        widths = self.widths
+        if widths is None:
+            widths = {key: self.learned[key] for key in sorted(self.learned)}
+        starts = _starts(widths)
+        dense = np.zeros((n_tokens, sum(widths.values())),
+                         dtype=np.float32 if self.single and self.moves else np.float64)
+        moves, self.moves = self.moves, []  # the references go with the copies
+        for key, rows, column in moves:
+            start, stop = starts[key], starts[key] + widths[key]
+            for lo in range(0, len(column), _STACKED_VECTORS):
+                part = column[lo:lo + _STACKED_VECTORS]
+                dense[rows[lo:lo + len(part)], start:stop] = np.stack(part)
+        return dense, widths

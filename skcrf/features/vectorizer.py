@@ -28,7 +28,7 @@ from ._numbering import factorize
 from ._names_out import NamesOutMixin
 from ._output import SequenceOutputMixin
 from ._parents import PARENT_KEY
-from ._vectors import is_vector, split_vectors, vector_names
+from ._vectors import VectorSink, is_vector, split_vectors, vector_names
 from .sequence_matrix import SequenceMatrix, values_or_none
 
 
@@ -238,9 +238,7 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
             except FeatureValueError as error:
                 if not is_vector(error.value):
                     raise
-                stripped, dense, self.vector_widths_ = split_vectors(X)
-                matrix = self._with_vectors(self._to_matrix(*self._fit_arrays(stripped)),
-                                            dense)
+                matrix = self._fit_with_vectors(X)
             _carry_dense(X, matrix)
             segments = X.segments if isinstance(X, SequenceMatrix) else None
             self.segment_vectorizer_ = None
@@ -251,11 +249,31 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
                 matrix.segments = self.segment_vectorizer_.fit_transform(segments)
         return matrix
 
-    def _fit_arrays(self, X):
+    def _fit_with_vectors(self, X):
+        """:meth:`fit_transform`'s matrix of dicts holding vectors, with its dense block.
+
+        Key by key, the vectors are gathered while the other values are read
+        (one pass, no dict copied); input that route does not take (mixed
+        layouts, unsorted names, every error) goes through
+        :func:`~._vectors.split_vectors`, which names the token at fault.
+        """
+        sink = VectorSink()
+        arrays = self._fit_arrays(X, sink) if self.sort else None
+        if arrays is None:
+            stripped, dense, widths = split_vectors(X)
+            arrays = self._fit_arrays(stripped)
+        else:
+            dense, widths = sink.dense(int(arrays[3][-1]))
+        self.vector_widths_ = widths
+        return self._with_vectors(self._to_matrix(*arrays), dense)
+
+    def _fit_arrays(self, X, vectors=None):
         """Fit, and return the output's arrays in the compact form of ``_vectorize_compact``.
 
         :class:`CRFClassifier` trains on these arrays directly, so that the
-        float values of indicator features are never allocated.
+        float values of indicator features are never allocated. With
+        ``vectors`` (a :class:`~._vectors.VectorSink`, dicts only), None if
+        that route does not take ``X``.
         """
         self._validate_params()
         forget_tables(self)  # the old vocabulary's: not kept alive until the next transform
@@ -275,8 +293,10 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
             vocabulary = {}
             # names found key by key, in no order of occurrence: only if sorted after
             tables = ColumnsByKey(vocabulary, self.separator, grow=True) if self.sort else None
-            data, indices, indptr, offsets = _vectorize_compact(X, vocabulary, True,
-                                                                self.separator, tables)
+            arrays = _vectorize_compact(X, vocabulary, True, self.separator, tables, vectors)
+            if arrays is None:
+                return None
+            data, indices, indptr, offsets = arrays
             names = list(vocabulary)
             _check_no_parent_names(vocabulary, self.separator)
             del vocabulary
@@ -323,9 +343,15 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
         with kernel_exceptions():  # as in fit_transform
             widths = getattr(self, "vector_widths_", None)  # absent from older files
             if widths and not isinstance(X, SequenceMatrix):
-                stripped, dense, _ = split_vectors(check_sequences(X), widths)
-                matrix = self._with_vectors(
-                    self._to_matrix(*self._transform_arrays(stripped)), dense)
+                X = check_sequences(X)
+                sink = VectorSink(widths)
+                arrays = self._transform_arrays(X, sink)  # as in _fit_with_vectors
+                if arrays is None:
+                    stripped, dense, _ = split_vectors(X, widths)
+                    arrays = self._transform_arrays(stripped)
+                else:
+                    dense, _ = sink.dense(int(arrays[3][-1]))
+                matrix = self._with_vectors(self._to_matrix(*arrays), dense)
             else:
                 matrix = self._to_matrix(*self._transform_arrays(X))
                 _carry_dense(X, matrix)
@@ -336,8 +362,12 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
                 matrix.segments = vectorizer.transform(X.segments)
         return matrix
 
-    def _transform_arrays(self, X):
-        """:meth:`transform`'s arrays in the compact form of ``_vectorize_compact``."""
+    def _transform_arrays(self, X, vectors=None):
+        """:meth:`transform`'s arrays in the compact form of ``_vectorize_compact``.
+
+        With ``vectors`` (a :class:`~._vectors.VectorSink`), None if that
+        route does not take ``X``.
+        """
         # sklearn's check reads the estimator's tags first, a cost every
         # one-sentence transform would pay: call it only to raise its error
         if not hasattr(self, "vocabulary_"):
@@ -359,8 +389,11 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
                 _remap_in_place(indices, remap)
                 data, indices, indptr = _drop_columns(data, indices, indptr)
         else:
-            data, indices, indptr, offsets = _vectorize_compact(
-                X, self.vocabulary_, False, self.separator, columns_by_key(self))
+            arrays = _vectorize_compact(X, self.vocabulary_, False, self.separator,
+                                        columns_by_key(self), vectors)
+            if arrays is None:
+                return None
+            data, indices, indptr, offsets = arrays
         data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
         return data, indices, indptr, offsets, parents
 
