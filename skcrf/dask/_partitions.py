@@ -7,6 +7,8 @@ keep its result there. Nothing here talks to the scheduler.
 
 import sys
 import time
+from dataclasses import dataclass
+from typing import Any, Optional
 
 import numpy as np
 
@@ -96,6 +98,7 @@ class RawPartition:
                 ColumnLayout.of_partition(self))
 
 
+@dataclass(eq=False)
 class ColumnLayout:
     """What the client checks and merges of a partition's columns, beside their names.
 
@@ -118,13 +121,12 @@ class ColumnLayout:
         Whether the labels hold unknown or set labels.
     """
 
-    def __init__(self, positional, n_sparse, names, vector_widths, float32, partial):
-        self.positional = positional
-        self.n_sparse = n_sparse
-        self.names = names
-        self.vector_widths = vector_widths
-        self.float32 = float32
-        self.partial = partial
+    positional: bool
+    n_sparse: int
+    names: Optional[tuple]
+    vector_widths: dict
+    float32: Optional[bool]
+    partial: bool
 
     @classmethod
     def of_partition(cls, raw):
@@ -241,6 +243,7 @@ def partition_summary(raw):
     return raw.summary()
 
 
+@dataclass(eq=False)
 class EncodedPartition:
     """One partition in the global vocabulary and label ids, as :class:`TrainingData` holds them.
 
@@ -256,16 +259,14 @@ class EncodedPartition:
         has :func:`relabelled` the partition.
     """
 
-    def __init__(self, index, first, features, offsets, label_ids, weights=None,
-                 partial=None):
-        self.index = index
-        self.first = first
-        self.features = features
-        self.offsets = offsets
-        self.label_ids = label_ids
-        self.weights = weights
-        #: PartialLabels in the global classes, with unknown or set labels in y
-        self.partial = partial
+    index: int
+    first: int
+    features: Any
+    offsets: np.ndarray
+    label_ids: np.ndarray
+    weights: Optional[np.ndarray] = None
+    #: PartialLabels in the global classes, with unknown or set labels in y
+    partial: Any = None
 
     @property
     def empty(self):
@@ -277,6 +278,7 @@ class EncodedPartition:
         return _array_bytes(self, self.features)
 
 
+@dataclass(eq=False)
 class GlobalColumns:
     """The columns every partition is encoded into, as a local fit of all of them has them.
 
@@ -300,13 +302,12 @@ class GlobalColumns:
         Every column's name, sparse then dense (None: all unnamed, ``x<i>``).
     """
 
-    def __init__(self, vectorizer, n_sparse, vector_widths, float32, keep_dense, names):
-        self.vectorizer = vectorizer
-        self.n_sparse = n_sparse
-        self.vector_widths = vector_widths
-        self.float32 = float32
-        self.keep_dense = keep_dense
-        self.names = names
+    vectorizer: Any
+    n_sparse: int
+    vector_widths: dict
+    float32: Optional[bool]
+    keep_dense: bool
+    names: Optional[np.ndarray]
 
     @property
     def n_dense(self):

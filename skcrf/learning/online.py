@@ -27,6 +27,7 @@ which clips weights at exactly zero.
 
 import time
 from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 
@@ -147,6 +148,7 @@ class OnlineOptions:
         return settings
 
 
+@dataclass(eq=False)
 class OnlineState:
     """What an online solver carries from one call to the next (``partial_fit``).
 
@@ -172,14 +174,13 @@ class OnlineState:
     #: Names of the arrays the state holds, in the order :meth:`as_dict` keeps.
     ARRAYS = ("w", "counters", "l1_applied", "average_sum", "covariance")
 
-    def __init__(self, solver, w, counters, l1_applied, average_sum, covariance, eta0):
-        self.solver = solver
-        self.w = w
-        self.counters = counters
-        self.l1_applied = l1_applied
-        self.average_sum = average_sum
-        self.covariance = covariance
-        self.eta0 = eta0
+    solver: str
+    w: np.ndarray
+    counters: np.ndarray
+    l1_applied: np.ndarray
+    average_sum: np.ndarray
+    covariance: np.ndarray
+    eta0: Optional[float]
 
     @classmethod
     def start(cls, options, w0):
