@@ -136,10 +136,11 @@ for size, n_sentences in sizes.items():
         pipe.fit(X_train[:n_sentences], y_train[:n_sentences])
         seconds = time.perf_counter() - started
         y_pred = pipe.predict(X_test)
-        score = span_f1_score(y_test, y_pred) if spans else flat_accuracy_score(y_test, y_pred)
+        accuracy = flat_accuracy_score(y_test, y_pred)
+        score = span_f1_score(y_test, y_pred) if spans else accuracy
         results[size, name] = score
         print(f"{size:16s} {name:18s} trained in {seconds:6.1f} s "
-              f"({pipe[-1].n_iter_} iterations)")
+              f"({pipe[-1].n_iter_} iterations), token accuracy {accuracy:.4f}")
 
 # %%
 # Scores on the test set

@@ -37,7 +37,7 @@ EXPECTED = {
     "conll2002_word_vectors.py": ((("conll2002", "esp.train"), ("conll2002", "esp.testa"),
                                    ("conll2002", "esp.testb")),
                                   "8323 training sentences",
-                                  ("words + vectors", "words + clusters")),
+                                  ("+ window vectors", "+ clusters")),
     "numeric_sequences.py": ((), "300 training sequences",
                              ("LogisticRegression", "CRFClassifier")),
 }
