@@ -22,7 +22,8 @@ from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_fe
 from ._reference import _check_custom, _offset_prefix
 from ._words import _one_hot_group, _word_group
 from .sequence_matrix import SequenceMatrix
-from .vectorizer import SequenceVectorizer, _csr
+from ._csr_arrays import _csr
+from .vectorizer import SequenceVectorizer
 
 
 class _Slot(NamedTuple):

@@ -16,7 +16,8 @@ from .._utils.type_aliases import FeatureSequences, LabelSequences
 from .._utils.validation import check_sequences
 from ._output import SequenceOutputMixin
 from .sequence_matrix import SequenceMatrix, values_or_none
-from .vectorizer import SequenceVectorizer, _as_names, _canonical, _named_matrix_arrays
+from ._csr_arrays import _as_names, _canonical, _named_matrix_arrays
+from .vectorizer import SequenceVectorizer
 
 
 @saved_as("skcrf.SequenceHasher")
