@@ -319,9 +319,9 @@ def _interrupted_in_a_kernel(name):
     ("skcrf.features._slot_matrix", "slot_features",
      lambda: make_pipeline(TokenFeaturizer(), SequenceVectorizer()).fit_transform(
          [["a", "b"]] * 2000)),
-    ("skcrf.features.vectorizer", "sort_row_indices",
+    ("skcrf.features._csr_arrays", "sort_row_indices",
      lambda: SequenceVectorizer().fit_transform([[{"w": "a"}]])),
-    ("skcrf.features.vectorizer", "sort_row_indices",
+    ("skcrf.features._csr_arrays", "sort_row_indices",
      lambda: SequenceVectorizer().fit([[{"w": "a"}]]).transform([[{"w": "a"}]])),
 ])
 def test_ctrl_c_inside_a_featurizing_kernel_is_a_keyboard_interrupt(monkeypatch, module, kernel,
