@@ -87,6 +87,23 @@ def shifted_exp_rows(values, lo, hi, out, log_z, forbidden):
     return log_z, forbidden
 
 
+@compiled(inline=True)
+def exp_underflowed(values, lo, n, rows):
+    """Whether some finite ``values[lo + r, j]`` (r < n) has ``rows[r, j]`` below FLOOR.
+
+    ``rows`` holds the rows' shifted exponentials: a possible label whose
+    emission underflowed (a score more than ~667 below its token's best)
+    would silently lose every path through it, though later potentials may
+    make such a path the best, so the caller takes the exact pass. Called
+    with ``values`` = ``rows`` it flags any emission below FLOOR.
+    """
+    for r in range(n):
+        for j in range(rows.shape[1]):
+            if rows[r, j] < FLOOR and values[lo + r, j] > -np.inf:
+                return True
+    return False
+
+
 @compiled()
 def shifted_rows(values, lo, hi, out):
     """out[r] = values[lo + r] - max(values[lo + r]) for rows lo..hi-1; the sum of the maxima.

@@ -77,13 +77,16 @@ def _subtree_sums(values, failure, n_classes, agg):
 
 
 @compiled(contract=True)
-def forward_step(previous, emission, graph, potentials, agg, slot, current, totals):
+def forward_step(previous, emission, graph, potentials, agg, slot, current, totals, failed):
     """current = the next token's forward values (unnormalized); their sums into ``totals``.
 
     ``previous`` (n_states, m) holds the forward values of the token before,
     ``emission`` (n_classes, m) the next token's ``exp(unary)``; ``agg`` and
     ``slot`` are scratch. Values below FLOOR (and the negative ones rounding
-    may leave) become 0.
+    may leave) become 0; a lane where mass that reached a state with a
+    possible label fell below FLOOR is flagged in ``failed``: later potentials
+    (a strong end weight, a forbidden move out of the states that kept their
+    mass) could make it dominate log Z.
     """
     (state_label, failure, state_owner, plain_src, plain_parent, plain_arc, forward_order,
      src, label, dest, own_slot, parent, leaf, arc, inner) = graph
@@ -156,6 +159,8 @@ def forward_step(previous, emission, graph, potentials, agg, slot, current, tota
         for lane in range(m):
             v = current[s, lane] * emission[row, lane]
             if not v > FLOOR:
+                if current[s, lane] > 0.0 and emission[row, lane] > 0.0:
+                    failed[lane] = True
                 v = 0.0
             current[s, lane] = v
             totals[lane] += v
@@ -385,12 +390,14 @@ def scaled_lanes(emission, n, log_shift, graph, potentials, with_counts, margina
     for a in range(n_classes):
         for lane in range(m):
             v = exp_start[a] * emission[0, a, lane]
+            if v < FLOOR and exp_start[a] > 0.0 and emission[0, a, lane] > 0.0:
+                failed[lane] = True  # a possible first label lost its digits
             alpha[0, a, lane] = v
             norm[0, lane] += v
     for r in range(n):
         if r > 0:
             forward_step(alpha[r - 1], emission[r], graph, potentials, agg, slot, alpha[r],
-                         norm[r])
+                         norm[r], failed)
             if with_counts:
                 for s in range(n_states):
                     for lane in range(m):
@@ -407,7 +414,10 @@ def scaled_lanes(emission, n, log_shift, graph, potentials, with_counts, margina
     for lane in range(m):
         final = 0.0
         for s in range(n_states):
-            final += alpha[n - 1, s, lane] * exp_end[state_label[s]]
+            term = alpha[n - 1, s, lane] * exp_end[state_label[s]]
+            if term < FLOOR and alpha[n - 1, s, lane] > 0.0 and exp_end[state_label[s]] > 0.0:
+                failed[lane] = True
+            final += term
         if not (final > FLOOR and final < HUGE):
             failed[lane] = True
             final = 1.0

@@ -25,7 +25,7 @@ import numpy as np
 
 from .._runtime.batch import (chunk_bounds, compiled, default_n_chunks, least_chunk_count,
                               longest_sequence, run_chunks)
-from .._logspace import shifted_exp, shifted_exp_rows
+from .._logspace import exp_underflowed, shifted_exp, shifted_exp_rows
 from ._exact import exact_sequence, exact_workspace
 from ._paths import best_path, nbest_paths_of, path_workspace
 from ._scaled import THETA_GUARD, scaled_lanes, scaled_workspace, workspace_size
@@ -291,13 +291,15 @@ def group_emission(unary, offsets, order, first, m, n, shift, lanes, rows):
     ``lanes`` (n, n_classes, m) gets each token's ``exp(unary - max)``;
     ``shift`` (m,) each lane's sum of maxima added to it, NaN for a sequence
     with a token of no possible label (the exact pass then says it is
-    infeasible), whose lane gets ones. ``rows`` (n, n_classes) is scratch.
+    infeasible) or a possible label whose emission underflowed (the exact
+    pass scores it), whose lane gets ones. ``rows`` (n, n_classes) is scratch.
     """
     n_classes = unary.shape[1]
     for lane in range(m):
         lo = offsets[order[first + lane]]
         total, _ = shifted_exp_rows(unary, lo, lo + n, rows, shift[lane], False)
-        if np.isnan(total):
+        if np.isnan(total) or exp_underflowed(unary, lo, n, rows):
+            total = np.nan
             for r in range(n):
                 for b in range(n_classes):
                     rows[r, b] = 1.0

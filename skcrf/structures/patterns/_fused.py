@@ -19,7 +19,7 @@ import numpy as np
 
 from ...inference._runtime.batch import (chunk_bounds, chunk_totals, compiled, longest_sequence,
                                          run_chunks)
-from ...inference._logspace import shifted_exp_rows
+from ...inference._logspace import exp_underflowed, shifted_exp_rows
 from ...inference.patterns._exact import exact_sequence, exact_workspace
 from ...inference.patterns.automaton import (group_lanes, lane_buffers, lane_rows, run_group,
                                             scaled_potentials)
@@ -151,6 +151,10 @@ def _fused_chunks(chunk_lo, chunk_hi, bounds, values, entries, hot_ptr, cold_ptr
                                    pair_weights, lo, lo + n, rows)
                     shift[lane], _ = shifted_exp_rows(rows, np.int64(0), n, rows, base,
                                                       False)
+                if exp_underflowed(rows, np.int64(0), n, rows):
+                    # a label's emission underflowed: the exact pass scores the sequence
+                    shift[lane] = np.nan
+                    rows[:n] = 1.0
                 for r in range(n):
                     for j in range(n_classes):
                         lanes[r, j, lane] = rows[r, j]

@@ -146,6 +146,23 @@ def test_extreme_scores_match_brute_force(problem):
     _check_paths(problem, automaton, expected)
 
 
+@pytest.mark.parametrize("order", [1, 3])
+def test_a_label_whose_emission_underflows_keeps_its_paths(order):
+    # found by hypothesis: label 0 scores 883 below label 1 on the second
+    # token, so exp underflows to 0, yet the end weights make (0, 0) the best
+    # path; the scaled pass must hand the sequence to the exact pass
+    unary = np.array([[328.6472574, 132.17483047], [-521.26289264, 362.14234667]])
+    transitions = np.array([[178.54982895, -214.78129414], [232.44724168, -np.inf]])
+    start = np.array([117.65299866, 11.36889653])
+    end = np.array([218.68519464, -294.5816348])
+    offsets = np.array([0, 2])
+    patterns = LabelPatterns.seen(np.array([0, 1]), offsets, 2, order)
+    problem = (unary, transitions, patterns, np.zeros(patterns.n_patterns), start, end,
+               offsets)
+    automaton, expected = _check(problem)
+    _check_paths(problem, automaton, expected)
+
+
 @SETTINGS
 @given(problems(orders=(3,), scale=12.0))
 def test_strong_pattern_weights_match_brute_force(problem):
