@@ -9,6 +9,7 @@ checkout layout puts the corpora. Without a corpus, its script is shown
 unexecuted (docs/_gallery.py); the script on the embedded sample always runs.
 """
 
+import logging
 import os
 import sys
 import warnings
@@ -75,6 +76,11 @@ sphinx_gallery_conf = {
 # The examples run in this process: the iteration cap above is the build's
 # budget, announced on each page, so its ConvergenceWarning is not shown there.
 warnings.filterwarnings("ignore", category=ConvergenceWarning)
+# With a cold numba cache the examples compile skcrf's kernels and the
+# compile notice (a WARNING record on the "skcrf" logger, for a user at a
+# terminal) would land on the pages and fail the -W build: a build is not
+# that user.
+logging.getLogger("skcrf").setLevel(logging.ERROR)
 
 # furo scrolls long code lines instead of clipping them, and reads on phones
 html_theme = "furo"
