@@ -416,13 +416,10 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                           "label_patterns": "label_patterns_", "pattern_coef": "pattern_coef_",
                           "start": "start_coef_", "end": "end_coef_"}
 
-    def _reads_dense_block(self, training, partial_labels=False):
+    def _reads_dense_block(self, training):
         # transition features read CSR columns only; the online solvers' epochs
-        # run kernels over CSR arrays; so does the constrained pass of partial
-        # labels at orders >= 2 (learning/partial.py)
+        # run kernels over CSR arrays
         if self.transition_features is not None:
-            return False
-        if training and partial_labels and self.order != 1:
             return False
         return not training or self.solver == "lbfgs"
 

@@ -333,13 +333,13 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
         if data.partial is None and self.order == 1:
             structure = SemiMarkovStructure.for_training(data.features, offsets, codes,
                                                          max_lengths, **options)
-            if data.features.dense is not None:  # L-BFGS: the block by BLAS
-                structure = DenseSemiMarkovStructure(structure, data.features.n_dense)
         elif data.partial is None:
             structure = PatternSemiMarkovStructure.for_training(
                 data.features, offsets, codes, max_lengths, order=self.order,
                 all_possible_transitions=self.all_possible_transitions,
                 min_pattern_freq=self.min_pattern_freq, **options)
+        if data.features.dense is not None:  # L-BFGS: the block by BLAS, any order
+            structure = DenseSemiMarkovStructure(structure, data.features.n_dense)
         attributes = {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
                       "scheme_": codec.scheme,
                       "max_segment_length_": int(max_lengths.max(initial=1)),
@@ -347,12 +347,11 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
                       **_segment_attributes(data)}
         return TrainingProblem(structure, codes, attributes, _COEFFICIENT_NAMES)
 
-    def _reads_dense_block(self, training, partial_labels=False):
-        # order-1 L-BFGS training multiplies a dense block by BLAS
-        # (structures/semimarkov/dense.py); prediction, the online solvers, orders
-        # >= 2 and partial labels read it as CSR columns
-        return (training and not partial_labels and self.solver == "lbfgs"
-                and self.order == 1)
+    def _reads_dense_block(self, training):
+        # L-BFGS training (any order, partial labels too) and prediction multiply a
+        # dense block by BLAS (structures/semimarkov/dense.py, the unary scores of
+        # SegmentScores.of_coefficients); the online solvers' epochs read CSR columns
+        return not training or self.solver == "lbfgs"
 
     def _partial_labels_refusal(self):
         return None
