@@ -143,3 +143,29 @@ def test_queries_read_a_dense_block_as_the_csr_columns(name, dtype, monkeypatch)
     predicted = np.concatenate(model.predict(dense_input))
     assert model.score(dense_input, y) == pytest.approx(
         np.mean(predicted == np.concatenate(y)), abs=1e-12)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_features_of_segments_beside_a_dense_block_in_small_chunks(order, monkeypatch):
+    """Each chunk of the dense route takes its tokens' rows of the segments' features."""
+    from skcrf.structures.chain import dense as dense_module
+
+    monkeypatch.setattr(dense_module, "CHUNK_TOKENS", 7)  # chunks of one or two sequences
+    X, y = numeric_corpus(n_sequences=24, width=4, seed=8)
+    longest = max(max(len(run) for run in np.split(labels, np.flatnonzero(
+        labels[1:] != labels[:-1]) + 1)) for labels in y)
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
+    rows = sp.random(offsets[-1] * longest, 6, density=0.3, format="csr", random_state=1)
+    segments = SequenceMatrix(rows, offsets * longest)
+    dense_input = SequenceMatrix(None, offsets, dense=np.vstack(X), segments=segments)
+    csr_input = SequenceMatrix(sp.csr_matrix(np.vstack(X)), offsets, segments=segments)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        csr = SemiMarkovCRF(order=order, max_segment_length=longest,
+                            max_iter=15).fit(csr_input, y)
+        with monkeypatch.context() as patch:
+            patch.setattr(arrays_module, "with_dense_columns", _no_csr_copy)
+            dense = SemiMarkovCRF(order=order, max_segment_length=longest,
+                                  max_iter=15).fit(dense_input, y)
+    assert dense.segment_coef_.shape[1] == 6
+    _assert_same_weights(dense, csr, rtol=1e-7)
