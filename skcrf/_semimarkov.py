@@ -291,9 +291,9 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
             Per-token feature dicts, as for :class:`CRFClassifier`, or the
             output of a vectorizer.
         y : list of sequences of str
-            One tag per token, in the scheme of ``scheme``; at ``order=1``
-            with ``solver="lbfgs"``, a tag may also be None (unknown) or a
-            set of tags (one of them). See :ref:`incomplete-annotation`.
+            One tag per token, in the scheme of ``scheme``; a tag may also
+            be None (unknown) or a set of tags (one of them), at any order
+            and with any solver. See :ref:`incomplete-annotation`.
         sample_weight : array-like of shape (n_sequences,), default=None
             Each sequence's weight, as for :meth:`CRFClassifier.fit`.
 
