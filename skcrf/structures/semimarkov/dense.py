@@ -126,26 +126,7 @@ class DenseSemiMarkovStructure:
 
     def expectation_terms(self, features, offsets, fused=True):
         """``w -> (log_z, expected statistics)``, chunk by chunk (``fused`` is ignored)."""
-        chunks = self._chunks(features, offsets)
-        structure = self.structure
-
-        def terms(w):
-            w_structure, W = self._split(w)
-            log_z = []
-            expected = np.zeros(structure.n_parameters)
-            expected_dense = np.zeros((self.n_rows, self.n_dense))
-            for part, part_offsets, _, _ in chunks:
-                if part_offsets[-1] == 0:  # empty sequences: log Z 0, nothing expected
-                    log_z.append(np.zeros(part_offsets.shape[0] - 1))
-                    continue
-                posteriors = self._posteriors(self._scores(part, w_structure, W),
-                                              part_offsets)
-                log_z.append(posteriors.log_z)
-                expected += structure.expected_statistics(part, part_offsets, posteriors)
-                expected_dense += self._dense_gradient(part, posteriors)
-            return np.concatenate(log_z), self._joined(expected, expected_dense)
-
-        return terms
+        return self._terms(features, offsets)
 
     def difference_terms(self, features, offsets, mask):
         """``w -> (log Z - log Z_allowed per sequence, E_p[Phi] - E_p[Phi | allowed])``.
@@ -158,6 +139,10 @@ class DenseSemiMarkovStructure:
         scatter and one BLAS product of their difference give the gradient.
         The difference of log Z is ``inf`` for a sequence nothing allows.
         """
+        return self._terms(features, offsets, mask)
+
+    def _terms(self, features, offsets, mask=None):
+        """:meth:`expectation_terms`, or with ``mask`` :meth:`difference_terms`."""
         chunks = self._chunks(features, offsets)
         structure = self.structure
 
@@ -167,16 +152,18 @@ class DenseSemiMarkovStructure:
             expected = np.zeros(structure.n_parameters)
             expected_dense = np.zeros((self.n_rows, self.n_dense))
             for part, part_offsets, lo, hi in chunks:
-                if part_offsets[-1] == 0:
+                if part_offsets[-1] == 0:  # empty sequences: log Z 0, nothing expected
                     log_z.append(np.zeros(part_offsets.shape[0] - 1))
                     continue
                 scores = self._scores(part, w_structure, W)
-                free = self._posteriors(scores, part_offsets)
-                getattr(scores, "labels", scores).state += mask[lo:hi]
-                difference = _difference(free, self._posteriors(scores, part_offsets))
-                log_z.append(difference.log_z)
-                expected += structure.expected_statistics(part, part_offsets, difference)
-                expected_dense += self._dense_gradient(part, difference)
+                posteriors = self._posteriors(scores, part_offsets)
+                if mask is not None:
+                    getattr(scores, "labels", scores).state += mask[lo:hi]
+                    posteriors = _difference(posteriors,
+                                             self._posteriors(scores, part_offsets))
+                log_z.append(posteriors.log_z)
+                expected += structure.expected_statistics(part, part_offsets, posteriors)
+                expected_dense += self._dense_gradient(part, posteriors)
             return np.concatenate(log_z), self._joined(expected, expected_dense)
 
         return terms
