@@ -416,13 +416,10 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                           "label_patterns": "label_patterns_", "pattern_coef": "pattern_coef_",
                           "start": "start_coef_", "end": "end_coef_"}
 
-    def _reads_dense_block(self, training, partial_labels=False):
+    def _reads_dense_block(self, training):
         # transition features read CSR columns only; the online solvers' epochs
-        # run kernels over CSR arrays; so does the constrained pass of partial
-        # labels at orders >= 2 (learning/partial.py)
+        # run kernels over CSR arrays
         if self.transition_features is not None:
-            return False
-        if training and partial_labels and self.order != 1:
             return False
         return not training or self.solver == "lbfgs"
 
@@ -472,7 +469,8 @@ class CRFClassifier(SpanQueries, CRFEstimator):
             data.features, data.offsets, data.label_ids, n_classes,
             all_possible_states=self.all_possible_states, constraints=constraints)
         if data.partial is not None:  # the same state pairs, a set's classes included
-            lower = ChainStructure(n_classes, problem.structure.state_pairs,
+            exact = problem.structure
+            lower = ChainStructure(n_classes, getattr(exact, "chain", exact).state_pairs,
                                    constraints=constraints)
         if data.features.dense is not None:  # the same dense weights as the patterns'
             lower = DenseChainStructure(lower, data.features.n_dense)

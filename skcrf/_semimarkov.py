@@ -291,9 +291,9 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
             Per-token feature dicts, as for :class:`CRFClassifier`, or the
             output of a vectorizer.
         y : list of sequences of str
-            One tag per token, in the scheme of ``scheme``; at ``order=1``
-            with ``solver="lbfgs"``, a tag may also be None (unknown) or a
-            set of tags (one of them). See :ref:`incomplete-annotation`.
+            One tag per token, in the scheme of ``scheme``; a tag may also
+            be None (unknown) or a set of tags (one of them), at any order
+            and with any solver. See :ref:`incomplete-annotation`.
         sample_weight : array-like of shape (n_sequences,), default=None
             Each sequence's weight, as for :meth:`CRFClassifier.fit`.
 
@@ -333,13 +333,13 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
         if data.partial is None and self.order == 1:
             structure = SemiMarkovStructure.for_training(data.features, offsets, codes,
                                                          max_lengths, **options)
-            if data.features.dense is not None:  # L-BFGS: the block by BLAS
-                structure = DenseSemiMarkovStructure(structure, data.features.n_dense)
         elif data.partial is None:
             structure = PatternSemiMarkovStructure.for_training(
                 data.features, offsets, codes, max_lengths, order=self.order,
                 all_possible_transitions=self.all_possible_transitions,
                 min_pattern_freq=self.min_pattern_freq, **options)
+        if data.features.dense is not None:  # L-BFGS: the block by BLAS, any order
+            structure = DenseSemiMarkovStructure(structure, data.features.n_dense)
         attributes = {"classes_": codec.classes, "segment_classes_": codec.segment_classes,
                       "scheme_": codec.scheme,
                       "max_segment_length_": int(max_lengths.max(initial=1)),
@@ -347,12 +347,11 @@ class SemiMarkovCRF(SpanQueries, CRFEstimator):
                       **_segment_attributes(data)}
         return TrainingProblem(structure, codes, attributes, _COEFFICIENT_NAMES)
 
-    def _reads_dense_block(self, training, partial_labels=False):
-        # order-1 L-BFGS training multiplies a dense block by BLAS
-        # (structures/semimarkov/dense.py); prediction, the online solvers, orders
-        # >= 2 and partial labels read it as CSR columns
-        return (training and not partial_labels and self.solver == "lbfgs"
-                and self.order == 1)
+    def _reads_dense_block(self, training):
+        # L-BFGS training (any order, partial labels too) and prediction multiply a
+        # dense block by BLAS (structures/semimarkov/dense.py, the unary scores of
+        # SegmentScores.of_coefficients); the online solvers' epochs read CSR columns
+        return not training or self.solver == "lbfgs"
 
     def _partial_labels_refusal(self):
         return None

@@ -210,12 +210,14 @@ class TreeCRF(CRFEstimator):
         reject_positional_weights(self, positional)
         return self._fit(X, y, sample_weight)
 
-    def _reads_dense_block(self, training, partial_labels=False):
-        # L-BFGS training multiplies a dense block by BLAS (structures/chain/dense.py);
-        # link features, the online solvers, prediction and the constrained pass of
-        # partial labels (learning/partial.py) read it as CSR columns
-        return (training and not partial_labels and self.solver == "lbfgs"
-                and self.transition_features is None)
+    def _reads_dense_block(self, training):
+        # L-BFGS training (partial labels too: learning/partial.py) and prediction
+        # multiply a dense block by BLAS (structures/chain/dense.py, the unary scores
+        # of TreeScores.of_coefficients); link features, which may name dense
+        # columns, and the online solvers' epochs read it as CSR columns
+        if self.transition_features is not None:
+            return False
+        return not training or self.solver == "lbfgs"
 
     def _training_problem(self, data):
         if data.features.parents is None:

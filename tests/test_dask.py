@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 pytest.importorskip("dask.bag")
@@ -148,6 +149,21 @@ def test_semimarkov_distributed_fit_equals_local_fit(client, ner, npartitions):
     assert type(dist) is SemiMarkovCRF and dist.n_iter_ == local.n_iter_
     assert dist.scheme_ == local.scheme_ == "IOB2"
     _assert_same_model(local, dist, rtol=1e-9 if npartitions > 1 else 0.0)
+    assert_same_predictions(local, dist, X_test)
+
+
+@pytest.mark.parametrize("params", [{}, {"all_possible_transitions": True},
+                                    {"min_pattern_freq": 3}],
+                         ids=["seen", "every", "min-freq"])
+def test_semimarkov_of_order_2_distributed_fit_equals_local_fit(client, ner, params):
+    """The label patterns of the segments, reduced over partitions (they were left out)."""
+    X, y, X_test = ner
+    estimator = SemiMarkovCRF(order=2, max_iter=20, **params)
+    local = _quiet_fit(clone(estimator).fit, X[:120], y[:120])
+    dist = _quiet_fit(skcrf.dask.fit, clone(estimator), *_bags(X[:120], y[:120], 3),
+                      client=client)
+    assert local.label_patterns_.shape[0] > 0
+    _assert_same_model(local, dist)
     assert_same_predictions(local, dist, X_test)
 
 

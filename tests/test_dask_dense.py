@@ -142,6 +142,29 @@ def test_other_models_with_vectors(client, vectors, estimator):
     _assert_same_model(local, dist)
 
 
+@pytest.mark.parametrize("partial", [False, True], ids=["labelled", "partial"])
+def test_dense_routes_of_trees_and_semimarkov_orders(client, numeric, partial):
+    """SemiMarkovCRF of order 2 (its label patterns reduced over partitions), and trees
+    and order-1 segment models with partial labels, on the BLAS route as a local fit."""
+    X, y = numeric
+    if partial:
+        y = [[None if t == 1 and q % 2 else label for t, label in enumerate(labels)]
+             for q, labels in enumerate(y)]
+        estimator = SemiMarkovCRF(max_iter=20)
+    else:
+        estimator = SemiMarkovCRF(order=2, max_iter=20)
+    local, dist = _fit_both(client, estimator, X, y)
+    _assert_same_model(local, dist)
+    if partial:
+        lengths = [len(x) for x in X]
+        parents = np.concatenate([np.arange(n) - 1 for n in lengths])  # paths
+        whole = SequenceMatrix(None, np.concatenate([[0], np.cumsum(lengths)]),
+                               parents=parents, dense=np.vstack(X))
+        local, dist = _fit_both(client, TreeCRF(max_iter=20), whole, y,
+                                bags=_matrix_bags(whole, y, [0, 30, 60]))
+        _assert_same_model(local, dist)
+
+
 def test_tree_with_a_dense_block(client, numeric):
     X, y = numeric
     lengths = [len(x) for x in X]

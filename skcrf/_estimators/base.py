@@ -187,8 +187,7 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         if classes.shape[0] < 2:
             raise ValueError(
                 f"y holds a single class ({classes[0]!r}); a CRF needs at least two.")
-        reads_dense = self._reads_dense_block(True, partial_labels=partial is not None)
-        data = TrainingData(FeatureArrays.of_sequences(X, reads_dense),
+        data = TrainingData(FeatureArrays.of_sequences(X, self._reads_dense_block(True)),
                             offsets, classes, label_ids,
                             all_feature_names(X), vectorizer)
         data.n_dense = X.n_dense
@@ -315,13 +314,13 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
             check_finite(X.dense, X.offsets, X.dense_names)
         return features, X.offsets
 
-    def _reads_dense_block(self, training, partial_labels=False):
+    def _reads_dense_block(self, training):
         """Whether this model's structure multiplies a dense block by BLAS.
 
-        ``training`` says whether for ``fit`` (the objective) or for
-        prediction (the unary scores of :func:`~skcrf.features.arrays.csr_times_dense`);
-        ``partial_labels`` whether the training labels hold unknown or set labels.
-        Otherwise a dense block reaches the kernels as CSR columns.
+        ``training`` says whether for ``fit`` (the objective, with full or
+        partial labels alike) or for prediction (the unary scores of
+        :func:`~skcrf.features.arrays.csr_times_dense`). Otherwise a dense
+        block reaches the kernels as CSR columns.
         """
         return False
 

@@ -21,7 +21,7 @@ from .base import forbidden_where_not_allowed
 from .training import TrainingProblem
 from ..learning.objective import NegativeLogLikelihood, weighted_gold_statistics
 from ..learning.partial import PartialLabelObjective
-from ..learning.partial_lattice import pruned_partial_objective, pruner_candidates
+from ..learning.partial_lattice import lattice_terms, pruned_partial_objective, pruner_candidates
 from .._utils.validation import check_finite_scores
 from ..structures.chain.dense import DenseChainStructure, chunk_starts, sequence_range
 from ..structures.chain.order1 import ChainScores, chain_decode, chain_posteriors
@@ -141,11 +141,13 @@ class PrunedTrainingProblem(TrainingProblem):
             keep = pruner_candidates(self.lower, w1, features, offsets, data.partial,
                                      self.threshold)
             self.lattice = CandidateLattice(offsets, *candidates_of_mask(keep),
-                                            self.structure.patterns)
+                                            _patterns(self.structure))
             self._start = self._lifted(w1)
             self._pruner = self.lower.coefficients(w1)
-            return pruned_partial_objective(self.structure, features, offsets, data.partial,
-                                            keep, l2, sequence_weights)
+            return pruned_partial_objective(
+                self.structure, features, offsets, data.partial, keep, l2, sequence_weights,
+                terms=(_dense_lattice_terms if isinstance(self.structure, DenseChainStructure)
+                       else lattice_terms))
         marginals = chain_posteriors(self.lower.scores(features, w1), offsets).marginals
         candidates = candidate_labels(marginals, self.targets, self.threshold)
         del marginals
@@ -199,6 +201,12 @@ class PrunedTrainingProblem(TrainingProblem):
 def _patterns(structure):
     return (structure.chain if isinstance(structure, DenseChainStructure)
             else structure).patterns
+
+
+def _dense_lattice_terms(structure, features, offsets, keep, sequence_weights=None):
+    """:func:`~skcrf.learning.partial_lattice.lattice_terms` of a structure with a dense block."""
+    return DenseLatticeTerms(structure, features, offsets, candidates_of_mask(keep),
+                             sequence_weights)
 
 
 class DenseLatticeTerms:

@@ -208,8 +208,7 @@ def global_columns(estimator, layouts, names):
     widths = {key: widths[key][0] for key in sorted(widths)}
     float32 = all(layout.float32 is not False for _, layout in layouts) and any(
         layout.float32 for _, layout in layouts)
-    partial = any(layout.partial for _, layout in layouts)
-    keep_dense = estimator._reads_dense_block(True, partial_labels=partial)
+    keep_dense = estimator._reads_dense_block(True)
     if first.positional:
         n_sparse = first.n_sparse
         return GlobalColumns(None, n_sparse, widths, float32, keep_dense,

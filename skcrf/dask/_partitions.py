@@ -117,8 +117,6 @@ class ColumnLayout:
         when there is a dense block.
     float32 : bool or None
         Whether the dense block is float32 (None for no dense block).
-    partial : bool
-        Whether the labels hold unknown or set labels.
     """
 
     positional: bool
@@ -126,19 +124,16 @@ class ColumnLayout:
     names: Optional[tuple]
     vector_widths: dict
     float32: Optional[bool]
-    partial: bool
 
     @classmethod
     def of_partition(cls, raw):
         matrix = raw.matrix
         float32 = None if matrix.dense is None else matrix.dense.dtype == np.float32
         if not raw.positional:
-            return cls(False, 0, None, dict(raw.vector_widths), float32,
-                       raw.allowed is not None)
+            return cls(False, 0, None, dict(raw.vector_widths), float32)
         names = all_feature_names(matrix)
         return cls(True, matrix.n_features, None if names is None else tuple(names.tolist()),
-                   {"": matrix.n_dense} if matrix.n_dense else {}, float32,
-                   raw.allowed is not None)
+                   {"": matrix.n_dense} if matrix.n_dense else {}, float32)
 
     @property
     def n_dense(self):

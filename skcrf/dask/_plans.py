@@ -31,6 +31,8 @@ from ..structures._parameters import StatePairs
 from ..structures.chain.order1 import ChainStructure, edge_label_ids
 from ..structures.patterns.label_patterns import MIN_LENGTH, LabelPatterns, check_code_range, ngram_codes
 from ..structures.patterns.chain import PatternChainStructure
+from ..structures.semimarkov.patterns import (PatternSemiMarkovStructure,
+                                             segment_label_sequences)
 from ..structures.semimarkov.structure import SemiMarkovStructure, observed_token_pairs
 from ..structures.semimarkov.segment_scores import TOKEN_ROLES, Segmentation
 from ..structures.tree.structure import TreeStructure
@@ -105,10 +107,25 @@ def _partition_ngrams(part, n_classes, order):
     return found
 
 
-def _seen_patterns(run, parts, n_classes, order, min_freq):
-    """The patterns seen at least ``min_freq`` times over all the partitions."""
+def _partition_segment_ngrams(part, n_labels, order):
+    """:func:`_partition_ngrams` of the labels of the partition's segments (its targets
+    are segment codes)."""
+    labels, segment_offsets = segment_label_sequences(part.label_ids, part.offsets, n_labels)
+    found = {}
+    for length in range(MIN_LENGTH, order + 2):
+        codes = ngram_codes(labels, segment_offsets, n_labels, length)
+        found[length] = np.unique(codes[codes >= 0], return_counts=True)
+    return found
+
+
+def _seen_patterns(run, parts, n_classes, order, min_freq, ngrams=_partition_ngrams):
+    """The patterns seen at least ``min_freq`` times over all the partitions.
+
+    ``ngrams`` reads a partition's n-grams: of its tokens' labels, or of its
+    segments' (:func:`_partition_segment_ngrams`).
+    """
     check_code_range(n_classes, order)
-    found = run.gather(run.map(_partition_ngrams, parts, n_classes, order))
+    found = run.gather(run.map(ngrams, parts, n_classes, order))
     kept = {}
     for length in range(MIN_LENGTH, order + 2):
         codes = np.concatenate([np.zeros(0, np.int64)] + [f[length][0] for f in found])
@@ -358,16 +375,28 @@ class SemiMarkovPlan:
         else:
             codes = run.gather(run.map(_token_pair_codes, parts, n_labels))
             token_pairs = union_pairs(codes, n_features, n_role_labels)
-        return self._problem(codec, max_lengths, token_pairs), parts
+        return self._problem(codec, max_lengths, token_pairs, run, parts), parts
 
-    def _problem(self, codec, max_lengths, token_pairs):
+    def _problem(self, codec, max_lengths, token_pairs, run=None, parts=None):
+        est = self.estimator
         allowed = None
-        if self.estimator.allowed_transitions is not None:
-            allowed = explicit_constraints(self.estimator.allowed_transitions,
+        if est.allowed_transitions is not None:
+            allowed = explicit_constraints(est.allowed_transitions,
                                            codec.segment_classes).allowed
         structure = SemiMarkovStructure(token_pairs, max_lengths,
                                         allow_repeats=not codec.plain,
                                         allowed_transitions=allowed)
+        if est.order > 1:
+            # as PatternSemiMarkovStructure.for_training: the n-grams of the segments'
+            # labels seen often enough, or every one the structure allows
+            n_labels = len(codec.segment_classes)
+            patterns = (LabelPatterns.every(n_labels, est.order, structure.transition_mask == 0)
+                        if est.all_possible_transitions else
+                        _seen_patterns(run, parts, n_labels, est.order, est.min_pattern_freq,
+                                       _partition_segment_ngrams))
+            structure = PatternSemiMarkovStructure(token_pairs, max_lengths, patterns,
+                                                   allow_repeats=not codec.plain,
+                                                   allowed_transitions=allowed)
         return TrainingProblem(
             structure, None,
             {"classes_": codec.classes, "segment_classes_": codec.segment_classes,

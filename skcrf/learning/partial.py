@@ -29,7 +29,12 @@ class ConstrainedTerms:
     """``w -> (sum_q v_q (log Z_q - log Z_allowed_q), its gradient)`` over some sequences.
 
     An order-1 chain takes :func:`fused_difference_terms` (the masked fused
-    kernel), another chain :func:`chain_difference_terms`. For another
+    kernel), another chain :func:`chain_difference_terms`; a structure with a
+    dense block (a chain of any order, a tree, a semi-Markov structure of any
+    order) one pass over the dense unary scores that gives both terms
+    (:func:`fused_dense_difference_terms`, :func:`dense_difference_terms`,
+    :meth:`~skcrf.structures.semimarkov.dense.DenseSemiMarkovStructure.difference_terms`),
+    so the block is multiplied by BLAS and never read as CSR columns. For another
     structure, the free ``log Z`` and expectations come from its own
     :meth:`expectation_terms` (its fused kernel where it has one) and the
     constrained ones from the unfused path (:meth:`scores`, inference,
@@ -69,6 +74,9 @@ class ConstrainedTerms:
                          else dense_difference_terms)
                 self.groups.append((value, ids, None,
                                     terms(structure, part, part_offsets, mask)))
+            elif hasattr(structure, "difference_terms"):  # a semi-Markov dense block
+                self.groups.append((value, ids, None,
+                                    structure.difference_terms(part, part_offsets, mask)))
             else:
                 self.groups.append((value, ids, structure.expectation_terms(part, part_offsets),
                                     masked_structure(structure, mask).expectation_terms(
@@ -147,12 +155,15 @@ def posterior_difference(scores, offsets, mask):
 
 
 def dense_difference_terms(structure, features, offsets, mask):
-    """:func:`chain_difference_terms` of a chain with a dense block, chunk by chunk.
+    """:func:`chain_difference_terms` of a structure with a dense block, chunk by chunk.
 
     As :meth:`~skcrf.structures.chain.dense.DenseChainStructure.expectation_terms`,
     one chunk of sequences at a time holds its unary scores (the sparse
-    part's plus the dense block's); the dense weights' gradient is the
-    difference of the marginals times the block.
+    part's plus the dense block's), which both passes take, the constrained
+    one with ``mask`` added; the dense weights' gradient is the difference of
+    the marginals times the block. An order-1 chain scatters the difference
+    of its posteriors once; a chain of order >= 2 or a tree (whose posteriors
+    are no single object) scatters each pass's.
     """
     starts = chunk_starts(offsets)
     chunks = [(*sequence_range(features, offsets, a, b), int(offsets[a]), int(offsets[b]))
@@ -168,10 +179,24 @@ def dense_difference_terms(structure, features, offsets, mask):
         for part, part_offsets, lo, hi in chunks:
             scores = chain.scores(part, w_chain)
             scores.unary += part.dense @ dense_weights
-            part_log_z, difference = posterior_difference(scores, part_offsets, mask[lo:hi])
+            if isinstance(chain, ChainStructure):
+                part_log_z, difference = posterior_difference(scores, part_offsets,
+                                                              mask[lo:hi])
+                expected += chain.expected_statistics(part, part_offsets, difference)
+                marginals = difference.marginals
+            else:
+                part_log_z, marginals, part_expected = structure._posterior_terms(
+                    part, part_offsets, scores)
+                scores.unary += mask[lo:hi]
+                log_z_allowed, marginals_allowed, expected_allowed = (
+                    structure._posterior_terms(part, part_offsets, scores))
+                with np.errstate(invalid="ignore"):  # -inf - -inf: nothing allowed
+                    part_log_z = part_log_z - log_z_allowed
+                part_log_z[np.isneginf(log_z_allowed)] = np.inf
+                expected += part_expected - expected_allowed
+                marginals = marginals - marginals_allowed
             log_z.append(part_log_z)
-            expected += chain.expected_statistics(part, part_offsets, difference)
-            expected_dense += difference.marginals.astype(part.dense.dtype).T @ part.dense
+            expected_dense += dense_gradient(part.dense, marginals)
         return np.concatenate(log_z), structure._without_fixed_blocks(
             np.concatenate([expected, expected_dense.ravel()]))
 

@@ -41,17 +41,15 @@ class LatticeDifference:
 
     Parameters
     ----------
-    structure : PatternChainStructure
-    features : FeatureArrays
-    free, allowed : CandidateLattice
-        The lattice of the candidates, and that of the candidates each
-        token's allowed labels keep, of the same tokens.
-    sequence_weights : ndarray of shape (n_sequences,) or None
+    free, allowed : callable
+        ``w -> (log_z, expected statistics)`` over the lattice of the
+        candidates, and over that of the candidates each token's allowed
+        labels keep, of the same tokens (:func:`lattice_terms`).
     """
 
-    def __init__(self, structure, features, free, allowed, sequence_weights=None):
-        self.free = LatticeTerms(structure, features, free, sequence_weights)
-        self.allowed = LatticeTerms(structure, features, allowed, sequence_weights)
+    def __init__(self, free, allowed):
+        self.free = free
+        self.allowed = allowed
 
     def __call__(self, w):
         log_z, expected = self.free(w)
@@ -59,40 +57,50 @@ class LatticeDifference:
         return log_z.sum() - log_z_allowed.sum(), expected - expected_allowed
 
 
+def lattice_terms(structure, features, offsets, keep, sequence_weights=None):
+    """``w -> (log_z, expected statistics)`` over the candidates ``keep`` (n_tokens, C).
+
+    A :class:`~skcrf.structures.patterns.pruned.LatticeTerms` of ``structure``
+    (a :class:`~skcrf.structures.patterns.chain.PatternChainStructure`).
+    """
+    lattice = CandidateLattice(offsets, *candidates_of_mask(keep), structure.patterns)
+    return LatticeTerms(structure, features, lattice, sequence_weights)
+
+
 def pruned_partial_objective(structure, features, offsets, partial, keep, l2,
-                             sequence_weights=None):
+                             sequence_weights=None, terms=lattice_terms):
     """The pruned objective of partially labelled data, candidates ``keep`` (n_tokens, C).
 
     Fully labelled sequences take the pruned objective of a fully labelled
     fit; constrained ones a :class:`LatticeDifference`; all-unknown ones
-    nothing. Returns a :class:`~.partial.PartialLabelObjective`.
+    nothing. ``terms`` makes the terms over some candidates, as
+    :func:`lattice_terms` (a structure with a dense block passes its own).
+    Returns a :class:`~.partial.PartialLabelObjective`.
     """
     from .._estimators.partial_labels import CONSTRAINED, FULL
     from .partial import PartialLabelObjective
 
-    patterns = structure.patterns
     weights = None if sequence_weights is None else np.asarray(sequence_weights, dtype=float)
     full = constrained = None
     ids = np.flatnonzero(partial.kinds == FULL)
     if ids.shape[0]:
         part, part_offsets, rows = take_sequences(features, offsets, ids)
         part_weights = None if weights is None else weights[ids]
-        lattice = CandidateLattice(part_offsets, *candidates_of_mask(keep[rows]), patterns)
         label_ids = partial.label_ids[rows]
         empirical = (structure.gold_statistics(part, part_offsets, label_ids)
                      if part_weights is None else weighted_gold_statistics(
                          structure, part, part_offsets, label_ids, part_weights))
         full = NegativeLogLikelihood.of_terms(
-            structure, empirical, LatticeTerms(structure, part, lattice, part_weights), l2)
+            structure, empirical, terms(structure, part, part_offsets, keep[rows],
+                                        part_weights), l2)
     ids = np.flatnonzero(partial.kinds == CONSTRAINED)
     if ids.shape[0]:
         part, part_offsets, rows = take_sequences(features, offsets, ids)
+        part_weights = None if weights is None else weights[ids]
         constrained = LatticeDifference(
-            structure, part,
-            CandidateLattice(part_offsets, *candidates_of_mask(keep[rows]), patterns),
-            CandidateLattice(part_offsets,
-                             *candidates_of_mask(keep[rows] & partial.allowed[rows]), patterns),
-            None if weights is None else weights[ids])
+            terms(structure, part, part_offsets, keep[rows], part_weights),
+            terms(structure, part, part_offsets, keep[rows] & partial.allowed[rows],
+                  part_weights))
     return PartialLabelObjective.of_parts(structure, l2, full, constrained)
 
 

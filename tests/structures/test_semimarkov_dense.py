@@ -12,24 +12,16 @@ from skcrf.features.arrays import FeatureArrays
 from skcrf.learning.objective import NegativeLogLikelihood
 from skcrf.structures.chain import dense as dense_module
 from skcrf.structures.semimarkov.dense import DenseSemiMarkovStructure
+from skcrf.structures.semimarkov.patterns import PatternSemiMarkovStructure
 from skcrf.structures.semimarkov.structure import SemiMarkovStructure
 from tests._ties import assert_same_predictions
 from tests.structures.chain.test_dense import _problem
 from tests.test_dense_input import _as_csr_matrix, numeric_corpus
 
 
-@pytest.mark.parametrize("seed", range(2))
-@pytest.mark.parametrize("chunk", [3, 1 << 16])
-@pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("max_lengths", [(3, 3, 3), (1, 3, 2)])
-def test_dense_semimarkov_route_equals_the_csr_route(seed, chunk, weighted, max_lengths,
-                                                     monkeypatch):
-    """Loss and gradient, including labels of one-token segments (no first/last rows)."""
-    monkeypatch.setattr(dense_module, "CHUNK_TOKENS", chunk)
-    X, offsets, labels, n_labels = _problem(seed)
-    max_lengths = np.asarray(max_lengths, dtype=np.int64)
-    # gold segments no longer than their label allows: cut runs into pieces of
-    # that length (segment codes mark where each segment starts)
+def segment_codes_of(labels, offsets, n_labels, max_lengths):
+    """Gold segment codes of ``labels``: runs cut into segments no longer than their label
+    allows (a code of ``label + n_labels`` starts a segment)."""
     codes = np.empty_like(labels)
     for q in range(offsets.shape[0] - 1):
         run = 0
@@ -39,14 +31,39 @@ def test_dense_semimarkov_route_equals_the_csr_route(seed, chunk, weighted, max_
             if run > max_lengths[labels[t]]:
                 run = 1
             codes[t] = labels[t] + (n_labels if run == 1 else 0)  # a start
+    return codes
+
+
+def semimarkov_structure(features, offsets, codes, max_lengths, order):
+    """Every (feature, role label) pair weighted; every label n-gram at ``order`` >= 2."""
+    options = dict(all_possible_states=True)
+    if order == 1:
+        return SemiMarkovStructure.for_training(features, offsets, codes, max_lengths,
+                                                **options)
+    return PatternSemiMarkovStructure.for_training(features, offsets, codes, max_lengths,
+                                                   order=order, all_possible_transitions=True,
+                                                   **options)
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("chunk", [3, 1 << 16])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("max_lengths", [(3, 3, 3), (1, 3, 2)])
+@pytest.mark.parametrize("order", [1, 2])
+def test_dense_semimarkov_route_equals_the_csr_route(seed, chunk, weighted, max_lengths,
+                                                     order, monkeypatch):
+    """Loss and gradient, including labels of one-token segments (no first/last rows)."""
+    monkeypatch.setattr(dense_module, "CHUNK_TOKENS", chunk)
+    X, offsets, labels, n_labels = _problem(seed)
+    max_lengths = np.asarray(max_lengths, dtype=np.int64)
+    codes = segment_codes_of(labels, offsets, n_labels, max_lengths)
     rng = np.random.default_rng(seed + 11)
     weights = rng.uniform(0.2, 2.0, size=offsets.shape[0] - 1) if weighted else None
     blocks = FeatureArrays.of_sequences(X, keep_dense=True)
     csr = FeatureArrays.of_sequences(X)
-    options = dict(all_possible_states=True)
-    plain = SemiMarkovStructure.for_training(csr, offsets, codes, max_lengths, **options)
-    dense = DenseSemiMarkovStructure(SemiMarkovStructure.for_training(
-        blocks, offsets, codes, max_lengths, **options), X.n_dense)
+    plain = semimarkov_structure(csr, offsets, codes, max_lengths, order)
+    dense = DenseSemiMarkovStructure(semimarkov_structure(blocks, offsets, codes, max_lengths,
+                                                          order), X.n_dense)
     # through the named coefficients: 0 where the structure forbids a length
     named = plain.coefficients(rng.normal(size=plain.n_parameters) * 0.5)
     w_csr = plain.weights(named)
