@@ -211,3 +211,35 @@ def test_rows_that_share_a_hash_are_taken_whole(monkeypatch):
     monkeypatch.setattr(dense_module, "row_hash", lambda block: np.zeros(block.shape[0]))
     assert repeated_rows(dense) is None
     assert DenseProducts(dense).table is None
+
+
+@pytest.mark.parametrize("forbid", [False, True])
+@pytest.mark.parametrize("dense_scale", [0.5, 300.0])
+def test_dense_scores_ride_the_products_route(forbid, dense_scale, monkeypatch):
+    """Binary features and moderate weights: every sequence takes the products route
+    (lanes, or one at a time with forbidden moves), dense scores multiplied in; with
+    large dense weights the products pass fails its checks and the summed and exact
+    routes take over."""
+    from skcrf.structures.chain import _fused
+
+    X, offsets, labels, n_classes, rng = _problem(7, binary=True)
+    structure, blocks, csr_chain, csr = _routes(X, n_classes, forbid, True)
+    w = rng.normal(size=structure.n_parameters) * 0.5
+    w[structure.chain.n_parameters:] *= dense_scale / 0.5
+    ran = []
+    run_chunks = _fused.run_chunks
+
+    def spy(kernel, *args):
+        ran.append(kernel.__name__ if hasattr(kernel, "__name__") else kernel.py_func.__name__)
+        return run_chunks(kernel, *args)
+
+    monkeypatch.setattr(_fused, "run_chunks", spy)
+    loss, grad = NegativeLogLikelihood(structure, blocks, offsets, labels, 0.3)(w)
+    first = "_product_chunks" if forbid else "_lane_chunks"
+    assert ran == [first] if dense_scale < 1 else ran[0] == first and len(ran) > 1
+    monkeypatch.setattr(_fused, "run_chunks", run_chunks)
+    loss_csr, grad_csr = NegativeLogLikelihood(csr_chain, csr, offsets, labels, 0.3)(
+        _csr_weights(structure, csr_chain, w))
+    assert abs(loss - loss_csr) <= 1e-9 * max(1.0, abs(loss_csr))
+    np.testing.assert_allclose(grad, _as_dense_layout(structure, csr_chain, grad_csr),
+                               rtol=1e-9, atol=1e-9)
