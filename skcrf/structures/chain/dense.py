@@ -242,7 +242,7 @@ REPEATED_ROWS = 0.5
 class DenseProducts:
     """A training block's two products per evaluation, over its distinct rows when it repeats.
 
-    Word vectors are a table lookup: a corpus of 264k tokens holds about 25k
+    Word vectors are a table lookup: a corpus of 264k tokens holds about 14k
     distinct vectors, so ``X_dense @ W.T`` is ``(table @ W.T)[row_ids]`` and
     ``marginals.T @ X_dense`` is ``(S.T @ table)`` with ``S`` the marginals
     summed by row id (a sparse product over the tokens). Both then read the
@@ -312,5 +312,15 @@ def repeated_rows(dense, max_share=None):
 
 
 def row_hash(dense):
-    """A number per row, equal for equal rows: the rows times a fixed random vector."""
-    return dense @ np.random.default_rng(0).standard_normal(dense.shape[1]).astype(dense.dtype)
+    """A number per row, equal for equal rows: the rows times a fixed random vector.
+
+    In float64 whatever the block's type, a chunk of rows at a time: in
+    float32, some of the 14k distinct word vectors of CoNLL-2002 shared a
+    hash, which sent the whole block down the slow route.
+    """
+    probe = np.random.default_rng(0).standard_normal(dense.shape[1])
+    keys = np.empty(dense.shape[0])
+    for lo in range(0, dense.shape[0], CHUNK_TOKENS):
+        keys[lo:lo + CHUNK_TOKENS] = dense[lo:lo + CHUNK_TOKENS].astype(np.float64,
+                                                                         copy=False) @ probe
+    return keys

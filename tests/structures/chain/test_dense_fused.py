@@ -196,6 +196,16 @@ def test_repeated_rows_are_a_table_and_row_ids(dtype):
                                rtol=rtol)
 
 
+def test_many_distinct_float32_rows_are_found():
+    # 20k distinct float32 rows: their float32 hashes would collide
+    table = np.random.default_rng(6).normal(size=(20_000, 100)).astype(np.float32)
+    table /= np.linalg.norm(table, axis=1, keepdims=True)
+    dense = table[np.r_[np.arange(20_000), np.arange(20_000)]]
+    found, row_ids = repeated_rows(dense)
+    assert found.shape[0] == 20_000
+    np.testing.assert_array_equal(found[row_ids], dense)
+
+
 def test_blocks_without_enough_repeats_are_taken_whole():
     rng = np.random.default_rng(4)
     assert repeated_rows(rng.normal(size=(40, 4))) is None
