@@ -9,7 +9,9 @@ evaluation.
 An order-1 chain without transition features (the common case) runs its
 fused kernel (:mod:`._fused`) over the whole set: ``X_dense @ W.T`` enters
 it as one (n_tokens, n_classes) array of added unary scores, which the
-kernel overwrites with the token marginals. Other structures run chunk by
+kernel overwrites with the token marginals; a block that repeats rows (word
+vectors) has both products run over its distinct rows
+(:class:`DenseProducts`). Other structures run chunk by
 chunk of sequences: the unary scores are the sparse part's (the structure's
 own kernel) plus ``X_dense @ W.T``, then inference on the chunk, never more
 than a chunk's (n_tokens, n_classes) scores and marginals at once.
