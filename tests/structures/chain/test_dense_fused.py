@@ -253,3 +253,26 @@ def test_dense_scores_ride_the_products_route(forbid, dense_scale, monkeypatch):
     assert abs(loss - loss_csr) <= 1e-9 * max(1.0, abs(loss_csr))
     np.testing.assert_allclose(grad, _as_dense_layout(structure, csr_chain, grad_csr),
                                rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("dense_scale", [0.5, 300.0])
+def test_dense_scores_ride_the_products_route_with_partial_labels(dense_scale, monkeypatch):
+    """The masked kernel's products route takes the dense scores too; with large dense
+    weights the sequences it cannot do are left to the log-space route."""
+    X, offsets, labels, n_classes, rng = _problem(8, binary=True)
+    structure, blocks, _, _ = _routes(X, n_classes, forbid=True, boundary=True)
+    mask = np.where(_random_mask(rng, labels, n_classes), 0.0, -np.inf)
+    w = rng.normal(size=structure.n_parameters) * 0.5
+    w[structure.chain.n_parameters:] *= dense_scale / 0.5
+    chunked_difference, chunked = dense_difference_terms(structure, blocks, offsets, mask)(w)
+    left = []
+
+    def spy(structure, features, offsets, mask):
+        left.append(offsets.shape[0] - 1)
+        return dense_difference_terms(structure, features, offsets, mask)
+
+    monkeypatch.setattr(partial_module, "dense_difference_terms", spy)
+    difference, expected = fused_dense_difference_terms(structure, blocks, offsets, mask)(w)
+    assert bool(left) == (dense_scale > 1)
+    np.testing.assert_allclose(difference, chunked_difference, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(expected, chunked, rtol=1e-9, atol=1e-9)
