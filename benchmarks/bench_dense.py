@@ -143,16 +143,18 @@ def bench_conll(args):
         return WordVectorizer(vectors, vocabulary=vocabulary, lowercase=True, norm="l2")
 
     lookup = vector_part().fit(X_train)
+    # the table a user holds (``emb[word]``): one array per word, shared by its
+    # tokens, with the union's values (lowercased, l2-normed, OOV row last)
+    emb = {word: lookup.vectors_[row] for word, row in lookup.vocabulary_.items()}
+    oov = lookup.vectors_[-1]
 
     def tutorial_dicts_and(sentences, add_vector):
         """The tutorial's dicts, each with ``add_vector(features, its word's vector)`` done."""
-        block = lookup.transform(sentences).dense
-        out, token = [], 0
+        out = []
         for sentence in sentences:
             features = sent2features(sentence)
-            for f in features:
-                add_vector(f, block[token])
-                token += 1
+            for f, token in zip(features, sentence):
+                add_vector(f, emb.get(token[0].lower(), oov))
             out.append(features)
         return out
 

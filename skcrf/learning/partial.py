@@ -19,8 +19,8 @@ import numpy as np
 
 from ..features.arrays import take_sequences
 from ..structures.chain._fused_masked import MaskedFusedChainTerms
-from ..structures.chain.dense import (DenseChainStructure, chunk_starts, dense_gradient,
-                                      dense_scores, sequence_range)
+from ..structures.chain.dense import (DenseChainStructure, DenseProducts, chunk_starts,
+                                      sequence_range)
 from ..structures.chain.order1 import ChainPosteriors, ChainStructure, chain_posteriors
 from .objective import NegativeLogLikelihood, _Objective, weight_groups
 
@@ -240,6 +240,7 @@ def fused_dense_difference_terms(structure, features, offsets, mask):
     """
     chain = structure.chain
     fused = MaskedFusedChainTerms(features, offsets, chain.state_pairs, chain.n_classes, mask)
+    products = DenseProducts(features.dense)
     rows = np.empty((features.dense.shape[0], chain.n_classes))  # kept between calls
 
     def terms(w):
@@ -247,13 +248,13 @@ def fused_dense_difference_terms(structure, features, offsets, mask):
         blocks = chain.layout.views(w_chain)
         difference, pairs, counts, start_counts, end_counts, redo = fused(
             blocks["state"], *chain.masked_transitions(blocks),
-            dense_rows=dense_scores(features.dense, W, rows))
+            dense_rows=products.scores(W, rows))
         ids = np.flatnonzero(redo)
         if ids.shape[0]:
             part, part_offsets, taken = take_sequences(features, offsets, ids)
             rows[taken] = 0.0  # still their scores: the kernel added nothing of them
         expected = np.concatenate([pairs, counts.ravel(), start_counts, end_counts,
-                                   dense_gradient(features.dense, rows).ravel()])
+                                   products.gradient(rows).ravel()])
         if ids.shape[0]:
             difference[ids], rest = dense_difference_terms(structure, part, part_offsets,
                                                            mask[taken])(w)

@@ -98,10 +98,11 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
     its rows to the tokens' unary scores (a dense block's ``X_dense @ W.T``,
     :mod:`.dense`) and is overwritten with the token marginals, which the
     dense weights' gradient multiplies by the block (all zero for a
-    sequence whose log Z is not finite). Those sequences take the summed
-    and exact routes: the products route's factors are the sparse weights'
-    alone. Without it the kernels get an empty array of the same type, so
-    no route compiles twice.
+    sequence whose log Z is not finite). On the products route each token's
+    row of products is multiplied by the exponentials of its dense scores
+    (:func:`add_dense_factors`): one exponential per token and label, which
+    the summed route pays anyway. Without it the kernels get an empty array
+    of the same type, so no route compiles twice.
 
     Returns
     -------
@@ -134,16 +135,14 @@ def nll_terms(values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_
                                                       hot_state, merged_parts)
     if dense_rows is None:
         dense_rows = np.empty((0, n_classes))
-    else:
-        by_products = False
     redo = np.ones(n_sequences, np.bool_)
     if by_products:
         if not scaled[-1] and n_classes <= LANE_MAX_CLASSES:
             run_chunks(_lane_chunks, n_chunks, bounds, offsets, *plans.grouped().kernel_args(),
-                       features, exp_hot, exp_pairs, scaled, redo, *sums)
+                       features, exp_hot, exp_pairs, dense_rows, scaled, redo, *sums)
         else:
             run_chunks(_product_chunks, n_chunks, bounds, offsets, features, exp_hot,
-                       exp_pairs, transitions, start, end, scaled, redo, *sums)
+                       exp_pairs, dense_rows, transitions, start, end, scaled, redo, *sums)
     exact = np.zeros(n_sequences, np.bool_)
     if redo.any():
         run_chunks(_summed_chunks, n_chunks, bounds, offsets, features, hot_state,
@@ -221,6 +220,37 @@ def token_unary(features, hot_state, pair_weights, dense_rows, lo, hi, unary):
 
 
 @compiled(inline=True)
+def add_dense_factors(dense_rows, lo, hi, emission):
+    """Multiply the products route's rows of tokens lo..hi-1 by ``exp(dense_rows)``.
+
+    Each row is rescaled to max 1 again; returns the sum of the logarithms of
+    the factors taken out, which the pass adds to log Z (0 without dense
+    rows). A row that underflows entirely returns NaN: the sequence is then
+    left to the summed route, as a failed precision check is.
+    """
+    if not dense_rows.shape[0]:
+        return 0.0
+    log_scale = 0.0
+    for r in range(hi - lo):
+        scores = dense_rows[lo + r]
+        row = emission[r]
+        shift = scores[0]
+        for j in range(1, row.shape[0]):
+            shift = max(shift, scores[j])
+        top = 0.0
+        for j in range(row.shape[0]):
+            row[j] *= np.exp(scores[j] - shift)
+            top = max(top, row[j])
+        if not top > 0.0:
+            return np.nan
+        scale = 1.0 / top
+        for j in range(row.shape[0]):
+            row[j] *= scale
+        log_scale += shift + np.log(top)
+    return log_scale
+
+
+@compiled(inline=True)
 def store_marginals(dense_rows, lo, hi, marginals, found):
     """Tokens lo..hi-1's marginals into ``dense_rows`` (zeros unless ``found``), when it
     has rows: what the dense weights' gradient reads (see :func:`nll_terms`)."""
@@ -232,8 +262,8 @@ def store_marginals(dense_rows, lo, hi, marginals, found):
 
 @compiled()
 def _lane_chunks(chunk_lo, chunk_hi, bounds, offsets, order, group_ends, chunk_groups,
-                 lane_longest, features, exp_hot, exp_pairs, scaled, redo, log_z, partial,
-                 hot_partial, chunk_counts, chunk_start, chunk_end):
+                 lane_longest, features, exp_hot, exp_pairs, dense_rows, scaled, redo, log_z,
+                 partial, hot_partial, chunk_counts, chunk_start, chunk_end):
     """The products route of :func:`nll_terms` as lanes, for the chunks' sequences.
 
     Each group of sequences of one length runs as lanes (a group of one too,
@@ -253,8 +283,8 @@ def _lane_chunks(chunk_lo, chunk_hi, bounds, offsets, order, group_ends, chunk_g
         for g in range(chunk_groups[c], chunk_groups[c + 1]):
             m = group_ends[g] - first
             _lane_group(c, order[first:first + m], offsets, features, exp_hot, exp_pairs,
-                        scaled, groups if m > 1 else singles, redo, log_z, partial,
-                        hot_partial, chunk_counts, chunk_start, chunk_end)
+                        dense_rows, scaled, groups if m > 1 else singles, redo, log_z,
+                        partial, hot_partial, chunk_counts, chunk_start, chunk_end)
             first = group_ends[g]
 
 
@@ -266,8 +296,8 @@ def _lane_scratch(n_rows, n_classes, n_lanes):
 
 
 @compiled(inline=True)
-def _lane_group(c, group, offsets, features, exp_hot, exp_pairs, scaled, scratch, redo,
-                log_z, partial, hot_partial, chunk_counts, chunk_start, chunk_end):
+def _lane_group(c, group, offsets, features, exp_hot, exp_pairs, dense_rows, scaled, scratch,
+                redo, log_z, partial, hot_partial, chunk_counts, chunk_start, chunk_end):
     """The sequences ``group`` (of one length) side by side, each lane as the pass of one."""
     values, entries, hot_ptr, cold_ptr, cold_pairs, cold_labels, cold_values, binary = features
     (trans_max, exp_trans, exp_trans_t, start_max, exp_start, end_max, exp_end,
@@ -288,6 +318,7 @@ def _lane_group(c, group, offsets, features, exp_hot, exp_pairs, scaled, scratch
         lo = offsets[group[lane]]
         log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                                       exp_hot, exp_pairs, lo, lo + n, lane_rows[lane])
+        log_scale += add_dense_factors(dense_rows, lo, lo + n, lane_rows[lane])
         lane_log_z[lane] = log_scale + start_max + end_max + (n - 1) * trans_max
     for r in range(n):
         for j in range(n_classes):
@@ -309,6 +340,8 @@ def _lane_group(c, group, offsets, features, exp_hot, exp_pairs, scaled, scratch
             continue
         redo[q] = False
         log_z[q] = lz
+        store_marginals(dense_rows, offsets[q], offsets[q + 1], lane_rows[lane],
+                        np.isfinite(lz))
         if not np.isfinite(lz):
             continue  # no marginals were written (the loss is not finite anyway)
         for i in range(n_classes):
@@ -320,8 +353,8 @@ def _lane_group(c, group, offsets, features, exp_hot, exp_pairs, scaled, scratch
 
 @compiled()
 def _product_chunks(chunk_lo, chunk_hi, bounds, offsets, features, exp_hot, exp_pairs,
-                    transitions, start, end, scaled, redo, log_z, partial, hot_partial,
-                    chunk_counts, chunk_start, chunk_end):
+                    dense_rows, transitions, start, end, scaled, redo, log_z, partial,
+                    hot_partial, chunk_counts, chunk_start, chunk_end):
     """The products route of :func:`nll_terms` one sequence at a time (many labels, or
     ``-inf`` potentials, where the lanes do not apply).
 
@@ -346,6 +379,7 @@ def _product_chunks(chunk_lo, chunk_hi, bounds, offsets, features, exp_hot, exp_
                 continue
             log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs, cold_labels,
                                           exp_hot, exp_pairs, lo, hi, emission)
+            log_scale += add_dense_factors(dense_rows, lo, hi, emission)
             # the emission rows stand in for the unary scores where the pass asks
             # whether a score is -inf: none is
             lz = scaled_from_emission(
@@ -356,11 +390,8 @@ def _product_chunks(chunk_lo, chunk_hi, bounds, offsets, features, exp_hot, exp_
             if np.isnan(lz):
                 continue
             redo[q] = False
-            log_z[q] = lz
-            if not np.isfinite(lz):
-                continue  # no marginals were written (the loss is not finite anyway)
-            _add_sequence(c, lo, hi, marginals, features, partial, hot_partial, chunk_start,
-                          chunk_end)
+            _sequence_done(c, q, lo, hi, lz, marginals, features, dense_rows, log_z, partial,
+                           hot_partial, chunk_start, chunk_end)
 
 
 @compiled()

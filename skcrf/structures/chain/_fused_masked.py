@@ -25,8 +25,8 @@ from ...inference._runtime.batch import chunk_bounds, compiled, run_chunks
 from ...inference.chain.order1 import scaled_from_emission
 from .._fused_features import (hot_state_rows, product_factors, sequence_emission,
                                summed_pair_partials)
-from ._fused import (FusedChainTerms, _add_sequence, _chunk_workspace, store_marginals,
-                     token_unary)
+from ._fused import (FusedChainTerms, _add_sequence, _chunk_workspace, add_dense_factors,
+                     store_marginals, token_unary)
 
 
 class MaskedFusedChainTerms(FusedChainTerms):
@@ -74,8 +74,6 @@ class MaskedFusedChainTerms(FusedChainTerms):
                                                           hot_state, self.merged_parts)
         if dense_rows is None:
             dense_rows = np.empty((0, n_classes))
-        else:  # the products are of the sparse weights alone
-            by_products = False
         difference = np.zeros(n_sequences)
         chunk_counts = np.zeros((self.n_chunks, n_classes, n_classes))
         chunk_start = np.zeros((self.n_chunks, n_classes))
@@ -167,6 +165,9 @@ def _masked_chunks(chunk_lo, chunk_hi, bounds, offsets, features, by_products, e
             if by_products:
                 log_scale = sequence_emission(entries, hot_ptr, cold_ptr, cold_pairs,
                                               cold_labels, exp_hot, exp_pairs, lo, hi, base)
+                log_scale += add_dense_factors(dense_rows, lo, hi, base)
+                if np.isnan(log_scale):
+                    continue
             else:
                 token_unary(features, hot_state, pair_weights, dense_rows, lo, hi, unary)
                 log_scale = _exp_rows(unary, n, base)

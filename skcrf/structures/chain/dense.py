@@ -9,7 +9,9 @@ evaluation.
 An order-1 chain without transition features (the common case) runs its
 fused kernel (:mod:`._fused`) over the whole set: ``X_dense @ W.T`` enters
 it as one (n_tokens, n_classes) array of added unary scores, which the
-kernel overwrites with the token marginals. Other structures run chunk by
+kernel overwrites with the token marginals; a block that repeats rows (word
+vectors) has both products run over its distinct rows
+(:class:`DenseProducts`). Other structures run chunk by
 chunk of sequences: the unary scores are the sparse part's (the structure's
 own kernel) plus ``X_dense @ W.T``, then inference on the chunk, never more
 than a chunk's (n_tokens, n_classes) scores and marginals at once.
@@ -155,6 +157,7 @@ class DenseChainStructure:
         """:meth:`expectation_terms` by the fused order-1 kernel."""
         chain = self.chain
         kernel = FusedChainTerms(features, offsets, chain.state_pairs, self.n_classes)
+        products = DenseProducts(features.dense)
         rows = np.empty((features.dense.shape[0], self.n_classes))  # kept between calls
 
         def terms(w):
@@ -162,9 +165,9 @@ class DenseChainStructure:
             blocks = chain.layout.views(w_chain)
             log_z, pairs, counts, start, end = kernel(
                 blocks["state"], *chain.masked_transitions(blocks),
-                dense_rows=dense_scores(features.dense, W, rows))
+                dense_rows=products.scores(W, rows))
             return log_z, self._without_fixed_blocks(np.concatenate(
-                [pairs, counts.ravel(), start, end, dense_gradient(features.dense, rows).ravel()]))
+                [pairs, counts.ravel(), start, end, products.gradient(rows).ravel()]))
 
         return terms
 
@@ -230,3 +233,96 @@ def dense_gradient(dense, marginals):
     """
     return np.asarray((dense.T @ marginals.astype(dense.dtype, copy=False)).T,
                       dtype=np.float64)
+
+
+#: The largest share of distinct rows for which :class:`DenseProducts` multiplies
+#: the distinct rows only: above it, the factoring saves too little to pay for
+#: the gather and the sparse sum.
+REPEATED_ROWS = 0.5
+
+
+class DenseProducts:
+    """A training block's two products per evaluation, over its distinct rows when it repeats.
+
+    Word vectors are a table lookup: a corpus of 264k tokens holds about 14k
+    distinct vectors, so ``X_dense @ W.T`` is ``(table @ W.T)[row_ids]`` and
+    ``marginals.T @ X_dense`` is ``(S.T @ table)`` with ``S`` the marginals
+    summed by row id (a sparse product over the tokens). Both then read the
+    table instead of the whole block, which at 100-d is two passes over
+    200 MB per evaluation: memory-bound, and what cost most of a fit with
+    vectors (issue 42).
+
+    The distinct rows are found once, at setup, by a hash (the block times a
+    fixed vector, one matrix-vector product) and verified exactly; a block
+    without enough repeats (sensor readings), or whose hash misleads, keeps
+    the plain products (:func:`dense_scores`, :func:`dense_gradient`). The
+    sums are the same terms in another order: results agree with the plain
+    products to rounding (1e-15 relative), not bit for bit.
+
+    Parameters
+    ----------
+    dense : ndarray of shape (n_tokens, n_dense)
+        The block (float32 or float64, C order), not copied.
+    """
+
+    def __init__(self, dense):
+        self.dense = dense
+        self.table = self.row_ids = self.sums = None
+        factored = repeated_rows(dense)
+        if factored is not None:
+            self.table, self.row_ids = factored
+            n_tokens = dense.shape[0]
+            # (n_distinct, n_tokens) one-hot: the marginals summed by row id
+            self.sums = sp.csr_matrix(
+                (np.ones(n_tokens), self.row_ids, np.arange(n_tokens + 1)),
+                shape=(n_tokens, self.table.shape[0])).T.tocsr()
+
+    def scores(self, W, out):
+        """``dense @ W.T`` into ``out`` (float64, C order); ``out``."""
+        if self.table is None:
+            return dense_scores(self.dense, W, out)
+        table_scores = np.asarray(self.table @ W.T.astype(self.table.dtype), dtype=np.float64)
+        return np.take(table_scores, self.row_ids, axis=0, out=out)
+
+    def gradient(self, marginals):
+        """``marginals.T @ dense`` as float64 (n_classes, n_dense)."""
+        if self.table is None:
+            return dense_gradient(self.dense, marginals)
+        return dense_gradient(self.table, self.sums @ marginals)
+
+
+def repeated_rows(dense, max_share=None):
+    """``(table, row_ids)`` with ``table[row_ids] == dense``, or None.
+
+    None when the distinct rows are more than ``max_share`` (default
+    :data:`REPEATED_ROWS`) of the rows, or when two distinct rows share a
+    hash (then the block is taken as it is: slower, never wrong).
+    """
+    max_share = REPEATED_ROWS if max_share is None else max_share
+    n_tokens, n_dense = dense.shape
+    if n_tokens < 2 or not n_dense:
+        return None
+    keys, first, row_ids = np.unique(row_hash(dense), return_index=True, return_inverse=True)
+    if keys.shape[0] > max_share * n_tokens:
+        return None
+    table = dense[first]
+    for lo in range(0, n_tokens, CHUNK_TOKENS // 4):  # the check holds a chunk's copy at once
+        hi = min(lo + CHUNK_TOKENS // 4, n_tokens)
+        if not np.array_equal(dense[lo:hi], table[row_ids[lo:hi]]):
+            return None
+    return table, row_ids.reshape(-1).astype(np.intp, copy=False)
+
+
+def row_hash(dense):
+    """A number per row, equal for equal rows: the rows times a fixed random vector.
+
+    In float64 whatever the block's type, a chunk of rows at a time: in
+    float32, some of the 14k distinct word vectors of CoNLL-2002 shared a
+    hash, which sent the whole block down the slow route.
+    """
+    probe = np.random.default_rng(0).standard_normal(dense.shape[1])
+    keys = np.empty(dense.shape[0])
+    for lo in range(0, dense.shape[0], CHUNK_TOKENS):
+        keys[lo:lo + CHUNK_TOKENS] = dense[lo:lo + CHUNK_TOKENS].astype(np.float64,
+                                                                         copy=False) @ probe
+    return keys
