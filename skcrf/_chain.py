@@ -417,14 +417,15 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                           "start": "start_coef_", "end": "end_coef_"}
 
     def _reads_dense_block(self, training, partial_labels=False):
-        # transition features read CSR columns only; the online solvers' epochs
-        # run kernels over CSR arrays; so does the constrained pass of partial
-        # labels at orders >= 2 (learning/partial.py)
+        # transition features read CSR columns only; so does the constrained pass
+        # of partial labels at orders >= 2 (learning/partial.py). Every solver
+        # reads the block: L-BFGS by BLAS, the online ones per visit
+        # (learning/_online_chain.py, _online_dense.py)
         if self.transition_features is not None:
             return False
         if training and partial_labels and self.order != 1:
             return False
-        return not training or self.solver == "lbfgs"
+        return True
 
     def _training_problem(self, data):
         constraints = self._label_constraints(data)

@@ -211,11 +211,11 @@ class TreeCRF(CRFEstimator):
         return self._fit(X, y, sample_weight)
 
     def _reads_dense_block(self, training, partial_labels=False):
-        # L-BFGS training multiplies a dense block by BLAS (structures/chain/dense.py);
-        # link features, the online solvers, prediction and the constrained pass of
-        # partial labels (learning/partial.py) read it as CSR columns
-        return (training and not partial_labels and self.solver == "lbfgs"
-                and self.transition_features is None)
+        # L-BFGS training multiplies a dense block by BLAS (structures/chain/dense.py),
+        # the online solvers read it per visit (learning/_online_dense.py); link
+        # features, prediction and the constrained pass of partial labels
+        # (learning/partial.py) read it as CSR columns
+        return training and not partial_labels and self.transition_features is None
 
     def _training_problem(self, data):
         if data.features.parents is None:
