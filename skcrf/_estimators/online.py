@@ -177,6 +177,11 @@ def state_attribute(state, structure, options):
     """
     attribute = state.as_dict()
     attribute["average"] = int(options.average)
+    # the weights end with a dense block's (n_classes, n_dense), read as a block:
+    # the pairs cover the sparse features only, and a later batch's block is read so
+    n_dense = getattr(getattr(structure, "structure", None), "n_dense", 0)
+    if n_dense:
+        attribute["n_dense"] = int(n_dense)
     patterns = getattr(structure, "patterns", None)
     if patterns is not None:
         # the label patterns the weights' "patterns" block is laid out by: a later
@@ -380,7 +385,10 @@ def _batch_data(estimator, X, y, classes, first):
     if names is None and not first and columns is None:
         # the model's own "x0", "x1", ...: a hashed stream's million names, made once
         names = estimator.feature_names_
-    keep_dense = estimator._reads_dense_block(True, partial_labels=partial is not None)
+    # a later batch reads the block as the first did: a state saved before the
+    # online solvers read dense blocks holds the dense values' weights as pairs
+    keep_dense = (estimator._reads_dense_block(True, partial_labels=partial is not None)
+                  if first else bool(estimator.solver_state_.get("n_dense", 0)))
     data = TrainingData(FeatureArrays.of_sequences(matrix, keep_dense), matrix.offsets,
                         all_classes, label_ids, names, vectorizer)
     data.n_dense = matrix.n_dense
