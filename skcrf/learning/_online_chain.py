@@ -14,13 +14,15 @@ Python calls only then. Tested against the structures' token-form route.
 A dense block (:class:`~skcrf.structures.chain.dense.DenseChainStructure`:
 word vectors, numeric streams) is ``dense`` (n_tokens, n_dense), float32 or
 float64, with its weights ``W`` (n_classes, n_dense) in C order from
-``dense_at`` in ``w``. A visit adds ``X_q @ W.T`` to its unary scores and
-moves ``W`` by the rank-``n_q`` product of its tokens' coefficients and rows,
-token by token in the order the CSR route adds the same values: a visit's
-shapes are tiny (tens of tokens), where short loops beat a BLAS call's
-overhead and add no linear-algebra kernel to compile. Without a dense block
-the kernels get an empty (0, 0) float64 array and take the sparse route
-alone, bit for bit.
+``dense_at`` in ``w``. A visit adds ``X_q @ W.T`` to its unary scores, and
+SGD moves ``W`` by ``R.T @ X_q`` (``R`` each token's step per label): two
+BLAS products per visit, on the visit's rows read as float64, as the CSR
+columns of the same values are. BLAS took a third to a half of the time of
+short loops here, even at a visit's tens of tokens (busy machine). The
+margin solvers' direction touches ``W`` only at the wrong tokens' gold and
+predicted labels, as the sparse weights. Without a dense block the kernels
+get an empty (0, 0) float64 array and take the sparse route alone, bit for
+bit.
 """
 
 import numpy as np
@@ -32,59 +34,64 @@ from ._online_kernels import (AVERAGE_SCALE, FAILED, L1, L1_TOTAL, LOSS, MISTAKE
                               learning_rate, margin_loss)
 
 
+@compiled()
+def _dense_scratch(longest, n_classes, dense):
+    """The dense route's per-visit buffers: the visit's rows in float64, each token's
+    coefficient per label (SGD's step), both for sequences up to ``longest``."""
+    size = max(longest, 1)
+    return np.empty((size, dense.shape[1])), np.empty((size, n_classes))
+
+
 @compiled(inline=True)
-def _dense_token_scores(w, dense, dense_at, lo, hi, unary):
+def _dense_token_scores(w, dense, dense_at, lo, hi, rows, unary):
     """``unary[r] += X[t] @ W.T`` for tokens lo..hi-1 (nothing without a dense block).
 
-    Four running sums per dot product: one chain of dependent additions would
-    wait on each one (no ``fastmath`` to let the compiler split it).
+    One BLAS product per visit, on the visit's rows copied into ``rows`` as
+    float64 (as the CSR columns of a float32 block hold them), which
+    :func:`_dense_step` reads again.
     """
     n_dense = dense.shape[1]
-    if n_dense == 0:
+    if n_dense == 0 or hi == lo:
         return
     n_classes = unary.shape[1]
-    lanes = n_dense - n_dense % 4
-    for t in range(lo, hi):
-        x = dense[t]
-        row = unary[t - lo]
+    n = hi - lo
+    x = rows[:n]
+    for r in range(n):
+        for d in range(n_dense):
+            x[r, d] = dense[lo + r, d]
+    W = w[dense_at:dense_at + n_classes * n_dense].reshape((n_classes, n_dense))
+    scores = np.dot(x, W.T)
+    for r in range(n):
         for j in range(n_classes):
-            at = dense_at + j * n_dense
-            s0 = 0.0
-            s1 = 0.0
-            s2 = 0.0
-            s3 = 0.0
-            for d in range(0, lanes, 4):
-                s0 += x[d] * w[at + d]
-                s1 += x[d + 1] * w[at + d + 1]
-                s2 += x[d + 2] * w[at + d + 2]
-                s3 += x[d + 3] * w[at + d + 3]
-            for d in range(lanes, n_dense):
-                s0 += x[d] * w[at + d]
-            row[j] += (s0 + s1) + (s2 + s3)
+            unary[r, j] += scores[r, j]
 
 
 @compiled(inline=True)
-def _dense_update(w, dense, dense_at, t, coefficients, average_sum, average_scale,
-                  averaging):
-    """``W[j] += coefficients[j] * X[t]`` for every label ``j`` (and the average's sums)."""
-    n_dense = dense.shape[1]
-    x = dense[t]
-    for j in range(coefficients.shape[0]):
-        c = coefficients[j]
-        at = dense_at + j * n_dense
-        if averaging:
-            for d in range(n_dense):
-                change = c * x[d]
-                w[at + d] += change
-                average_sum[at + d] -= average_scale * change
-        else:
-            for d in range(n_dense):
-                w[at + d] += c * x[d]
+def _dense_step(w, n, rows, coefficient_rows, dense_at, average_sum, average_scale,
+                averaging):
+    """``W += coefficient_rows[:n].T @ rows[:n]`` (and the average's sums): a visit's step.
+
+    ``rows`` holds the visit's rows (:func:`_dense_token_scores`),
+    ``coefficient_rows`` each token's step per label.
+    """
+    n_dense = rows.shape[1]
+    if n_dense == 0 or n == 0:
+        return
+    step = np.dot(coefficient_rows[:n].T, rows[:n])
+    n_classes = step.shape[0]
+    i = dense_at
+    for j in range(n_classes):
+        for d in range(n_dense):
+            change = step[j, d]
+            w[i] += change
+            if averaging:
+                average_sum[i] -= average_scale * change
+            i += 1
 
 
 @compiled(inline=True)
 def _token_scores(w, scale, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
-                  unary, dense, dense_at):
+                  unary, dense, dense_at, rows):
     """``unary[r] = scale * (the token's features x their pair weights, + X[t] @ W.T)``
     for tokens lo..hi-1."""
     n_classes = unary.shape[1]
@@ -105,7 +112,7 @@ def _token_scores(w, scale, pair_ptr, pair_labels, data, indices, indptr, binary
             else:
                 for p in range(first, last):
                     row[pair_labels[p]] += value * w[p]
-    _dense_token_scores(w, dense, dense_at, lo, hi, unary)
+    _dense_token_scores(w, dense, dense_at, lo, hi, rows, unary)
     for t in range(lo, hi):
         row = unary[t - lo]
         for j in range(n_classes):
@@ -295,7 +302,8 @@ def _exact_chain_posteriors(unary, transitions, start, end, n, marginals, counts
 @compiled()
 def _sgd_chain_update(w, gain, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
                       label_ids, marginals, counts, trans_at, start_at, end_at, average_sum,
-                      average_scale, averaging, coefficients, dense, dense_at):
+                      average_scale, averaging, coefficients, dense_at, rows,
+                      coefficient_rows):
     """``w -= gain * (expected - gold statistics)`` for one sequence, in place.
 
     Each token's step per label, ``-gain * (marginal - gold indicator)``, is
@@ -329,9 +337,8 @@ def _sgd_chain_update(w, gain, pair_ptr, pair_labels, data, indices, indptr, bin
                     w[p] += change
                     if averaging:
                         average_sum[p] -= average_scale * change
-        if dense.shape[1] > 0:
-            _dense_update(w, dense, dense_at, t, coefficients, average_sum, average_scale,
-                          averaging)
+        coefficient_rows[r] = coefficients
+    _dense_step(w, n, rows, coefficient_rows, dense_at, average_sum, average_scale, averaging)
     # the gold transitions join the expected counts as -1s
     for t in range(lo + 1, hi):
         counts[label_ids[t - 1], label_ids[t]] -= 1.0
@@ -459,9 +466,9 @@ def _chain_scratch(longest, n_classes):
 @compiled(inline=True)
 def _visit_potentials(w, scale, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
                       trans_at, start_at, end_at, transition_mask, start_mask, end_mask,
-                      unary, transitions, start, end, dense, dense_at):
+                      unary, transitions, start, end, dense, dense_at, rows):
     _token_scores(w, scale, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
-                  unary, dense, dense_at)
+                  unary, dense, dense_at, rows)
     _chain_potentials_of(w, scale, trans_at, start_at, end_at, transition_mask, start_mask,
                          end_mask, transitions, start, end)
 
@@ -470,7 +477,7 @@ def _visit_potentials(w, scale, pair_ptr, pair_labels, data, indices, indptr, bi
 def _sgd_chain_step(settings, counters, w, l1_applied, average_sum, eta, factor, log_z,
                     gold_score, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
                     label_ids, marginals, counts, trans_at, start_at, end_at, coefficients,
-                    dense, dense_at):
+                    dense, dense_at, rows, coefficient_rows):
     """The rest of an SGD visit once its posteriors are known: loss, update, L1, end."""
     loss = log_z - gold_score
     if not np.isfinite(loss):
@@ -482,7 +489,8 @@ def _sgd_chain_step(settings, counters, w, l1_applied, average_sum, eta, factor,
     average_scale = counters[AVERAGE_SCALE]
     _sgd_chain_update(w, eta * factor / scale, pair_ptr, pair_labels, data, indices, indptr,
                       binary, lo, hi, label_ids, marginals, counts, trans_at, start_at, end_at,
-                      average_sum, average_scale, averaging, coefficients, dense, dense_at)
+                      average_sum, average_scale, averaging, coefficients, dense_at, rows,
+                      coefficient_rows)
     if settings[L1] > 0.0:
         counters[L1_TOTAL] += eta * factor * settings[L1]
         # the dense blocks: transitions, then start and end if the chain has them
@@ -513,6 +521,7 @@ def sgd_chain_visits(settings, counters, w, l1_applied, average_sum, visit_seque
     n_classes = start_mask.shape[0]
     unary, marginals, counts, transitions, start, end, coefficients = _chain_scratch(
         longest, n_classes)
+    rows, coefficient_rows = _dense_scratch(longest, n_classes, dense)
     work = chain_workspace(max(longest, 1), n_classes, np.bool_(True))
     buffers = _potential_buffers(n_classes)
     for v in range(first_visit, visit_sequences.shape[0]):
@@ -530,7 +539,8 @@ def sgd_chain_visits(settings, counters, w, l1_applied, average_sum, visit_seque
             continue
         _visit_potentials(w, counters[SCALE], pair_ptr, pair_labels, data, indices, indptr,
                           binary, lo, hi, trans_at, start_at, end_at, transition_mask,
-                          start_mask, end_mask, unary, transitions, start, end, dense, dense_at)
+                          start_mask, end_mask, unary, transitions, start, end, dense, dense_at,
+                          rows)
         log_z = _scaled_chain_posteriors(unary, transitions, start, end, n, marginals, counts,
                                          work, buffers)
         if np.isnan(log_z):
@@ -539,7 +549,7 @@ def sgd_chain_visits(settings, counters, w, l1_applied, average_sum, visit_seque
         _sgd_chain_step(settings, counters, w, l1_applied, average_sum, eta, factor, log_z,
                         gold_score, pair_ptr, pair_labels, data, indices, indptr, binary, lo,
                         hi, label_ids, marginals, counts, trans_at, start_at, end_at,
-                        coefficients, dense, dense_at)
+                        coefficients, dense, dense_at, rows, coefficient_rows)
         if counters[FAILED]:
             return visit_sequences.shape[0]
     return visit_sequences.shape[0]
@@ -558,6 +568,7 @@ def exact_chain_visit(settings, counters, w, l1_applied, average_sum, visit_sequ
     n_classes = start_mask.shape[0]
     unary, marginals, counts, transitions, start, end, coefficients = _chain_scratch(
         longest, n_classes)
+    rows, coefficient_rows = _dense_scratch(longest, n_classes, dense)
     work = chain_workspace(max(longest, 1), n_classes, np.bool_(True))
     q = visit_sequences[visit]
     factor = visit_factors[visit]
@@ -568,14 +579,15 @@ def exact_chain_visit(settings, counters, w, l1_applied, average_sum, visit_sequ
     eta = learning_rate(settings, counters[STEPS])
     _visit_potentials(w, counters[SCALE], pair_ptr, pair_labels, data, indices, indptr,
                       binary, lo, hi, trans_at, start_at, end_at, transition_mask,
-                      start_mask, end_mask, unary, transitions, start, end, dense, dense_at)
+                      start_mask, end_mask, unary, transitions, start, end, dense, dense_at,
+                          rows)
     log_z = _exact_chain_posteriors(unary, transitions, start, end, n, marginals, counts,
                                     work)
     gold_score = _path_score(unary, transitions, start, end, label_ids, lo, n)
     _sgd_chain_step(settings, counters, w, l1_applied, average_sum, eta, factor, log_z,
                     gold_score, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
                     label_ids, marginals, counts, trans_at, start_at, end_at, coefficients,
-                    dense, dense_at)
+                    dense, dense_at, rows, coefficient_rows)
 
 
 @compiled()
@@ -591,6 +603,7 @@ def margin_chain_visits(settings, counters, w, average_sum, covariance, delta, m
     n_classes = start_mask.shape[0]
     size = max(longest, 1)
     unary, _, _, transitions, start, end, _ = _chain_scratch(longest, n_classes)
+    rows, _ = _dense_scratch(longest, n_classes, dense)
     score = np.empty((size, n_classes))
     backpointer = np.zeros((size, n_classes), np.int64)
     path = np.empty(size, np.int64)
@@ -604,7 +617,7 @@ def margin_chain_visits(settings, counters, w, average_sum, covariance, delta, m
         if n > 0:
             _visit_potentials(w, 1.0, pair_ptr, pair_labels, data, indices, indptr, binary,
                               lo, hi, trans_at, start_at, end_at, transition_mask, start_mask,
-                              end_mask, unary, transitions, start, end, dense, dense_at)
+                              end_mask, unary, transitions, start, end, dense, dense_at, rows)
             best = _best_path(unary, transitions, start, end, n, score, backpointer, path)
             cost = best - _path_score(unary, transitions, start, end, label_ids, lo, n)
             if not np.isfinite(cost):

@@ -28,8 +28,8 @@ import numpy as np
 from ..inference._runtime.batch import compiled
 from ..inference.chain.order1 import chain_workspace, scaled_from_emission
 from ._online_chain import (_best_path, _chain_scratch, _collect_path_difference,
-                            _dense_update, _potential_buffers, _scaled_chain_potentials,
-                            _sgd_chain_l1, _visit_potentials)
+                            _dense_scratch, _dense_step, _potential_buffers,
+                            _scaled_chain_potentials, _sgd_chain_l1, _visit_potentials)
 from ._online_kernels import (AVERAGE_SCALE, FAILED, L1, L1_TOTAL, LOSS, MISTAKES, SCALE,
                               apply_direction, begin_step, end_step, margin_loss)
 
@@ -96,8 +96,8 @@ def _free_and_allowed(unary, transitions, start, end, log_mask, lo, n, base, fre
 @compiled()
 def _sgd_difference_update(w, gain, pair_ptr, pair_labels, data, indices, indptr, binary, lo,
                            hi, free, free_counts, allowed, allowed_counts, trans_at, start_at,
-                           end_at, average_sum, average_scale, averaging, coefficients, dense,
-                           dense_at):
+                           end_at, average_sum, average_scale, averaging, coefficients,
+                           dense_at, rows, coefficient_rows):
     """``w -= gain * (E_p[Phi] - E_p[Phi | allowed])`` for one sequence, in place."""
     n_classes = free.shape[1]
     n = hi - lo
@@ -113,9 +113,8 @@ def _sgd_difference_update(w, gain, pair_ptr, pair_labels, data, indices, indptr
                 w[p] += change
                 if averaging:
                     average_sum[p] -= average_scale * change
-        if dense.shape[1] > 0:
-            _dense_update(w, dense, dense_at, t, coefficients, average_sum, average_scale,
-                          averaging)
+        coefficient_rows[r] = coefficients
+    _dense_step(w, n, rows, coefficient_rows, dense_at, average_sum, average_scale, averaging)
     for i in range(n_classes):
         for j in range(n_classes):
             change = -gain * (free_counts[i, j] - allowed_counts[i, j])
@@ -150,6 +149,7 @@ def sgd_constrained_visits(settings, counters, w, l1_applied, average_sum, visit
     n_classes = start_mask.shape[0]
     unary, free, free_counts, transitions, start, end, coefficients = _chain_scratch(
         longest, n_classes)
+    rows, coefficient_rows = _dense_scratch(longest, n_classes, dense)
     size = max(longest, 1)
     base = np.empty((size, n_classes))
     allowed = np.empty((size, n_classes))
@@ -165,7 +165,7 @@ def sgd_constrained_visits(settings, counters, w, l1_applied, average_sum, visit
         scale = counters[SCALE]
         _visit_potentials(w, scale, pair_ptr, pair_labels, data, indices, indptr, binary, lo,
                           hi, trans_at, start_at, end_at, transition_mask, start_mask,
-                          end_mask, unary, transitions, start, end, dense, dense_at)
+                          end_mask, unary, transitions, start, end, dense, dense_at, rows)
         loss = _free_and_allowed(unary, transitions, start, end, log_mask, lo, hi - lo, base,
                                  free, free_counts, allowed, allowed_counts, work, buffers)
         if np.isnan(loss):
@@ -176,7 +176,8 @@ def sgd_constrained_visits(settings, counters, w, l1_applied, average_sum, visit
         _sgd_difference_update(w, eta * factor / scale, pair_ptr, pair_labels, data, indices,
                                indptr, binary, lo, hi, free, free_counts, allowed,
                                allowed_counts, trans_at, start_at, end_at, average_sum,
-                               average_scale, averaging, coefficients, dense, dense_at)
+                               average_scale, averaging, coefficients, dense_at, rows,
+                               coefficient_rows)
         if settings[L1] > 0.0:
             counters[L1_TOTAL] += eta * factor * settings[L1]
             dense_hi = end_at + n_classes if end_at >= 0 else trans_at + n_classes * n_classes
@@ -203,6 +204,7 @@ def margin_constrained_visits(settings, counters, w, average_sum, covariance, de
     n_classes = start_mask.shape[0]
     size = max(longest, 1)
     unary, masked, _, transitions, start, end, _ = _chain_scratch(longest, n_classes)
+    rows, _ = _dense_scratch(longest, n_classes, dense)
     score = np.empty((size, n_classes))
     backpointer = np.zeros((size, n_classes), np.int64)
     path = np.empty(size, np.int64)
@@ -219,7 +221,7 @@ def margin_constrained_visits(settings, counters, w, average_sum, covariance, de
         if n > 0:
             _visit_potentials(w, 1.0, pair_ptr, pair_labels, data, indices, indptr, binary,
                               lo, hi, trans_at, start_at, end_at, transition_mask, start_mask,
-                              end_mask, unary, transitions, start, end, dense, dense_at)
+                              end_mask, unary, transitions, start, end, dense, dense_at, rows)
             for r in range(n):
                 for j in range(n_classes):
                     masked[r, j] = unary[r, j] + log_mask[lo + r, j]
