@@ -4,9 +4,9 @@ A plain order-1 chain (no transition features) keeps its weights as
 :class:`~skcrf.structures.chain.order1.PlainChainLayout` says; these kernels read
 ``w`` through it directly: per visit, the unary scores of the sequence's
 tokens from its sparse features (a feature that carries every label is a
-contiguous row) and from its rows of the dense block, the potentials, then forward-backward and the gradient step
-(:func:`sgd_chain_visits`) or Viterbi and the margin step
-(:func:`margin_chain_visits`), with the update rules of
+contiguous row) and from its rows of the dense block, the potentials, then
+forward-backward and the gradient step (:func:`sgd_chain_visits`) or Viterbi
+and the margin step (:func:`margin_chain_visits`), with the update rules of
 :mod:`._online_kernels`. The rare sequence whose scores the scaled pass
 cannot take goes through :func:`exact_chain_visit`, a kernel of its own that
 Python calls only then. Tested against the structures' token-form route.
@@ -29,64 +29,10 @@ import numpy as np
 
 from ..inference._runtime.batch import compiled
 from ..inference.chain.order1 import chain_workspace, log_space_sequence, scaled_from_emission
+from ._online_dense import _dense_scratch, _dense_step, _dense_token_scores
 from ._online_kernels import (AVERAGE_SCALE, FAILED, L1, L1_TOTAL, LOSS, MISTAKES, SCALE,
                               STEPS, _clip_l1, apply_direction, begin_step, end_step,
                               learning_rate, margin_loss)
-
-
-@compiled()
-def _dense_scratch(longest, n_classes, dense):
-    """The dense route's per-visit buffers: the visit's rows in float64, each token's
-    coefficient per label (SGD's step), both for sequences up to ``longest``."""
-    size = max(longest, 1)
-    return np.empty((size, dense.shape[1])), np.empty((size, n_classes))
-
-
-@compiled(inline=True)
-def _dense_token_scores(w, dense, dense_at, lo, hi, rows, unary):
-    """``unary[r] += X[t] @ W.T`` for tokens lo..hi-1 (nothing without a dense block).
-
-    One BLAS product per visit, on the visit's rows copied into ``rows`` as
-    float64 (as the CSR columns of a float32 block hold them), which
-    :func:`_dense_step` reads again.
-    """
-    n_dense = dense.shape[1]
-    if n_dense == 0 or hi == lo:
-        return
-    n_classes = unary.shape[1]
-    n = hi - lo
-    x = rows[:n]
-    for r in range(n):
-        for d in range(n_dense):
-            x[r, d] = dense[lo + r, d]
-    W = w[dense_at:dense_at + n_classes * n_dense].reshape((n_classes, n_dense))
-    scores = np.dot(x, W.T)
-    for r in range(n):
-        for j in range(n_classes):
-            unary[r, j] += scores[r, j]
-
-
-@compiled(inline=True)
-def _dense_step(w, n, rows, coefficient_rows, dense_at, average_sum, average_scale,
-                averaging):
-    """``W += coefficient_rows[:n].T @ rows[:n]`` (and the average's sums): a visit's step.
-
-    ``rows`` holds the visit's rows (:func:`_dense_token_scores`),
-    ``coefficient_rows`` each token's step per label.
-    """
-    n_dense = rows.shape[1]
-    if n_dense == 0 or n == 0:
-        return
-    step = np.dot(coefficient_rows[:n].T, rows[:n])
-    n_classes = step.shape[0]
-    i = dense_at
-    for j in range(n_classes):
-        for d in range(n_dense):
-            change = step[j, d]
-            w[i] += change
-            if averaging:
-                average_sum[i] -= average_scale * change
-            i += 1
 
 
 @compiled(inline=True)

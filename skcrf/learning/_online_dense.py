@@ -11,12 +11,16 @@ the online solvers what they read of a structure (see
 - for every other chain and for trees, each visited sequence's statistics in
   token form: the wrapped structure's own, computed on its unary scores plus
   ``X_q @ W.T``, and the block ``W``'s, the token rows times ``X_q``.
+
+The epoch kernels' dense products are here too (:func:`_dense_token_scores`,
+:func:`_dense_step`).
 """
 
 import copy
 
 import numpy as np
 
+from ..inference._runtime.batch import compiled
 from ..structures._parameters import ParameterLayout
 from ..structures.chain.dense import DenseChainStructure
 
@@ -132,3 +136,60 @@ def _with_dense_block(statistics, features):
     rows = statistics.rows["state"]  # (n_tokens, n_classes): one-hot or marginals
     statistics.dense[DENSE_BLOCK] = rows.T @ features.dense.astype(np.float64, copy=False)
     return statistics
+
+
+# --- the epoch kernels' dense products ---------------------------------------------
+
+@compiled()
+def _dense_scratch(longest, n_classes, dense):
+    """The dense route's per-visit buffers: the visit's rows in float64, each token's
+    coefficient per label (SGD's step), both for sequences up to ``longest``."""
+    size = max(longest, 1)
+    return np.empty((size, dense.shape[1])), np.empty((size, n_classes))
+
+
+@compiled(inline=True)
+def _dense_token_scores(w, dense, dense_at, lo, hi, rows, unary):
+    """``unary[r] += X[t] @ W.T`` for tokens lo..hi-1 (nothing without a dense block).
+
+    One BLAS product per visit, on the visit's rows copied into ``rows`` as
+    float64 (as the CSR columns of a float32 block hold them), which
+    :func:`_dense_step` reads again.
+    """
+    n_dense = dense.shape[1]
+    if n_dense == 0 or hi == lo:
+        return
+    n_classes = unary.shape[1]
+    n = hi - lo
+    x = rows[:n]
+    for r in range(n):
+        for d in range(n_dense):
+            x[r, d] = dense[lo + r, d]
+    W = w[dense_at:dense_at + n_classes * n_dense].reshape((n_classes, n_dense))
+    scores = np.dot(x, W.T)
+    for r in range(n):
+        for j in range(n_classes):
+            unary[r, j] += scores[r, j]
+
+
+@compiled(inline=True)
+def _dense_step(w, n, rows, coefficient_rows, dense_at, average_sum, average_scale,
+                averaging):
+    """``W += coefficient_rows[:n].T @ rows[:n]`` (and the average's sums): a visit's step.
+
+    ``rows`` holds the visit's rows (:func:`_dense_token_scores`),
+    ``coefficient_rows`` each token's step per label.
+    """
+    n_dense = rows.shape[1]
+    if n_dense == 0 or n == 0:
+        return
+    step = np.dot(coefficient_rows[:n].T, rows[:n])
+    n_classes = step.shape[0]
+    i = dense_at
+    for j in range(n_classes):
+        for d in range(n_dense):
+            change = step[j, d]
+            w[i] += change
+            if averaging:
+                average_sum[i] -= average_scale * change
+            i += 1

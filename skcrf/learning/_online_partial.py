@@ -19,8 +19,9 @@ the plain chain's layout and the same helpers, with a log mask (0 or
 
 Fully labelled sequences never come here: their steps stay those of
 :mod:`._online_chain`, bit for bit. A dense block (``dense``, its weights
-from ``dense_at``) is read and moved as :mod:`._online_chain` does. Tested against the token-form route
-(tests/learning/test_partial_online.py).
+from ``dense_at``) is read and moved as :mod:`._online_chain` does. Tested
+against the token-form route (tests/learning/test_partial_online.py,
+tests/learning/test_online_dense.py).
 """
 
 import numpy as np
