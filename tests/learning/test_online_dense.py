@@ -244,3 +244,46 @@ def test_early_stopping_reads_the_block():
     # the held-out sequences' accuracy decides when to stop: both stop alike
     assert dense.n_iter_ == csr.n_iter_
     _assert_same_weights(dense, csr)
+
+
+def test_partial_fit_continues_a_state_that_read_the_block_as_csr(monkeypatch):
+    # a model whose first batches read the block as CSR columns (saved before the
+    # online solvers read dense blocks) keeps reading later batches so
+    X, y = _data(n_sequences=30, seed=12)
+    kw = dict(solver="sgd", random_state=0, eta0=0.1)
+    old, csr = CRFClassifier(**kw), CRFClassifier(**kw)
+    with monkeypatch.context() as patch:
+        patch.setattr(CRFClassifier, "_reads_dense_block", lambda self, *a, **k: False)
+        old.partial_fit(X[:15], y[:15], classes=[0, 1, 2])
+    assert "n_dense" not in old.solver_state_
+    old.partial_fit(X[15:], y[15:])
+    csr.partial_fit(_as_csr(X[:15]), y[:15], classes=[0, 1, 2])
+    csr.partial_fit(_as_csr(X[15:]), y[15:])
+    _assert_same_weights(old, csr)
+
+
+def test_a_saved_dense_model_continues_after_loading(tmp_path):
+    from skcrf import load_model, save_model
+
+    X, y = _data(n_sequences=30, seed=13)
+    kw = dict(solver="arow", random_state=0)
+    model, kept = CRFClassifier(**kw), CRFClassifier(**kw)
+    model.partial_fit(X[:15], y[:15], classes=[0, 1, 2])
+    kept.partial_fit(X[:15], y[:15], classes=[0, 1, 2])
+    save_model(model, tmp_path / "model.skcrf")
+    loaded = load_model(tmp_path / "model.skcrf")
+    assert loaded.solver_state_["n_dense"] == X[0].shape[1]
+    loaded.partial_fit(X[15:], y[15:])
+    kept.partial_fit(X[15:], y[15:])
+    for name in COEFS:
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(kept, name))
+
+
+@pytest.mark.parametrize("n_dense", [-1, 99, 2.5])
+def test_a_damaged_n_dense_is_named(n_dense):
+    X, y = _data(n_sequences=10, seed=14)
+    model = CRFClassifier(solver="perceptron", random_state=0)
+    model.partial_fit(X, y, classes=[0, 1, 2])
+    model.solver_state_["n_dense"] = n_dense
+    with pytest.raises(ValueError, match="'n_dense' must be the dense block's width"):
+        model.partial_fit(X, y)
