@@ -65,6 +65,10 @@ STRUCTURES = {
     # the dense route (structures/chain/dense.py): order 1, L-BFGS, by BLAS
     "chain-dense": ("CRFClassifier(max_iter=5)", "DENSE"),
     "chain-vectors": ("CRFClassifier(max_iter=5)", "VECTORS"),
+    # the online solvers' dense route (learning/_online_chain.py): the epoch
+    # kernels with the block, SGD's and the margin solvers'
+    "chain-sgd-dense": ("CRFClassifier(solver='sgd', max_iter=5)", "DENSE"),
+    "chain-perceptron-dense": ("CRFClassifier(solver='perceptron', max_iter=5)", "DENSE"),
 }
 
 #: Rows trained on other labels than ``Y``: structure name -> the labels' name in TOY.

@@ -24,11 +24,20 @@ The four rows of issue 42's targets, side by side in one run:
 3. ``synthetic``: :func:`skcrf.datasets.make_sequence_classification`; the CRF
    (after a per-token StandardScaler), a per-token LogisticRegression and
    hmmlearn's GaussianHMM supervised by counting (if installed).
-4. ``cold``: a fresh process with an empty numba cache fits a toy problem
+4. ``online``: the online solvers (sgd, perceptron, passive_aggressive, arow)
+   for ``--online-epochs`` epochs, each fitted on dense values given as a list
+   of arrays (the dense block) and as the same values in CSR, beside
+   sklearn-crfsuite's l2sgd / ap / pa / arow (settings of bench_trainers.py)
+   on the same values as float features: (a) ``--online-tokens`` tokens x
+   ``--online-dims`` numeric dims, ``--labels`` labels; (b) with
+   ``--online-conll``, CoNLL-2002 esp.train's tutorial dicts plus
+   ``--vector-dims`` vectors joined by SequenceUnion (against the union
+   handed over as CSR).
+5. ``cold``: a fresh process with an empty numba cache fits a toy problem
    given as dicts and the same given as arrays: seconds and numba
    specializations (skcrf's own, then all).
 
-Run: python benchmarks/bench_dense.py [--rows dense conll synthetic cold]
+Run: python benchmarks/bench_dense.py [--rows dense conll synthetic online cold]
      [--tokens 200000] [--dims 256] [--train-fraction 1.0]
 
 Targets (issue 42, quiet machine): dense fit <= 0.5x the time and <= 0.6x the
@@ -316,7 +325,90 @@ def bench_synthetic(args):
                               gap >= 0.05))
 
 
-# --- 4. cold start ---------------------------------------------------------------
+# --- 4. the online solvers on dense values ------------------------------------------
+
+def _online_table(title, dense_X, csr_X, float_dicts, y, args):
+    """Fit time, peak memory and training accuracy of each online solver on one data set."""
+    from bench_trainers import TRAINERS
+
+    try:
+        import sklearn_crfsuite
+    except ImportError:
+        sklearn_crfsuite = None
+    print(f"\n[online] {title}, {args.online_epochs} epochs")
+    row("", "fit (s)", "peak (MiB)", "train acc.")
+    for suite_name, (suite_params, params) in TRAINERS.items():
+        fits = [("dense block", dense_X), ("same values as CSR", csr_X)]
+        for label, X in fits:  # compiled first: the rows time training only
+            CRFClassifier(max_iter=1, random_state=0, **params).fit(X[:20], y[:20])
+        for label, X in fits:
+            model = CRFClassifier(max_iter=args.online_epochs, tol=0.0, n_iter_no_change=1000,
+                                  random_state=0, **params)
+            seconds, mib = timed_fit(model, X, y)
+            row(f"skcrf {params['solver']}: {label}", f"{seconds:.2f}", f"{mib:.0f}",
+                f"{flat_accuracy_score(y, model.predict(X)):.4f}")
+            del model
+        if sklearn_crfsuite is not None and float_dicts is not None:
+            y_str = [[str(label) for label in labels] for labels in y]  # CRFsuite's are str
+            crfsuite = sklearn_crfsuite.CRF(max_iterations=args.online_epochs, **suite_params)
+            seconds, mib = timed_fit(crfsuite, float_dicts, y_str)
+            row(f"sklearn-crfsuite {suite_name}: float features", f"{seconds:.2f}",
+                f"{mib:.0f}",
+                f"{flat_accuracy_score(y_str, crfsuite.predict(float_dicts)):.4f}")
+
+
+def _as_float_dicts(X):
+    return [[{f"v{i}": float(v) for i, v in enumerate(token)} for token in x] for x in X]
+
+
+def bench_online(args):
+    n_sequences = max(1, args.online_tokens // 20)
+    X, y = make_sequence_classification(n_sequences, n_features=args.online_dims,
+                                        n_classes=args.labels, length_range=(10, 30),
+                                        class_sep=0.3, random_state=0)
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
+    as_csr = SequenceMatrix(sp.csr_matrix(np.vstack(X)), offsets)
+    _online_table(f"{offsets[-1]} tokens x {args.online_dims} dims, {args.labels} labels",
+                  X, as_csr, _as_float_dicts(X), y, args)
+    if not args.online_conll:
+        return
+    from sklearn.preprocessing import FunctionTransformer
+    from sklearn.pipeline import make_pipeline
+
+    from skcrf.features import SequenceUnion, WordVectorizer, learn_word_vectors
+    from skcrf.features.arrays import with_dense_columns
+
+    home = data_home()
+    X_train, y_train = load_conll2002("train", data_home=home)
+    X_dev, _ = load_conll2002("testa", data_home=home)
+    if args.train_fraction < 1.0:
+        X_train = X_train[:int(len(X_train) * args.train_fraction)]
+        y_train = y_train[:len(X_train)]
+    dims = args.vector_dims
+    vectors, vocabulary = learn_word_vectors(list(X_train) + list(X_dev), n_components=dims,
+                                             random_state=0)
+    union = SequenceUnion([
+        ("dicts", make_pipeline(FunctionTransformer(lambda X: [sent2features(s) for s in X]),
+                                SequenceVectorizer())),
+        ("vectors", WordVectorizer(vectors, vocabulary=vocabulary, lowercase=True,
+                                   norm="l2"))], verbose_feature_names_out=False)
+    joined = union.fit_transform(X_train)
+    names = np.concatenate([np.asarray(joined.feature_names, dtype=object),
+                            np.asarray(joined.dense_names, dtype=object)])
+    as_csr = SequenceMatrix(with_dense_columns(joined), joined.offsets, feature_names=names)
+    block = joined.dense
+    float_dicts, token = [], 0
+    for sentence in X_train:
+        features = sent2features(sentence)
+        for f in features:
+            f.update({f"v{i}": float(v) for i, v in enumerate(block[token])})
+            token += 1
+        float_dicts.append(features)
+    _online_table(f"CoNLL-2002 esp.train ({len(X_train)} sentences): tutorial dicts + "
+                  f"{dims}-d vectors", joined, as_csr, float_dicts, y_train, args)
+
+
+# --- 5. cold start ---------------------------------------------------------------
 
 DENSE_TOY = '''
 import numpy as np
@@ -348,7 +440,7 @@ def bench_cold(args):
 
 
 ROWS = {"dense": bench_dense, "conll": bench_conll, "conll-memory": bench_conll_memory,
-        "synthetic": bench_synthetic, "cold": bench_cold}
+        "synthetic": bench_synthetic, "online": bench_online, "cold": bench_cold}
 
 
 def main():
@@ -364,6 +456,11 @@ def main():
     parser.add_argument("--train-fraction", type=float, default=1.0,
                         help="the first fraction of esp.train only (a quick run)")
     parser.add_argument("--synthetic-sequences", type=int, default=300)
+    parser.add_argument("--online-tokens", type=int, default=20_000)
+    parser.add_argument("--online-dims", type=int, default=64)
+    parser.add_argument("--online-epochs", type=int, default=10)
+    parser.add_argument("--online-conll", action="store_true",
+                        help="the online row on CoNLL-2002 too (slow)")
     args = parser.parse_args()
     for name in args.rows:
         ROWS[name](args)

@@ -417,11 +417,10 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                           "start": "start_coef_", "end": "end_coef_"}
 
     def _reads_dense_block(self, training):
-        # transition features read CSR columns only; the online solvers' epochs
-        # run kernels over CSR arrays
-        if self.transition_features is not None:
-            return False
-        return not training or self.solver == "lbfgs"
+        # transition features read CSR columns only. Every solver reads the
+        # block: L-BFGS by BLAS (partial labels too: learning/partial.py), the
+        # online ones per visit (learning/_online_chain.py, _online_dense.py)
+        return self.transition_features is None
 
     def _training_problem(self, data):
         constraints = self._label_constraints(data)

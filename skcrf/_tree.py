@@ -211,13 +211,12 @@ class TreeCRF(CRFEstimator):
         return self._fit(X, y, sample_weight)
 
     def _reads_dense_block(self, training):
-        # L-BFGS training (partial labels too: learning/partial.py) and prediction
-        # multiply a dense block by BLAS (structures/chain/dense.py, the unary scores
-        # of TreeScores.of_coefficients); link features, which may name dense
-        # columns, and the online solvers' epochs read it as CSR columns
-        if self.transition_features is not None:
-            return False
-        return not training or self.solver == "lbfgs"
+        # every solver, with full or partial labels, and prediction read a dense
+        # block as a block: L-BFGS by BLAS (structures/chain/dense.py,
+        # learning/partial.py), the online solvers per visit
+        # (learning/_online_dense.py), prediction in TreeScores.of_coefficients;
+        # link features, which may name dense columns, read it as CSR columns
+        return self.transition_features is None
 
     def _training_problem(self, data):
         if data.features.parents is None:

@@ -26,6 +26,7 @@ from .._utils.validation import (check_finite_features, check_label_type, check_
 from ..features.arrays import FeatureArrays, all_feature_names, take_sequences
 from ..features.sequence_matrix import SequenceMatrix
 from ..features.vectorizer import SequenceVectorizer, vectorizer_with_names
+from ..learning._online_dense import online_structure
 from ..learning.online import (SOLVERS, Calibration, OnlineOptions, OnlineProblem,
                               OnlineState, online, visits_of_weights)
 from ..structures._parameters import StatePairs
@@ -144,27 +145,28 @@ def fit_online(estimator, problem, data, w0, sample_weight):
     """``(SolverResult, solver_state_)`` of a ``fit`` with an online solver."""
     # a structure the online solvers cannot step through (link or segment features)
     # refuses here, before calibration and the kernels' compilation
-    problem.structure.pair_blocks()
+    structure = online_structure(problem.structure)
+    structure.pair_blocks()
     options = online_options(estimator)
     n_sequences = data.offsets.shape[0] - 1
     weights = np.ones(n_sequences) if sample_weight is None else np.array(sample_weight)
     targets = problem.targets
-    allowed = _check_partial_targets(problem.structure, data, targets, weights)
+    allowed = _check_partial_targets(structure, data, targets, weights)
     validation = None
     if estimator.early_stopping:
         held = _validation_split(estimator, options, n_sequences)
         weights[held] = 0.0
         features, offsets, rows = take_sequences(data.features, data.offsets, held)
-        validation = OnlineProblem(problem.structure, features, offsets, targets[rows],
+        validation = OnlineProblem(structure, features, offsets, targets[rows],
                                    None if allowed is None else allowed[rows])
     visits = visits_of_weights(weights)
     _check_eta0(options, float(visits[1].sum()))
     state = OnlineState.start(options, w0)
-    training = OnlineProblem(problem.structure, data.features, data.offsets, targets, allowed)
+    training = OnlineProblem(structure, data.features, data.offsets, targets, allowed)
     with kernel_threads(estimator.n_jobs, hold_blas=True), \
             np.errstate(over="ignore", invalid="ignore"):
         result = online(training, state, options, visits=visits, validation=validation)
-    return result, state_attribute(state, problem.structure, options)
+    return result, state_attribute(state, structure, options)
 
 
 def state_attribute(state, structure, options):
@@ -175,6 +177,11 @@ def state_attribute(state, structure, options):
     """
     attribute = state.as_dict()
     attribute["average"] = int(options.average)
+    # the weights end with a dense block's (n_classes, n_dense), read as a block:
+    # the pairs cover the sparse features only, and a later batch's block is read so
+    n_dense = getattr(getattr(structure, "structure", None), "n_dense", 0)
+    if n_dense:
+        attribute["n_dense"] = int(n_dense)
     patterns = getattr(structure, "patterns", None)
     if patterns is not None:
         # the label patterns the weights' "patterns" block is laid out by: a later
@@ -378,8 +385,12 @@ def _batch_data(estimator, X, y, classes, first):
     if names is None and not first and columns is None:
         # the model's own "x0", "x1", ...: a hashed stream's million names, made once
         names = estimator.feature_names_
-    data = TrainingData(FeatureArrays.of_sequences(matrix), matrix.offsets, all_classes,
-                        label_ids, names, vectorizer)
+    # a later batch reads the block as the first did: a state saved before the
+    # online solvers read dense blocks holds the dense values' weights as pairs
+    keep_dense = (estimator._reads_dense_block(True)
+                  if first else bool(estimator.solver_state_.get("n_dense", 0)))
+    data = TrainingData(FeatureArrays.of_sequences(matrix, keep_dense), matrix.offsets,
+                        all_classes, label_ids, names, vectorizer)
     data.n_dense = matrix.n_dense
     data.partial = partial
     data.columns, data.input_width = columns, width
@@ -450,7 +461,7 @@ def _partial_fit(estimator, X, y, classes, sample_weight, attribute):
     data = _batch_data(estimator, X, y, classes, first)
     data.sequence_weights = weights
     problem = estimator._partial_training_problem(data, first)
-    structure = problem.structure
+    structure = problem.structure = online_structure(problem.structure)
     structure.pair_blocks()  # link or segment features refuse here, before any kernel
     if first:
         state = OnlineState.start(options, np.zeros(structure.n_parameters))

@@ -70,6 +70,11 @@ def checked_solver_state(estimator, attribute, parameters=True):
     mismatch = state_parameter_mismatch(estimator, attribute) if parameters else None
     if mismatch:
         raise bad(f"its arrays do not follow the parameters ({mismatch})")
+    n_dense = attribute.get("n_dense", 0)  # a dense block's columns, not in the pairs
+    n_features = estimator.feature_names_.shape[0]
+    if not isinstance(n_dense, (int, np.integer)) or not 0 <= n_dense <= n_features:
+        raise bad(f"'n_dense' must be the dense block's width (an int in 0..{n_features})")
+    n_features -= n_dense
     pairs = attribute.get("pairs")
     if not isinstance(pairs, dict) or not pairs:
         raise bad("'pairs' must map block names to their (feature, label) pairs")
@@ -82,10 +87,10 @@ def checked_solver_state(estimator, attribute, parameters=True):
             raise bad(f"pairs[{name!r}] lacks feature_ptr, labels or n_labels") from None
         if (ptr.ndim != 1 or labels.ndim != 1 or ptr.dtype.kind not in "iu"
                 or labels.dtype.kind not in "iu" or n_labels < 1
-                or ptr.shape[0] != estimator.feature_names_.shape[0] + 1 or ptr[0] != 0
+                or ptr.shape[0] != n_features + 1 or ptr[0] != 0
                 or ptr[-1] != labels.shape[0] or (np.diff(ptr) < 0).any()):
             raise bad(f"pairs[{name!r}] is not a pattern over the model's "
-                      f"{estimator.feature_names_.shape[0]} features")
+                      f"{n_features} features" + (" beside its dense block" if n_dense else ""))
         if labels.shape[0] and (labels.min() < 0 or labels.max() >= n_labels):
             raise bad(f"pairs[{name!r}] has labels outside 0..{n_labels - 1}")
         # labels increase within each feature: codes sorted, full rows in label order

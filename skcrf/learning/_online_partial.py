@@ -18,8 +18,10 @@ the plain chain's layout and the same helpers, with a log mask (0 or
   the margin step from the predicted path toward the constrained one.
 
 Fully labelled sequences never come here: their steps stay those of
-:mod:`._online_chain`, bit for bit. Tested against the token-form route
-(tests/learning/test_partial_online.py).
+:mod:`._online_chain`, bit for bit. A dense block (``dense``, its weights
+from ``dense_at``) is read and moved as :mod:`._online_chain` does. Tested
+against the token-form route (tests/learning/test_partial_online.py,
+tests/learning/test_online_dense.py).
 """
 
 import numpy as np
@@ -27,8 +29,8 @@ import numpy as np
 from ..inference._runtime.batch import compiled
 from ..inference.chain.order1 import chain_workspace, scaled_from_emission
 from ._online_chain import (_best_path, _chain_scratch, _collect_path_difference,
-                            _potential_buffers, _scaled_chain_potentials, _sgd_chain_l1,
-                            _visit_potentials)
+                            _dense_scratch, _dense_step, _potential_buffers,
+                            _scaled_chain_potentials, _sgd_chain_l1, _visit_potentials)
 from ._online_kernels import (AVERAGE_SCALE, FAILED, L1, L1_TOTAL, LOSS, MISTAKES, SCALE,
                               apply_direction, begin_step, end_step, margin_loss)
 
@@ -95,7 +97,8 @@ def _free_and_allowed(unary, transitions, start, end, log_mask, lo, n, base, fre
 @compiled()
 def _sgd_difference_update(w, gain, pair_ptr, pair_labels, data, indices, indptr, binary, lo,
                            hi, free, free_counts, allowed, allowed_counts, trans_at, start_at,
-                           end_at, average_sum, average_scale, averaging, coefficients):
+                           end_at, average_sum, average_scale, averaging, coefficients,
+                           dense_at, rows, coefficient_rows):
     """``w -= gain * (E_p[Phi] - E_p[Phi | allowed])`` for one sequence, in place."""
     n_classes = free.shape[1]
     n = hi - lo
@@ -111,6 +114,8 @@ def _sgd_difference_update(w, gain, pair_ptr, pair_labels, data, indices, indptr
                 w[p] += change
                 if averaging:
                     average_sum[p] -= average_scale * change
+        coefficient_rows[r] = coefficients
+    _dense_step(w, n, rows, coefficient_rows, dense_at, average_sum, average_scale, averaging)
     for i in range(n_classes):
         for j in range(n_classes):
             change = -gain * (free_counts[i, j] - allowed_counts[i, j])
@@ -134,7 +139,7 @@ def _sgd_difference_update(w, gain, pair_ptr, pair_labels, data, indices, indptr
 def sgd_constrained_visits(settings, counters, w, l1_applied, average_sum, visit_sequences,
                            visit_factors, first_visit, data, indices, indptr, binary, offsets,
                            log_mask, pair_ptr, pair_labels, trans_at, start_at, end_at,
-                           transition_mask, start_mask, end_mask, longest):
+                           transition_mask, start_mask, end_mask, longest, dense, dense_at):
     """SGD's visits of constrained sequences from ``first_visit`` on, in order, in place.
 
     As :func:`~._online_chain.sgd_chain_visits`, on ``log Z - log Z_allowed``.
@@ -145,6 +150,7 @@ def sgd_constrained_visits(settings, counters, w, l1_applied, average_sum, visit
     n_classes = start_mask.shape[0]
     unary, free, free_counts, transitions, start, end, coefficients = _chain_scratch(
         longest, n_classes)
+    rows, coefficient_rows = _dense_scratch(longest, n_classes, dense)
     size = max(longest, 1)
     base = np.empty((size, n_classes))
     allowed = np.empty((size, n_classes))
@@ -160,7 +166,7 @@ def sgd_constrained_visits(settings, counters, w, l1_applied, average_sum, visit
         scale = counters[SCALE]
         _visit_potentials(w, scale, pair_ptr, pair_labels, data, indices, indptr, binary, lo,
                           hi, trans_at, start_at, end_at, transition_mask, start_mask,
-                          end_mask, unary, transitions, start, end)
+                          end_mask, unary, transitions, start, end, dense, dense_at, rows)
         loss = _free_and_allowed(unary, transitions, start, end, log_mask, lo, hi - lo, base,
                                  free, free_counts, allowed, allowed_counts, work, buffers)
         if np.isnan(loss):
@@ -171,12 +177,14 @@ def sgd_constrained_visits(settings, counters, w, l1_applied, average_sum, visit
         _sgd_difference_update(w, eta * factor / scale, pair_ptr, pair_labels, data, indices,
                                indptr, binary, lo, hi, free, free_counts, allowed,
                                allowed_counts, trans_at, start_at, end_at, average_sum,
-                               average_scale, averaging, coefficients)
+                               average_scale, averaging, coefficients, dense_at, rows,
+                               coefficient_rows)
         if settings[L1] > 0.0:
             counters[L1_TOTAL] += eta * factor * settings[L1]
             dense_hi = end_at + n_classes if end_at >= 0 else trans_at + n_classes * n_classes
             _sgd_chain_l1(w, scale, counters[L1_TOTAL], l1_applied, pair_ptr, indices, indptr,
-                          lo, hi, trans_at, dense_hi, average_sum, average_scale, averaging)
+                          lo, hi, trans_at, dense_hi, average_sum, average_scale, averaging,
+                          dense_at, n_classes * dense.shape[1])
         end_step(settings, counters, factor, w, average_sum)
     return visit_sequences.shape[0]
 
@@ -186,7 +194,7 @@ def margin_constrained_visits(settings, counters, w, average_sum, covariance, de
                               touched, visit_sequences, visit_factors, data, indices, indptr,
                               binary, offsets, log_mask, pair_ptr, pair_labels, trans_at,
                               start_at, end_at, transition_mask, start_mask, end_mask,
-                              longest):
+                              longest, dense, dense_at):
     """The margin solvers' visits of constrained sequences, in order, in place.
 
     As :func:`~._online_chain.margin_chain_visits`, the gold labelling being
@@ -197,6 +205,7 @@ def margin_constrained_visits(settings, counters, w, average_sum, covariance, de
     n_classes = start_mask.shape[0]
     size = max(longest, 1)
     unary, masked, _, transitions, start, end, _ = _chain_scratch(longest, n_classes)
+    rows, _ = _dense_scratch(longest, n_classes, dense)
     score = np.empty((size, n_classes))
     backpointer = np.zeros((size, n_classes), np.int64)
     path = np.empty(size, np.int64)
@@ -213,7 +222,7 @@ def margin_constrained_visits(settings, counters, w, average_sum, covariance, de
         if n > 0:
             _visit_potentials(w, 1.0, pair_ptr, pair_labels, data, indices, indptr, binary,
                               lo, hi, trans_at, start_at, end_at, transition_mask, start_mask,
-                              end_mask, unary, transitions, start, end)
+                              end_mask, unary, transitions, start, end, dense, dense_at, rows)
             for r in range(n):
                 for j in range(n_classes):
                     masked[r, j] = unary[r, j] + log_mask[lo + r, j]
@@ -234,7 +243,8 @@ def margin_constrained_visits(settings, counters, w, average_sum, covariance, de
                 counters[MISTAKES] += 1.0
                 n_touched = _collect_path_difference(
                     delta, mark, touched, pair_ptr, pair_labels, data, indices, indptr,
-                    binary, lo, hi, targets, path, trans_at, start_at, end_at, n_classes, 1.0)
+                    binary, lo, hi, targets, path, trans_at, start_at, end_at, n_classes, 1.0,
+                    dense, dense_at)
                 counters[LOSS] += factor * margin_loss(settings, cost, hamming, n)
                 apply_direction(settings, counters, w, no_l1, average_sum, covariance, delta,
                                 mark, touched, n_touched, 1.0, factor, cost, np.int64(hamming))

@@ -13,6 +13,7 @@ from ..features.arrays import sequence_view
 from . import _online_chain as chain_kernels
 from . import _online_kernels as kernels
 from . import _online_partial as partial_kernels
+from ._online_dense import online_structure
 from .partial import masked_structure
 
 
@@ -25,7 +26,10 @@ class OnlineProblem:
         With ``layout``, ``pair_blocks()``, ``statistics_rows``,
         ``expected_rows`` and ``decode_targets`` (the token-form interface), and
         optionally ``plain_layout()`` (a plain order-1 chain's kernel route).
+        A :class:`~skcrf.structures.chain.dense.DenseChainStructure` is read
+        through :class:`~skcrf.learning._online_dense.DenseOnline`.
     features : FeatureArrays
+        With a dense block where the structure has dense weights.
     offsets : ndarray of int64 of shape (n_sequences + 1,)
     targets : ndarray of int64 of shape (n_tokens,)
         What the structure's statistics read: class ids or segment codes;
@@ -41,6 +45,7 @@ class OnlineProblem:
     """
 
     def __init__(self, structure, features, offsets, targets, allowed=None):
+        structure = online_structure(structure)
         self.structure = structure
         self.features = features
         self.offsets = np.asarray(offsets, dtype=np.int64)
@@ -50,6 +55,10 @@ class OnlineProblem:
         self.n_parameters = structure.layout.n_parameters
         self.longest = int(np.diff(self.offsets).max(initial=1))
         self._kernel_args = features.kernel_args()
+        # the epoch kernels' dense block: none is an empty one, the sparse route alone
+        dense_at = getattr(structure, "dense_at", None)
+        self._dense = (np.empty((0, 0)) if dense_at is None
+                       else np.ascontiguousarray(features.dense), dense_at or 0)
         self.allowed = self.constrained = self._log_mask = None
         if allowed is not None and (self.targets < 0).any():
             self.allowed = np.asarray(allowed, dtype=bool)
@@ -99,7 +108,7 @@ class OnlineProblem:
         pairs = plain.state_pairs
         return (*self._kernel_args, self.offsets, gold, pairs.feature_ptr, pairs.labels,
                 plain.transitions_at, plain.start_at, plain.end_at, plain.transition_mask,
-                plain.start_mask, plain.end_mask, self.longest)
+                plain.start_mask, plain.end_mask, self.longest, *self._dense)
 
     def _run_constrained_chain(self, state, settings, visit_sequences, visit_factors,
                                scratch):

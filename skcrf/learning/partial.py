@@ -20,7 +20,7 @@ import numpy as np
 from ..features.arrays import take_sequences
 from ..structures.chain._fused_masked import MaskedFusedChainTerms
 from ..structures.chain.dense import (DenseChainStructure, DenseProducts, chunk_starts,
-                                      sequence_range)
+                                      dense_gradient, sequence_range)
 from ..structures.chain.order1 import ChainPosteriors, ChainStructure, chain_posteriors
 from .objective import NegativeLogLikelihood, _Objective, weight_groups
 
