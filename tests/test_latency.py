@@ -150,16 +150,21 @@ def test_compat_one_sentence_as_its_general_path():
     crf = compat.CRF(max_iterations=20).fit(X, LABELS)
     nested = [{"w": {"lower": word.lower()}, "pos": pos} for word, pos in TRAIN[1]]
     names = [[f"w:{word.lower()}", f"pos:{pos}"] for word, pos in TRAIN[1]]
+    general = mock.patch.object(SequenceVectorizer, "_plain_arrays", return_value=None)
     for sentence in X + [nested, names]:
         got = crf.predict_single(sentence)
-        with mock.patch.object(SequenceVectorizer, "_plain_transform", return_value=None):
+        assert crf.predict([sentence, sentence]) == [got, got]
+        with general:
             assert crf.predict_single(sentence) == got
             expected_marginals = crf.predict_marginals_single(sentence)
         assert crf.predict_marginals_single(sentence) == expected_marginals
+    assert crf._plain_labels([X[0]]) is not None  # the short path was taken above
     bad = [dict(X[0][0], bias=Decimal(1))]
     error = _error_of(lambda: crf.predict_single(bad))
-    with mock.patch.object(SequenceVectorizer, "_plain_transform", return_value=None):
+    with general:
         assert _error_of(lambda: crf.predict_single(bad)) == error
+    unfitted = _error_of(lambda: compat.CRF().predict_single(X[0]))
+    assert unfitted[0].__name__ == "NotFittedError"
 
 
 def test_threads_forgetting_the_remembered_pairs_tag_as_one(model):
