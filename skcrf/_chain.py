@@ -33,8 +33,11 @@ from .structures.chain.order1 import (ChainScores, ChainStructure, chain_decode,
 from .structures.patterns.chain import PatternChainStructure, PatternScores, fitted_patterns
 
 
-def _shift_tokens(unary):
+def _shift_tokens(unary, finite=False):
     """Take each token's largest finite unary score from its scores, in place.
+
+    ``finite`` says the caller has checked that every score is finite (no
+    fixed label's ``-inf``): the largest is then the plain maximum.
 
     Every labelling takes one unary score per token, so this takes the same
     amount from every labelling's score and from log Z: probabilities are
@@ -45,8 +48,11 @@ def _shift_tokens(unary):
     disagreeing with the best labelling's probability. Shifted, the best
     label of every token scores 0 and no sum holds a huge term.
     """
-    top = np.where(np.isfinite(unary), unary, -np.inf).max(axis=1, initial=-np.inf)
-    top[~np.isfinite(top)] = 0.0
+    if finite:
+        top = unary.max(axis=1, initial=-np.inf)
+    else:
+        top = np.where(np.isfinite(unary), unary, -np.inf).max(axis=1, initial=-np.inf)
+        top[~np.isfinite(top)] = 0.0
     unary -= top[:, np.newaxis]
 
 
@@ -504,7 +510,8 @@ class CRFClassifier(SpanQueries, CRFEstimator):
                                 allowed=np.isneginf(self.transition_coef_))
         if fixed is not None:
             scores.fix_labels(fixed)
-        _shift_tokens(scores.unary)
+        # check_finite_scores has passed: only fixed labels bring -inf
+        _shift_tokens(scores.unary, finite=fixed is None)
         return scores
 
     def _pattern_potentials(self, features, offsets, fixed):

@@ -15,6 +15,8 @@ from unittest import mock
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis.extra.numpy import array_shapes, arrays
+from hypothesis.strategies import floats
 
 import skcrf.compat as compat
 from skcrf import CRFClassifier, SequenceVectorizer
@@ -148,16 +150,21 @@ def test_compat_one_sentence_as_its_general_path():
     crf = compat.CRF(max_iterations=20).fit(X, LABELS)
     nested = [{"w": {"lower": word.lower()}, "pos": pos} for word, pos in TRAIN[1]]
     names = [[f"w:{word.lower()}", f"pos:{pos}"] for word, pos in TRAIN[1]]
+    general = mock.patch.object(SequenceVectorizer, "_plain_arrays", return_value=None)
     for sentence in X + [nested, names]:
         got = crf.predict_single(sentence)
-        with mock.patch.object(SequenceVectorizer, "_plain_transform", return_value=None):
+        assert crf.predict([sentence, sentence]) == [got, got]
+        with general:
             assert crf.predict_single(sentence) == got
             expected_marginals = crf.predict_marginals_single(sentence)
         assert crf.predict_marginals_single(sentence) == expected_marginals
+    assert crf._plain_labels([X[0]]) is not None  # the short path was taken above
     bad = [dict(X[0][0], bias=Decimal(1))]
     error = _error_of(lambda: crf.predict_single(bad))
-    with mock.patch.object(SequenceVectorizer, "_plain_transform", return_value=None):
+    with general:
         assert _error_of(lambda: crf.predict_single(bad)) == error
+    unfitted = _error_of(lambda: compat.CRF().predict_single(X[0]))
+    assert unfitted[0].__name__ == "NotFittedError"
 
 
 def test_threads_forgetting_the_remembered_pairs_tag_as_one(model):
@@ -194,3 +201,51 @@ def test_a_micro_batch_past_the_small_path_equals_the_flat_path():
         np.testing.assert_array_equal(indices, expected.matrix.indices)
         np.testing.assert_array_equal(indptr, expected.matrix.indptr)
         assert data is None and np.all(expected.matrix.data == 1)
+
+
+def _assert_plain_arrays_are_transform(vectorizer, X):
+    data, indices, indptr, offsets = vectorizer._plain_arrays(X)
+    expected = vectorizer.transform(X)
+    np.testing.assert_array_equal(offsets, expected.offsets)
+    np.testing.assert_array_equal(indices, expected.matrix.indices)
+    np.testing.assert_array_equal(indptr, expected.matrix.indptr)
+    values = np.ones(indices.shape[0]) if data is None else data
+    np.testing.assert_array_equal(values, expected.matrix.data)
+
+
+@pytest.mark.parametrize("X", [
+    # a token of more values than the insertion kernel sorts, beside short ones
+    [[{f"k{i:02d}": "v" for i in range(40, 0, -1)}, {"k07": "v", "k03": "v"}]],
+    # two keys making one name: one column holding 2
+    [[{"w=x": "y", "w": "x=y", "a": "b"}, {"w": "x=y"}]],
+    # numbers other than 0 and 1, never remembered, in between remembered pairs
+    [[{"w": "a", "n": 2.5, "m": 0}, {"n": -3, "w": "b", "m": True}]],
+])
+def test_plain_arrays_of_long_rows_repeats_and_numbers_are_transforms(X):
+    vectorizer = SequenceVectorizer().fit(X)
+    for _ in range(2):  # cold, then with the pairs remembered
+        _assert_plain_arrays_are_transform(vectorizer, X)
+
+
+def test_remap_columns_without_a_remap_drops_only_the_negative_columns():
+    from skcrf.features._kernels import remap_columns
+
+    indices = np.array([5, -1, 2, -1, -1, 0], dtype=np.int32)
+    indptr = np.array([0, 2, 2, 5, 6], dtype=np.int64)
+    data = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    kept_data, kept, kept_ptr = remap_columns(data, indices, indptr,
+                                              np.empty(0, dtype=np.int32), False)
+    assert kept.tolist() == [5, 2, 0] and kept_ptr.tolist() == [0, 1, 1, 2, 3]
+    assert kept_data.tolist() == [1.0, 3.0, 6.0]
+
+
+@settings(max_examples=100, deadline=None)
+@given(unary=arrays(np.float64, array_shapes(min_dims=2, max_dims=2, min_side=0, max_side=6),
+                    elements=floats(-1e300, 1e300)))
+def test_shifting_finite_scores_takes_the_plain_maximum(unary):
+    from skcrf._chain import _shift_tokens
+
+    checked, plain = unary.copy(), unary.copy()
+    _shift_tokens(checked)
+    _shift_tokens(plain, finite=True)
+    np.testing.assert_array_equal(plain, checked)

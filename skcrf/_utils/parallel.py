@@ -56,7 +56,6 @@ def _dask_worker_threads():
 SMALL_BATCH_TOKENS = 2048
 
 
-@contextmanager
 def kernel_threads(n_jobs, hold_blas=False, n_tokens=None):
     """Run the enclosed kernel calls on ``effective_n_threads(n_jobs)`` threads.
 
@@ -74,18 +73,39 @@ def kernel_threads(n_jobs, hold_blas=False, n_tokens=None):
     iterations on esp.train took 6.5-7.5 s with one BLAS thread, 12.8-13.5 s
     with two, same run). Prediction calls no BLAS, so it leaves the
     process-wide BLAS setting alone.
+
+    Like :func:`kernel_exceptions`, it re-raises the exception numba wrapped
+    in a SystemError.
     """
     small = n_tokens is not None and n_tokens < SMALL_BATCH_TOKENS
     n_threads = 1 if small else effective_n_threads(n_jobs)
+    if hold_blas:
+        return _threads_holding_blas(n_threads)
+    return _KernelThreads(n_threads)
+
+
+class _KernelThreads(use_threads):
+    """:func:`use_threads` that also does :func:`kernel_exceptions`' work.
+
+    A class, not nested generators: each prediction call, of one sentence
+    too, enters one.
+    """
+
+    __slots__ = ()
+
+    def __exit__(self, kind, error, traceback):
+        super().__exit__(kind, error, traceback)
+        if kind is not None and issubclass(kind, SystemError):
+            _raise_pending(error)
+        return False
+
+
+@contextmanager
+def _threads_holding_blas(n_threads):
+    """:func:`kernel_threads` with ``hold_blas``: the training's."""
     try:
-        # kernel_exceptions' work, inline: one context manager less on each
-        # one-sentence predict
-        if hold_blas:
-            with _blas_single_threaded(), use_threads(n_threads):
-                yield
-        else:
-            with use_threads(n_threads):
-                yield
+        with _blas_single_threaded(), use_threads(n_threads):
+            yield
     except SystemError as error:
         _raise_pending(error)
         raise
@@ -96,8 +116,7 @@ def kernel_threads(n_jobs, hold_blas=False, n_tokens=None):
 _PENDING = "returned a result with an exception set"
 
 
-@contextmanager
-def kernel_exceptions():
+class kernel_exceptions:
     """Re-raise the KeyboardInterrupt or MemoryError that numba wrapped in a SystemError.
 
     A Ctrl-C that arrives while a kernel runs is left pending, and a
@@ -107,12 +126,20 @@ def kernel_exceptions():
     chained (``__cause__``) to the pending exception, possibly through more
     such SystemErrors. The estimator's callers (the CLI's "interrupted"
     path, a notebook's interrupt button) expect the original exception.
+
+    A context manager (``with kernel_exceptions():``); a class, not a
+    generator, as one-sentence calls enter it.
     """
-    try:
-        yield
-    except SystemError as error:
-        _raise_pending(error)
-        raise
+
+    __slots__ = ()
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, kind, error, traceback):
+        if kind is not None and issubclass(kind, SystemError):
+            _raise_pending(error)
+        return False
 
 
 def _raise_pending(error):

@@ -280,6 +280,8 @@ def check_finite_scores(scores, offsets, allowed=None):
     if scores.size == 0:
         return
     finite = np.isfinite(scores)
+    if allowed is None and finite.all():  # the usual case, in one reduction
+        return
     if allowed is not None:
         finite |= allowed & np.isneginf(scores)
     finite = finite.reshape(scores.shape[0], -1).all(axis=1)

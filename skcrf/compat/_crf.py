@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._chain import CRFClassifier
 from .._utils.tags import sequence_tags
 from .._estimators.fitted_state import Fitted, FittedState, Integer, TypeOf, saved_as
+from .._estimators.queries import plain_dict_features
 from .._estimators.training_settings import training_settings
 from ..features.vectorizer import SequenceVectorizer
 from ..metrics import flat_accuracy_score
@@ -458,10 +459,35 @@ calibration_candidates, calibration_max_trials : default=None
         matrix = self.vectorizer_._plain_transform(X)
         return matrix if matrix is not None else self.vectorizer_.transform(_sequences(X))
 
+    def _plain_labels(self, X):
+        """:meth:`predict`'s label arrays of a few sequences of plain dicts, or None.
+
+        The one-sentence path (see :func:`~skcrf._estimators.queries.plain_dict_features`):
+        the vectorizer's rows go to the estimator without the SequenceMatrix
+        between them. None for anything else, an unfitted CRF included, which
+        :meth:`_transform` then checks and words.
+        """
+        estimator = self.__dict__.get("estimator_")
+        if (type(X) is not list or estimator is None
+                # the estimator reads the vectorizer's columns as they are
+                or "feature_columns_" in estimator.__dict__
+                or getattr(estimator, "n_dense_features_in_", 0)
+                or len(self.vectorizer_.feature_names_) != estimator.n_features_in_):
+            return None
+        plain = plain_dict_features(self.vectorizer_, X)
+        if plain is None:
+            return None
+        features, offsets = plain
+        model = estimator._fitted_model()
+        return model._split(model.classes_[model._label_ids(features, offsets)], offsets)
+
     def predict(self, X):
         """Most likely labels: a list of lists of str, one per sequence."""
-        features = self._transform(X)  # first: it raises NotFittedError on an unfitted CRF
-        return [labels.tolist() for labels in self.estimator_.predict(features)]
+        labels = self._plain_labels(X)
+        if labels is None:
+            features = self._transform(X)  # it raises NotFittedError on an unfitted CRF
+            labels = self.estimator_.predict(features)
+        return [sequence.tolist() for sequence in labels]
 
     def predict_single(self, xseq):
         """Most likely labels of one sequence, as a list of str."""

@@ -23,9 +23,12 @@ call keeps reading the old one whole. A refit replaces the vocabulary, and
 with it the tables (``columns_by_key`` checks the vocabulary's identity).
 """
 
-from itertools import chain, repeat
+from itertools import accumulate, chain, repeat
 
 import numpy as np
+
+from ._csr_arrays import _canonical
+from ._kernels import INSERTION_SORT_MAX, _sort_short_rows, remap_columns
 
 #: At most this many pairs are remembered per fitted vectorizer (about
 #: 10 MiB with their strings), forgotten all at once past it.
@@ -39,18 +42,33 @@ _STR = frozenset({str})
 
 _UNSEEN = -2
 
+# remap_columns with no remap keeps the columns, dropping the -1 entries
+_KEEP_COLUMNS = np.empty(0, dtype=np.int32)
+_NO_VALUES = np.empty(0)
+
 
 def small_pairs(X, tables, max_values):
-    """:func:`vectorize_pairs`'s arrays and the sequence offsets, or None.
+    """The canonical CSR arrays of ``X`` (as ``_canonical`` makes them) and its offsets, or None.
 
-    None also when ``X`` holds more than ``max_values`` feature values.
+    The one-sentence path of :meth:`SequenceVectorizer._plain_arrays
+    <skcrf.SequenceVectorizer._plain_arrays>`: ``(data, indices, indptr,
+    offsets)``, data None when every value is 1; None for what
+    :func:`vectorize_pairs` declines, and when ``X`` holds more than
+    ``max_values`` feature values.
     """
-    arrays = vectorize_pairs(X, tables, max_values)
+    arrays = _pair_arrays(X, tables, max_values)
     if arrays is None:
         return None
-    offsets = np.zeros(len(X) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, X), dtype=np.int64, count=len(X)), out=offsets[1:])
-    return (*arrays, offsets)
+    data, indices, indptr, longest = arrays
+    # tokens' rows are short: sorted in place by the insertion kernel alone,
+    # without the checks of sort_row_indices; _canonical sorts long rows and
+    # adds up repeated columns (two keys making one name)
+    if longest > INSERTION_SORT_MAX or _sort_short_rows(
+            indptr, indices, _NO_VALUES if data is None else data, data is None):
+        data, indices, indptr = _canonical(data, indices, indptr, len(tables.vocabulary))
+    offsets = np.fromiter(accumulate(map(len, X), initial=0), dtype=np.int64,
+                          count=len(X) + 1)
+    return data, indices, indptr, offsets
 
 
 def vectorize_pairs(X, tables, max_values=None):
@@ -69,6 +87,12 @@ def vectorize_pairs(X, tables, max_values=None):
     Returns None, before touching the vocabulary, unless every token is a
     plain dict of str keys and str, float, int or bool values.
     """
+    arrays = _pair_arrays(X, tables, max_values)
+    return None if arrays is None else arrays[:3]
+
+
+def _pair_arrays(X, tables, max_values):
+    """:func:`vectorize_pairs`'s arrays and the longest token's number of values, or None."""
     tokens = list(chain.from_iterable(X))
     if not tokens or set(map(type, tokens)) != {dict}:
         return None
@@ -78,45 +102,59 @@ def vectorize_pairs(X, tables, max_values=None):
     if (not set(map(type, chain.from_iterable(tokens))) <= _STR or not set(
             map(type, chain.from_iterable(map(dict.values, tokens)))) <= _PLAIN_TYPES):
         return None
-    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
-    token_starts = np.zeros(len(tokens) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=token_starts[1:])
+    lengths = list(map(len, tokens))
+    token_starts = np.fromiter(accumulate(lengths, initial=0), dtype=np.int64,
+                               count=len(tokens) + 1)
     n_items = int(token_starts[-1])
     if max_values is not None and n_items > max_values:
         return None
     pairs = tables.pairs
-    # dict.items reuses its tuple when nothing keeps it: no allocation per value
-    columns = np.fromiter(map(pairs.get, chain.from_iterable(map(dict.items, tokens)),
-                              repeat(_UNSEEN)), dtype=np.int64, count=n_items)
-    unseen = np.flatnonzero(columns == _UNSEEN).tolist()
-    others = []  # (position, number) of the numbers other than 0 and 1
-    if unseen:
-        if len(pairs) > _REMEMBERED_PAIRS:
-            # a new dict, not clear(): a concurrent call keeps reading its own
-            pairs = tables.pairs = {}
-        items = list(chain.from_iterable(map(dict.items, tokens)))
-        get = tables.vocabulary.get
-        separator = tables.separator
-        for position in unseen:
-            key, value = items[position]
-            if type(value) is str:
-                column = pairs[key, value] = get(key + separator + value, -1)
-            elif not value:  # zero, False (and -0.0) store nothing
-                column = pairs[key, value] = -1
-            else:
-                column = get(key, -1)
-                if value == 1:  # 1, 1.0 and True are equal as dict keys, and store 1
-                    pairs[key, value] = column
-                elif column >= 0:  # other numbers (NaN too) are not remembered
-                    others.append((position, value))
-            columns[position] = column
-    kept = columns >= 0
-    kept_before = np.zeros(n_items + 1, dtype=np.int64)
-    np.cumsum(kept, out=kept_before[1:])
-    data = None
-    if others:
-        data = np.ones(n_items)
-        positions, numbers = zip(*others)
-        data[list(positions)] = numbers
-        data = data[kept]
-    return data, columns[kept].astype(np.int32), kept_before[token_starts]
+    others = ()  # (position, number) of the numbers other than 0 and 1
+    try:
+        # dict.items reuses its tuple when nothing keeps it: no allocation per
+        # value; an unseen pair's None stops fromiter, and then the pairs are
+        # looked up again into a list, where the unseen ones are filled in
+        indices = np.fromiter(map(pairs.get, chain.from_iterable(map(dict.items, tokens))),
+                              dtype=np.int32, count=n_items)
+    except TypeError:
+        indices = np.fromiter(map(pairs.get, chain.from_iterable(map(dict.items, tokens)),
+                                  repeat(_UNSEEN)), dtype=np.int32, count=n_items)
+        others = _remember(tokens, indices, tables)
+    if not others:
+        _, indices, indptr = remap_columns(_NO_VALUES, indices, token_starts, _KEEP_COLUMNS,
+                                           True)
+        return None, indices, indptr, max(lengths)
+    data = np.ones(n_items)
+    positions, numbers = zip(*others)
+    data[list(positions)] = numbers
+    return (*remap_columns(data, indices, token_starts, _KEEP_COLUMNS, False), max(lengths))
+
+
+def _remember(tokens, columns, tables):
+    """Fill in the ``_UNSEEN`` entries of ``columns`` (an array), remembering their pairs.
+
+    Returns the ``(position, number)`` of the numbers other than 0 and 1,
+    whose pairs are not remembered.
+    """
+    pairs = tables.pairs
+    if len(pairs) > _REMEMBERED_PAIRS:
+        # a new dict, not clear(): a concurrent call keeps reading its own
+        pairs = tables.pairs = {}
+    items = list(chain.from_iterable(map(dict.items, tokens)))
+    get = tables.vocabulary.get
+    separator = tables.separator
+    others = []
+    for position in np.flatnonzero(columns == _UNSEEN).tolist():
+        key, value = items[position]
+        if type(value) is str:
+            column = pairs[key, value] = get(key + separator + value, -1)
+        elif not value:  # zero, False (and -0.0) store nothing
+            column = pairs[key, value] = -1
+        else:
+            column = get(key, -1)
+            if value == 1:  # 1, 1.0 and True are equal as dict keys, and store 1
+                pairs[key, value] = column
+            elif column >= 0:  # other numbers (NaN too) are not remembered
+                others.append((position, value))
+        columns[position] = column
+    return others

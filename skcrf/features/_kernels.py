@@ -155,11 +155,13 @@ def remap_columns(data, indices, indptr, remap, binary):
     """CSR arrays with column ``c`` renamed ``remap[c]``, the entries mapped to -1 dropped.
 
     New arrays, in one pass: the vectorizer matches a named matrix's columns
-    to its vocabulary with it. Rows keep their entries' order (they may then
-    need sorting). ``data`` is not read, and an empty array returned, when
-    ``binary``.
+    to its vocabulary with it. An empty ``remap`` keeps every column's name
+    and drops only the negative ones (the one-sentence dict path's unknown
+    names). Rows keep their entries' order (they may then need sorting).
+    ``data`` is not read, and an empty array returned, when ``binary``.
     """
     n_rows = indptr.shape[0] - 1
+    keep_names = remap.shape[0] == 0
     new_indptr = np.empty(n_rows + 1, np.int64)
     new_indices = np.empty(indices.shape[0], np.int32)
     new_data = np.empty(0 if binary else indices.shape[0], data.dtype)
@@ -167,7 +169,7 @@ def remap_columns(data, indices, indptr, remap, binary):
     k = 0
     for row in range(n_rows):
         for m in range(indptr[row], indptr[row + 1]):
-            column = remap[indices[m]]
+            column = indices[m] if keep_names else remap[indices[m]]
             if column >= 0:
                 new_indices[k] = column
                 if not binary:

@@ -429,12 +429,11 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
             if type(sequence) not in _PLAIN_SEQUENCES or (
                     sequence and type(sequence[0]) is dict and PARENT_KEY in sequence[0]):
                 return None
-        arrays = _small_pairs(X, columns_by_key(self), _PLAIN_VALUES)
+        with kernel_exceptions():  # as in transform
+            arrays = _small_pairs(X, columns_by_key(self), _PLAIN_VALUES)
         if arrays is None:
             return None
         data, indices, indptr, offsets = arrays
-        with kernel_exceptions():  # as in transform
-            data, indices, indptr = _canonical(data, indices, indptr, len(self.feature_names_))
         return values_or_none(data), indices, indptr, offsets
 
     def _plain_transform(self, X):

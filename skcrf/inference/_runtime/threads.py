@@ -13,7 +13,6 @@ thread pools brought their own spin-waits and launch rules.
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 #: Threads the calling thread's kernels run on, set by :func:`use_threads`.
 _local = threading.local()
@@ -32,19 +31,27 @@ def current_threads():
     return getattr(_local, "n_threads", None) or available_threads()
 
 
-@contextmanager
-def use_threads(n_threads):
+class use_threads:
     """Run the enclosed :func:`run_chunks` calls of this thread on ``n_threads`` threads.
 
     Local to the calling thread, so concurrent callers with different
-    settings do not interfere; nested uses restore the outer setting.
+    settings do not interfere; nested uses restore the outer setting. A
+    class, not a generator: every prediction call enters one, and a
+    sentence's call is short.
     """
-    previous = getattr(_local, "n_threads", None)
-    _local.n_threads = max(1, int(n_threads))
-    try:
-        yield
-    finally:
-        _local.n_threads = previous
+
+    __slots__ = ("_n_threads", "_previous")
+
+    def __init__(self, n_threads):
+        self._n_threads = max(1, int(n_threads))
+
+    def __enter__(self):
+        self._previous = getattr(_local, "n_threads", None)
+        _local.n_threads = self._n_threads
+
+    def __exit__(self, kind, error, traceback):
+        _local.n_threads = self._previous
+        return False
 
 
 def _shared_pool():
