@@ -21,8 +21,9 @@ Each sequence runs first in the probability domain, scaled token by token
 (:func:`scaled_sequence_pass`): node scores exponentiated once, shifted by
 their token's largest, pattern weights exponentiated once per evaluation,
 so an edge costs a multiply-add. The scaled pass gives up on a sequence
-(and commits nothing of it) when a token's total underflows to zero or a
-value overflows; that sequence, and every sequence while a pattern weight
+(and commits nothing of it) when a possible node's value falls below
+FLOOR (its paths could be lost, as could a total's digits) or a value
+grows past HUGE; that sequence, and every sequence while a pattern weight
 exceeds :data:`THETA_GUARD` in magnitude, runs in log space
 (:func:`sequence_pass`), which keeps the ``-inf`` of forbidden pairs and
 the huge scores of a line search exact.
