@@ -21,8 +21,9 @@ Each sequence runs first in the probability domain, scaled token by token
 (:func:`scaled_sequence_pass`): node scores exponentiated once, shifted by
 their token's largest, pattern weights exponentiated once per evaluation,
 so an edge costs a multiply-add. The scaled pass gives up on a sequence
-(and commits nothing of it) when a token's total underflows to zero or a
-value overflows; that sequence, and every sequence while a pattern weight
+(and commits nothing of it) when a possible node's value falls below
+FLOOR (its paths could be lost, as could a total's digits) or a value
+grows past HUGE; that sequence, and every sequence while a pattern weight
 exceeds :data:`THETA_GUARD` in magnitude, runs in log space
 (:func:`sequence_pass`), which keeps the ``-inf`` of forbidden pairs and
 the huge scores of a line search exact.
@@ -30,6 +31,7 @@ the huge scores of a line search exact.
 
 import numpy as np
 
+from .._logspace import FLOOR, HUGE
 from .._runtime.batch import compiled, longest_sequence
 
 #: Pattern weights beyond this magnitude send every sequence to the log-space
@@ -335,8 +337,11 @@ def scaled_sequence_pass(unary, row0, transitions, pattern_weights, exp_patterns
 
     ``exp_patterns`` is ``exp(pattern_weights)``; ``scale`` holds a token's
     total (row ``g - lo``). Returns NaN, having added nothing, when a
-    token's total is not a positive finite number or a backward value
-    overflows: the caller runs the sequence in log space instead.
+    token's total is not above FLOOR or a backward value grows past HUGE,
+    and when a node's factor or mass, or a last node's end term, falls below
+    FLOOR though it is possible (later potentials could make paths through it
+    the best, and a subnormal total would divide to inf): the caller runs the
+    sequence in log space instead.
     """
     log_z = 0.0
     for g in range(lo, hi):
@@ -349,7 +354,10 @@ def scaled_sequence_pass(unary, row0, transitions, pattern_weights, exp_patterns
             return np.nan
         # score[v] becomes the node's factor, exp(score - top): at most 1
         for v in range(node_ptr[g], node_ptr[g + 1]):
+            possible = score[v] > -np.inf
             score[v] = np.exp(score[v] - top)
+            if possible and score[v] < FLOOR:
+                return np.nan
         k = cand_ptr[g + 1] - cand_ptr[g]
         n_old = 1
         if g - lo >= order:
@@ -367,8 +375,10 @@ def scaled_sequence_pass(unary, row0, transitions, pattern_weights, exp_patterns
                     u = _edge_source(node_ptr, g, j, old, n_old, k)
                     a += alpha[u] * exp_patterns[p] if p >= 0 else alpha[u]
             alpha[v] = score[v] * a
+            if alpha[v] < FLOOR and score[v] > 0.0 and a > 0.0:
+                return np.nan
             total += alpha[v]
-        if not (total > 0.0 and np.isfinite(total)):
+        if not (total > FLOOR and np.isfinite(total)):
             return np.nan
         for v in range(node_ptr[g], node_ptr[g + 1]):
             alpha[v] /= total
@@ -383,8 +393,11 @@ def scaled_sequence_pass(unary, row0, transitions, pattern_weights, exp_patterns
     total = 0.0
     for v in range(node_ptr[last], node_ptr[last + 1]):
         beta[v] = np.exp(end[node_label[v]] - top)
-        total += alpha[v] * beta[v]
-    if not (total > 0.0 and np.isfinite(total)):
+        term = alpha[v] * beta[v]
+        if term < FLOOR and alpha[v] > 0.0 and end[node_label[v]] > -np.inf:
+            return np.nan
+        total += term
+    if not (total > FLOOR and np.isfinite(total)):
         return np.nan
     for v in range(node_ptr[last], node_ptr[last + 1]):
         beta[v] /= total
@@ -406,7 +419,7 @@ def scaled_sequence_pass(unary, row0, transitions, pattern_weights, exp_patterns
                 u = _edge_source(node_ptr, g, j, old, n_old, k)
                 beta[u] += b * exp_patterns[p] if p >= 0 else b
         for u in range(node_ptr[g - 1], node_ptr[g]):
-            if not np.isfinite(beta[u]):
+            if not beta[u] < HUGE:
                 return np.nan
     for g in range(lo, hi):
         for v in range(node_ptr[g], node_ptr[g + 1]):

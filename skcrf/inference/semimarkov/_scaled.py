@@ -53,8 +53,9 @@ def exp_factors(length, transitions, start, end):
     ``ok`` is False when one exceeds :data:`FACTOR_CAP` (or is NaN): the
     scaled pass is then not used.
     """
-    factors = [np.exp(np.asarray(weights, dtype=np.float64))
-               for weights in (length, transitions, start, end)]
+    with np.errstate(over="ignore"):  # a weight past ~709 is inf: refused below, not a warning
+        factors = [np.exp(np.asarray(weights, dtype=np.float64))
+                   for weights in (length, transitions, start, end)]
     ok = all(bool(np.max(factor, initial=0.0) <= FACTOR_CAP) for factor in factors)
     return (ok, *factors)
 

@@ -236,3 +236,19 @@ def test_a_single_token_and_an_empty_sequence(order):
     np.testing.assert_allclose(log_z, [0.0, np.logaddexp(*scores), 0.0])
     np.testing.assert_allclose(marginals[0], np.exp(scores - np.logaddexp(*scores)))
     assert not counts.any()
+
+
+def test_a_strongly_negative_pattern_weight_keeps_the_marginals_exact():
+    # found by a stress run: with one class every marginal is 1, but the
+    # 4-gram's weight of -12.9 made expm1 near -1 cancel in the scaled pass,
+    # which gave 1.0000022 on the longer sequence; its marginals no longer sum
+    # to 1, so the lane goes to the exact pass
+    unary = np.array([[0.07824565], [0.1437029], [-0.11745121], [-0.19402269],
+                      [-0.26853557], [-0.1866721], [-0.07939514], [0.40312075],
+                      [0.16812038]])
+    patterns = LabelPatterns.every(1, 3)
+    assert patterns.n_patterns == 2
+    problem = (unary, np.array([[-0.29051634]]), patterns, np.array([1.53297021, -12.92352674]),
+               np.array([0.58580888]), np.array([-0.52359259]), np.array([0, 4, 9]))
+    automaton, expected = _check(problem)
+    _check_paths(problem, automaton, expected)

@@ -93,6 +93,28 @@ def _start_end_counts(offsets, marginals):
 @SETTINGS
 @given(pruned_problems())
 def test_the_lattice_sums_the_candidates_labellings(p):
+    _check_against_enumeration(p)
+
+
+def test_an_end_term_in_the_subnormal_range_sends_the_sequence_to_log_space():
+    # found by a stress run: the first sequence's best label ends with a weight
+    # 728 below the best end, so alpha * beta summed to a subnormal 5e-317 that
+    # the scaled pass accepted; dividing by it gave inf, and the marginals NaN
+    p = dict(unary=np.array([[-153.07536925, -571.04063034, 2193.17968099],
+                             [149.01916473, -232.73632427, -185.64969598]]),
+             transitions=np.array([[-440.91058843, -696.3993638, -257.92864497],
+                                   [318.08395641, -157.44538034, 632.12074395],
+                                   [-131.86940518, 16.01131295, 1020.2417618]]),
+             weights=np.zeros(0), start=np.array([179.88482249, -166.72548275, -60.33686162]),
+             end=np.array([178.37329348, 638.57905125, -88.97470802]),
+             offsets=np.array([0, 1, 2]), labels=np.array([2, 0]),
+             scores=np.array([[0.23681051, 0.80127447, 0.58216204],
+                              [0.09412864, 0.43312694, 0.4790513]]), threshold=0.0)
+    p["patterns"] = LabelPatterns.seen(p["labels"], p["offsets"], 3, 2)
+    _check_against_enumeration(p)
+
+
+def _check_against_enumeration(p):
     expected = enumerate_batch(_masked_unary(p), p["transitions"], p["patterns"].rows,
                                p["weights"], p["start"], p["end"], p["offsets"])
     log_z, marginals, pairs, pattern_counts, start_counts, end_counts = _posteriors(p)

@@ -97,6 +97,18 @@ def test_scaled_pass_gives_up_on_extreme_scores():
     np.testing.assert_allclose(roles[:, COVERED].sum(axis=1), 1.0, atol=1e-9)
 
 
+def test_a_weight_whose_exponential_overflows_is_refused_without_a_warning():
+    """Found by a stress run: a transition weight of 800 made numpy warn of an overflow
+    from inside fit; the scaled pass refuses it (the exact pass runs), silently."""
+    import warnings
+
+    length, transitions = np.zeros((2, 2)), np.array([[800.0, 0.0], [0.0, -np.inf]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ok, *_ = exp_factors(length, transitions, np.zeros(2), np.zeros(2))
+    assert not ok
+
+
 def test_length_zero_and_one():
     state = np.array([[0.5, -1.0]])
     first = np.array([[0.1, 0.2]])
