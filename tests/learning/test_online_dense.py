@@ -208,21 +208,27 @@ def _trees(X, seed=0):
             for x in X]
 
 
+def _tree_inputs(X, parents):
+    """The trees' values as a dense block, and the same values as CSR columns."""
+    offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
+    parents = np.concatenate(parents)
+    block = SequenceMatrix(sp.csr_matrix((offsets[-1], 0)), offsets, dense=np.vstack(X),
+                           parents=parents)
+    return block, SequenceMatrix(sp.csr_matrix(np.vstack(X)), offsets, parents=parents)
+
+
+def _assert_same_tree_weights(a, b):
+    for name in ("coef_", "transition_coef_", "root_coef_"):
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=0, atol=1e-9)
+
+
 @pytest.mark.parametrize("solver", ["sgd", "passive_aggressive"])
 def test_tree_token_form_route_equals_csr(solver, monkeypatch):
     X, y = _data(n_sequences=25, seed=9)
-    parents = _trees(X)
-    offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
-    block = SequenceMatrix(sp.csr_matrix((offsets[-1], 0)), offsets, dense=np.vstack(X),
-                           parents=np.concatenate(parents))
-    as_csr = SequenceMatrix(sp.csr_matrix(np.vstack(X)), offsets,
-                            parents=np.concatenate(parents))
+    block, as_csr = _tree_inputs(X, _trees(X))
     kw = dict(solver=solver, max_iter=2, tol=0.0, random_state=0)
     dense = _fit_without_csr_copy(TreeCRF(**kw), block, y, monkeypatch)
-    csr = TreeCRF(**kw).fit(as_csr, y)
-    for name in ("coef_", "transition_coef_", "root_coef_"):
-        np.testing.assert_allclose(getattr(dense, name), getattr(csr, name), rtol=0,
-                                   atol=1e-9)
+    _assert_same_tree_weights(dense, TreeCRF(**kw).fit(as_csr, y))
 
 
 @pytest.mark.parametrize("solver", ["sgd", "arow"])
@@ -305,14 +311,7 @@ def test_order_2_partial_labels_read_the_block(solver, monkeypatch):
 def test_tree_partial_labels_read_the_block(solver, monkeypatch):
     X, y = _data(n_sequences=25, seed=11)
     y = _partial_labels(y, seed=3)
-    parents = np.concatenate(_trees(X, seed=1))
-    offsets = np.concatenate([[0], np.cumsum([len(x) for x in X])])
-    block = SequenceMatrix(sp.csr_matrix((offsets[-1], 0)), offsets, dense=np.vstack(X),
-                           parents=parents)
-    as_csr = SequenceMatrix(sp.csr_matrix(np.vstack(X)), offsets, parents=parents)
+    block, as_csr = _tree_inputs(X, _trees(X, seed=1))
     kw = dict(solver=solver, max_iter=2, tol=0.0, random_state=0)
     dense = _fit_without_csr_copy(TreeCRF(**kw), block, y, monkeypatch)
-    csr = TreeCRF(**kw).fit(as_csr, y)
-    for name in ("coef_", "transition_coef_", "root_coef_"):
-        np.testing.assert_allclose(getattr(dense, name), getattr(csr, name), rtol=0,
-                                   atol=1e-9)
+    _assert_same_tree_weights(dense, TreeCRF(**kw).fit(as_csr, y))
