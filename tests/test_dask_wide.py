@@ -10,7 +10,7 @@ pytest.importorskip("dask.bag")
 pytest.importorskip("distributed")
 
 import skcrf.dask  # noqa: E402
-from skcrf import CRFClassifier, SequenceMatrix  # noqa: E402
+from skcrf import CRFClassifier, SemiMarkovCRF, SequenceMatrix  # noqa: E402
 from skcrf._estimators.columns import WIDE_UNUSED, used_columns  # noqa: E402
 from skcrf.features import SequenceHasher  # noqa: E402
 from tests._ties import assert_same_predictions  # noqa: E402
@@ -21,22 +21,27 @@ from tests.test_dask_dense import _matrix_bags  # noqa: E402
 WIDTH = 2 ** 20
 
 
-def _fit_both(client, X, y, cuts, **params):
-    local = _quiet_fit(CRFClassifier(max_iter=40, **params).fit, X, y)
-    dist = _quiet_fit(skcrf.dask.fit, CRFClassifier(max_iter=40, **params),
+def _fit_both(client, X, y, cuts, estimator=CRFClassifier, **params):
+    params = {"max_iter": 40, **params}
+    local = _quiet_fit(estimator(**params).fit, X, y)
+    dist = _quiet_fit(skcrf.dask.fit, estimator(**params),
                       *_matrix_bags(X, y, cuts), client=client)
     return local, dist
 
 
-@pytest.mark.parametrize("params", [{}, {"order": 2}], ids=["order1", "order2"])
-def test_hashed_input_distributed_fit_keeps_the_local_fits_columns(client, ner, params):
+@pytest.mark.parametrize("estimator, params", [
+    (CRFClassifier, {}), (CRFClassifier, {"order": 2}), (SemiMarkovCRF, {"max_iter": 25})],
+    ids=["order1", "order2", "semimarkov"])
+def test_hashed_input_distributed_fit_keeps_the_local_fits_columns(client, ner, estimator,
+                                                                   params):
     X_dicts, y, X_test = ner
     hasher = SequenceHasher(n_features=WIDTH)
     X = hasher.transform(X_dicts)
-    local, dist = _fit_both(client, X, y, [0, 60, 130, len(y)], **params)
+    local, dist = _fit_both(client, X, y, [0, 60, 130, len(y)], estimator, **params)
     assert local.n_features_in_ == dist.n_features_in_ == WIDTH
     kept = dist.feature_columns_
-    assert kept.shape[0] < WIDTH - WIDE_UNUSED and dist.coef_.shape[1] == kept.shape[0]
+    assert kept.shape[0] < WIDTH - WIDE_UNUSED
+    assert dist.coef_.shape[-1] == kept.shape[0] == dist.feature_names_.shape[0]
     np.testing.assert_array_equal(kept, used_columns(X))
     _assert_same_model(local, dist)  # feature_columns_, names, weights to 1e-9
     # new wide input, columns the training data never held among them
