@@ -35,13 +35,34 @@ def _csr_arrays(X):
 
 def used_columns(X):
     """The sorted columns ``X`` holds an entry in, if ``X`` is to be compacted, else None."""
-    if X.feature_names is not None or X.n_dense:
+    # not skipped when the entries outnumber the width less WIDE_UNUSED: repeated
+    # columns may still leave that many unused (and a distributed fit, which
+    # sees only the partitions' columns, decides by them alone)
+    held = held_columns(X)
+    return None if held is None else kept_columns(held, X.n_features)
+
+
+def held_columns(X):
+    """The sorted columns ``X`` holds an entry in, if ``X`` may be compacted, else None.
+
+    The part of :func:`used_columns` that one piece of the training data can
+    answer (a partition of a distributed fit): the union of the pieces'
+    columns, given to :func:`kept_columns`, decides as ``used_columns`` of
+    all of them would. None when ``X`` has names, a dense block, or fewer
+    columns than :data:`WIDE_UNUSED`.
+    """
+    if X.feature_names is not None or X.n_dense or X.n_features < WIDE_UNUSED:
         return None
-    indices = _csr_arrays(X)[1]
-    if X.n_features - indices.shape[0] < WIDE_UNUSED:  # cannot leave that many unused
-        return None
-    used = np.unique(indices).astype(np.int64)
-    return used if X.n_features - used.shape[0] >= WIDE_UNUSED else None
+    return np.unique(_csr_arrays(X)[1]).astype(np.int64)
+
+
+def kept_columns(used, n_features):
+    """``used`` (sorted input columns) if an input of ``n_features`` columns is compacted to them.
+
+    It is when at least :data:`WIDE_UNUSED` columns are not among them;
+    otherwise None: the model keeps the full width.
+    """
+    return used if n_features - used.shape[0] >= WIDE_UNUSED else None
 
 
 def grown_columns(X, columns):

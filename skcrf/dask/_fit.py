@@ -4,6 +4,7 @@ import time
 
 import numpy as np
 
+from .._estimators.columns import column_names, kept_columns
 from .._estimators.training import _is_fitted_attribute
 from .._utils.parallel import kernel_exceptions
 from .._utils.validation import _label_array
@@ -213,7 +214,8 @@ def global_columns(estimator, layouts, names):
         n_sparse = first.n_sparse
         return GlobalColumns(None, n_sparse, widths, float32, keep_dense,
                              None if first.names is None
-                             else np.asarray(first.names, dtype=object))
+                             else np.asarray(first.names, dtype=object),
+                             _kept(layouts, n_sparse))
     vectorizer = vectorizer_of_names(names)
     vectorizer.vector_widths_ = widths
     all_names = vectorizer._names_out
@@ -222,6 +224,20 @@ def global_columns(estimator, layouts, names):
                                dtype=object)
     return GlobalColumns(vectorizer, len(vectorizer.feature_names_), widths, float32,
                          keep_dense, all_names)
+
+
+def _kept(layouts, n_sparse):
+    """The columns a local fit of every partition keeps (``feature_columns_``), or None.
+
+    Each partition holds some of the columns; a local fit would see their
+    union, so the rule of :func:`~skcrf._estimators.columns.used_columns`
+    is applied to it. The partitions agree on names and dense block
+    (checked above), so either all report their columns or none does.
+    """
+    used = [layout.used for _, layout in layouts]
+    if any(part is None for part in used):
+        return None
+    return kept_columns(np.unique(np.concatenate(used)).astype(np.int64), n_sparse)
 
 
 def _named(names):
@@ -238,7 +254,9 @@ class ColumnNames:
     def __init__(self, columns):
         n = columns.n_sparse + (0 if columns.keep_dense else columns.n_dense)
         names = columns.names
-        if names is None:
+        if columns.kept is not None:  # no names, no dense block: those of the kept columns
+            names, n = column_names(columns.kept), columns.kept.shape[0]
+        elif names is None:
             names = np.asarray([f"x{i}" for i in range(n)], dtype=object)
         self.feature_names_ = names[:n].tolist()
         self._names_out = names[:n]
@@ -249,10 +267,14 @@ class _Summary:
 
     def __init__(self, columns):
         n_dense = columns.n_dense
-        self.features = _Shape(columns.n_sparse, n_dense)
+        kept = columns.kept
+        self.features = _Shape(columns.n_sparse if kept is None else kept.shape[0], n_dense)
         self.n_dense = n_dense
         self.feature_names = columns.names
         self.vectorizer = columns.vectorizer
+        # a compacted input: feature_columns_, and n_features_in_ the input's width
+        self.columns = kept
+        self.input_width = None if kept is None else columns.n_sparse
 
 
 class _Shape:

@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._estimators.columns import compacted, held_columns
 from .._estimators.online import nonzero_weights
 from .._utils.parallel import kernel_threads
 from .._estimators.partial_labels import (PartialLabels, encode_partial_labels,
@@ -117,6 +118,11 @@ class ColumnLayout:
         when there is a dense block.
     float32 : bool or None
         Whether the dense block is float32 (None for no dense block).
+    used : ndarray of int64 or None
+        The sorted sparse columns the partition holds an entry in, when a
+        fit may keep only the used columns
+        (:func:`~skcrf._estimators.columns.held_columns`: positional, no
+        names, no dense block, a wide input); None otherwise.
     """
 
     positional: bool
@@ -124,6 +130,7 @@ class ColumnLayout:
     names: Optional[tuple]
     vector_widths: dict
     float32: Optional[bool]
+    used: Optional[np.ndarray] = None
 
     @classmethod
     def of_partition(cls, raw):
@@ -133,7 +140,8 @@ class ColumnLayout:
             return cls(False, 0, None, dict(raw.vector_widths), float32)
         names = all_feature_names(matrix)
         return cls(True, matrix.n_features, None if names is None else tuple(names.tolist()),
-                   {"": matrix.n_dense} if matrix.n_dense else {}, float32)
+                   {"": matrix.n_dense} if matrix.n_dense else {}, float32,
+                   held_columns(matrix))
 
     @property
     def n_dense(self):
@@ -295,6 +303,10 @@ class GlobalColumns:
         estimator's own choice, :meth:`_reads_dense_block`).
     names : ndarray of object or None
         Every column's name, sparse then dense (None: all unnamed, ``x<i>``).
+    kept : ndarray of int64 or None
+        The input columns the model keeps (``feature_columns_``) when a wide
+        nameless input is compacted as a local fit compacts it: every
+        partition renumbers them ``0..k-1``. None: every column is kept.
     """
 
     vectorizer: Any
@@ -303,6 +315,7 @@ class GlobalColumns:
     float32: Optional[bool]
     keep_dense: bool
     names: Optional[np.ndarray]
+    kept: Optional[np.ndarray] = None
 
     @property
     def n_dense(self):
@@ -347,6 +360,8 @@ def encoded_partition(raw, first, columns, classes):
     try:
         if raw.positional:
             matrix = raw.matrix
+            if columns.kept is not None:
+                matrix = compacted(matrix, columns.kept)
         else:
             matrix = columns.vectorizer.transform(raw.matrix)
         dense = columns.dense_block(raw, int(matrix.offsets[-1]))
