@@ -19,7 +19,6 @@ from ._estimators.compile_ahead import compile_ahead
 from ._estimators.pruning import PrunedTrainingProblem, prune_unary
 from ._estimators.fitted_state import saved_as
 from ._estimators.training import TrainingProblem
-from ._estimators.training_settings import training_setting
 from ._estimators.transition_columns import transition_columns
 from ._estimators.partial_labels import pairs_with_sets
 from ._estimators.constraints import SCHEME_NAMES
@@ -395,13 +394,29 @@ class CRFClassifier(SpanQueries, CRFEstimator):
         self : CRFClassifier
             The fitted estimator.
         """
+        reject_positional_weights(self, positional)
+        return self._checked_fit(X, y, sample_weight, None)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @CRFEstimator._atomic_fit
+    def _fit_with_settings(self, X, y, settings):
+        """``fit`` with settings of this one fit that no parameter names.
+
+        :class:`skcrf.compat.CRF` trains through this, as CRFsuite does
+        (:attr:`~skcrf._estimators.training.TrainingData.settings`): the same
+        checks and atomic swap as :meth:`fit`, and the settings reach the
+        fit's data only, never the estimator.
+        """
+        return self._checked_fit(X, y, None, settings)
+
+    def _checked_fit(self, X, y, sample_weight, settings):
+        """The body of ``fit`` after its arguments: the parameters' checks, then ``_fit``."""
         if self.order > 1 and self.transition_features is not None:
             raise ValueError(f"transition_features needs order=1; got order={self.order}.")
         self._check_pruning_solver()
         if self.order == 1 and self.transition_features is None:
             compile_ahead("chain")  # on a fresh install: prediction's kernels, on another core
-        reject_positional_weights(self, positional)
-        return self._fit(X, y, sample_weight)
+        return self._fit(X, y, sample_weight, settings)
 
     def _partial_training_problem(self, data, first):
         problem = super()._partial_training_problem(data, first)
@@ -432,7 +447,7 @@ class CRFClassifier(SpanQueries, CRFEstimator):
         constraints = self._label_constraints(data)
         n_classes = data.classes.shape[0]
         # skcrf.compat's CRF trains as CRFsuite, without start and end weights
-        boundary_weights = training_setting("boundary_weights", True)
+        boundary_weights = data.settings.get("boundary_weights", True)
         if self.order == 1:
             structure = ChainStructure.for_training(
                 data.features, data.offsets, data.label_ids, n_classes,

@@ -1,6 +1,7 @@
 """skcrf.compat: sklearn-crfsuite's CRF and metrics, as tutorial code uses them."""
 
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -9,7 +10,6 @@ from sklearn.exceptions import ConvergenceWarning
 
 import skcrf.compat as sklearn_crfsuite
 from skcrf import CRFClassifier, load_model, save_model
-from skcrf._estimators.training_settings import training_settings
 from skcrf.compat import metrics, scorers
 from tests._corpora import tagged_sentences
 
@@ -79,8 +79,8 @@ def test_c1_c2_map_to_the_same_objective_as_crfclassifier(crf, corpus):
     vectorizer = SequenceVectorizer(separator=":")
     c1, c2 = 0.1, 0.1
     direct = CRFClassifier(alpha=c1 + 2 * c2, l1_ratio=c1 / (c1 + 2 * c2), max_iter=50, tol=1e-5)
-    with training_settings(boundary_weights=False):  # what compat.CRF's fit runs under
-        direct.fit(vectorizer.fit_transform(X), y)
+    # the settings compat.CRF's fit gives
+    direct._fit_with_settings(vectorizer.fit_transform(X), y, settings={"boundary_weights": False})
     assert not np.any(crf.estimator_.start_coef_) and not np.any(crf.estimator_.end_coef_)
     # a setting of that fit only: nothing of it stays on the estimator
     assert not [name for name in vars(crf.estimator_) if name.startswith("_")
@@ -495,8 +495,7 @@ def test_crfsuite_only_options_reach_the_solver():
 
     def options_of(crf):
         classifier, online = crf._classifier()
-        with training_settings(online=online):
-            return online_options(classifier)
+        return online_options(classifier, {"online": online})
 
     options = options_of(sklearn_crfsuite.CRF(
         algorithm="l2sgd", calibration_eta=0.2, calibration_rate=3.0, calibration_samples=50,
@@ -508,9 +507,70 @@ def test_crfsuite_only_options_reach_the_solver():
         algorithm="pa", pa_type=2, error_sensitive=False, epsilon=0.5))
     assert (options.pa_type, options.error_sensitive, options.epsilon) == (2, False, 0.5)
     assert options_of(sklearn_crfsuite.CRF(algorithm="arow", variance=3.0)).variance == 3.0
-    # outside compat.CRF's fit, CRFsuite's settings are not there
+    # without the fit's settings, CRFsuite's options are not there
     assert online_options(sklearn_crfsuite.CRF(algorithm="arow", variance=3.0)._classifier()[0]
                           ).variance == 1.0
+
+
+def test_a_plain_fit_during_or_beside_a_compat_fit_is_unaffected(corpus, monkeypatch):
+    """compat.CRF's settings are an argument of its fit, not ambient state: a plain
+    CRFClassifier fitted in the middle of a compat fit (same thread) or beside it (other
+    threads) trains with its start and end weights and its own options, as alone."""
+    X, y, _, _ = corpus
+    X, y = X[:150], y[:150]
+
+    def plain():
+        return CRFClassifier(solver="arow", max_iter=3, random_state=0).fit(X, y)
+
+    def compat():
+        return sklearn_crfsuite.CRF(algorithm="arow", variance=3.0, max_iterations=3).fit(X, y)
+
+    alone = plain()
+    assert np.any(alone.start_coef_) and np.any(alone.end_coef_)
+    nested = []
+    training_problem = CRFClassifier._training_problem
+
+    def nesting_training_problem(self, data):
+        if data.settings and not nested:  # the compat fit, under way
+            nested.append(plain())
+        return training_problem(self, data)
+
+    monkeypatch.setattr(CRFClassifier, "_training_problem", nesting_training_problem)
+    with ThreadPoolExecutor(3) as pool:
+        futures = [pool.submit(compat), pool.submit(plain), pool.submit(plain)]
+        crf, *beside = [future.result(timeout=600) for future in futures]
+    assert len(nested) == 1
+    for model in nested + beside:
+        for name in ("coef_", "transition_coef_", "start_coef_", "end_coef_"):
+            # sums in another order under concurrent BLAS at most; zeroed start and end
+            # weights or CRFsuite's variance would be far off
+            np.testing.assert_allclose(getattr(model, name), getattr(alone, name),
+                                       rtol=1e-7, atol=1e-9)
+        assert model.get_params() == alone.get_params()
+    # the compat fit had its settings, and kept nothing of them
+    assert not np.any(crf.estimator_.start_coef_) and not np.any(crf.estimator_.end_coef_)
+    assert crf.estimator_.get_params() == crf._classifier()[0].get_params()
+    assert not [name for name in vars(crf.estimator_) if "setting" in name]
+
+
+def test_fit_settings_are_checked_and_stay_off_the_model(corpus, tmp_path):
+    """A misspelt setting is refused; a model fitted with settings saves and loads as
+    any other (no setting in its file), and refits without them."""
+    X, y, _, _ = corpus
+    from skcrf import SequenceVectorizer
+
+    matrix = SequenceVectorizer(separator=":").fit_transform(X[:60])
+    classifier = CRFClassifier(max_iter=5)
+    with pytest.raises(TypeError, match="unknown fit settings \\['boundary_weight'\\]"):
+        classifier._fit_with_settings(matrix, y[:60], settings={"boundary_weight": False})
+    classifier._fit_with_settings(matrix, y[:60], settings={"boundary_weights": False})
+    assert not np.any(classifier.start_coef_)
+    save_model(classifier, tmp_path / "model.skcrf")
+    loaded = load_model(tmp_path / "model.skcrf")
+    np.testing.assert_array_equal(loaded.coef_, classifier.coef_)
+    assert loaded.get_params() == CRFClassifier(max_iter=5).get_params()
+    # a later plain fit of the same estimator has its start and end weights again
+    assert np.any(classifier.fit(matrix, y[:60]).start_coef_)
 
 
 @pytest.mark.parametrize("algorithm", ["l2sgd", "ap", "pa", "arow"])

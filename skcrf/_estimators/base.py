@@ -30,7 +30,7 @@ from ..features.arrays import FeatureArrays, all_feature_names
 from ..features.sequence_matrix import SequenceMatrix
 from ..features.vectorizer import SequenceVectorizer
 from .training import (TrainingData, _is_fitted_attribute_set, _same_values,
-                        _user_stacklevel, atomic_fit)
+                        _user_stacklevel, atomic_fit, checked_settings)
 from ..learning.lbfgs import lbfgs
 from ..metrics._checks import _refuse_partial_labels
 from . import online as _online
@@ -81,18 +81,20 @@ class CRFEstimator(StructureQueries, TrainingChecks, _online.OnlineTraining, Bas
         "verbose": ["verbose"],
     }
 
-    def _fit(self, X, y, sample_weight=None):
+    def _fit(self, X, y, sample_weight=None, settings=None):
         """The body of every ``fit``: data, problem, solver, checks, fitted attributes.
 
         Runs on the shadow estimator of :func:`atomic_fit`; a subclass's ``fit``
         checks what only it knows about its parameters, then calls this.
         Sequences of ``sample_weight`` 0 are dropped first: they train as if
-        they were not there.
+        they were not there. ``settings`` are those of this fit that no
+        parameter names (:attr:`TrainingData.settings`; None: none).
         """
         previous = vars(self).pop("_previous_model", None)
         X, y, weights = nonzero_weights(X, y, sample_weight)
         data = self._training_data(X, y)
         data.sequence_weights = weights
+        data.settings = checked_settings(settings)
         problem = self._training_problem(data)
         w0 = self._initial_weights(problem, data, previous)
         if self.solver in _online.ONLINE_SOLVERS:

@@ -17,7 +17,6 @@ from sklearn.utils import check_random_state
 from .._utils.parallel import kernel_exceptions, kernel_threads
 from .queries import given_label_ids
 from .training import TrainingData, _is_fitted_attribute, _same_values
-from .training_settings import training_setting
 from .._utils.type_aliases import FeatureSequences, LabelSequences, SequenceWeights
 from .partial_labels import (FREE, FULL, PartialLabels, encode_partial_labels,
                              holds_partial_labels)
@@ -40,8 +39,14 @@ from .sample_weights import nonzero_weights
 ONLINE_SOLVERS = tuple(SOLVERS)
 
 
-def online_options(estimator):
-    """The :class:`OnlineOptions` of an estimator's parameters (checked here)."""
+def online_options(estimator, settings=None):
+    """The :class:`OnlineOptions` of an estimator's parameters (checked here).
+
+    ``settings`` are the fit's settings beside its parameters
+    (:attr:`~skcrf._estimators.training.TrainingData.settings`): their
+    ``online`` entry adds options no parameter names (CRFsuite's, which
+    :class:`skcrf.compat.CRF` gives). None: none.
+    """
     solver = estimator.solver
     average = estimator.average
     if isinstance(average, str):  # "auto"
@@ -57,7 +62,7 @@ def online_options(estimator):
         raise ValueError("learning_rate='constant' needs a given eta0 (a float > 0); "
                          "eta0='auto' calibrates the 'optimal' schedule only.")
     # CRFsuite's settings that skcrf's parameters do not name (skcrf.compat gives them)
-    extra = dict(training_setting("online", {}))
+    extra = dict((settings or {}).get("online", {}))
     calibration = Calibration(**extra.pop("calibration", {}))
     return OnlineOptions(
         solver=solver, alpha=float(estimator.alpha), l1_ratio=float(estimator.l1_ratio),
@@ -147,7 +152,7 @@ def fit_online(estimator, problem, data, w0, sample_weight):
     # refuses here, before calibration and the kernels' compilation
     structure = online_structure(problem.structure)
     structure.pair_blocks()
-    options = online_options(estimator)
+    options = online_options(estimator, data.settings)
     n_sequences = data.offsets.shape[0] - 1
     weights = np.ones(n_sequences) if sample_weight is None else np.array(sample_weight)
     targets = problem.targets

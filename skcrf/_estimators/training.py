@@ -84,6 +84,20 @@ def _same_values(a, b):
     return a.shape == b.shape and a.tolist() == b.tolist()
 
 
+#: The settings a fit takes beside its parameters (see :attr:`TrainingData.settings`).
+FIT_SETTINGS = ("boundary_weights", "online")
+
+
+def checked_settings(settings):
+    """A copy of one fit's ``settings`` (None: none), refusing a name no fit reads."""
+    settings = dict(settings or {})
+    unknown = sorted(set(settings) - set(FIT_SETTINGS))
+    if unknown:
+        # a misspelt setting would otherwise train silently without it
+        raise TypeError(f"unknown fit settings {unknown}; the settings are {list(FIT_SETTINGS)}.")
+    return settings
+
+
 class TrainingData:
     """A training set as the structures take it: features, offsets and label ids.
 
@@ -104,6 +118,15 @@ class TrainingData:
         is then -1 where a token has no single label. None otherwise.
     n_dense : int
         How many of the last columns of ``features`` are a dense block's.
+    settings : dict
+        Settings of this one fit that no estimator parameter names, given as
+        an argument of the estimator's ``_fit`` (empty for every other fit):
+        :class:`skcrf.compat.CRF` trains its :class:`~skcrf.CRFClassifier` as
+        CRFsuite does with ``boundary_weights`` (False: an order-1 chain
+        without start and end weights, which stay 0) and ``online`` (extra
+        fields of the online solvers' ``OnlineOptions``). They live on the
+        data of the fit, never on the estimator: nothing of them reaches its
+        fitted state, its model file or ``get_params``.
     """
 
     def __init__(self, features, offsets, classes, label_ids, feature_names, vectorizer):
@@ -119,6 +142,7 @@ class TrainingData:
         self.partial = None
         #: columns of ``features`` that came from a dense block (the last ones)
         self.n_dense = 0
+        self.settings = {}
 
     @property
     def lengths(self):

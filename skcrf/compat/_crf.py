@@ -15,7 +15,6 @@ from .._chain import CRFClassifier
 from .._utils.tags import sequence_tags
 from .._estimators.fitted_state import Fitted, FittedState, Integer, TypeOf, saved_as
 from .._estimators.queries import plain_dict_features
-from .._estimators.training_settings import training_settings
 from ..features.vectorizer import SequenceVectorizer
 from ..metrics import flat_accuracy_score
 
@@ -421,12 +420,13 @@ calibration_candidates, calibration_max_trials : default=None
         # CRFsuite's chain has no start or end weights, whatever the trainer: without
         # them the model is CRFsuite's own, and skcrf.compat.save_crfsuite writes it
         # exactly. Settings of this fit, not of the fitted model (nor of its file).
-        with warnings.catch_warnings(), training_settings(boundary_weights=False,
-                                                          online=online):
+        with warnings.catch_warnings():
             # CRFsuite stops at max_iterations without a word, and so does its
             # interface here; CRFClassifier itself warns
             warnings.simplefilter("ignore", ConvergenceWarning)
-            classifier.fit(vectorizer.fit_transform(_sequences(X)), y)
+            classifier._fit_with_settings(vectorizer.fit_transform(_sequences(X)), y,
+                                          settings={"boundary_weights": False,
+                                                    "online": online})
         self.vectorizer_ = vectorizer
         self.estimator_ = classifier
         for name, value in _summaries(classifier).items():
