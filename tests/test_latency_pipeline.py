@@ -112,3 +112,38 @@ def test_changing_the_window_between_sentences_is_seen(sentence, window, suffixe
     featurizer.set_params(window=window)
     assert_same(featurizer.transform([sentence]),
                 TokenFeaturizer(suffixes=tuple(suffixes), window=window).transform([sentence]))
+
+
+TRAIN = [[("El", "DA"), ("perro", "NC"), ("come", "VM"), ("carne", "NC")],
+         [("Juan", "NP"), ("vive", "VM"), ("en", "SP"), ("Madrid", "NP")]]
+LABELS = [["O", "O", "O", "O"], ["B-PER", "O", "O", "B-LOC"]]
+
+
+@pytest.fixture(scope="module")
+def pipeline():
+    from sklearn.pipeline import make_pipeline
+
+    from skcrf import CRFClassifier, SequenceVectorizer
+
+    return make_pipeline(TokenFeaturizer(), SequenceVectorizer(),
+                         CRFClassifier(max_iter=20, tol=1e-2)).fit(TRAIN, LABELS)
+
+
+def by_steps(pipeline, X):
+    """deployment.rst's way around the Pipeline's per-call checks."""
+    featurizer, vectorizer, model = (step for _, step in pipeline.steps)
+    return model.predict(vectorizer.transform(featurizer.transform(X)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(sentence=sentences)
+def test_calling_the_steps_in_turn_predicts_as_the_pipeline(pipeline, sentence):
+    for got, expected in zip(by_steps(pipeline, [sentence]), pipeline.predict([sentence])):
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("bad", [[[("El",)]], [[("El", "DA", "x")]], [[("El", 3)]],
+                                 [[3]], "El perro"])
+def test_calling_the_steps_in_turn_raises_as_the_pipeline(pipeline, bad):
+    assert error_of(lambda: by_steps(pipeline, bad)) == error_of(
+        lambda: pipeline.predict(bad))
