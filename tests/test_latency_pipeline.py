@@ -147,3 +147,21 @@ def test_calling_the_steps_in_turn_predicts_as_the_pipeline(pipeline, sentence):
 def test_calling_the_steps_in_turn_raises_as_the_pipeline(pipeline, bad):
     assert error_of(lambda: by_steps(pipeline, bad)) == error_of(
         lambda: pipeline.predict(bad))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_sample_sentence_by_sentence_by_steps_as_the_pipeline():
+    from sklearn.pipeline import make_pipeline
+
+    from skcrf import CRFClassifier, SequenceVectorizer
+    from skcrf.datasets import load_ud_sample
+
+    X, y = load_ud_sample("train")
+    model = make_pipeline(TokenFeaturizer(), SequenceVectorizer(),
+                          CRFClassifier(max_iter=10, tol=1e-2)).fit(X[:150], y[:150])
+    X_test, _ = load_ud_sample("test")
+    batch = model.predict(X_test)
+    for sentence, expected in zip(X_test, batch):
+        (got,) = by_steps(model, [sentence])
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(model.predict([sentence])[0], expected)
