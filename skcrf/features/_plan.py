@@ -13,9 +13,9 @@ from ._heads import head_keys
 from ._reference import _offset_prefix
 from ._words import _WORD_FEATURES
 
-#: Parameter names of each featurizer class, and the parameter sets (by their
-#: repr) already checked and planned, most recent last, at most _REMEMBERED.
-_PARAM_NAMES = {}
+#: A getter of the parameter values of each featurizer class, and the parameter
+#: sets (by their repr) already checked and planned, most recent last, at most
+#: _REMEMBERED.
 _GETTERS = {}
 _CHECKED = {}
 _PLANS = {}
@@ -30,8 +30,8 @@ def _remember(cache, key, value):
     return value
 
 
-#: Per featurizer, the parameter objects of its last checked call and that call's
-#: plan function, kept only when every parameter is immutable (see _immutable).
+#: Per featurizer, the parameter objects of its last checked call and their repr,
+#: kept only when every parameter is immutable (see _immutable).
 _LAST = weakref.WeakKeyDictionary()
 
 #: Parameter values whose repr cannot change while the object stays the same.
@@ -52,7 +52,7 @@ def checked_plan(featurizer):
     The parameters are checked, and the plan built, once per distinct set of
     parameter values (by their repr), not on every transform: tagging one
     sentence at a time would otherwise spend a third of its time there.
-    Formatting that repr is itself a tenth of a one-sentence call, so a
+    Formatting that repr costs more than the rest of this check, so a
     featurizer whose parameters are the very objects of its previous call,
     all immutable (ints, str, tuples of them, functions), reuses that call's
     answer: the same objects have the same repr. Anything else (a new
@@ -61,7 +61,7 @@ def checked_plan(featurizer):
     kind = type(featurizer)
     getter = _GETTERS.get(kind)
     if getter is None:
-        names = _PARAM_NAMES[kind] = kind._get_param_names()
+        names = kind._get_param_names()
         getter = _GETTERS[kind] = attrgetter(*names) if len(names) > 1 else (
             lambda estimator: (getattr(estimator, names[0]),) if names else ())
     objects = getter(featurizer)
