@@ -71,6 +71,14 @@ def fitted_models(max_iter, path):
     return models
 
 
+def by_steps(pipeline, X):
+    """``pipeline.predict(X)`` without the Pipeline's own checks (see deployment.rst)."""
+    *transformers, model = [step for _, step in pipeline.steps]
+    for step in transformers:
+        X = step.transform(X)
+    return model.predict(X)
+
+
 def per_sentence(tag, items, rounds):
     """CPU seconds per item of ``tag(item)``: (min, median) over ``rounds`` rounds."""
     times = []
@@ -189,6 +197,8 @@ def main():
          per_sentence(lambda f: dicts.predict([f]), ready, args.rounds)),
         ("skcrf raw-token pipeline predict([s])",
          per_sentence(lambda s: pipeline.predict([s]), sentences, args.rounds)),
+        ("raw-token steps called in turn, no Pipeline",
+         per_sentence(lambda s: by_steps(pipeline, [s]), sentences, args.rounds)),
         ("its model in skcrf.compat, predict_single",
          per_sentence(loaded.predict_single, ready, args.rounds)),
     ]
