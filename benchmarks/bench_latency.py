@@ -3,7 +3,9 @@
 Fits (or loads from ``--models``) the three models of bench_training's
 ``latency_report`` with few iterations, then times tagging each of 200
 esp.testb sentences one at a time, in CPU time (``time.process_time``), many
-rounds; prints the min and median per sentence of each way and its ratio to
+rounds (the raw-token pipeline also with its fitted steps called in turn,
+without the Pipeline's own checks); prints the min and median per sentence
+of each way and its ratio to
 sklearn-crfsuite's ``predict_single`` on ready dicts, including sklearn-crfsuite's
 own model loaded into skcrf (``skcrf.compat.load_crfsuite``). With ``--phases``,
 also each step of the raw-token pipeline called alone, and what the
