@@ -3,15 +3,21 @@
 Fits (or loads from ``--models``) the three models of bench_training's
 ``latency_report`` with few iterations, then times tagging each of 200
 esp.testb sentences one at a time, in CPU time (``time.process_time``), many
-rounds; prints the min and median per sentence of each way and its ratio to
+rounds (the raw-token pipeline also with its fitted steps called in turn,
+without the Pipeline's own checks); prints the min and median per sentence
+of each way and its ratio to
 sklearn-crfsuite's ``predict_single`` on ready dicts, including sklearn-crfsuite's
-own model loaded into skcrf (``skcrf.compat.load_crfsuite``). Then serves the
+own model loaded into skcrf (``skcrf.compat.load_crfsuite``). With ``--phases``,
+also each step of the raw-token pipeline called alone, and what the
+:class:`~sklearn.pipeline.Pipeline` itself adds (its predict less its steps,
+timed alternately sentence by sentence). Then serves the
 raw-token pipeline and the dict model from 1, 2 and 4 threads at once, one
 sentence a call, directly and through ``skcrf.serving.MicroBatcher``, and
 prints the sentences per second (wall time) of each: one-sentence calls are
 mostly Python under the GIL, which the batcher's shared calls amortize.
 
 Run: python benchmarks/bench_latency.py [--max-iter 30] [--rounds 15] [--models FILE]
+[--phases] [--no-threads]
 The machine may be shared: compare ratios, and alternate runs of two versions
 (PYTHONPATH=<other checkout> runs another skcrf on the same --models file).
 """
@@ -67,6 +73,14 @@ def fitted_models(max_iter, path):
     return models
 
 
+def by_steps(pipeline, X):
+    """``pipeline.predict(X)`` without the Pipeline's own checks (see deployment.rst)."""
+    *transformers, model = [step for _, step in pipeline.steps]
+    for step in transformers:
+        X = step.transform(X)
+    return model.predict(X)
+
+
 def per_sentence(tag, items, rounds):
     """CPU seconds per item of ``tag(item)``: (min, median) over ``rounds`` rounds."""
     times = []
@@ -76,6 +90,49 @@ def per_sentence(tag, items, rounds):
             tag(item)
         times.append((time.process_time() - started) / len(items))
     return min(times), float(np.median(times))
+
+
+def pipeline_phases(pipeline, sentences, rounds):
+    """CPU us per sentence of each step of ``pipeline`` alone, of all, and of its predict.
+
+    Each sentence goes through the steps one by one and through the
+    pipeline, each in turn first, so both meet the same load. Min over
+    rounds of each; the steps' total is the min of the rounds' totals, so
+    "Pipeline.predict" less it is about what the Pipeline adds, within noise.
+    Also times the ``check_is_fitted`` the Pipeline calls on each predict.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    *transformers, model = [step for _, step in pipeline.steps]
+    names = [type(step).__name__ for step in transformers] + [
+        f"{type(model).__name__}.predict", "steps' total", "Pipeline.predict",
+        "check_is_fitted(Pipeline)"]
+    best = [math.inf] * len(names)
+    clock = time.process_time_ns
+    for _ in range(rounds):
+        spent = [0] * len(names)
+        for i, sentence in enumerate(sentences):
+            # in turn first and second: the second meets the featurizer's names warm
+            for whole in ((False, True) if i % 2 else (True, False)):
+                if whole:
+                    started = clock()
+                    pipeline.predict([sentence])
+                    spent[-2] += clock() - started
+                    continue
+                X = [sentence]
+                for k, step in enumerate(transformers):
+                    started = clock()
+                    X = step.transform(X)
+                    spent[k] += clock() - started
+                started = clock()
+                model.predict(X)
+                spent[-4] += clock() - started
+            started = clock()
+            check_is_fitted(pipeline)
+            spent[-1] += clock() - started
+        spent[-3] = sum(spent[:-3])
+        best = [min(b, s / len(sentences) / 1e3) for b, s in zip(best, spent)]
+    return dict(zip(names, best))
 
 
 def threaded_throughput(tag, items, n_threads, rounds):
@@ -113,6 +170,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--models", default=None,
                         help="pickle of the fitted models: loaded if it exists, else written")
+    parser.add_argument("--phases", action="store_true",
+                        help="also time each step of the raw-token pipeline alone")
+    parser.add_argument("--no-threads", action="store_true",
+                        help="skip serving from 1, 2 and 4 threads")
     args = parser.parse_args()
     print(f"skcrf from {os.path.dirname(skcrf.__file__)}; load average "
           f"{os.getloadavg()[0]:.2f} at start")
@@ -138,6 +199,8 @@ def main():
          per_sentence(lambda f: dicts.predict([f]), ready, args.rounds)),
         ("skcrf raw-token pipeline predict([s])",
          per_sentence(lambda s: pipeline.predict([s]), sentences, args.rounds)),
+        ("raw-token steps called in turn, no Pipeline",
+         per_sentence(lambda s: by_steps(pipeline, [s]), sentences, args.rounds)),
         ("its model in skcrf.compat, predict_single",
          per_sentence(loaded.predict_single, ready, args.rounds)),
     ]
@@ -147,6 +210,12 @@ def main():
         print(f"{name:44s}{low * 1e6:8.0f}{median * 1e6:8.0f}{low / base:15.2f}x")
     print(f"load_crfsuite of sklearn-crfsuite's model: {loading * 1e3:.0f} ms; its first "
           f"predict_single: {first * 1e3:.1f} ms")
+    if args.phases:
+        phases = pipeline_phases(pipeline, sentences, args.rounds)
+        print("raw-token pipeline, min CPU us per sentence: "
+              + ", ".join(f"{name} {us:.0f}" for name, us in phases.items()))
+    if args.no_threads:
+        return
     print(f"n threads each tagging all {len(sentences)}, one a call: sentences/s (wall), "
           f"then CPU us per sentence (all threads)")
     print(f"{'':44s}{'1':>8s}{'2':>8s}{'4':>8s}{'1':>8s}{'2':>8s}{'4':>8s}")

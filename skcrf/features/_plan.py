@@ -5,13 +5,18 @@ Built once per distinct set of parameter values and remembered
 :meth:`~skcrf.features.TokenFeaturizer.transform_dicts`.
 """
 
+import types
+import weakref
+from operator import attrgetter, is_
+
 from ._heads import head_keys
 from ._reference import _offset_prefix
 from ._words import _WORD_FEATURES
 
-#: Parameter names of each featurizer class, and the parameter sets (by their
-#: repr) already checked and planned, most recent last, at most _REMEMBERED.
-_PARAM_NAMES = {}
+#: A getter of the parameter values of each featurizer class, and the parameter
+#: sets (by their repr) already checked and planned, most recent last, at most
+#: _REMEMBERED.
+_GETTERS = {}
 _CHECKED = {}
 _PLANS = {}
 _REMEMBERED = 16
@@ -25,21 +30,53 @@ def _remember(cache, key, value):
     return value
 
 
+#: Per featurizer, the parameter objects of its last checked call and their repr,
+#: kept only when every parameter is immutable (see _immutable).
+_LAST = weakref.WeakKeyDictionary()
+
+#: Parameter values whose repr cannot change while the object stays the same.
+_IMMUTABLE = (type(None), bool, int, float, str, types.FunctionType,
+              types.BuiltinFunctionType)
+
+
+def _immutable(value):
+    """Whether ``value``'s repr is fixed for as long as the object lives."""
+    if type(value) is tuple:
+        return all(map(_immutable, value))
+    return type(value) in _IMMUTABLE
+
+
 def checked_plan(featurizer):
     """``n_columns -> _Plan`` of ``featurizer``'s current parameters, checked (raises if invalid).
 
     The parameters are checked, and the plan built, once per distinct set of
     parameter values (by their repr), not on every transform: tagging one
     sentence at a time would otherwise spend a third of its time there.
+    Formatting that repr costs more than the rest of this check, so a
+    featurizer whose parameters are the very objects of its previous call,
+    all immutable (ints, str, tuples of them, functions), reuses that call's
+    answer: the same objects have the same repr. Anything else (a new
+    object, a list or dict that may have been changed in place) is formatted.
     """
     kind = type(featurizer)
-    names = _PARAM_NAMES.get(kind)
-    if names is None:
-        names = _PARAM_NAMES[kind] = kind._get_param_names()
-    values = repr([getattr(featurizer, name) for name in names])
-    if (kind, values) not in _CHECKED:
-        featurizer._check_params()
-        _remember(_CHECKED, (kind, values), True)
+    getter = _GETTERS.get(kind)
+    if getter is None:
+        names = kind._get_param_names()
+        getter = _GETTERS[kind] = attrgetter(*names) if len(names) > 1 else (
+            lambda estimator: (getattr(estimator, names[0]),) if names else ())
+    objects = getter(featurizer)
+    last = _LAST.get(featurizer)
+    if last is not None and all(map(is_, last[0], objects)):
+        values = last[1]
+    else:
+        values = repr(list(objects))
+        if (kind, values) not in _CHECKED:
+            featurizer._check_params()
+            _remember(_CHECKED, (kind, values), True)
+        if _immutable(objects):
+            # the objects and their repr, not the featurizer: the entry must not keep
+            # its own weak key alive
+            _LAST[featurizer] = (objects, values)
 
     def plan(n_columns):
         key = (kind, values, n_columns)
