@@ -55,6 +55,8 @@ STRUCTURES = {
     "chain-order3": ("CRFClassifier(order=3, max_iter=5)", "X"),
     "chain-order2-pruned": ("CRFClassifier(order=2, prune_threshold=1e-3, max_iter=5)", "X"),
     "chain-sgd": ("CRFClassifier(solver='sgd', max_iter=5)", "X"),
+    # the margin solvers' epoch kernel, sparse only (no BLAS code: learning/_online_chain.py)
+    "chain-perceptron": ("CRFClassifier(solver='perceptron', max_iter=5)", "X"),
     # unknown and set labels: the masked fused kernel (issue 45)
     "chain-partial": ("CRFClassifier(max_iter=5)", "X"),
     "semi-markov": ("SemiMarkovCRF(max_iter=5)", "X"),

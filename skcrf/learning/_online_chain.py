@@ -21,15 +21,16 @@ columns of the same values are. BLAS took a third to a half of the time of
 short loops here, even at a visit's tens of tokens (busy machine). The
 margin solvers' direction touches ``W`` only at the wrong tokens' gold and
 predicted labels, as the sparse weights. Without a dense block the kernels
-get an empty (0, 0) float64 array and take the sparse route alone, bit for
-bit.
+get ``dense=None`` and take the sparse route alone, bit for bit: numba prunes
+the ``dense is None`` branches when it compiles them, so a sparse fit compiles
+no BLAS code.
 """
 
 import numpy as np
 
 from ..inference._runtime.batch import compiled
 from ..inference.chain.order1 import chain_workspace, log_space_sequence, scaled_from_emission
-from ._online_dense import _dense_scratch, _dense_step, _dense_token_scores
+from ._online_dense import _dense_scratch, _dense_step, _dense_token_scores, _dense_width
 from ._online_kernels import (AVERAGE_SCALE, FAILED, L1, L1_TOTAL, LOSS, MISTAKES, SCALE,
                               STEPS, _clip_l1, apply_direction, begin_step, end_step,
                               learning_rate, margin_loss)
@@ -248,7 +249,7 @@ def _exact_chain_posteriors(unary, transitions, start, end, n, marginals, counts
 @compiled()
 def _sgd_chain_update(w, gain, pair_ptr, pair_labels, data, indices, indptr, binary, lo, hi,
                       label_ids, marginals, counts, trans_at, start_at, end_at, average_sum,
-                      average_scale, averaging, coefficients, dense_at, rows,
+                      average_scale, averaging, coefficients, dense, dense_at, rows,
                       coefficient_rows):
     """``w -= gain * (expected - gold statistics)`` for one sequence, in place.
 
@@ -283,8 +284,10 @@ def _sgd_chain_update(w, gain, pair_ptr, pair_labels, data, indices, indptr, bin
                     w[p] += change
                     if averaging:
                         average_sum[p] -= average_scale * change
-        coefficient_rows[r] = coefficients
-    _dense_step(w, n, rows, coefficient_rows, dense_at, average_sum, average_scale, averaging)
+        if dense is not None:  # the dense step's coefficients
+            coefficient_rows[r] = coefficients
+    _dense_step(w, n, dense, rows, coefficient_rows, dense_at, average_sum, average_scale,
+                averaging)
     # the gold transitions join the expected counts as -1s
     for t in range(lo + 1, hi):
         counts[label_ids[t - 1], label_ids[t]] -= 1.0
@@ -374,6 +377,8 @@ def _collect_path_difference(delta, mark, touched, pair_ptr, pair_labels, data, 
                 else:
                     continue
                 n_touched = _touch(delta, mark, touched, n_touched, p, factor * c)
+        if dense is None:
+            continue
         n_dense = dense.shape[1]
         gold_at = dense_at + gold * n_dense
         guess_at = dense_at + guess * n_dense
@@ -435,8 +440,8 @@ def _sgd_chain_step(settings, counters, w, l1_applied, average_sum, eta, factor,
     average_scale = counters[AVERAGE_SCALE]
     _sgd_chain_update(w, eta * factor / scale, pair_ptr, pair_labels, data, indices, indptr,
                       binary, lo, hi, label_ids, marginals, counts, trans_at, start_at, end_at,
-                      average_sum, average_scale, averaging, coefficients, dense_at, rows,
-                      coefficient_rows)
+                      average_sum, average_scale, averaging, coefficients, dense, dense_at,
+                      rows, coefficient_rows)
     if settings[L1] > 0.0:
         counters[L1_TOTAL] += eta * factor * settings[L1]
         # the dense blocks: transitions, then start and end if the chain has them
@@ -444,7 +449,7 @@ def _sgd_chain_step(settings, counters, w, l1_applied, average_sum, eta, factor,
         dense_hi = end_at + n_classes if end_at >= 0 else trans_at + n_classes * n_classes
         _sgd_chain_l1(w, scale, counters[L1_TOTAL], l1_applied, pair_ptr, indices, indptr,
                       lo, hi, trans_at, dense_hi, average_sum, average_scale, averaging,
-                      dense_at, n_classes * dense.shape[1])
+                      dense_at, n_classes * _dense_width(dense))
     end_step(settings, counters, factor, w, average_sum)
 
 
@@ -526,7 +531,7 @@ def exact_chain_visit(settings, counters, w, l1_applied, average_sum, visit_sequ
     _visit_potentials(w, counters[SCALE], pair_ptr, pair_labels, data, indices, indptr,
                       binary, lo, hi, trans_at, start_at, end_at, transition_mask,
                       start_mask, end_mask, unary, transitions, start, end, dense, dense_at,
-                          rows)
+                      rows)
     log_z = _exact_chain_posteriors(unary, transitions, start, end, n, marginals, counts,
                                     work)
     gold_score = _path_score(unary, transitions, start, end, label_ids, lo, n)

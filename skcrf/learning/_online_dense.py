@@ -139,13 +139,29 @@ def _with_dense_block(statistics, features):
 
 
 # --- the epoch kernels' dense products ---------------------------------------------
+#
+# Without a dense block the epoch kernels get ``dense=None``: numba then prunes
+# every ``dense is None`` branch when it compiles them, so a sparse fit
+# compiles no BLAS product (np.dot's machinery is some forty specializations
+# of cold compile time) and runs the sparse loops alone.
 
 @compiled()
 def _dense_scratch(longest, n_classes, dense):
     """The dense route's per-visit buffers: the visit's rows in float64, each token's
-    coefficient per label (SGD's step), both for sequences up to ``longest``."""
+    coefficient per label (SGD's step), both for sequences up to ``longest``; empty
+    without a dense block."""
+    if dense is None:
+        return np.empty((0, 0)), np.empty((0, 0))
     size = max(longest, 1)
     return np.empty((size, dense.shape[1])), np.empty((size, n_classes))
+
+
+@compiled(inline=True)
+def _dense_width(dense):
+    """The dense block's number of columns (0 without one)."""
+    if dense is None:
+        return 0
+    return dense.shape[1]
 
 
 @compiled(inline=True)
@@ -156,6 +172,8 @@ def _dense_token_scores(w, dense, dense_at, lo, hi, rows, unary):
     float64 (as the CSR columns of a float32 block hold them), which
     :func:`_dense_step` reads again.
     """
+    if dense is None:
+        return
     n_dense = dense.shape[1]
     if n_dense == 0 or hi == lo:
         return
@@ -173,13 +191,16 @@ def _dense_token_scores(w, dense, dense_at, lo, hi, rows, unary):
 
 
 @compiled(inline=True)
-def _dense_step(w, n, rows, coefficient_rows, dense_at, average_sum, average_scale,
+def _dense_step(w, n, dense, rows, coefficient_rows, dense_at, average_sum, average_scale,
                 averaging):
     """``W += coefficient_rows[:n].T @ rows[:n]`` (and the average's sums): a visit's step.
 
     ``rows`` holds the visit's rows (:func:`_dense_token_scores`),
-    ``coefficient_rows`` each token's step per label.
+    ``coefficient_rows`` each token's step per label; nothing when ``dense``
+    is None.
     """
+    if dense is None:
+        return
     n_dense = rows.shape[1]
     if n_dense == 0 or n == 0:
         return

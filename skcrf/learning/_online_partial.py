@@ -29,7 +29,7 @@ import numpy as np
 from ..inference._runtime.batch import compiled
 from ..inference.chain.order1 import chain_workspace, scaled_from_emission
 from ._online_chain import (_best_path, _chain_scratch, _collect_path_difference,
-                            _dense_scratch, _dense_step, _potential_buffers,
+                            _dense_scratch, _dense_step, _dense_width, _potential_buffers,
                             _scaled_chain_potentials, _sgd_chain_l1, _visit_potentials)
 from ._online_kernels import (AVERAGE_SCALE, FAILED, L1, L1_TOTAL, LOSS, MISTAKES, SCALE,
                               apply_direction, begin_step, end_step, margin_loss)
@@ -98,7 +98,7 @@ def _free_and_allowed(unary, transitions, start, end, log_mask, lo, n, base, fre
 def _sgd_difference_update(w, gain, pair_ptr, pair_labels, data, indices, indptr, binary, lo,
                            hi, free, free_counts, allowed, allowed_counts, trans_at, start_at,
                            end_at, average_sum, average_scale, averaging, coefficients,
-                           dense_at, rows, coefficient_rows):
+                           dense, dense_at, rows, coefficient_rows):
     """``w -= gain * (E_p[Phi] - E_p[Phi | allowed])`` for one sequence, in place."""
     n_classes = free.shape[1]
     n = hi - lo
@@ -114,8 +114,10 @@ def _sgd_difference_update(w, gain, pair_ptr, pair_labels, data, indices, indptr
                 w[p] += change
                 if averaging:
                     average_sum[p] -= average_scale * change
-        coefficient_rows[r] = coefficients
-    _dense_step(w, n, rows, coefficient_rows, dense_at, average_sum, average_scale, averaging)
+        if dense is not None:  # the dense step's coefficients
+            coefficient_rows[r] = coefficients
+    _dense_step(w, n, dense, rows, coefficient_rows, dense_at, average_sum, average_scale,
+                averaging)
     for i in range(n_classes):
         for j in range(n_classes):
             change = -gain * (free_counts[i, j] - allowed_counts[i, j])
@@ -177,14 +179,14 @@ def sgd_constrained_visits(settings, counters, w, l1_applied, average_sum, visit
         _sgd_difference_update(w, eta * factor / scale, pair_ptr, pair_labels, data, indices,
                                indptr, binary, lo, hi, free, free_counts, allowed,
                                allowed_counts, trans_at, start_at, end_at, average_sum,
-                               average_scale, averaging, coefficients, dense_at, rows,
-                               coefficient_rows)
+                               average_scale, averaging, coefficients, dense, dense_at,
+                               rows, coefficient_rows)
         if settings[L1] > 0.0:
             counters[L1_TOTAL] += eta * factor * settings[L1]
             dense_hi = end_at + n_classes if end_at >= 0 else trans_at + n_classes * n_classes
             _sgd_chain_l1(w, scale, counters[L1_TOTAL], l1_applied, pair_ptr, indices, indptr,
                           lo, hi, trans_at, dense_hi, average_sum, average_scale, averaging,
-                          dense_at, n_classes * dense.shape[1])
+                          dense_at, n_classes * _dense_width(dense))
         end_step(settings, counters, factor, w, average_sum)
     return visit_sequences.shape[0]
 

@@ -55,9 +55,10 @@ class OnlineProblem:
         self.n_parameters = structure.layout.n_parameters
         self.longest = int(np.diff(self.offsets).max(initial=1))
         self._kernel_args = features.kernel_args()
-        # the epoch kernels' dense block: none is an empty one, the sparse route alone
+        # the epoch kernels' dense block; None without one, so that their sparse
+        # specializations compile no dense code (_online_dense.py)
         dense_at = getattr(structure, "dense_at", None)
-        self._dense = (np.empty((0, 0)) if dense_at is None
+        self._dense = (None if dense_at is None
                        else np.ascontiguousarray(features.dense), dense_at or 0)
         self.allowed = self.constrained = self._log_mask = None
         if allowed is not None and (self.targets < 0).any():

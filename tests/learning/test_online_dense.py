@@ -7,6 +7,7 @@ compared with the fit of the same values handed over as CSR columns (the
 route every online solver took before), to 1e-9 in float64.
 """
 
+import inspect
 import warnings
 
 import numpy as np
@@ -315,3 +316,20 @@ def test_tree_partial_labels_read_the_block(solver, monkeypatch):
     kw = dict(solver=solver, max_iter=2, tol=0.0, random_state=0)
     dense = _fit_without_csr_copy(TreeCRF(**kw), block, y, monkeypatch)
     _assert_same_tree_weights(dense, TreeCRF(**kw).fit(as_csr, y))
+
+
+@pytest.mark.parametrize("solver,kernel", [("sgd", "sgd_chain_visits"),
+                                           ("perceptron", "margin_chain_visits")])
+def test_a_sparse_fit_compiles_its_kernels_without_the_dense_route(solver, kernel):
+    """Without a block the epoch kernels get ``dense=None``: numba can type that
+    only by pruning the ``dense is None`` branches, so their specialization holds
+    no BLAS product (cold compile time a sparse fit would pay for nothing)."""
+    from numba import types
+
+    from skcrf.learning import _online_chain
+
+    X, y = _data(n_sequences=10)
+    CRFClassifier(solver=solver, max_iter=2).fit(_as_csr(X), y)
+    dispatcher = getattr(_online_chain, kernel)
+    at = list(inspect.signature(dispatcher.py_func).parameters).index("dense")
+    assert types.none in [signature[at] for signature in dispatcher.signatures]
