@@ -73,8 +73,13 @@ def test_constrained_chains_and_trees_equal_the_csr_route(kind, seed, chunk, wei
     dense = DenseChainStructure(_chain_structure(kind, blocks, offsets, labels, n_classes),
                                 X.n_dense)
     plain = _chain_structure(kind, csr, offsets, labels, n_classes)
+    _assert_same_partial_objective(dense, plain, blocks, csr, offsets, partial,
+                                   _sequence_weights(weighted, offsets, seed), rng)
+
+
+def _assert_same_partial_objective(dense, plain, blocks, csr, offsets, partial, weights, rng):
+    """The partial-label objective of the dense route equals the CSR route's at random weights."""
     named = plain.coefficients(rng.normal(size=plain.n_parameters) * 0.5)
-    weights = _sequence_weights(weighted, offsets, seed)
     _assert_same_objective(
         dense, plain,
         PartialLabelObjective(dense, blocks, offsets, partial, 0.3, weights),
@@ -106,13 +111,8 @@ def test_constrained_semimarkov_equals_the_csr_route(order, seed, chunk, weighte
     plain = semimarkov_structure(csr, offsets, codes, max_lengths, order)
     dense = DenseSemiMarkovStructure(semimarkov_structure(blocks, offsets, codes, max_lengths,
                                                           order), X.n_dense)
-    named = plain.coefficients(rng.normal(size=plain.n_parameters) * 0.5)
-    weights = _sequence_weights(weighted, offsets, seed)
-    _assert_same_objective(
-        dense, plain,
-        PartialLabelObjective(dense, blocks, offsets, partial, 0.3, weights),
-        PartialLabelObjective(plain, csr, offsets, partial, 0.3, weights),
-        dense.weights(named), plain.weights(named))
+    _assert_same_partial_objective(dense, plain, blocks, csr, offsets, partial,
+                                   _sequence_weights(weighted, offsets, seed), rng)
 
 
 @pytest.mark.parametrize("kind", ["tree", 2, "semi-markov 2"])
