@@ -53,6 +53,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 from common import PeakRSS, data_home, sent2features
 
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer
@@ -340,7 +341,9 @@ def _online_table(title, dense_X, csr_X, float_dicts, y, args):
     for suite_name, (suite_params, params) in TRAINERS.items():
         fits = [("dense block", dense_X), ("same values as CSR", csr_X)]
         for label, X in fits:  # compiled first: the rows time training only
-            CRFClassifier(max_iter=1, random_state=0, **params).fit(X[:20], y[:20])
+            with warnings.catch_warnings():  # one epoch of warm-up does not converge
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                CRFClassifier(max_iter=1, random_state=0, **params).fit(X[:20], y[:20])
         for label, X in fits:
             model = CRFClassifier(max_iter=args.online_epochs, tol=0.0, n_iter_no_change=1000,
                                   random_state=0, **params)
