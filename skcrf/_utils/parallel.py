@@ -103,12 +103,8 @@ class _KernelThreads(use_threads):
 @contextmanager
 def _threads_holding_blas(n_threads):
     """:func:`kernel_threads` with ``hold_blas``: the training's."""
-    try:
-        with _blas_single_threaded(), use_threads(n_threads):
-            yield
-    except SystemError as error:
-        _raise_pending(error)
-        raise
+    with kernel_exceptions(), _blas_single_threaded(), use_threads(n_threads):
+        yield
 
 
 #: How CPython words the error of a C function that returned normally with an
