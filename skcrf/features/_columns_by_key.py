@@ -68,6 +68,8 @@ class ColumnsByKey:
         self._tables = {}
         # (key, value) -> column of a fixed vocabulary, see _dict_pairs
         self.pairs = {}
+        # a TokenFeaturizer layout -> its SmallColumns in this vocabulary, see _small_columns
+        self.layouts = {}
 
     def of_key(self, key):
         """``value -> column`` of the one-hot names of ``key`` (a str)."""

@@ -271,6 +271,50 @@ def slot_features(sources, offsets, kinds, shifts, slot_sources, table_starts, t
     return indices, indptr, used
 
 
+@compiled()
+def slot_columns(sources, offsets, kinds, shifts, slot_sources, table_starts, table,
+                 column_starts):
+    """CSR pattern of the featurizer's slots in a fitted vocabulary's columns.
+
+    The slots of :func:`slot_features`, read into the columns of a
+    vocabulary (see ``_small_columns``): a gather slot's table holds the
+    vocabulary's column of each value's name, -1 for a name it lacks; a
+    marker's column (bias, BOS, ...) is ``column_starts[s]``, -1 likewise,
+    and a gather's ``column_starts[s]`` is 0. Columns are kept as they are and
+    each row is sorted (a vocabulary need not follow the slots' name order).
+
+    Returns
+    -------
+    indices : (nnz,) int32
+    indptr : (n_tokens + 1,) int64
+    """
+    n_slots = kinds.shape[0]
+    n_tokens = offsets[offsets.shape[0] - 1]
+    indptr = np.empty(n_tokens + 1, np.int64)
+    indptr[0] = 0
+    indices = np.empty(n_tokens * n_slots, np.int32)
+    k = 0
+    for q in range(offsets.shape[0] - 1):
+        start, stop = offsets[q], offsets[q + 1]
+        for t in range(start, stop):
+            row_start = k
+            for s in range(n_slots):
+                local = _slot_column(kinds[s], shifts[s], slot_sources[s], table_starts[s],
+                                     sources, table, t, start, stop)
+                if local < 0 or column_starts[s] + local < 0:
+                    continue
+                column = column_starts[s] + local
+                # insertion into the sorted row: rows are a few dozen columns
+                j = k
+                while j > row_start and indices[j - 1] > column:
+                    indices[j] = indices[j - 1]
+                    j -= 1
+                indices[j] = column
+                k += 1
+            indptr[t + 1] = k
+    return indices[:k].copy(), indptr
+
+
 def pair_products(data, indices, indptr, binary, pair_ptr, pair_labels, pair_weights,
                   n_labels):
     """(n_tokens, n_labels) scores: each token's sum of its features' pair weights.

@@ -287,4 +287,53 @@ def transform_small(plan, X):
     layout = small_layout(plan(width))
     if layout is None:
         return None
-    return featurize_small(layout, X, width == 1 and type(tokens[0]) is str)
+    # copies of the sequences: a caller may change its lists before the output is read
+    return PendingFeatures(layout, [list(sequence) for sequence in X],
+                           width == 1 and type(tokens[0]) is str)
+
+
+class PendingFeatures(SequenceMatrix):
+    """:func:`featurize_small`'s output, built when first read.
+
+    A :class:`SequenceVectorizer` given it unread takes the layout and the
+    tokens instead (:mod:`._small_columns`), so a pipeline tagging one
+    sentence never builds the feature names. Anything else that reads it
+    (an attribute, a method, a pickle) builds the SequenceMatrix, which this
+    object then becomes: its class is SequenceMatrix from then on.
+    """
+
+    def __init__(self, layout, X, is_str):
+        self._pending = (layout, X, is_str)
+
+    def __getattr__(self, name):
+        # only attributes not set yet: those of the matrix being built
+        if name.startswith("__") or name == "_pending":
+            raise AttributeError(name)
+        self._build()
+        return getattr(self, name)
+
+    def _read_into(self, vectorizer):
+        """``(indices, indptr, offsets)`` of ``vectorizer.transform(self)``, or None if built."""
+        pending = self.__dict__.get("_pending")
+        if pending is None:
+            return None
+        from ._small_columns import small_columns  # it imports this module
+        layout, X, is_str = pending
+        return small_columns(vectorizer, layout).arrays(X, is_str)
+
+    def _build(self):
+        pending = self.__dict__.get("_pending")
+        if pending is None:  # built meanwhile by another thread
+            return
+        built = featurize_small(*pending)
+        vars(self).update(vars(built))
+        self.__class__ = SequenceMatrix
+        vars(self).pop("_pending", None)
+
+    def __getstate__(self):
+        self._build()
+        return SequenceMatrix.__getstate__(self)
+
+    def __reduce_ex__(self, protocol):
+        self._build()
+        return SequenceMatrix.__reduce_ex__(self, protocol)

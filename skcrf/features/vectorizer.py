@@ -27,6 +27,7 @@ from ._kernels import column_counts, remap_columns
 from ._numbering import factorize
 from ._names_out import NamesOutMixin
 from ._output import SequenceOutputMixin
+from ._small import PendingFeatures
 from ._parents import PARENT_KEY
 from ._vectors import VectorSink, is_vector, split_vectors, vector_names
 from .sequence_matrix import SequenceMatrix, values_or_none
@@ -340,6 +341,11 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
         Xt : SequenceMatrix
             One row per token, the columns of ``feature_names_``.
         """
+        if type(X) is PendingFeatures and "vocabulary_" in self.__dict__:
+            # a TokenFeaturizer's few sentences, unread: columns without names
+            arrays = X._read_into(self)
+            if arrays is not None:
+                return self._to_matrix(None, *arrays, None)
         with kernel_exceptions():  # as in fit_transform
             widths = getattr(self, "vector_widths_", None)  # absent from older files
             if widths and not isinstance(X, SequenceMatrix):
