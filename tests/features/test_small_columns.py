@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer, TokenFeaturizer
-from skcrf.features import _small, _small_columns
+from skcrf.features import _small
 
 SENTENCE = [("El", "DA"), ("Tribunal", "NC"), ("Supremo", "AQ"), ("de", "SP"),
             ("EE.UU.", "NP"), ("x-ray", "NC"), ("1990s", "Z"), ("ÉL", "PP"), ("el", "DA")]
