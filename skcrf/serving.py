@@ -11,29 +11,48 @@ the next batch, which takes them all in one call.
 
 from __future__ import annotations
 
-import queue
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from numbers import Integral
 from typing import Any
 
 __all__ = ["MicroBatcher"]
 
-_STOP = object()
+
+class _Request:
+    """One caller's sequence, its outcome, and the lock its caller waits on."""
+
+    __slots__ = ("sequence", "result", "error", "leads", "wake")
+
+    def __init__(self, sequence):
+        self.sequence = sequence
+        self.result = self.error = None
+        self.leads = False  # woken to predict the next batch, not with an outcome
+        # held until woken: a plain lock is the cheapest way to park a thread
+        self.wake = threading.Lock()
+        self.wake.acquire()
+
+    def outcome(self):
+        if self.error is not None:
+            error, self.error = self.error, None  # no cycle through the traceback
+            raise error
+        return self.result
 
 
 class MicroBatcher:
     """Predict single sequences from many threads in shared batched calls.
 
-    Each :meth:`predict_one` call queues its sequence and waits; one worker
-    thread calls ``predict`` on everything queued (at most ``max_batch``
-    sequences), then hands each caller its own result. An idle batcher
-    adds no wait: a lone request is predicted at once, alone; under load the
-    requests that arrive during a batch form the next one. Results are those
-    of ``predict([sequence])[0]``: a batch whose call raises is predicted
-    again one sequence at a time, so that each caller gets its own result
-    or its own error (naming sequence 0, as a call of its own would).
+    Each :meth:`predict_one` call queues its sequence. A caller that finds
+    no batch running predicts one itself, at once: everything queued (at
+    most ``max_batch`` sequences, its own first) in one call of ``predict``,
+    then hands each caller its own result and wakes the oldest caller still
+    waiting to predict the next batch. So a lone request is predicted at
+    once, alone, on its own thread, as a direct call would be, and under
+    load the requests that arrive during a batch form the next one. There
+    is no worker thread to start, stop or lose across a ``fork``. Results
+    are those of ``predict([sequence])[0]``: a batch whose call raises is
+    predicted again one sequence at a time, so that each caller gets its own
+    result or its own error (naming sequence 0, as a call of its own would).
 
     Parameters
     ----------
@@ -63,9 +82,11 @@ class MicroBatcher:
             raise ValueError(f"max_batch must be an integer >= 1; got {max_batch!r}.")
         self.predict = predict
         self.max_batch = int(max_batch)
-        self._queue = queue.SimpleQueue()
         self._lock = threading.Lock()
-        self._worker = None
+        self._queued = []  # requests not yet taken into a batch, oldest first
+        self._running = False  # whether some caller is predicting a batch
+        self._idle = threading.Condition(self._lock)  # notified when no batch runs
+        self._leader = None  # the thread predicting the batch that runs
         self._closed = False
 
     def predict_one(self, sequence: Any) -> Any:
@@ -82,25 +103,34 @@ class MicroBatcher:
         result
             This sequence's item of ``predict``'s output.
         """
-        future = Future()
+        request = _Request(sequence)
         with self._lock:
             if self._closed:
                 raise RuntimeError("This MicroBatcher is closed.")
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._serve, daemon=True,
-                                                name="skcrf-microbatcher")
-                self._worker.start()
-            self._queue.put((sequence, future))
-        return future.result()
+            self._queued.append(request)
+            # when no batch runs nothing is queued, so a leader's request is the oldest
+            leads = not self._running
+            self._running = True
+        while True:
+            if leads:
+                self._predict_batch()
+            else:
+                try:
+                    request.wake.acquire()  # woken with an outcome, or to lead
+                except BaseException:  # a Ctrl-C while waiting: leave, and pass the lead on
+                    self._leave(request)
+                    raise
+                if request.leads:
+                    request.leads, leads = False, True
+                    continue
+            return request.outcome()
 
     def close(self) -> None:
-        """Predict what is queued, then stop the worker thread; later calls raise."""
+        """Refuse new calls and wait until the queued ones are predicted."""
         with self._lock:
             self._closed = True
-            worker = self._worker
-            self._queue.put(_STOP)
-        if worker is not None and worker is not threading.current_thread():
-            worker.join()
+            if self._leader is not threading.current_thread():  # not from inside predict
+                self._idle.wait_for(lambda: not self._running)
 
     def __enter__(self) -> MicroBatcher:
         return self
@@ -108,39 +138,64 @@ class MicroBatcher:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _serve(self):
-        stopping = False
-        while not stopping:
-            batch = [self._queue.get()]  # waits for the first request
-            while len(batch) < self.max_batch:
-                try:
-                    batch.append(self._queue.get_nowait())  # and takes what else waits
-                except queue.Empty:
-                    break
-            if _STOP in batch:
-                stopping = True
-                batch = [item for item in batch if item is not _STOP]
-            if batch:
-                self._answer(batch)
+    def _leave(self, request):
+        """Take a caller's request out of the queue; if it was to lead, wake the next one."""
+        with self._lock:
+            if request in self._queued:
+                self._queued.remove(request)
+            if request.leads:
+                self._pass_lead()
+
+    def _pass_lead(self):
+        """Wake the oldest waiting caller to predict the next batch, or end the run (locked)."""
+        if self._queued:
+            following = self._queued[0]
+            following.leads = True
+            following.wake.release()
+        else:
+            self._running = False
+            self._idle.notify_all()
+
+    def _predict_batch(self):
+        """Predict the oldest queued requests (the caller's first), then pass the lead on."""
+        with self._lock:
+            batch = self._queued[:self.max_batch]
+            del self._queued[:self.max_batch]
+            self._leader = threading.current_thread()
+        try:
+            self._answer(batch)
+        except BaseException:
+            # a KeyboardInterrupt or SystemExit of the leading thread is its own:
+            # the others' requests go back to the front, for the next leader
+            with self._lock:
+                self._queued[:0] = [r for r in batch[1:] if r.wake.locked()]
+            raise
+        finally:
+            with self._lock:
+                self._leader = None
+                self._pass_lead()
 
     def _answer(self, batch):
-        sequences = [sequence for sequence, _ in batch]
+        """Give each request of ``batch`` its outcome; wake every caller but the leader."""
+        sequences = [request.sequence for request in batch]
         try:
             results = self.predict(sequences)
             if len(results) != len(batch):
                 raise ValueError(f"predict returned {len(results)} results for "
                                  f"{len(batch)} sequences.")
-        except BaseException:  # noqa: BLE001 - each caller gets its own outcome below
-            for sequence, future in batch:  # one bad sequence fails only its caller
-                _predict_alone(future, self.predict, sequence)
-            return
-        for (_, future), result in zip(batch, results):
-            future.set_result(result)
+        except Exception:  # noqa: BLE001 - each caller gets its own outcome below
+            for request in batch:  # one bad sequence fails only its caller
+                _predict_alone(request, self.predict)
+        else:
+            for request, result in zip(batch, results):
+                request.result = result
+        for request in batch[1:]:
+            request.wake.release()
 
 
-def _predict_alone(future, predict, sequence):
-    """Set ``future`` to ``predict([sequence])[0]``, or to the exception it raises."""
+def _predict_alone(request, predict):
+    """Set ``request``'s outcome to ``predict([sequence])[0]``, or to the exception it raises."""
     try:
-        future.set_result(predict([sequence])[0])
-    except BaseException as error:  # noqa: BLE001 - raised in the caller's thread
-        future.set_exception(error)
+        request.result = predict([request.sequence])[0]
+    except Exception as error:  # noqa: BLE001 - raised in the caller's thread
+        request.error = error
