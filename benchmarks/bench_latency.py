@@ -10,14 +10,18 @@ sklearn-crfsuite's ``predict_single`` on ready dicts, including sklearn-crfsuite
 own model loaded into skcrf (``skcrf.compat.load_crfsuite``). With ``--phases``,
 also each step of the raw-token pipeline called alone, and what the
 :class:`~sklearn.pipeline.Pipeline` itself adds (its predict less its steps,
-timed alternately sentence by sentence). Then serves the
-raw-token pipeline and the dict model from 1, 2 and 4 threads at once, one
-sentence a call, directly and through ``skcrf.serving.MicroBatcher``, and
-prints the sentences per second (wall time) of each: one-sentence calls are
-mostly Python under the GIL, which the batcher's shared calls amortize.
+timed alternately sentence by sentence; the featurizer's output for a few
+sentences is built only when read, so "TokenFeaturizer" is its checks and the
+vectorizer's phase holds the features' work, see ``_small_columns.py``). Then serves
+sklearn-crfsuite's model, the raw-token pipeline and the dict model from 1, 2 and 4
+threads at once, one sentence a call, directly and through
+``skcrf.serving.MicroBatcher``, and prints the sentences per second (wall time) of
+each: one-sentence calls are mostly Python under the GIL, which the batcher's
+shared calls amortize. Last, the same from 1 and 2 worker processes (each its own
+GIL), which is how a server uses more cores.
 
 Run: python benchmarks/bench_latency.py [--max-iter 30] [--rounds 15] [--models FILE]
-[--phases] [--no-threads]
+[--phases] [--no-threads] [--no-processes]
 The machine may be shared: compare ratios, and alternate runs of two versions
 (PYTHONPATH=<other checkout> runs another skcrf on the same --models file).
 """
@@ -164,6 +168,47 @@ def threaded_throughput(tag, items, n_threads, rounds):
     return best, cpu
 
 
+def _tag_in_process(models, way, items, rounds, ready, results):
+    """A worker process of :func:`process_throughput`: tag ``items`` ``rounds`` times."""
+    crfsuite, pipeline, dicts = pickle.loads(models)
+    tag = {"crfsuite": crfsuite.predict_single,
+           "pipeline": lambda s: pipeline.predict([s]),
+           "dicts": lambda f: dicts.predict([f])}[way]
+    for item in items[:20]:  # load the kernels before the clock starts
+        tag(item)
+    ready.wait()
+    started, cpu_started = time.perf_counter(), time.process_time()
+    for _ in range(rounds):
+        for item in items:
+            tag(item)
+    results.put((time.perf_counter() - started, time.process_time() - cpu_started))
+
+
+def process_throughput(models, way, items, n_processes, rounds):
+    """(items per wall-clock second, CPU us per item) of ``n_processes`` processes.
+
+    Each process (started by ``spawn``: its own interpreter and GIL, as a
+    server's worker processes) loads the pickled models and tags all of
+    ``items`` ``rounds`` times, one a call; all start together. The rate is
+    the items of all processes over the slowest process's time.
+    """
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    ready, results = context.Barrier(n_processes + 1), context.Queue()
+    processes = [context.Process(target=_tag_in_process,
+                                 args=(models, way, items, rounds, ready, results))
+                 for _ in range(n_processes)]
+    for process in processes:
+        process.start()
+    ready.wait()
+    times = [results.get() for _ in processes]
+    for process in processes:
+        process.join()
+    n = n_processes * rounds * len(items)
+    return n / max(wall for wall, _ in times), sum(cpu for _, cpu in times) / n * 1e6
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-iter", type=int, default=30)
@@ -174,6 +219,8 @@ def main():
                         help="also time each step of the raw-token pipeline alone")
     parser.add_argument("--no-threads", action="store_true",
                         help="skip serving from 1, 2 and 4 threads")
+    parser.add_argument("--no-processes", action="store_true",
+                        help="skip serving from 1 and 2 worker processes")
     args = parser.parse_args()
     print(f"skcrf from {os.path.dirname(skcrf.__file__)}; load average "
           f"{os.getloadavg()[0]:.2f} at start")
@@ -214,12 +261,30 @@ def main():
         phases = pipeline_phases(pipeline, sentences, args.rounds)
         print("raw-token pipeline, min CPU us per sentence: "
               + ", ".join(f"{name} {us:.0f}" for name, us in phases.items()))
-    if args.no_threads:
-        return
+    if not args.no_threads:
+        print_threads(crfsuite, pipeline, dicts, sentences, ready, args.rounds)
+    if not args.no_processes:
+        models = pickle.dumps((crfsuite, pipeline, dicts))
+        print(f"n worker processes each tagging all {len(sentences)} "
+              f"{args.rounds} times, one a call: sentences/s (wall), then CPU us "
+              f"per sentence (all processes)")
+        print(f"{'':44s}{'1':>8s}{'2':>8s}{'1':>8s}{'2':>8s}")
+        for name, way, items in (("sklearn-crfsuite predict_single", "crfsuite", ready),
+                                 ("raw-token pipeline, predict([s])", "pipeline", sentences),
+                                 ("dicts, predict([f])", "dicts", ready)):
+            rates = [process_throughput(models, way, items, n, args.rounds)
+                     for n in (1, 2)]
+            print(f"{name:44s}" + "".join(f"{rate:8.0f}" for rate, _ in rates)
+                  + "".join(f"{cpu:8.0f}" for _, cpu in rates))
+
+
+def print_threads(crfsuite, pipeline, dicts, sentences, ready, rounds):
+    """Print the rates of 1, 2 and 4 threads tagging one sentence a call, direct and batched."""
     print(f"n threads each tagging all {len(sentences)}, one a call: sentences/s (wall), "
           f"then CPU us per sentence (all threads)")
     print(f"{'':44s}{'1':>8s}{'2':>8s}{'4':>8s}{'1':>8s}{'2':>8s}{'4':>8s}")
-    ways = [("raw-token pipeline, predict([s])", lambda: lambda s: pipeline.predict([s]), sentences),
+    ways = [("sklearn-crfsuite predict_single", lambda: crfsuite.predict_single, ready),
+            ("raw-token pipeline, predict([s])", lambda: lambda s: pipeline.predict([s]), sentences),
             ("dicts, predict([f])", lambda: lambda f: dicts.predict([f]), ready)]
     if MicroBatcher is not None:  # an skcrf of before skcrf.serving has none
         ways += [("raw-token pipeline through MicroBatcher", lambda: MicroBatcher(
@@ -229,8 +294,8 @@ def main():
     for name, make, items in ways:
         rates = []
         for n_threads in (1, 2, 4):
-            tag = make()  # a batcher of its own per run: its worker thread ends with it
-            rates.append(threaded_throughput(tag, items, n_threads, max(1, args.rounds // 5)))
+            tag = make()  # a batcher of its own per run
+            rates.append(threaded_throughput(tag, items, n_threads, max(1, rounds // 5)))
             getattr(getattr(tag, "__self__", None), "close", lambda: None)()
         print(f"{name:44s}" + "".join(f"{rate:8.0f}" for rate, _ in rates)
               + "".join(f"{cpu:8.0f}" for _, cpu in rates))
