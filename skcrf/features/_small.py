@@ -8,6 +8,11 @@ feature names once, the names of every feature group at every offset (a
 "slot") are lists shifted within each sequence, and rows are read off slot by
 slot. The output is the general path's: the same names, sorted, and the same
 CSR arrays.
+
+Inputs of up to a few thousand tokens (:data:`FUSED_TOKENS`) are returned
+unbuilt (:class:`PendingFeatures`): a SequenceVectorizer reads their columns
+straight from the tokens (``_small_columns``), and anything else that reads
+them builds them, by this path or by the general one.
 """
 
 from itertools import accumulate, chain, repeat
@@ -23,6 +28,14 @@ from .sequence_matrix import SequenceMatrix
 #: the general path's per token, but a fraction of its fixed cost, and the two
 #: break even near a hundred tokens.
 SMALL_TOKENS = 96
+
+#: Inputs of at most this many plain tokens (a server's batch of a few dozen
+#: sentences) return their output unbuilt (:class:`PendingFeatures`), for a
+#: SequenceVectorizer to read their columns without names; built, it is this
+#: path's output up to ``SMALL_TOKENS`` and the general path's past it. Past
+#: this, the general path's numbering of values costs less than looking each
+#: token up, and the tables of values (see ``_small_columns``) would overflow.
+FUSED_TOKENS = 1 << 12
 
 #: Each distinct value's names are kept, per layout, for the next calls
 #: (tagging sentence after sentence meets the same words again); at most
@@ -273,13 +286,13 @@ def _shift(rows, offset, pad):
 
 
 def transform_small(plan, X):
-    """:func:`featurize_small` of ``X`` if it is small and plain, else None.
+    """The :class:`PendingFeatures` of ``X`` if it is small and plain, else None.
 
     ``X`` is a checked list of sequences (never a one-shot iterator: the
     general path reads it again when this returns None).
     """
     tokens = list(chain.from_iterable(X))
-    if not 0 < len(tokens) <= SMALL_TOKENS:
+    if not 0 < len(tokens) <= FUSED_TOKENS:
         return None
     width = plain_width(tokens)
     if width is None:
@@ -288,12 +301,12 @@ def transform_small(plan, X):
     if layout is None:
         return None
     # copies of the sequences: a caller may change its lists before the output is read
-    return PendingFeatures(layout, [list(sequence) for sequence in X],
+    return PendingFeatures(plan(width), layout, [list(sequence) for sequence in X],
                            width == 1 and type(tokens[0]) is str)
 
 
 class PendingFeatures(SequenceMatrix):
-    """:func:`featurize_small`'s output, built when first read.
+    """TokenFeaturizer's output for at most ``FUSED_TOKENS`` plain tokens, built when first read.
 
     A :class:`SequenceVectorizer` given it unread takes the layout and the
     tokens instead (:mod:`._small_columns`), so a pipeline tagging one
@@ -302,8 +315,8 @@ class PendingFeatures(SequenceMatrix):
     object then becomes: its class is SequenceMatrix from then on.
     """
 
-    def __init__(self, layout, X, is_str):
-        self._pending = (layout, X, is_str)
+    def __init__(self, plan, layout, X, is_str):
+        self._pending = (plan, layout, X, is_str)
 
     def __getattr__(self, name):
         # only attributes not set yet: those of the matrix being built
@@ -318,14 +331,23 @@ class PendingFeatures(SequenceMatrix):
         if pending is None:
             return None
         from ._small_columns import small_columns  # it imports this module
-        layout, X, is_str = pending
+        _, layout, X, is_str = pending
         return small_columns(vectorizer, layout).arrays(X, is_str)
 
     def _build(self):
         pending = self.__dict__.get("_pending")
         if pending is None:  # built meanwhile by another thread
             return
-        built = featurize_small(*pending)
+        plan, layout, X, is_str = pending
+        if sum(map(len, X)) <= SMALL_TOKENS:
+            built = featurize_small(layout, X, is_str)
+        else:
+            # modules that import this one (through the vectorizer)
+            from .._utils.parallel import kernel_exceptions
+            from ._slot_matrix import _featurize
+            from ._tokens import _Tokens
+            with kernel_exceptions():  # a Ctrl-C in the kernel as KeyboardInterrupt
+                built = _featurize(plan, _Tokens(X, None))
         vars(self).update(vars(built))
         self.__class__ = SequenceMatrix
         vars(self).pop("_pending", None)

@@ -22,7 +22,11 @@ import numpy as np
 
 from ._columns_by_key import columns_by_key
 from ._kernels import SLOT_AFTER, SLOT_ALWAYS, SLOT_BEFORE, SLOT_GATHER, slot_columns
-from . import _small
+
+#: The most values whose columns are kept per token column, forgotten all at
+#: once past it (a call keeps all of its own): about 8 MiB with the tutorial's
+#: features, and the distinct words of a few thousand sentences.
+_REMEMBERED_VALUES = 1 << 15
 
 
 class _Tables:
@@ -121,7 +125,7 @@ class SmallColumns:
             new = [list(set(values).difference(tables.rows[s]))
                    for s, values in zip(self.read, columns)]
             need = max(len(tables.rows[s]) + len(values) for s, values in zip(self.read, new))
-            if need > _small._REMEMBERED_VALUES:  # the featurizer's bound, one knob
+            if need > _REMEMBERED_VALUES:
                 # new tables, not cleared: a concurrent reader keeps its own
                 tables = _Tables([source.n_entries for source in self.sources])
                 new = [list(set(values)) for values in columns]

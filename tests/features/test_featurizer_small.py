@@ -203,6 +203,7 @@ def test_pipeline_predictions_equal_the_general_path(tagged_small, monkeypatch):
     labels = [pipe.predict([s])[0] for s in sentences]
     marginals = [pipe.predict_proba([s])[0] for s in sentences]
     monkeypatch.setattr(_small, "SMALL_TOKENS", 0)  # every call the general way
+    monkeypatch.setattr(_small, "FUSED_TOKENS", 0)
     for s, y, p in zip(sentences, labels, marginals):
         np.testing.assert_array_equal(pipe.predict([s])[0], y)
         np.testing.assert_array_equal(pipe.predict_proba([s])[0], p)

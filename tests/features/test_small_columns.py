@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.pipeline import make_pipeline
 
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer, TokenFeaturizer
-from skcrf.features import _small
+from skcrf.features import _small, _small_columns
 
 SENTENCE = [("El", "DA"), ("Tribunal", "NC"), ("Supremo", "AQ"), ("de", "SP"),
             ("EE.UU.", "NP"), ("x-ray", "NC"), ("1990s", "Z"), ("ÉL", "PP"), ("el", "DA")]
@@ -145,10 +145,25 @@ def test_forgetting_values_changes_nothing(fitted, monkeypatch):
     featurizer, vectorizer = fitted
     sentences = [SENTENCE[k:] + SENTENCE[:k] for k in range(len(SENTENCE))]
     expected = [vectorizer.transform(built(featurizer, [s])) for s in sentences]
-    monkeypatch.setattr(_small, "_REMEMBERED_VALUES", 5)  # forgets all often
+    monkeypatch.setattr(_small_columns, "_REMEMBERED_VALUES", 5)  # forgets all often
     for _ in range(2):
         for s, e in zip(sentences, expected):
             assert_same(fused(vectorizer, featurizer, [s]), e)
+
+
+def test_inputs_between_the_small_path_and_the_general_one(fitted, monkeypatch):
+    """Past SMALL_TOKENS the output is still pending; built, it is the general path's."""
+    featurizer, vectorizer = fitted
+    X = [SENTENCE[k:] + SENTENCE[:k] for k in range(len(SENTENCE))] * 3  # 243 tokens
+    monkeypatch.setattr(_small, "FUSED_TOKENS", 0)
+    general = featurizer.transform(X)
+    expected = vectorizer.transform(general)
+    monkeypatch.undo()
+    assert 243 > _small.SMALL_TOKENS and type(general) is SequenceMatrix
+    assert_same(fused(vectorizer, featurizer, X), expected)
+    assert_same(built(featurizer, X), general)
+    monkeypatch.setattr(_small, "FUSED_TOKENS", 242)  # one token past: the general path
+    assert type(featurizer.transform(X)) is SequenceMatrix
 
 
 def test_growing_tables_keep_every_value(fitted):
@@ -165,7 +180,7 @@ def test_concurrent_calls_agree(fitted, monkeypatch):
     sentences = [SENTENCE[k:] + SENTENCE[:k] + [(f"new{k}", "NC")]
                  for k in range(len(SENTENCE))]
     expected = [vectorizer.transform(built(featurizer, [s])) for s in sentences]
-    monkeypatch.setattr(_small, "_REMEMBERED_VALUES", 6)  # forgets on most calls
+    monkeypatch.setattr(_small_columns, "_REMEMBERED_VALUES", 6)  # forgets on most calls
     names = _small._Source.names
 
     def yielding_names(source, value):
@@ -225,15 +240,16 @@ def test_pipeline_predictions_and_errors_equal_the_general_path(tagged_small, mo
     sentences = X_test[:30] + [[("Zqxv", "NC"), ("wwkq", "VMI")]]
     labels = [pipe.predict([s])[0] for s in sentences]
     marginals = [pipe.predict_proba([s])[0] for s in sentences]
-    several = pipe.predict(sentences[:3])
+    several = pipe.predict(sentences)  # past SMALL_TOKENS, within FUSED_TOKENS
     bad = [[("a", "B")], [("c", "D"), ("e", 3)]]
     with pytest.raises(TypeError) as fused_error:
         pipe.predict(bad)
     monkeypatch.setattr(_small, "SMALL_TOKENS", 0)  # every call the general way
+    monkeypatch.setattr(_small, "FUSED_TOKENS", 0)
     for s, y, p in zip(sentences, labels, marginals):
         np.testing.assert_array_equal(pipe.predict([s])[0], y)
         np.testing.assert_array_equal(pipe.predict_proba([s])[0], p)
-    for a, b in zip(pipe.predict(sentences[:3]), several):
+    for a, b in zip(pipe.predict(sentences), several):
         np.testing.assert_array_equal(a, b)
     with pytest.raises(TypeError) as general_error:
         pipe.predict(bad)
