@@ -16,8 +16,8 @@ vectorizer's phase holds the features' work, see ``_small_columns.py``). Then se
 sklearn-crfsuite's model, the raw-token pipeline and the dict model from 1, 2 and 4
 threads at once, one sentence a call, directly and through
 ``skcrf.serving.MicroBatcher``, and prints the sentences per second (wall time) of
-each: one-sentence calls are mostly Python under the GIL, which the batcher's
-shared calls amortize. Last, the same from 1 and 2 worker processes (each its own
+each, and the same with batches of 50 sentences a call: one-sentence calls are
+mostly Python under the GIL, which the batcher's shared calls amortize. Last, the same from 1 and 2 worker processes (each its own
 GIL), which is how a server uses more cores.
 
 Run: python benchmarks/bench_latency.py [--max-iter 30] [--rounds 15] [--models FILE]
@@ -49,6 +49,9 @@ except ImportError:  # an earlier skcrf, run for comparison
     MicroBatcher = None
 
 SKCRF = dict(alpha=0.3, l1_ratio=1 / 3)
+
+#: Sentences per call in the thread table's batched rows.
+BATCH = 50
 
 
 def fitted_models(max_iter, path):
@@ -280,8 +283,8 @@ def main():
 
 def print_threads(crfsuite, pipeline, dicts, sentences, ready, rounds):
     """Print the rates of 1, 2 and 4 threads tagging one sentence a call, direct and batched."""
-    print(f"n threads each tagging all {len(sentences)}, one a call: sentences/s (wall), "
-          f"then CPU us per sentence (all threads)")
+    print(f"n threads each tagging all {len(sentences)}, one a call unless said: sentences/s "
+          f"(wall), then CPU us per sentence (all threads)")
     print(f"{'':44s}{'1':>8s}{'2':>8s}{'4':>8s}{'1':>8s}{'2':>8s}{'4':>8s}")
     ways = [("sklearn-crfsuite predict_single", lambda: crfsuite.predict_single, ready),
             ("raw-token pipeline, predict([s])", lambda: lambda s: pipeline.predict([s]), sentences),
@@ -291,11 +294,22 @@ def print_threads(crfsuite, pipeline, dicts, sentences, ready, rounds):
                      pipeline.predict).predict_one, sentences),
                  ("dicts through MicroBatcher", lambda: MicroBatcher(
                      dicts.predict).predict_one, ready)]
+    # whole batches a call (the threads' own, as a batch job splits its input):
+    # only there do the kernels, which run without the GIL, take much of a call
+    # (ten times over: a thread's share would otherwise take a few milliseconds)
+    batches = [sentences[i:i + BATCH] for i in range(0, len(sentences), BATCH)] * 10
+    batches_ready = [ready[i:i + BATCH] for i in range(0, len(ready), BATCH)] * 10
+    ways += [(f"sklearn-crfsuite predict, {BATCH} a call", lambda: crfsuite.predict,
+              batches_ready),
+             (f"raw-token pipeline, {BATCH} a call", lambda: pipeline.predict, batches),
+             (f"dicts, {BATCH} a call", lambda: dicts.predict, batches_ready)]
     for name, make, items in ways:
         rates = []
         for n_threads in (1, 2, 4):
             tag = make()  # a batcher of its own per run
-            rates.append(threaded_throughput(tag, items, n_threads, max(1, rounds // 5)))
+            rate, cpu = threaded_throughput(tag, items, n_threads, max(1, rounds // 5))
+            per_item = len(items[0]) if items is batches or items is batches_ready else 1
+            rates.append((rate * per_item, cpu / per_item))
             getattr(getattr(tag, "__self__", None), "close", lambda: None)()
         print(f"{name:44s}" + "".join(f"{rate:8.0f}" for rate, _ in rates)
               + "".join(f"{cpu:8.0f}" for _, cpu in rates))
