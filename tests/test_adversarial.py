@@ -315,10 +315,17 @@ def _interrupted_in_a_kernel(name):
 
 @pytest.mark.parametrize("module, kernel, call", [
     ("skcrf.features._slot_matrix", "slot_features",
-     lambda: TokenFeaturizer().transform([["a", "b"]] * 2000)),
+     lambda: TokenFeaturizer().transform([["a", "b"]] * 3000)),
     ("skcrf.features._slot_matrix", "slot_features",
      lambda: make_pipeline(TokenFeaturizer(), SequenceVectorizer()).fit_transform(
-         [["a", "b"]] * 2000)),
+         [["a", "b"]] * 3000)),
+    # an output of a few thousand tokens is built when read, past 96 by the kernel
+    ("skcrf.features._slot_matrix", "slot_features",
+     lambda: TokenFeaturizer().transform([["a", "b"]] * 100).n_tokens),
+    # and read into a vectorizer's columns by another kernel
+    ("skcrf.features._small_columns", "slot_columns",
+     lambda: SequenceVectorizer().fit([[{"bias": 1.0}]]).transform(
+         TokenFeaturizer().transform([["a", "b"]]))),
     ("skcrf.features._csr_arrays", "sort_row_indices",
      lambda: SequenceVectorizer().fit_transform([[{"w": "a"}]])),
     ("skcrf.features._csr_arrays", "sort_row_indices",

@@ -343,7 +343,8 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
         """
         if type(X) is PendingFeatures and "vocabulary_" in self.__dict__:
             # a TokenFeaturizer's few sentences, unread: columns without names
-            arrays = X._read_into(self)
+            with kernel_exceptions():
+                arrays = X._read_into(self)
             if arrays is not None:
                 return self._to_matrix(None, *arrays, None)
         with kernel_exceptions():  # as in fit_transform
