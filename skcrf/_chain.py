@@ -489,8 +489,7 @@ class CRFClassifier(SpanQueries, CRFEstimator):
             data.features, data.offsets, data.label_ids, n_classes,
             all_possible_states=self.all_possible_states, constraints=constraints)
         if data.partial is not None:  # the same state pairs, a set's classes included
-            exact = problem.structure
-            lower = ChainStructure(n_classes, getattr(exact, "chain", exact).state_pairs,
+            lower = ChainStructure(n_classes, problem.structure.state_pairs,
                                    constraints=constraints)
         if data.features.dense is not None:  # the same dense weights as the patterns'
             lower = DenseChainStructure(lower, data.features.n_dense)

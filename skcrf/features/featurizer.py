@@ -85,7 +85,11 @@ class TokenFeaturizer(SequenceOutputMixin, TransformerMixin, BaseEstimator,
     columns, sorted by name; those columns are local to each call, so put a
     :class:`SequenceVectorizer` after this step to map them to a fixed
     vocabulary learned in ``fit``. Its values are all 1 unless ``custom``
-    says otherwise.
+    says otherwise. For up to a few thousand plain tokens (a sentence, a
+    server's batch) the output is built when first read: a fitted
+    :class:`SequenceVectorizer` given it unread reads the tokens' columns
+    straight from its vocabulary, with no feature name built, which is
+    what makes tagging one sentence through a pipeline fast.
 
     Parameters
     ----------

@@ -107,7 +107,10 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
     vocabulary by name, one lookup per distinct name, with no per-token dicts.
     Its features of candidate segments (:attr:`SequenceMatrix.segments`, for
     :class:`SemiMarkovCRF`) get a vocabulary of their own, learned by a
-    vectorizer of the same parameters (``segment_vectorizer_``).
+    vectorizer of the same parameters (``segment_vectorizer_``). An output of
+    TokenFeaturizer for a few sentences that nothing has read yet goes from
+    its tokens to the fitted columns directly: each distinct word or column
+    value's columns are looked up once and remembered beside the vectorizer.
 
     The output is a :class:`SequenceMatrix`: one CSR matrix over all tokens plus
     sequence offsets, which :class:`CRFClassifier` consumes directly.

@@ -87,6 +87,11 @@ class DenseChainStructure:
     def n_parameters(self):
         return self.chain.n_parameters + self.n_classes * self.n_dense
 
+    @property
+    def state_pairs(self):
+        """The chain's state pairs: the dense weights add no state."""
+        return self.chain.state_pairs
+
     def _split(self, w):
         n = self.chain.n_parameters
         return w[:n], w[n:].reshape(self.n_classes, self.n_dense)
