@@ -2,17 +2,13 @@
 
 import sys
 import time
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.pipeline import make_pipeline
 
-from skcrf import CRFClassifier, SequenceVectorizer
 from skcrf.features import _small
 from skcrf.features._tokens import _Tokens
 from skcrf.features._slot_matrix import _featurize
@@ -189,24 +185,6 @@ def test_small_path_equals_general_path_on_random_input(X, window, word_features
         assert_same(out, general(featurizer, X))
     else:
         assert out.n_tokens == 0 and len(out) == len(X)
-
-
-def test_pipeline_predictions_equal_the_general_path(tagged_small, monkeypatch):
-    X_train, y_train, X_test, _ = tagged_small
-    pipe = make_pipeline(TokenFeaturizer(), SequenceVectorizer(),
-                         CRFClassifier(max_iter=8, n_jobs=1))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        pipe.fit(X_train[:120], y_train[:120])
-    # unknown words: test sentences, and one made of words never seen
-    sentences = X_test[:20] + [[("Zqxv", "NC"), ("wwkq", "VMI")]]
-    labels = [pipe.predict([s])[0] for s in sentences]
-    marginals = [pipe.predict_proba([s])[0] for s in sentences]
-    monkeypatch.setattr(_small, "SMALL_TOKENS", 0)  # every call the general way
-    monkeypatch.setattr(_small, "FUSED_TOKENS", 0)
-    for s, y, p in zip(sentences, labels, marginals):
-        np.testing.assert_array_equal(pipe.predict([s])[0], y)
-        np.testing.assert_array_equal(pipe.predict_proba([s])[0], p)
 
 
 def test_generators_and_tuple_sequences(small_calls):

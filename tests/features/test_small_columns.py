@@ -24,8 +24,9 @@ from sklearn.pipeline import make_pipeline
 from skcrf import CRFClassifier, SequenceMatrix, SequenceVectorizer, TokenFeaturizer
 from skcrf.features import _small, _small_columns
 
-SENTENCE = [("El", "DA"), ("Tribunal", "NC"), ("Supremo", "AQ"), ("de", "SP"),
-            ("EE.UU.", "NP"), ("x-ray", "NC"), ("1990s", "Z"), ("ÉL", "PP"), ("el", "DA")]
+# the small path's own tests: its sentence and hypothesis's tokens and feature sets
+from .test_featurizer_small import SENTENCE, feature_sets, str_sequences, tuple_sequences
+
 
 
 def built(featurizer, X):
@@ -200,15 +201,6 @@ def test_concurrent_calls_agree(fitted, monkeypatch):
         assert_same(out, expected[k % len(sentences)])
 
 
-words = st.text(alphabet="aAzZ1-.'=éÉñ_ ", max_size=5)
-str_sequences = st.lists(st.lists(words, max_size=6), min_size=1, max_size=4)
-tuple_sequences = st.lists(st.lists(st.tuples(words, st.sampled_from(["NC", "NP", "V", ""]),
-                                              words), max_size=6), min_size=1, max_size=4)
-feature_sets = st.lists(st.sampled_from(["word", "lower", "prefix", "suffix", "shape",
-                                         "isupper", "istitle", "isdigit", "hyphen",
-                                         "hasdigit"]), unique=True, max_size=5).map(tuple)
-
-
 @settings(max_examples=150, deadline=None)
 @given(train=st.one_of(str_sequences, tuple_sequences), data=st.data(),
        window=st.integers(0, 3), word_features=feature_sets, context_features=feature_sets,
@@ -231,6 +223,7 @@ def test_fused_columns_equal_the_two_steps_on_random_input(
 
 
 def test_pipeline_predictions_and_errors_equal_the_general_path(tagged_small, monkeypatch):
+    """One sentence and a batch, unknown words included (the small path's pipeline test)."""
     X_train, y_train, X_test, _ = tagged_small
     pipe = make_pipeline(TokenFeaturizer(), SequenceVectorizer(),
                          CRFClassifier(max_iter=8, n_jobs=1))
