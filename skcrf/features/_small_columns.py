@@ -1,17 +1,17 @@
-"""A few sentences of raw tokens straight to a fitted vocabulary's columns.
+"""Raw tokens (a sentence, a server's batch) straight to a fitted vocabulary's columns.
 
-Tagging one sentence through ``TokenFeaturizer -> SequenceVectorizer`` names
-every feature of every token (hundreds of strings), sorts and numbers the
-names, and then looks each name up in the vocabulary: most of the time of
+Tagging one sentence through ``TokenFeaturizer -> SequenceVectorizer`` named
+every feature of every token (hundreds of strings), sorted and numbered the
+names, and then looked each name up in the vocabulary: most of the time of
 the whole prediction. The names of a token's features depend only on its
 values (its word, its POS, ...) and on where its neighbours are, so here each
 distinct value gets, once and for the calls that follow, the vocabulary
-columns of its names (-1 for a name the vocabulary lacks), and a sentence's
-rows are gathered from those small tables by its tokens' positions with a
-few numpy calls. The result is the vectorizer's output of the featurizer's
-output, exactly (tested against it): every name of a token is distinct (the
-layout's slots name disjoint ranges), so its columns are distinct too, and
-sorting each row gives the canonical arrays.
+columns of its names (-1 for a name the vocabulary lacks), and one compiled
+call (:func:`~._kernels.slot_columns`) gathers each token's row from those
+tables by its neighbours' positions. The result is the vectorizer's output
+of the featurizer's output, exactly (tested against it): every name of a
+token is distinct (the layout's slots name disjoint ranges), so its columns
+are distinct too, and sorting each row gives the canonical arrays.
 """
 
 import threading
