@@ -171,12 +171,13 @@ def threaded_throughput(tag, items, n_threads, rounds):
     return best, cpu
 
 
-def _tag_in_process(models, way, items, rounds, ready, results):
+def _tag_in_process(model, way, items, rounds, ready, results):
     """A worker process of :func:`process_throughput`: tag ``items`` ``rounds`` times."""
-    crfsuite, pipeline, dicts = pickle.loads(models)
-    tag = {"crfsuite": crfsuite.predict_single,
-           "pipeline": lambda s: pipeline.predict([s]),
-           "dicts": lambda f: dicts.predict([f])}[way]
+    before = _resident_mib()
+    model = pickle.loads(model)  # only this way's model: the memory below is its own
+    loaded = _resident_mib()
+    tag = (model.predict_single if way == "crfsuite"
+           else lambda sequence: model.predict([sequence]))
     for item in items[:20]:  # load the kernels before the clock starts
         tag(item)
     ready.wait()
@@ -184,23 +185,37 @@ def _tag_in_process(models, way, items, rounds, ready, results):
     for _ in range(rounds):
         for item in items:
             tag(item)
-    results.put((time.perf_counter() - started, time.process_time() - cpu_started))
+    results.put((time.perf_counter() - started, time.process_time() - cpu_started,
+                 before, loaded, _resident_mib()))
 
 
-def process_throughput(models, way, items, n_processes, rounds):
-    """(items per wall-clock second, CPU us per item) of ``n_processes`` processes.
+def _resident_mib():
+    """This process's resident memory now, in MiB (Linux; NaN elsewhere)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return math.nan
+
+
+def process_throughput(model, way, items, n_processes, rounds):
+    """(items per wall-clock second, CPU us per item, MiB) of ``n_processes`` processes.
 
     Each process (started by ``spawn``: its own interpreter and GIL, as a
-    server's worker processes) loads the pickled models and tags all of
+    server's worker processes) loads the pickled ``model`` and tags all of
     ``items`` ``rounds`` times, one a call; all start together. The rate is
-    the items of all processes over the slowest process's time.
+    the items of all processes over the slowest process's time. The memory
+    is a process's resident set before unpickling the model (the
+    interpreter, numpy, scikit-learn, skcrf and sklearn-crfsuite imported),
+    after it, and at the end (the kernels loaded, the caches of values
+    filled), the largest of the processes'.
     """
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
     ready, results = context.Barrier(n_processes + 1), context.Queue()
     processes = [context.Process(target=_tag_in_process,
-                                 args=(models, way, items, rounds, ready, results))
+                                 args=(model, way, items, rounds, ready, results))
                  for _ in range(n_processes)]
     for process in processes:
         process.start()
@@ -209,7 +224,8 @@ def process_throughput(models, way, items, n_processes, rounds):
     for process in processes:
         process.join()
     n = n_processes * rounds * len(items)
-    return n / max(wall for wall, _ in times), sum(cpu for _, cpu in times) / n * 1e6
+    return (n / max(t[0] for t in times), sum(t[1] for t in times) / n * 1e6,
+            tuple(max(t[k] for t in times) for k in (2, 3, 4)))
 
 
 def main():
@@ -267,18 +283,22 @@ def main():
     if not args.no_threads:
         print_threads(crfsuite, pipeline, dicts, sentences, ready, args.rounds)
     if not args.no_processes:
-        models = pickle.dumps((crfsuite, pipeline, dicts))
         print(f"n worker processes each tagging all {len(sentences)} "
-              f"{args.rounds} times, one a call: sentences/s (wall), then CPU us "
-              f"per sentence (all processes)")
-        print(f"{'':44s}{'1':>8s}{'2':>8s}{'1':>8s}{'2':>8s}")
-        for name, way, items in (("sklearn-crfsuite predict_single", "crfsuite", ready),
-                                 ("raw-token pipeline, predict([s])", "pipeline", sentences),
-                                 ("dicts, predict([f])", "dicts", ready)):
-            rates = [process_throughput(models, way, items, n, args.rounds)
+              f"{args.rounds} times, one a call: sentences/s (wall), CPU us per sentence "
+              f"(all processes), then a process's resident MiB before loading its model, after, "
+              f"and at the end")
+        print(f"{'':44s}{'1':>8s}{'2':>8s}{'1':>8s}{'2':>8s}{'before':>8s}{'loaded':>8s}"
+              f"{'end':>8s}")
+        for name, way, model, items in (
+                ("sklearn-crfsuite predict_single", "crfsuite", crfsuite, ready),
+                ("raw-token pipeline, predict([s])", "pipeline", pipeline, sentences),
+                ("dicts, predict([f])", "dicts", dicts, ready)):
+            rates = [process_throughput(pickle.dumps(model), way, items, n, args.rounds)
                      for n in (1, 2)]
-            print(f"{name:44s}" + "".join(f"{rate:8.0f}" for rate, _ in rates)
-                  + "".join(f"{cpu:8.0f}" for _, cpu in rates))
+            before, loaded, end = rates[-1][2]
+            print(f"{name:44s}" + "".join(f"{rate:8.0f}" for rate, _, _ in rates)
+                  + "".join(f"{cpu:8.0f}" for _, cpu, _ in rates)
+                  + f"{before:8.0f}{loaded:8.0f}{end:8.0f}")
 
 
 def print_threads(crfsuite, pipeline, dicts, sentences, ready, rounds):
