@@ -42,15 +42,24 @@ def general_path():
     return mock.patch.object(base, "plain_dict_features", return_value=None)
 
 
+def general_transform(vectorizer, X):
+    """``vectorizer.transform(X)`` by the general path (transform takes the short one too)."""
+    with mock.patch.object(SequenceVectorizer, "_plain_transform", return_value=None):
+        return vectorizer.transform(X)
+
+
 @settings(max_examples=150, deadline=None)
 @given(X=sequences, again=sequences)
 def test_plain_arrays_are_transforms(X, again):
     vectorizer = SequenceVectorizer().fit(X + again)
     for inputs in (X, X, again):  # cold, then with the pairs remembered
         arrays = vectorizer._plain_arrays(inputs)
-        expected = vectorizer.transform(inputs)
+        expected = general_transform(vectorizer, inputs)
         if arrays is None:
             continue  # a NaN, an empty input: the general path's
+        got = vectorizer.transform(inputs)  # which takes the short path
+        assert got.feature_names is vectorizer._names_out and got.shape == expected.shape
+        np.testing.assert_array_equal(got.matrix.toarray(), expected.matrix.toarray())
         data, indices, indptr, offsets = arrays
         np.testing.assert_array_equal(offsets, expected.offsets)
         matrix = expected.matrix

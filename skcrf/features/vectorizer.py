@@ -344,7 +344,13 @@ class SequenceVectorizer(NamesOutMixin, SequenceOutputMixin, TransformerMixin, B
         Xt : SequenceMatrix
             One row per token, the columns of ``feature_names_``.
         """
-        if type(X) is PendingFeatures and "vocabulary_" in self.__dict__:
+        if type(X) is list:
+            # a few sentences of plain dicts (a request to a pipeline): predict's
+            # short path, the same output
+            matrix = self._plain_transform(X)
+            if matrix is not None:
+                return matrix
+        elif type(X) is PendingFeatures and "vocabulary_" in self.__dict__:
             # a TokenFeaturizer's few sentences, unread: columns without names
             with kernel_exceptions():
                 arrays = X._read_into(self)
