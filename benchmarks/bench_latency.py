@@ -1,7 +1,8 @@
 """Single-sentence latency of the raw-token pipeline, without the long fits of bench_training.
 
 Fits (or loads from ``--models``) the three models of bench_training's
-``latency_report`` with few iterations, then times tagging each of 200
+``latency_report`` with few iterations, and a pipeline of SequenceVectorizer
+and CRFClassifier on the same feature dicts, then times tagging each of 200
 esp.testb sentences one at a time, in CPU time (``time.process_time``), many
 rounds (the raw-token pipeline also with its fitted steps called in turn,
 without the Pipeline's own checks); prints the min and median per sentence
@@ -55,25 +56,34 @@ BATCH = 50
 
 
 def fitted_models(max_iter, path):
-    """(crfsuite, pipeline, dict model), fitted, or loaded from ``path`` if it exists."""
-    if path and os.path.exists(path):
-        with open(path, "rb") as file:
-            return pickle.load(file)
+    """(crfsuite, token pipeline, dict model, dict pipeline), fitted, or loaded from ``path``.
+
+    A file of an earlier version of this script holds the first three: the
+    others are fitted and the file rewritten.
+    """
     import sklearn_crfsuite
     from sklearn.pipeline import make_pipeline
 
+    models = []
+    if path and os.path.exists(path):
+        with open(path, "rb") as file:
+            models = list(pickle.load(file))
+    makes = [
+        (lambda: sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1,
+                                      max_iterations=max_iter), "dicts"),
+        (lambda: make_pipeline(TokenFeaturizer(), SequenceVectorizer(),
+                               CRFClassifier(max_iter=max_iter, **SKCRF)), "tokens"),
+        (lambda: CRFClassifier(max_iter=max_iter, **SKCRF), "dicts"),
+        (lambda: make_pipeline(SequenceVectorizer(), CRFClassifier(max_iter=max_iter, **SKCRF)),
+         "dicts"),
+    ]
+    if len(models) == len(makes):
+        return models
     X, y = load_conll2002("train", data_home=data_home())
-    crfsuite = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1,
-                                    max_iterations=max_iter)
-    pipeline = make_pipeline(TokenFeaturizer(), SequenceVectorizer(),
-                             CRFClassifier(max_iter=max_iter, **SKCRF))
-    dicts = CRFClassifier(max_iter=max_iter, **SKCRF)
+    inputs = {"tokens": X, "dicts": [sent2features(s) for s in X]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        crfsuite.fit([sent2features(s) for s in X], y)
-        pipeline.fit(X, y)
-        dicts.fit([sent2features(s) for s in X], y)
-    models = crfsuite, pipeline, dicts
+        models += [make().fit(inputs[kind], y) for make, kind in makes[len(models):]]
     if path:
         with open(path, "wb") as file:
             pickle.dump(models, file)
@@ -243,7 +253,7 @@ def main():
     args = parser.parse_args()
     print(f"skcrf from {os.path.dirname(skcrf.__file__)}; load average "
           f"{os.getloadavg()[0]:.2f} at start")
-    crfsuite, pipeline, dicts = fitted_models(args.max_iter, args.models)
+    crfsuite, pipeline, dicts, dict_pipeline = fitted_models(args.max_iter, args.models)
     X_test, _ = load_conll2002("testb", data_home=data_home())
     sentences = X_test[:200]
     ready = [sent2features(s) for s in sentences]
@@ -263,6 +273,8 @@ def main():
                       args.rounds)),
         ("skcrf predict([dicts]), dicts ready",
          per_sentence(lambda f: dicts.predict([f]), ready, args.rounds)),
+        ("skcrf Pipeline(SequenceVectorizer, CRF), dicts",
+         per_sentence(lambda f: dict_pipeline.predict([f]), ready, args.rounds)),
         ("skcrf raw-token pipeline predict([s])",
          per_sentence(lambda s: pipeline.predict([s]), sentences, args.rounds)),
         ("raw-token steps called in turn, no Pipeline",
