@@ -318,34 +318,34 @@ def print_threads(crfsuite, pipeline, dicts, sentences, ready, rounds):
     print(f"n threads each tagging all {len(sentences)}, one a call unless said: sentences/s "
           f"(wall), then CPU us per sentence (all threads)")
     print(f"{'':44s}{'1':>8s}{'2':>8s}{'4':>8s}{'1':>8s}{'2':>8s}{'4':>8s}")
-    ways = [("sklearn-crfsuite predict_single", lambda: crfsuite.predict_single, ready),
-            ("raw-token pipeline, predict([s])", lambda: lambda s: pipeline.predict([s]), sentences),
-            ("dicts, predict([f])", lambda: lambda f: dicts.predict([f]), ready)]
+    # (name, a tag function's maker, items, sentences per item)
+    ways = [("sklearn-crfsuite predict_single", lambda: crfsuite.predict_single, ready, 1),
+            ("raw-token pipeline, predict([s])", lambda: lambda s: pipeline.predict([s]),
+             sentences, 1),
+            ("dicts, predict([f])", lambda: lambda f: dicts.predict([f]), ready, 1)]
     if MicroBatcher is not None:  # an skcrf of before skcrf.serving has none
         ways += [("raw-token pipeline through MicroBatcher", lambda: MicroBatcher(
-                     pipeline.predict).predict_one, sentences),
+                     pipeline.predict).predict_one, sentences, 1),
                  ("dicts through MicroBatcher", lambda: MicroBatcher(
-                     dicts.predict).predict_one, ready)]
+                     dicts.predict).predict_one, ready, 1)]
     # whole batches a call (the threads' own, as a batch job splits its input):
     # only there do the kernels, which run without the GIL, take much of a call
     # (ten times over: a thread's share would otherwise take a few milliseconds)
     batches = [sentences[i:i + BATCH] for i in range(0, len(sentences), BATCH)] * 10
     batches_ready = [ready[i:i + BATCH] for i in range(0, len(ready), BATCH)] * 10
     ways += [(f"sklearn-crfsuite predict, {BATCH} a call", lambda: crfsuite.predict,
-              batches_ready),
-             (f"raw-token pipeline, {BATCH} a call", lambda: pipeline.predict, batches),
-             (f"dicts, {BATCH} a call", lambda: dicts.predict, batches_ready)]
-    for name, make, items in ways:
+              batches_ready, BATCH),
+             (f"raw-token pipeline, {BATCH} a call", lambda: pipeline.predict, batches, BATCH),
+             (f"dicts, {BATCH} a call", lambda: dicts.predict, batches_ready, BATCH)]
+    for name, make, items, per_item in ways:
         rates = []
         for n_threads in (1, 2, 4):
             tag = make()  # a batcher of its own per run
             rate, cpu = threaded_throughput(tag, items, n_threads, max(1, rounds // 5))
-            per_item = len(items[0]) if items is batches or items is batches_ready else 1
             rates.append((rate * per_item, cpu / per_item))
             getattr(getattr(tag, "__self__", None), "close", lambda: None)()
         print(f"{name:44s}" + "".join(f"{rate:8.0f}" for rate, _ in rates)
               + "".join(f"{cpu:8.0f}" for _, cpu in rates))
-
 
 if __name__ == "__main__":
     main()

@@ -96,17 +96,19 @@ def _pair_arrays(X, tables, max_values):
     tokens = list(chain.from_iterable(X))
     if not tokens or set(map(type, tokens)) != {dict}:
         return None
+    lengths = list(map(len, tokens))
+    token_starts = np.fromiter(accumulate(lengths, initial=0), dtype=np.int64,
+                               count=len(tokens) + 1)
+    n_items = int(token_starts[-1])
+    # counted before the checks below, which read every key and value: a large
+    # input (any transform calls this first) is declined without them
+    if max_values is not None and n_items > max_values:
+        return None
     # a remembered pair's key is a str and its value a str or a number: a
     # key or value equal to it is of that type or of one this check refuses
     # (a str subclass, Decimal), which the general path handles
     if (not set(map(type, chain.from_iterable(tokens))) <= _STR or not set(
             map(type, chain.from_iterable(map(dict.values, tokens)))) <= _PLAIN_TYPES):
-        return None
-    lengths = list(map(len, tokens))
-    token_starts = np.fromiter(accumulate(lengths, initial=0), dtype=np.int64,
-                               count=len(tokens) + 1)
-    n_items = int(token_starts[-1])
-    if max_values is not None and n_items > max_values:
         return None
     pairs = tables.pairs
     others = ()  # (position, number) of the numbers other than 0 and 1

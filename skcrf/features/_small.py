@@ -297,11 +297,12 @@ def transform_small(plan, X):
     width = plain_width(tokens)
     if width is None:
         return None
-    layout = small_layout(plan(width))
+    plan = plan(width)
+    layout = small_layout(plan)
     if layout is None:
         return None
     # copies of the sequences: a caller may change its lists before the output is read
-    return PendingFeatures(plan(width), layout, [list(sequence) for sequence in X],
+    return PendingFeatures(plan, layout, [list(sequence) for sequence in X],
                            width == 1 and type(tokens[0]) is str)
 
 
@@ -352,10 +353,7 @@ class PendingFeatures(SequenceMatrix):
         self.__class__ = SequenceMatrix
         vars(self).pop("_pending", None)
 
-    def __getstate__(self):
-        self._build()
-        return SequenceMatrix.__getstate__(self)
-
     def __reduce_ex__(self, protocol):
+        # pickle and copy: built first, then reduced as the SequenceMatrix it became
         self._build()
         return SequenceMatrix.__reduce_ex__(self, protocol)

@@ -34,18 +34,22 @@ class _Tables:
 
     ``table`` holds one block of ``capacity`` entries per (source, entry) of
     the layout: entry ``e`` of the value in row ``r`` of source ``s`` is
-    ``table[(first_block[s] + e) * capacity + r]``. Rows are appended, never
+    ``table[(first_block[s] + e) * capacity + r]``, and ``slot_starts`` is
+    where each slot's block starts (0 for a marker). Rows are appended, never
     changed, and ``rows[s]`` names a value only once its row is in
     ``table``: a reader that takes its rows first and the table after needs
-    no lock. A table that must grow is a new array (readers keep the old).
+    no lock. A table that must grow is a new object (readers keep the old).
     """
 
-    def __init__(self, widths, capacity=256):
+    def __init__(self, columns, capacity=256):
+        widths = columns.widths
         self.rows = [{} for _ in widths]
         self.first_block = np.concatenate([[0], np.cumsum(widths[:-1])]).astype(np.int64)
         self.n_blocks = int(sum(widths))
         self.capacity = capacity
         self.table = np.full(self.n_blocks * capacity, -1, dtype=np.int32)
+        block = self.first_block[columns.slot_sources] + columns.entries
+        self.slot_starts = np.where(columns.kinds == SLOT_GATHER, block * capacity, 0)
 
 
 class SmallColumns:
@@ -60,8 +64,8 @@ class SmallColumns:
 
     def __init__(self, layout, vocabulary):
         self.sources = layout.sources
+        self.widths = [source.n_entries for source in self.sources]
         self.vocabulary = vocabulary
-        self.tables = _Tables([source.n_entries for source in self.sources])
         self.lock = threading.Lock()
         get = vocabulary.get
         kinds, shifts, slot_sources, entries, column_starts = [], [], [], [], []
@@ -85,8 +89,8 @@ class SmallColumns:
         self.entries = np.array(entries, dtype=np.int64)
         self.column_starts = np.array(column_starts, dtype=np.int64)
         # only the sources some slot reads are looked up
-        self.read = sorted(set(slot_sources[i] for i in range(len(kinds))
-                               if kinds[i] == SLOT_GATHER))
+        self.read = sorted({kind for kind, _, _ in layout.slots if not isinstance(kind, str)})
+        self.tables = _Tables(self)
 
     def arrays(self, X, is_str):
         """The canonical CSR arrays of the vectorizer's output for the sequences ``X``.
@@ -111,11 +115,9 @@ class SmallColumns:
                 rows[s] = np.fromiter(map(tables.rows[s].__getitem__, values),
                                       dtype=np.int64, count=n)
         # read after the rows: it holds every row they name
-        table, capacity = tables.table, tables.capacity
-        block = tables.first_block[self.slot_sources] + self.entries
-        starts = np.where(self.kinds == SLOT_GATHER, block * capacity, 0)
         indices, indptr = slot_columns(rows, offsets, self.kinds, self.shifts,
-                                       self.slot_sources, starts, table, self.column_starts)
+                                       self.slot_sources, tables.slot_starts, tables.table,
+                                       self.column_starts)
         return indices, indptr, offsets
 
     def _add(self, columns):
@@ -127,7 +129,7 @@ class SmallColumns:
             need = max(len(tables.rows[s]) + len(values) for s, values in zip(self.read, new))
             if need > _REMEMBERED_VALUES:
                 # new tables, not cleared: a concurrent reader keeps its own
-                tables = _Tables([source.n_entries for source in self.sources])
+                tables = _Tables(self)
                 new = [list(set(values)) for values in columns]
                 need = max(map(len, new))
             if need > tables.capacity:
@@ -148,7 +150,7 @@ class SmallColumns:
 
     def _grown(self, tables, capacity):
         """A copy of ``tables`` with room for ``capacity`` rows per source."""
-        grown = _Tables([source.n_entries for source in self.sources], capacity)
+        grown = _Tables(self, capacity)
         grown.table.reshape(grown.n_blocks, capacity)[:, :tables.capacity] = (
             tables.table.reshape(tables.n_blocks, tables.capacity))
         grown.rows = [dict(rows) for rows in tables.rows]
